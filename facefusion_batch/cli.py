@@ -1,0 +1,260 @@
+"""The `ffb` command line. Parses flags, loads settings, calls the library, and turns typed errors into one
+stderr line and an exit code. Nothing else lives here.
+
+Exit codes: 0 all targets done; 1 some target failed; 2 bad usage or settings; 3 model missing or corrupt;
+4 unusable source face; 5 output directory not writable; 130 interrupted.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import functools
+import typer
+
+from facefusion_batch import __version__
+from facefusion_batch.errors import FfbError, SettingsError
+from facefusion_batch.settings import (Engine, FaceDetectorModel, FaceSelectorMode, VideoEncoder,
+                                       VideoMemoryStrategy, VideoPreset, describe, load_settings)
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="ffb: batch face swap for videos and images.\n\n"
+                       "Example: ffb run --source face.jpg --target clips/ --output swapped/ --many-faces")
+models_app = typer.Typer(no_args_is_help=True, help="List, download and verify the neural models.")
+app.add_typer(models_app, name="models")
+
+
+def reports_errors(command):
+    """Turn typed errors into one stderr line and the documented exit code; commands return their code."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        try:
+            code = command(*args, **kwargs)
+        except FfbError as exc:
+            print(f"ffb: error: {exc}", file=sys.stderr)
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            print("ffb: interrupted", file=sys.stderr)
+            raise typer.Exit(130) from None
+        raise typer.Exit(code or 0)
+
+    return wrapper
+
+
+def _load(profile: Optional[Path], flags: dict[str, Any]):
+    return load_settings(profile, os.environ, flags)
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, default=str))
+
+
+@app.command()
+@reports_errors
+def run(
+    source: Optional[Path] = typer.Option(None, "--source", "-s", help="Image of the face to put into the targets."),
+    target: Optional[list[str]] = typer.Option(None, "--target", "-t", help="Video, image, directory (searched "
+                                               "recursively) or glob; repeat for more."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Output directory (mirrors the target tree). "
+                                          "Default: [paths] output_path, ./output"),
+    profile: Optional[Path] = typer.Option(None, "--profile", "-p", help="Settings file: facefusion.ini-style .ini "
+                                           "or .toml. Precedence: defaults < profile < FFB_* env < flags."),
+    many_faces: bool = typer.Option(False, "--many-faces", help="Swap every face (same as --face-selector-mode many)."),
+    face_selector_mode: Optional[FaceSelectorMode] = typer.Option(None, help="Which faces to swap: many, one (largest), reference."),
+    reference_face: Optional[Path] = typer.Option(None, "--reference-face", help="Image of the face to replace; "
+                                                  "implies --face-selector-mode reference."),
+    engine: Optional[Engine] = typer.Option(None, help="auto (neural if its models are "
+                                         "present, else offline), neural, offline."),
+    models_path: Optional[Path] = typer.Option(None, help="Directory of .onnx models (a FaceFusion .assets/models "
+                                               "directory works)."),
+    face_detector_model: Optional[FaceDetectorModel] = typer.Option(None, help="Neural face detector."),
+    execution_providers: Optional[str] = typer.Option(None, help="Providers in order, e.g. 'cuda cpu' or "
+                                                      "'tensorrt cuda cpu'."),
+    execution_device_id: Optional[int] = typer.Option(None, help="GPU index."),
+    execution_thread_count: Optional[int] = typer.Option(None, help="Frame worker threads."),
+    output_video_encoder: Optional[VideoEncoder] = typer.Option(None, help="ffmpeg video encoder."),
+    output_video_preset: Optional[VideoPreset] = typer.Option(None, help="Encoder speed preset."),
+    output_video_quality: Optional[int] = typer.Option(None, help="0..100, higher is better (maps to CRF)."),
+    temp_path: Optional[Path] = typer.Option(None, help="Directory for temporary frames and chunks."),
+    chunk_size: Optional[int] = typer.Option(None, help="Frames per chunk (bounds temporary disk use)."),
+    video_memory_strategy: Optional[VideoMemoryStrategy] = typer.Option(
+        None, help="strict: free sessions between targets; moderate: shrink GPU arena; tolerant: keep all."),
+    system_memory_limit: Optional[int] = typer.Option(None, help="Memory limit in GB (0: none)."),
+    no_marking: bool = typer.Option(False, "--no-marking", help="Don't mark outputs as AI-modified (not advised)."),
+    print_settings: bool = typer.Option(False, "--print-settings", help="Show the resolved settings and exit."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
+) -> int:
+    """Swap the source face into every target video and image."""
+    flags: dict[str, Any] = {
+        "output_path": output, "engine": engine, "models_path": models_path,
+        "face_detector_model": face_detector_model, "execution_providers": execution_providers,
+        "execution_device_id": execution_device_id, "execution_thread_count": execution_thread_count,
+        "output_video_encoder": output_video_encoder, "output_video_preset": output_video_preset,
+        "output_video_quality": output_video_quality, "temp_path": temp_path, "chunk_size": chunk_size,
+        "video_memory_strategy": video_memory_strategy, "system_memory_limit": system_memory_limit,
+        "face_selector_mode": "many" if many_faces else face_selector_mode,
+        "reference_face_path": reference_face, "output_marking": False if no_marking else None,
+    }
+    if reference_face and not (many_faces or face_selector_mode):
+        flags["face_selector_mode"] = "reference"
+    resolved = _load(profile, flags)
+    if print_settings:
+        rows = describe(resolved)
+        if as_json:
+            _print_json(rows)
+        else:
+            _settings_table(rows)
+        return 0
+    if source is None or not target:
+        raise SettingsError("ffb run needs --source FACE_IMAGE and at least one --target; see ffb run --help")
+
+    from facefusion_batch.pipeline.batch import Batch
+    from facefusion_batch.pipeline.progress import make_reporter
+
+    reporter = make_reporter(quiet=quiet)
+    try:
+        batch = Batch(resolved.settings, source, reporter)
+        reporter.message(f"engine: {batch.engine.name} ({', '.join(batch.engine.models)})")
+        result = batch.run(target)
+    finally:
+        reporter.close()
+    if as_json:
+        _print_json(result.to_dict())
+    else:
+        _summary_table(result)
+    if result.interrupted:
+        return 130
+    return 1 if result.failed else 0
+
+
+def _settings_table(rows: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("section", "key", "value", "from")
+    for row in rows:
+        table.add_row(row["section"], row["key"], row["value"], row["origin"])
+    Console().print(table)
+
+
+def _summary_table(result) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("target", "status", "frames", "seconds", "output / reason",
+                  title=f"engine {result.engine} on {', '.join(result.providers) or 'no session'}")
+    for o in result.outcomes:
+        table.add_row(o.target, o.status, str(o.frames), f"{o.seconds:.1f}", o.reason or (o.output or ""))
+    console = Console(width=max(120, Console().width))
+    console.print(table)
+    counts = result.to_dict()["counts"]
+    console.print(f"done {counts['done']}, no face {counts['no_face']}, failed {counts['failed']}")
+
+
+@models_app.command("list")
+@reports_errors
+def models_list(
+    models_path: Optional[Path] = typer.Option(None, help="Models directory (default from settings)."),
+    profile: Optional[Path] = typer.Option(None, "--profile", "-p", help="Settings file."),
+    as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
+) -> int:
+    """Show every known model, where it is expected and whether it is there and intact."""
+    return _report_models(profile, models_path, as_json)
+
+
+@models_app.command("verify")
+@reports_errors
+def models_verify(
+    models_path: Optional[Path] = typer.Option(None, help="Models directory (default from settings)."),
+    profile: Optional[Path] = typer.Option(None, "--profile", "-p", help="Settings file."),
+    as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
+) -> int:
+    """Check present model files against their checksums; exit 3 if any is corrupt."""
+    return _report_models(profile, models_path, as_json, fail_on_corrupt=True)
+
+
+def _report_models(profile: Optional[Path], models_path: Optional[Path], as_json: bool,
+                   fail_on_corrupt: bool = False) -> int:
+    from facefusion_batch.models import store
+    from facefusion_batch.models.catalog import CATALOG
+
+    settings = _load(profile, {"models_path": models_path}).settings
+    memo = store.ChecksumMemo(settings.cache_path / "checksums.json")
+    states = [store.inspect(settings.models_path, spec, memo) for spec in CATALOG.values()]
+    rows = [{"name": s.spec.name, "family": s.spec.family, "status": s.status, "path": str(s.path),
+             "detail": s.detail, "licence": s.spec.licence} for s in states]
+    if as_json:
+        _print_json(rows)
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table("name", "family", "status", "detail", title=f"models in {settings.models_path}")
+        for row in rows:
+            table.add_row(row["name"], row["family"], row["status"], row["detail"])
+        Console(width=max(120, Console().width)).print(table)
+    corrupt = any(s.status == "corrupt" for s in states)
+    return 3 if fail_on_corrupt and corrupt else 0
+
+
+@models_app.command("download")
+@reports_errors
+def models_download(
+    names: Optional[list[str]] = typer.Argument(None, help="Model names (see ffb models list); none: the default "
+                                                "neural set (inswapper_128, arcface_w600k_r50, scrfd_2.5g)."),
+    models_path: Optional[Path] = typer.Option(None, help="Models directory (default from settings)."),
+    profile: Optional[Path] = typer.Option(None, "--profile", "-p", help="Settings file."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
+) -> int:
+    """Download models with resume and checksum check into the models directory."""
+    from facefusion_batch.models.catalog import CATALOG
+    from facefusion_batch.models.download import download_model
+
+    settings = _load(profile, {"models_path": models_path}).settings
+    wanted = names or ["inswapper_128", "arcface_w600k_r50", "scrfd_2.5g"]
+    unknown = [n for n in wanted if n not in CATALOG]
+    if unknown:
+        raise SettingsError(f"unknown model {', '.join(unknown)}; known: {', '.join(CATALOG)}")
+    for name in wanted:
+        spec = CATALOG[name]
+        progress = None if quiet else _download_progress(name)
+        path = download_model(spec, settings.models_path, settings.download_mirror, progress)
+        print(f"{name}: {path}", file=sys.stderr)
+    return 0
+
+
+def _download_progress(name: str):
+    last = [-1]
+
+    def report(done: int, total: int | None) -> None:
+        step = done * 10 // total if total else done // (50 << 20)
+        if step != last[0]:
+            last[0] = step
+            size = f"{done / 1e6:.0f}/{total / 1e6:.0f} MB" if total else f"{done / 1e6:.0f} MB"
+            print(f"{name}: {size}", file=sys.stderr, flush=True)
+
+    return report
+
+
+@app.command()
+def version() -> None:
+    """Print the version."""
+    print(f"ffb {__version__}")
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """Run the CLI in-process and return the exit code (tests call this)."""
+    try:
+        app(args=argv, prog_name="ffb")
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return 0
+
+
+def entry() -> None:
+    sys.exit(main())

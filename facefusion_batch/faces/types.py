@@ -1,0 +1,20 @@
+"""The face record every stage passes along."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Face:
+    """One detected face in frame pixels. `kps` are 5 points: eyes, nose, mouth corners (image left first)."""
+
+    box: np.ndarray  # (4,) x1, y1, x2, y2
+    score: float
+    kps: np.ndarray  # (5, 2)
+    landmarks: np.ndarray | None = None  # (468, 2) for the offline engine
+
+    @property
+    def area(self) -> float:
+        return float(max(0.0, self.box[2] - self.box[0]) * max(0.0, self.box[3] - self.box[1]))

@@ -1,0 +1,109 @@
+"""Where model files live and whether they are intact.
+
+A models directory holds `<name>.onnx`, optionally with FaceFusion's `<name>.hash` sidecar (CRC32 of the
+file as 8 hex digits), so a FaceFusion `.assets/models` directory can be used as it is. Checksums are
+remembered per (path, size, mtime) in the cache directory so a 550 MB file is hashed once, not every run.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from facefusion_batch.models.catalog import ModelSpec
+
+Status = Literal["ok", "unverified", "missing", "corrupt"]
+_BLOCK = 1 << 20
+
+
+@dataclass(frozen=True)
+class ModelState:
+    spec: ModelSpec
+    path: Path
+    status: Status
+    detail: str
+
+
+def crc32_of(path: Path) -> str:
+    value = 0
+    with path.open("rb") as handle:
+        while block := handle.read(_BLOCK):
+            value = zlib.crc32(block, value)
+    return f"{value & 0xFFFFFFFF:08x}"
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(_BLOCK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class ChecksumMemo:
+    """Checksums remembered by (path, size, mtime) in a JSON file; a changed file is hashed again."""
+
+    def __init__(self, file: Path | None) -> None:
+        self._file = file
+        self._data: dict[str, str] = {}
+        if file is not None and file.is_file():
+            try:
+                self._data = json.loads(file.read_text())
+            except (OSError, ValueError):
+                self._data = {}
+
+    def get(self, path: Path, kind: str) -> str:
+        stat = path.stat()
+        key = f"{kind}:{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+        if key not in self._data:
+            self._data[key] = crc32_of(path) if kind == "crc32" else sha256_of(path)
+            self._save()
+        return self._data[key]
+
+    def _save(self) -> None:
+        if self._file is None:
+            return
+        try:
+            self._file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self._file.with_suffix(".tmp")
+            tmp.write_text(json.dumps(self._data))
+            tmp.replace(self._file)
+        except OSError:
+            pass  # a read-only cache only costs re-hashing next time
+
+
+def inspect(models_path: Path, spec: ModelSpec, memo: ChecksumMemo) -> ModelState:
+    """Check one model file against its sha256 (when known) or its FaceFusion .hash sidecar."""
+    path = models_path / spec.file
+    if not path.is_file():
+        return ModelState(spec, path, "missing", f"{path} not found")
+    if path.stat().st_size == 0:
+        return ModelState(spec, path, "corrupt", f"{path} is empty")
+    if spec.sha256:
+        actual = memo.get(path, "sha256")
+        if actual != spec.sha256:
+            return ModelState(spec, path, "corrupt", f"{path}: sha256 {actual} != expected {spec.sha256}")
+        return ModelState(spec, path, "ok", "sha256 matches")
+    sidecar = models_path / spec.hash_file
+    if not sidecar.is_file():
+        return ModelState(spec, path, "unverified", f"no {sidecar.name} sidecar to check it against")
+    expected = sidecar.read_text(encoding="ascii", errors="replace").strip().lower()
+    actual = memo.get(path, "crc32")
+    if actual != expected:
+        return ModelState(spec, path, "corrupt", f"{path}: CRC32 {actual} != {expected} in {sidecar.name}")
+    return ModelState(spec, path, "ok", f"CRC32 matches {sidecar.name}")
+
+
+def usable(state: ModelState) -> bool:
+    return state.status in ("ok", "unverified")
+
+
+def fix_hint(state: ModelState) -> str:
+    name = state.spec.name
+    if state.status == "missing":
+        return (f"run `ffb models download {name}`, or put {state.spec.file} (from {state.spec.url}) in "
+                f"{state.path.parent} by hand")
+    return f"delete {state.path} and run `ffb models download {name}`"

@@ -1,0 +1,167 @@
+"""Engines: everything loaded once per process (sessions, adapters, source cache, semaphore).
+
+An engine turns a frame into faces and swaps a prepared source into them. The pipeline only talks to the
+`FaceEngine` protocol, so the neural and offline engines share every other line.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, Sequence
+
+import numpy as np
+
+from facefusion_batch.errors import ModelError, SettingsError, SourceError
+from facefusion_batch.faces.detectors import ScrfdDetector, YoloFaceDetector
+from facefusion_batch.faces.recognizer import ArcFaceRecognizer
+from facefusion_batch.faces.types import Face
+from facefusion_batch.media import read_image
+from facefusion_batch.models import store
+from facefusion_batch.models.catalog import CATALOG, DETECTOR_FOR, RECOGNIZER
+from facefusion_batch.models.sessions import GuardedSession, SessionPool
+from facefusion_batch.pipeline.source_cache import Record, SourceCache
+from facefusion_batch.settings import Settings
+from facefusion_batch.swap.inswapper import InSwapper, read_emap
+
+
+class FaceEngine(Protocol):
+    name: str
+    models: tuple[str, ...]
+    cache: SourceCache
+    pool: SessionPool
+
+    def detect(self, frame: np.ndarray) -> list[Face]: ...
+
+    def embed(self, frame: np.ndarray, faces: Sequence[Face]) -> np.ndarray: ...
+
+    def prepare_source(self, path: Path) -> Record: ...
+
+    def swap(self, frame: np.ndarray, faces: Sequence[Face], source: Record) -> np.ndarray: ...
+
+    def detector_calls(self) -> int: ...
+
+
+def neural_model_states(settings: Settings) -> list[store.ModelState]:
+    """State of each model file the neural engine needs under these settings."""
+    memo = store.ChecksumMemo(settings.cache_path / "checksums.json")
+    names = [settings.face_swapper_model, RECOGNIZER, DETECTOR_FOR[settings.face_detector_model]]
+    return [store.inspect(settings.models_path, CATALOG[name], memo) for name in names]
+
+
+def largest(faces: Sequence[Face]) -> Face:
+    return max(faces, key=lambda f: f.area)
+
+
+def source_face(path: Path, engine: FaceEngine) -> tuple[np.ndarray, Face, int]:
+    """The image and its largest face; SourceError when it has none."""
+    image = read_image(path)
+    faces = engine.detect(image)
+    if not faces:
+        raise SourceError(f"{path}: no face found in the source image; use a photo in which one face is "
+                          "clearly visible and at least ~100 px wide")
+    return image, largest(faces), len(faces)
+
+
+class NeuralEngine:
+    """SCRFD/YOLOFace + ArcFace + inswapper, sessions from the pool, calls bounded by the semaphore."""
+
+    name = "neural"
+
+    def __init__(self, settings: Settings, pool: SessionPool, cache: SourceCache,
+                 slots: threading.Semaphore) -> None:
+        states = neural_model_states(settings)
+        for state in states:
+            if not store.usable(state):
+                raise ModelError(f"{state.detail}: {store.fix_hint(state)}")
+        self.pool, self.cache, self._settings, self._slots = pool, cache, settings, slots
+        self.models = tuple(state.spec.name for state in states)
+        self.source_faces_seen = 0
+        swapper_state, recognizer_state, detector_state = states
+        self._paths = {state.spec.name: state.path for state in states}
+        self._emap = read_emap(swapper_state.path)
+        self._bind()
+
+    def _guard(self, name: str) -> GuardedSession:
+        return GuardedSession(self.pool.get(self._paths[name]), self._slots, self.pool.run_options())
+
+    def _bind(self) -> None:
+        settings = self._settings
+        swapper, recognizer, detector = self.models
+        detector_class = ScrfdDetector if settings.face_detector_model == "scrfd" else YoloFaceDetector
+        self._detector_session = self._guard(detector)
+        self._detector = detector_class(self._detector_session, CATALOG[detector], settings.face_detector_size,
+                                        settings.face_detector_score)
+        self._recognizer = ArcFaceRecognizer(self._guard(recognizer), CATALOG[recognizer])
+        self._swapper = InSwapper(self._guard(swapper), CATALOG[swapper], self._emap)
+
+    def detect(self, frame: np.ndarray) -> list[Face]:
+        return self._detector.detect([frame])[0]
+
+    def embed(self, frame: np.ndarray, faces: Sequence[Face]) -> np.ndarray:
+        return self._recognizer.embed(frame, faces)
+
+    def prepare_source(self, path: Path) -> Record:
+        def compute() -> Record:
+            image, face, count = source_face(path, self)
+            self.source_faces_seen = count
+            return {"embedding": self.embed(image, [face])[0], "faces": np.array(count)}
+
+        return self.cache.get(path, "neural:" + ":".join(self.models), compute)
+
+    def swap(self, frame: np.ndarray, faces: Sequence[Face], source: Record) -> np.ndarray:
+        return self._swapper.swap(frame, faces, self._swapper.latent(source["embedding"]))
+
+    def detector_calls(self) -> int:
+        return self._detector_session.calls
+
+    def after_target(self) -> None:
+        """VRAM strategy between targets: `strict` reloads sessions for the next target."""
+        if self._settings.video_memory_strategy == "strict":
+            calls = self._detector_session.calls
+            self.pool.after_target()
+            self._bind()
+            self._detector_session.calls = calls
+
+
+@dataclass(frozen=True)
+class Selection:
+    """How to pick the faces to swap in each frame."""
+
+    mode: str
+    reference: np.ndarray | None = None  # unit embedding, reference mode only
+    distance: float = 0.6
+
+    def pick(self, frame: np.ndarray, faces: list[Face], engine: FaceEngine) -> list[Face]:
+        if not faces or self.mode == "many":
+            return faces
+        if self.mode == "one":
+            return [largest(faces)]
+        embeddings = engine.embed(frame, faces)
+        distances = 1.0 - embeddings @ self.reference
+        return [face for face, d in zip(faces, distances) if d <= self.distance]
+
+
+def build_selection(settings: Settings, engine: FaceEngine) -> Selection:
+    if settings.face_selector_mode != "reference":
+        return Selection(settings.face_selector_mode)
+    if engine.name != "neural":
+        raise SettingsError("face_selector_mode reference needs the neural engine's face recogniser; use "
+                            "--engine neural with its models, or --many-faces / one")
+    assert settings.reference_face_path is not None
+    image, face, _ = source_face(settings.reference_face_path, engine)
+    return Selection("reference", engine.embed(image, [face])[0], settings.reference_face_distance)
+
+
+def build_engine(settings: Settings, slots: threading.Semaphore | None = None) -> FaceEngine:
+    """The engine the settings ask for; `auto` picks neural when its model files are usable."""
+    pool = SessionPool(settings)
+    cache = SourceCache(settings.cache_path)
+    slots = slots or threading.Semaphore(settings.inference_slots())
+    if settings.engine == "neural":
+        return NeuralEngine(settings, pool, cache, slots)
+    if settings.engine == "auto" and all(store.usable(s) for s in neural_model_states(settings)):
+        return NeuralEngine(settings, pool, cache, slots)
+    from facefusion_batch.offline.engine import OfflineEngine
+
+    return OfflineEngine(settings, pool, cache, slots)

@@ -1,0 +1,124 @@
+"""Frame flow: a decoder reader with reused buffers, optional spooling through the temp dir, and an
+order-preserving executor with a bounded number of frames in flight."""
+from __future__ import annotations
+
+import collections
+import queue
+import threading
+from concurrent.futures import Executor, Future
+from pathlib import Path
+from typing import IO, Callable, Iterator, Literal, TypeVar, Union
+
+import cv2
+import numpy as np
+
+from facefusion_batch.errors import MediaError
+
+T = TypeVar("T")
+Item = Union[np.ndarray, Path]
+_DONE = object()
+
+
+def read_frames(stream: IO[bytes], width: int, height: int, buffers: int) -> Iterator[np.ndarray]:
+    """Yield frames from a raw BGR pipe into a ring of `buffers` reused arrays.
+
+    A yielded array is overwritten `buffers` frames later, so callers keep fewer than that alive.
+    """
+    ring = [np.empty((height, width, 3), dtype=np.uint8) for _ in range(buffers)]
+    index = 0
+    while True:
+        frame = ring[index % buffers]
+        view = memoryview(frame).cast("B")
+        filled = 0
+        while filled < len(view):
+            got = stream.readinto(view[filled:])
+            if not got:
+                break
+            filled += got
+        if filled == 0:
+            return
+        if filled < len(view):
+            raise MediaError(f"decoder stopped mid-frame ({filled} of {len(view)} bytes)")
+        yield frame
+        index += 1
+
+
+class Spool:
+    """Runs the frame source on its own thread, ahead of processing by at most `ahead` frames.
+
+    `memory` passes arrays; `temp` writes each frame to the temp dir (so at most `ahead` frames sit on
+    disk) and passes its path; the consumer deletes the file once the frame is processed.
+    """
+
+    def __init__(self, frames: Iterator[np.ndarray], transport: Literal["memory", "temp"], directory: Path,
+                 frame_format: str, ahead: int) -> None:
+        self._frames, self._transport = frames, transport
+        self._directory, self._format = directory, frame_format
+        self._queue: queue.Queue = queue.Queue(maxsize=ahead)
+        self._stop = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="ffb-reader", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            for index, frame in enumerate(self._frames):
+                item: Item = frame
+                if self._transport == "temp":
+                    item = self._directory / f"{index:08d}.{self._format}"
+                    if not cv2.imwrite(str(item), frame):
+                        raise MediaError(f"{item}: can't write extracted frame (temp disk full?)")
+                if not self._put(item):
+                    return
+        except BaseException as exc:  # handed to the consumer thread
+            self._error = exc
+        self._put(_DONE)
+
+    def _put(self, item: object) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def __iter__(self) -> Iterator[Item]:
+        while True:
+            item = self._queue.get()
+            if item is _DONE:
+                if self._error is not None:
+                    raise self._error
+                return
+            yield item
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+def load(item: Item) -> np.ndarray:
+    """The frame behind a spool item; a spooled file is removed once read."""
+    if isinstance(item, np.ndarray):
+        return item
+    frame = cv2.imread(str(item), cv2.IMREAD_COLOR)
+    if frame is None:
+        raise MediaError(f"{item}: extracted frame is unreadable")
+    item.unlink(missing_ok=True)
+    return frame
+
+
+def ordered_map(executor: Executor, fn: Callable[[Item], T], items: Iterator[Item], in_flight: int
+                ) -> Iterator[T]:
+    """Apply `fn` on the executor, yielding results in input order with at most `in_flight` pending."""
+    pending: collections.deque[Future] = collections.deque()
+    try:
+        for item in items:
+            pending.append(executor.submit(fn, item))
+            if len(pending) >= in_flight:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for future in pending:
+            future.cancel()

@@ -1,0 +1,96 @@
+"""Progress on stderr: a rich bar on a terminal, plain periodic lines otherwise (cron logs)."""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import IO, Protocol
+
+
+class Reporter(Protocol):
+    def message(self, text: str) -> None: ...
+
+    def start(self, name: str, total: int) -> None: ...
+
+    def advance(self, frames: int) -> None: ...
+
+    def finish(self, status: str) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class PlainReporter:
+    """One line when a target starts and ends, and every `every` seconds in between."""
+
+    def __init__(self, stream: IO[str], every: float = 10.0, quiet: bool = False) -> None:
+        self._stream, self._every, self._quiet = stream, every, quiet
+        self._lock = threading.Lock()
+        self._name, self._total, self._done, self._last, self._began = "", 0, 0, 0.0, 0.0
+
+    def _print(self, text: str) -> None:
+        if not self._quiet:
+            print(text, file=self._stream, flush=True)
+
+    def message(self, text: str) -> None:
+        self._print(text)
+
+    def start(self, name: str, total: int) -> None:
+        self._name, self._total, self._done = name, total, 0
+        self._began = self._last = time.monotonic()
+        self._print(f"{name}: {total} frames")
+
+    def advance(self, frames: int) -> None:
+        with self._lock:
+            self._done += frames
+            now = time.monotonic()
+            if now - self._last >= self._every:
+                self._last = now
+                fps = self._done / max(now - self._began, 1e-9)
+                self._print(f"{self._name}: {self._done}/{self._total} frames, {fps:.1f} fps")
+
+    def finish(self, status: str) -> None:
+        self._print(f"{self._name}: {status}")
+
+    def close(self) -> None:
+        pass
+
+
+class RichReporter:
+    """A rich progress bar per target, on stderr."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                   TimeRemainingColumn)
+
+        self._console = Console(stderr=True)
+        self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                  TimeElapsedColumn(), TimeRemainingColumn(),
+                                  console=self._console, transient=False)
+        self._progress.start()
+        self._task = None
+
+    def message(self, text: str) -> None:
+        self._progress.console.print(text, markup=False, highlight=False)
+
+    def start(self, name: str, total: int) -> None:
+        self._task = self._progress.add_task(name, total=max(total, 1))
+
+    def advance(self, frames: int) -> None:
+        if self._task is not None:
+            self._progress.advance(self._task, frames)
+
+    def finish(self, status: str) -> None:
+        if self._task is not None:
+            task = self._progress.tasks[-1]
+            self._progress.update(self._task, completed=task.total, description=f"{task.description} [{status}]")
+            self._task = None
+
+    def close(self) -> None:
+        self._progress.stop()
+
+
+def make_reporter(quiet: bool = False) -> Reporter:
+    if not quiet and sys.stderr.isatty():
+        return RichReporter()
+    return PlainReporter(sys.stderr, quiet=quiet)

@@ -1,0 +1,192 @@
+"""One video: probe, decode, process frames on the pool, encode in chunks, mux audio, verify, rename."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Callable
+
+import numpy as np
+
+from facefusion_batch.errors import MediaError, TargetError
+from facefusion_batch.media import temp_name
+from facefusion_batch.pipeline.frames import Spool, load, ordered_map, read_frames
+from facefusion_batch.video import ffmpeg
+from facefusion_batch.video.ffmpeg import EncodeOptions
+from facefusion_batch.video.probe import VideoInfo, probe
+
+FrameFn = Callable[[np.ndarray], tuple[np.ndarray, int]]  # frame -> (frame, faces swapped)
+
+
+@dataclass
+class Counters:
+    frames: int = 0
+    frames_with_faces: int = 0
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    temp_root: Path
+    chunk_size: int
+    frame_format: str
+    threads: int
+    in_flight: int
+    encode: EncodeOptions
+    transport: str = "temp"
+
+
+def check_space(directory: Path, needed: int, what: str, fix: str) -> None:
+    free = shutil.disk_usage(directory).free
+    if free < needed:
+        raise TargetError(f"{what}: needs ~{needed / 1e9:.1f} GB free in {directory}, has {free / 1e9:.1f} GB; "
+                          f"{fix}")
+
+
+def estimate(info: VideoInfo, options: JobOptions) -> tuple[int, int]:
+    """(temp bytes, output bytes) one video needs: spooled frames + encoded chunks, and the output."""
+    frame_bytes = info.width * info.height * 3
+    spool = frame_bytes * options.chunk_size if options.transport == "temp" else 0
+    encoded = max(info.path.stat().st_size * 2, 10_000_000)
+    return spool + encoded, encoded
+
+
+def process_video(path: Path, out: Path, frame_fn: FrameFn, tags: dict[str, str], options: JobOptions,
+                  on_frames: Callable[[int], None], on_start: Callable[[int], None]) -> Counters:
+    """Swap faces through a whole video into `out` (written under a temp name, renamed on success)."""
+    info = probe(path)
+    container = ffmpeg.container_of(out)
+    reason = ffmpeg.check_encoder(container, options.encode.encoder)
+    if reason:
+        raise TargetError(f"{path}: {reason}")
+    temp_need, out_need = estimate(info, options)
+    options.temp_root.mkdir(parents=True, exist_ok=True)
+    check_space(options.temp_root, temp_need, str(path), "set temp_path to a larger disk or lower chunk_size")
+    check_space(out.parent, out_need, str(path), "free space in the output directory")
+    on_start(info.frame_count)
+    workspace = Path(tempfile.mkdtemp(prefix="ffb-", dir=options.temp_root))
+    partial = temp_name(out)
+    try:
+        counters, chunks = _transcode(info, workspace, frame_fn, options, on_frames)
+        if counters.frames_with_faces == 0:
+            shutil.copyfile(path, partial)  # nothing to swap: the original goes through untouched
+        else:
+            _mux(info, chunks, workspace, partial, container, tags)
+            _verify(partial, info, counters.frames)
+        partial.replace(out)
+        return counters
+    finally:
+        partial.unlink(missing_ok=True)
+        shutil.rmtree(workspace, ignore_errors=True)
+
+
+def _transcode(info: VideoInfo, workspace: Path, frame_fn: FrameFn, options: JobOptions,
+               on_frames: Callable[[int], None]) -> tuple[Counters, list[Path]]:
+    counters = Counters()
+    chunks: list[Path] = []
+    ahead = options.chunk_size if options.transport == "temp" else options.in_flight
+    frames_dir = workspace / "frames"
+    frames_dir.mkdir()
+    with open(workspace / "decode.log", "wb") as log:
+        decoder = subprocess.Popen(ffmpeg.decode_command(info.path), stdout=subprocess.PIPE, stderr=log)
+    frames = read_frames(decoder.stdout, info.width, info.height, buffers=ahead + options.in_flight + 3)
+    spool = Spool(frames, options.transport, frames_dir, options.frame_format, ahead)
+    encoder: _Encoder | None = None
+    started = time.perf_counter()
+
+    def work(item) -> tuple[np.ndarray, int]:
+        return frame_fn(load(item))
+
+    finished = False
+    try:
+        with ThreadPoolExecutor(options.threads, thread_name_prefix="ffb-frame") as pool:
+            for frame, swapped in ordered_map(pool, work, iter(spool), options.in_flight):
+                if counters.frames % options.chunk_size == 0:
+                    if encoder:
+                        encoder.close()
+                    chunks.append(workspace / f"chunk_{len(chunks):05d}.mp4")
+                    encoder = _Encoder(chunks[-1], info, options.encode, workspace)
+                encoder.write(frame)
+                counters.frames += 1
+                counters.frames_with_faces += swapped > 0
+                on_frames(1)
+        if encoder:
+            encoder.close()
+            encoder = None
+        finished = True
+    finally:
+        _stop(decoder, kill=not finished)
+        spool.close()
+        if encoder:
+            encoder.kill()
+    if decoder.returncode not in (0, None) or counters.frames == 0:
+        detail = ffmpeg.last_line((workspace / "decode.log").read_bytes())
+        raise MediaError(f"{info.path}: decoding failed after {counters.frames} frames ({detail})")
+    counters.stage_seconds["transcode"] = time.perf_counter() - started
+    return counters, chunks
+
+
+def _stop(process: subprocess.Popen, kill: bool) -> None:
+    if process.poll() is None:
+        if kill:
+            process.kill()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    if process.stdout:
+        process.stdout.close()
+
+
+class _Encoder:
+    """One ffmpeg encoder process for one chunk, fed raw BGR frames on stdin."""
+
+    def __init__(self, out: Path, info: VideoInfo, options: EncodeOptions, workspace: Path) -> None:
+        self._out = out
+        self._log_path = workspace / f"{out.stem}.log"
+        with open(self._log_path, "wb") as log:
+            command = ffmpeg.encode_command(out, info.width, info.height, info.fps, options, info.colour)
+            self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stderr=log)
+        self._stdin: IO[bytes] = self._process.stdin  # type: ignore[assignment]
+
+    def write(self, frame: np.ndarray) -> None:
+        try:
+            self._stdin.write(memoryview(np.ascontiguousarray(frame)).cast("B"))
+        except (BrokenPipeError, OSError):
+            self.kill()
+            raise MediaError(f"encoder failed: {ffmpeg.last_line(self._log_path.read_bytes())}") from None
+
+    def close(self) -> None:
+        try:
+            self._stdin.close()
+        except BrokenPipeError:
+            pass
+        if self._process.wait() != 0:
+            raise MediaError(f"encoder failed: {ffmpeg.last_line(self._log_path.read_bytes())}")
+
+    def kill(self) -> None:
+        if self._process.poll() is None:
+            self._process.kill()
+            self._process.wait()
+
+
+def _mux(info: VideoInfo, chunks: list[Path], workspace: Path, partial: Path, container: str,
+         tags: dict[str, str]) -> None:
+    listing = workspace / "chunks.txt"
+    listing.write_text(ffmpeg.concat_list(chunks), encoding="utf-8")
+    ffmpeg.run(ffmpeg.mux_command(listing, info.path, partial, container, info.audio_codec, tags),
+               f"{info.path}: joining chunks and audio")
+
+
+def _verify(partial: Path, info: VideoInfo, frames: int) -> None:
+    """Check the result rather than trusting ffmpeg's exit code: frame count and audio stream."""
+    result = probe(partial)
+    if result.frame_count != frames:
+        raise MediaError(f"{info.path}: output has {result.frame_count} frames, expected {frames}")
+    if info.audio_codec and not result.audio_codec:
+        raise MediaError(f"{info.path}: the audio track was lost while muxing ({info.audio_codec})")

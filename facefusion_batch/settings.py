@@ -1,0 +1,298 @@
+"""Settings: one frozen object built from defaults < profile (ini or TOML) < FFB_* environment < flags.
+
+Every setting is declared once, as a field of `Settings` with its profile section and help text in the
+field's metadata. The profile loaders, the environment reader, `--print-settings` and the CLI all read that
+one declaration, and `Literal` types are the single list of allowed choices.
+"""
+from __future__ import annotations
+
+import configparser
+import dataclasses
+import os
+import sys
+import tempfile
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+from facefusion_batch.errors import SettingsError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python < 3.11 only
+    import tomli as tomllib
+
+Engine = Literal["auto", "neural", "offline"]
+ExecutionProvider = Literal["cpu", "cuda", "tensorrt"]
+FaceDetectorModel = Literal["scrfd", "yoloface"]
+FaceSelectorMode = Literal["many", "one", "reference"]
+FaceSwapperModel = Literal["inswapper_128", "inswapper_128_fp16"]
+VideoEncoder = Literal["libx264", "libx265", "libvpx-vp9", "h264_nvenc", "hevc_nvenc"]
+VideoPreset = Literal[
+    "ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"
+]
+TempFrameFormat = Literal["bmp", "png", "jpg"]
+VideoMemoryStrategy = Literal["strict", "moderate", "tolerant"]
+LogLevel = Literal["error", "warn", "info", "debug"]
+
+
+def _default_cache() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "ffb"
+
+
+def _spec(section: str, help: str, default: Any = dataclasses.MISSING, **kw: Any) -> Any:
+    meta = {"section": section, "help": help}
+    if "default_factory" in kw:
+        return field(default_factory=kw["default_factory"], metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a run depends on. Build it with `load_settings`; pass it down, never mutate it."""
+
+    temp_path: Path = _spec("paths", "Directory for extracted frames and chunks (fast local disk).",
+                            default_factory=lambda: Path(tempfile.gettempdir()))
+    output_path: Path = _spec("paths", "Directory that receives the outputs (mirrors the target tree).",
+                              default_factory=lambda: Path("output"))
+    models_path: Path = _spec("paths", "Directory of .onnx model files; a FaceFusion .assets/models works.",
+                              default_factory=lambda: _default_cache() / "models")
+    cache_path: Path = _spec("paths", "Directory for the source-face cache.",
+                             default_factory=_default_cache)
+
+    download_mirror: str = _spec("download", "Base URL to fetch model files from instead of the FaceFusion "
+                                 "release (a mirror holding the same file names).", "")
+
+    engine: Engine = _spec("face_swapper", "auto: neural when its models are present, else offline.",
+                           "auto")
+    face_swapper_model: FaceSwapperModel = _spec("face_swapper", "Neural swapper model.", "inswapper_128")
+
+    face_detector_model: FaceDetectorModel = _spec("face_detector", "Neural face detector.", "scrfd")
+    face_detector_size: int = _spec("face_detector", "Detector input size in pixels (square).", 640)
+    face_detector_score: float = _spec("face_detector", "Minimum detection score, 0..1.", 0.5)
+
+    face_selector_mode: FaceSelectorMode = _spec(
+        "face_selector", "many: every face; one: the largest; reference: faces like --reference-face.", "one")
+    reference_face_path: Path | None = _spec("face_selector", "Image of the face to replace (reference mode).",
+                                             None)
+    reference_face_distance: float = _spec(
+        "face_selector", "Max cosine distance to the reference face, 0..2 (lower is stricter).", 0.6)
+
+    output_video_encoder: VideoEncoder = _spec("output", "ffmpeg video encoder.", "libx264")
+    output_video_preset: VideoPreset = _spec("output", "Encoder speed/size preset.", "veryfast")
+    output_video_quality: int = _spec("output", "Video quality 0..100 (maps to CRF; higher is better).", 80)
+    output_image_quality: int = _spec("output", "JPEG/WebP quality 0..100 for image targets.", 95)
+    output_marking: bool = _spec("output", "Mark outputs as AI-modified in their metadata.", True)
+
+    chunk_size: int = _spec("frame_extraction", "Frames extracted and encoded per chunk (bounds temp disk).",
+                            240)
+    temp_frame_format: TempFrameFormat = _spec("frame_extraction", "Image format of extracted frames.", "bmp")
+
+    execution_providers: tuple[ExecutionProvider, ...] = _spec(
+        "execution", "ONNX Runtime providers in order of preference.", ("cpu",))
+    execution_device_id: int = _spec("execution", "GPU index for CUDA/TensorRT.", 0)
+    execution_thread_count: int = _spec("execution", "Frame worker threads.",
+                                        default_factory=lambda: min(8, os.cpu_count() or 1))
+    execution_queue_count: int = _spec("execution", "Frames in flight per worker thread.", 2)
+    execution_inference_slots: int = _spec(
+        "execution", "Concurrent model calls allowed (0: 1 on a GPU, thread count on CPU).", 0)
+
+    video_memory_strategy: VideoMemoryStrategy = _spec(
+        "memory", "strict: free sessions after each target; moderate: GPU arena shrinks after each call; "
+        "tolerant: keep sessions and arenas.", "moderate")
+    system_memory_limit: int = _spec("memory", "Process data-segment limit in GB (0: no limit).", 0)
+
+    log_level: LogLevel = _spec("logging", "How much to print.", "info")
+
+    def inference_slots(self) -> int:
+        """Width of the semaphore that bounds concurrent model calls."""
+        if self.execution_inference_slots > 0:
+            return self.execution_inference_slots
+        if any(p != "cpu" for p in self.execution_providers):
+            return 1
+        return max(1, self.execution_thread_count)
+
+
+FIELDS: dict[str, dataclasses.Field] = {f.name: f for f in dataclasses.fields(Settings)}
+SECTIONS: tuple[str, ...] = tuple(dict.fromkeys(f.metadata["section"] for f in FIELDS.values()))
+_HINTS = typing.get_type_hints(Settings)
+_RANGES: dict[str, tuple[float, float]] = {
+    "face_detector_score": (0.0, 1.0),
+    "reference_face_distance": (0.0, 2.0),
+    "output_video_quality": (0, 100),
+    "output_image_quality": (0, 100),
+    "face_detector_size": (64, 2048),
+    "chunk_size": (1, 100000),
+    "execution_thread_count": (1, 256),
+    "execution_queue_count": (1, 64),
+    "execution_inference_slots": (0, 256),
+    "execution_device_id": (0, 64),
+    "system_memory_limit": (0, 4096),
+}
+
+
+def choices(name: str) -> tuple[str, ...]:
+    """Allowed values of a choice setting (empty for free-form settings)."""
+    hint = _HINTS[name]
+    if typing.get_origin(hint) is tuple:
+        hint = typing.get_args(hint)[0]
+    return typing.get_args(hint) if typing.get_origin(hint) is Literal else ()
+
+
+def parse_value(name: str, raw: Any, where: str) -> Any:
+    """Convert a raw profile/env/flag value to the field's type; raise SettingsError naming `where`."""
+    hint = _HINTS[name]
+    try:
+        value = _convert(name, hint, raw)
+    except (ValueError, TypeError) as exc:
+        raise SettingsError(f"{where}: {exc}") from None
+    if name in _RANGES and value is not None:
+        low, high = _RANGES[name]
+        if not low <= value <= high:
+            raise SettingsError(f"{where}: {value} is out of range {low}..{high}")
+    return value
+
+
+def _convert(name: str, hint: Any, raw: Any) -> Any:
+    origin = typing.get_origin(hint)
+    if origin is tuple:
+        items = raw.replace(",", " ").split() if isinstance(raw, str) else list(raw)
+        if not items:
+            raise ValueError("needs at least one value")
+        return tuple(_choice(name, typing.get_args(hint)[0], str(i)) for i in items)
+    if origin is Literal:
+        return _choice(name, hint, str(raw))
+    if hint == (Path | None):
+        return Path(os.path.expanduser(str(raw))) if str(raw) else None
+    if hint is Path:
+        return Path(os.path.expanduser(str(raw)))
+    if hint is bool:
+        if isinstance(raw, bool):
+            return raw
+        text = str(raw).strip().lower()
+        if text in ("1", "true", "yes", "on"):
+            return True
+        if text in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(f"expected true or false, got {raw!r}")
+    if hint is int:
+        if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
+            raise ValueError(f"expected a whole number, got {raw!r}")
+        try:
+            return int(raw)
+        except ValueError:
+            raise ValueError(f"expected a whole number, got {raw!r}") from None
+    if hint is float:
+        try:
+            return float(raw)
+        except ValueError:
+            raise ValueError(f"expected a number, got {raw!r}") from None
+    return raw  # pragma: no cover - every field type is handled above
+
+
+def _choice(name: str, literal: Any, raw: str) -> str:
+    allowed = typing.get_args(literal)
+    value = raw.strip().lower()
+    if value not in allowed:
+        raise ValueError(f"{raw!r} is not one of: {', '.join(allowed)}")
+    return value
+
+
+def read_profile(path: Path) -> dict[str, Any]:
+    """Read an ini or TOML profile into {field: value}; unknown sections/keys and bad values are errors."""
+    if not path.is_file():
+        raise SettingsError(f"{path}: profile not found; pass an existing .ini or .toml file to --profile")
+    raw_sections = _read_toml(path) if path.suffix.lower() == ".toml" else _read_ini(path)
+    values: dict[str, Any] = {}
+    for section, keys in raw_sections.items():
+        if section not in SECTIONS:
+            raise SettingsError(f"{path}: unknown section [{section}]; known sections: {', '.join(SECTIONS)}")
+        for key, raw in keys.items():
+            spec = FIELDS.get(key)
+            where = f"{path} [{section}] {key}"
+            if spec is None or spec.metadata["section"] != section:
+                hint = f" (it belongs in [{spec.metadata['section']}])" if spec else ""
+                raise SettingsError(f"{where}: unknown key{hint}")
+            if isinstance(raw, str) and raw.strip() == "":
+                continue  # FaceFusion leaves unset keys blank: keep the default
+            values[key] = parse_value(key, raw, where)
+    return values
+
+
+def _read_ini(path: Path) -> dict[str, dict[str, Any]]:
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read(path, encoding="utf-8")
+    except (configparser.Error, UnicodeDecodeError) as exc:
+        raise SettingsError(f"{path}: not a valid ini file ({str(exc).splitlines()[0]})") from None
+    return {s: dict(parser.items(s)) for s in parser.sections()}
+
+
+def _read_toml(path: Path) -> dict[str, dict[str, Any]]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"{path}: not a valid TOML file ({exc})") from None
+    for section, keys in data.items():
+        if not isinstance(keys, dict):
+            raise SettingsError(f"{path}: {section} must be a [section] table")
+    return data
+
+
+def read_environment(environ: Mapping[str, str]) -> dict[str, Any]:
+    """Read FFB_<KEY> variables (e.g. FFB_EXECUTION_PROVIDERS="cuda cpu"); unknown FFB_ names are errors."""
+    values: dict[str, Any] = {}
+    for var, raw in environ.items():
+        if not var.startswith("FFB_") or raw == "":
+            continue
+        key = var[4:].lower()
+        if key not in FIELDS:
+            raise SettingsError(f"environment {var}: unknown setting; see `ffb run --print-settings`")
+        values[key] = parse_value(key, raw, f"environment {var}")
+    return values
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The settings and, for each field, where its value came from."""
+
+    settings: Settings
+    origins: dict[str, str]
+
+
+def load_settings(
+    profile: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    flags: Mapping[str, Any] | None = None,
+) -> Resolved:
+    """Resolve defaults < profile < environment < flags into one frozen Settings."""
+    layers = [
+        (f"profile {profile}", read_profile(profile) if profile else {}),
+        ("environment", read_environment(os.environ if environ is None else environ)),
+        ("flag", {k: parse_value(k, v, f"--{k.replace('_', '-')}") for k, v in (flags or {}).items()
+                  if v is not None}),
+    ]
+    values: dict[str, Any] = {}
+    origins = {name: "default" for name in FIELDS}
+    for origin, layer in layers:
+        for key, value in layer.items():
+            values[key] = value
+            origins[key] = origin
+    settings = Settings(**values)
+    if settings.face_selector_mode == "reference" and settings.reference_face_path is None:
+        raise SettingsError("face_selector_mode is reference but no reference face: pass --reference-face IMAGE")
+    return Resolved(settings, origins)
+
+
+def describe(resolved: Resolved) -> list[dict[str, Any]]:
+    """Rows for --print-settings: section, key, value, origin."""
+    rows = []
+    for name, spec in FIELDS.items():
+        value = getattr(resolved.settings, name)
+        if isinstance(value, tuple):
+            value = " ".join(value)
+        rows.append({"section": spec.metadata["section"], "key": name,
+                     "value": "" if value is None else str(value), "origin": resolved.origins[name]})
+    return rows

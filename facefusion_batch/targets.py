@@ -1,0 +1,78 @@
+"""Target discovery (files, directories, globs) and output paths that mirror the input tree."""
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from facefusion_batch.media import IMAGE_EXTENSIONS, VIDEO_EXTENSIONS, kind_of
+
+
+@dataclass(frozen=True)
+class Target:
+    path: Path
+    kind: str  # "video" | "image"
+    output: Path
+
+
+@dataclass(frozen=True)
+class Rejected:
+    path: Path
+    reason: str
+
+
+def _walk(directory: Path, skip: Path) -> list[Path]:
+    """Media files under `directory`, sorted; symlinked directories are not followed (no loops)."""
+    found = []
+    for root, dirs, files in os.walk(directory, followlinks=False):
+        root_path = Path(root)
+        dirs[:] = sorted(d for d in dirs if (root_path / d).resolve() != skip and not d.startswith("."))
+        found += [root_path / f for f in sorted(files) if kind_of(Path(f)) and not f.startswith(".")]
+    return found
+
+
+def discover(specs: Sequence[str], output_dir: Path) -> tuple[list[Target], list[Rejected]]:
+    """Expand target specs into targets with output paths; explain every spec that yields nothing usable."""
+    targets: list[Target] = []
+    rejected: list[Rejected] = []
+    skip = output_dir.resolve()
+    for spec in specs:
+        matches = sorted(Path(p) for p in glob.glob(spec, recursive=True)) if glob.has_magic(spec) else [Path(spec)]
+        if not matches:
+            rejected.append(Rejected(Path(spec), "no file matches this pattern"))
+        for path in matches:
+            if path.is_dir():
+                files = _walk(path, skip)
+                if not files:
+                    rejected.append(Rejected(path, "directory holds no video or image files"))
+                targets += [Target(f, kind_of(f) or "", output_dir / f.relative_to(path)) for f in files]
+            elif not path.exists():
+                rejected.append(Rejected(path, "no such file or directory"))
+            elif kind_of(path) is None:
+                supported = " ".join(VIDEO_EXTENSIONS + IMAGE_EXTENSIONS)
+                rejected.append(Rejected(path, f"unsupported extension '{path.suffix}'; supported: {supported}"))
+            else:
+                targets.append(Target(path, kind_of(path) or "", output_dir / path.name))
+    return _deduplicate(targets, rejected)
+
+
+def _deduplicate(targets: list[Target], rejected: list[Rejected]) -> tuple[list[Target], list[Rejected]]:
+    inputs = {t.path.resolve() for t in targets}
+    seen: dict[Path, Path] = {}
+    kept: list[Target] = []
+    for target in targets:
+        source, out = target.path.resolve(), target.output.resolve()
+        if source in seen.values() and seen.get(out) == source:
+            continue  # the same file named twice
+        if out in inputs:
+            rejected.append(Rejected(target.path, f"output {target.output} would overwrite an input; "
+                                                  "choose another --output directory"))
+        elif out in seen:
+            rejected.append(Rejected(target.path, f"output {target.output} is also the output of {seen[out]}; "
+                                                  "pass these targets in separate runs"))
+        else:
+            seen[out] = source
+            kept.append(target)
+    return kept, rejected

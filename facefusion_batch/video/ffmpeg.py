@@ -1,0 +1,167 @@
+"""ffmpeg discovery, pure command builders and one runner.
+
+Builders return argument lists and never run anything, so unit tests check them without ffmpeg.
+"""
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from facefusion_batch.errors import MediaError
+
+# Audio codecs each container can take as they are; anything else is re-encoded to the fallback.
+_AUDIO_COPY = {
+    "mp4": ({"aac", "mp3", "alac", "ac3", "eac3"}, ["-c:a", "aac", "-b:a", "192k"]),
+    "mov": ({"aac", "mp3", "alac", "ac3", "eac3", "pcm_s16le", "pcm_s24le"}, ["-c:a", "aac", "-b:a", "192k"]),
+    "mkv": (None, []),  # Matroska holds every codec
+    "webm": ({"opus", "vorbis"}, ["-c:a", "libopus", "-b:a", "160k"]),
+    "avi": ({"mp3", "ac3", "pcm_s16le"}, ["-c:a", "libmp3lame", "-b:a", "192k"]),
+}
+_VIDEO_CONTAINER_CODECS = {"webm": {"libvpx-vp9"}}
+_COLOUR_MATRICES = {"bt709", "bt470bg", "smpte170m", "bt2020nc", "fcc", "smpte240m"}
+
+
+@functools.lru_cache(maxsize=None)
+def ffmpeg_binary() -> str:
+    """The system ffmpeg when on PATH, else the static binary shipped by the imageio-ffmpeg wheel."""
+    found = shutil.which("ffmpeg")
+    if found:
+        return found
+    try:
+        import imageio_ffmpeg
+    except ImportError:  # pragma: no cover - imageio-ffmpeg is a dependency
+        raise MediaError("ffmpeg not found: install it (apt install ffmpeg) or pip install imageio-ffmpeg") from None
+    return imageio_ffmpeg.get_ffmpeg_exe()
+
+
+@dataclass(frozen=True)
+class Colour:
+    """Colour properties of the source stream, kept on the output so untouched pixels stay put."""
+
+    matrix: str | None = None
+    primaries: str | None = None
+    transfer: str | None = None
+    range: str | None = None  # "tv" or "pc"
+
+
+@dataclass(frozen=True)
+class EncodeOptions:
+    encoder: str
+    preset: str
+    quality: int  # 0..100, higher is better
+
+    def rate_args(self) -> list[str]:
+        crf = round(51 - self.quality * 0.51)
+        if self.encoder in ("libx264", "libx265"):
+            return ["-preset", self.preset, "-crf", str(crf)]
+        if self.encoder == "libvpx-vp9":
+            return ["-crf", str(round(63 - self.quality * 0.63)), "-b:v", "0", "-row-mt", "1"]
+        return ["-cq", str(crf)]  # NVENC
+
+
+def probe_command(path: Path) -> list[str]:
+    return [ffmpeg_binary(), "-hide_banner", "-nostdin", "-i", str(path)]
+
+
+def packets_command(path: Path) -> list[str]:
+    """Per-packet timestamps of the first video stream without decoding (exact frame count and rate)."""
+    return [ffmpeg_binary(), "-v", "error", "-nostdin", "-i", str(path), "-map", "0:v:0", "-c", "copy",
+            "-f", "framecrc", "-"]
+
+
+def decode_command(path: Path) -> list[str]:
+    """Raw BGR frames of the first video stream on stdout, rotation applied, one per source frame."""
+    return [ffmpeg_binary(), "-v", "error", "-nostdin", "-i", str(path), "-map", "0:v:0",
+            "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "bgr24", "-"]
+
+
+def colour_args(colour: Colour) -> list[str]:
+    """Convert RGB back with the source's matrix and range, and tag the output like the source."""
+    args: list[str] = []
+    if colour.matrix in _COLOUR_MATRICES:
+        out_range = "full" if colour.range == "pc" else "limited"
+        args += ["-vf", f"scale=out_color_matrix={colour.matrix}:out_range={out_range}",
+                 "-colorspace", colour.matrix]
+    if colour.primaries:
+        args += ["-color_primaries", colour.primaries]
+    if colour.transfer:
+        args += ["-color_trc", colour.transfer]
+    if colour.range:
+        args += ["-color_range", colour.range]
+    return args
+
+
+def encode_command(out: Path, width: int, height: int, fps: Fraction, options: EncodeOptions,
+                   colour: Colour) -> list[str]:
+    """Encode raw BGR frames from stdin into a video-only file."""
+    return [ffmpeg_binary(), "-v", "error", "-nostdin", "-y",
+            "-f", "rawvideo", "-pix_fmt", "bgr24", "-s", f"{width}x{height}", "-r", str(fps), "-i", "-",
+            *colour_args(colour), "-c:v", options.encoder, *options.rate_args(), "-pix_fmt", "yuv420p",
+            str(out)]
+
+
+def concat_list(chunks: Sequence[Path]) -> str:
+    """Text of an ffmpeg concat-demuxer list (paths quoted for the demuxer)."""
+    lines = []
+    for chunk in chunks:
+        escaped = str(chunk.resolve()).replace("'", "'\\''")
+        lines.append(f"file '{escaped}'")
+    return "\n".join(lines) + "\n"
+
+
+def container_of(path: Path) -> str:
+    ext = path.suffix.lower().lstrip(".")
+    return {"m4v": "mp4", "qt": "mov"}.get(ext, ext)
+
+
+def audio_args(container: str, audio_codec: str | None) -> list[str]:
+    """Copy the original audio where the container takes it, else re-encode it."""
+    if audio_codec is None:
+        return []
+    allowed, fallback = _AUDIO_COPY.get(container, (None, []))
+    if allowed is None or audio_codec in allowed:
+        return ["-c:a", "copy"]
+    return fallback
+
+
+def check_encoder(container: str, encoder: str) -> str | None:
+    """A reason the encoder can't go into the container, or None."""
+    allowed = _VIDEO_CONTAINER_CODECS.get(container)
+    if allowed is not None and encoder not in allowed:
+        return f"{encoder} can't be stored in .{container}; set output_video_encoder to one of {sorted(allowed)}"
+    return None
+
+
+def mux_command(list_file: Path, original: Path, out: Path, container: str, audio_codec: str | None,
+                tags: Mapping[str, str]) -> list[str]:
+    """Join encoded chunks, add the original's audio and metadata plus `tags`, write `out`."""
+    metadata: list[str] = []
+    for key, value in tags.items():
+        metadata += ["-metadata", f"{key}={value}"]
+    flags = ["-movflags", "+faststart+use_metadata_tags"] if container in ("mp4", "mov") else []
+    fmt = {"mkv": "matroska"}.get(container, container)
+    return [ffmpeg_binary(), "-v", "error", "-nostdin", "-y",
+            "-f", "concat", "-safe", "0", "-i", str(list_file), "-i", str(original),
+            "-map", "0:v:0", "-map", "1:a?", "-map_metadata", "1", "-c:v", "copy",
+            *audio_args(container, audio_codec), *metadata, *flags, "-f", fmt, str(out)]
+
+
+def run(args: Sequence[str], what: str, timeout: float | None = None) -> subprocess.CompletedProcess:
+    """Run ffmpeg; on failure raise MediaError with its last stderr line."""
+    try:
+        proc = subprocess.run(list(args), capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise MediaError(f"{what}: ffmpeg timed out") from None
+    if proc.returncode != 0:
+        raise MediaError(f"{what}: {last_line(proc.stderr)}")
+    return proc
+
+
+def last_line(stderr: bytes) -> str:
+    lines = [ln.strip() for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+    return lines[-1] if lines else "ffmpeg failed"

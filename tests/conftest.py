@@ -1,0 +1,101 @@
+"""Shared fixtures: stand-in neural models, real faces, and short real clips made with ffmpeg."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import standins  # noqa: E402
+
+from facefusion_batch.video.ffmpeg import ffmpeg_binary  # noqa: E402
+
+FRAME_W, FRAME_H = 480, 272
+# Where the clip fixture puts the face, in frame pixels: box and five points (eyes, nose, mouth corners).
+FACE_BOX = np.array([180, 60, 300, 210], dtype=np.float32)
+FACE_KPS = np.array([[212, 120], [268, 120], [240, 150], [218, 180], [262, 180]], dtype=np.float32)
+
+
+def astronaut_face() -> np.ndarray:
+    """The real face of scikit-image's astronaut (NASA, public domain), BGR, cropped around the head."""
+    from skimage import data
+
+    return cv2.cvtColor(data.astronaut(), cv2.COLOR_RGB2BGR)[20:240, 150:330]
+
+
+def grace_hopper() -> np.ndarray:
+    """matplotlib's Grace Hopper photo (US Navy, public domain), BGR."""
+    import matplotlib
+
+    path = Path(matplotlib.get_data_path()) / "sample_data" / "grace_hopper.jpg"
+    return cv2.imread(str(path))
+
+
+def face_frame() -> np.ndarray:
+    """A frame with a textured background and the astronaut's face inside FACE_BOX."""
+    rng = np.random.default_rng(1)
+    frame = cv2.GaussianBlur(rng.integers(40, 200, (FRAME_H, FRAME_W, 3), dtype=np.uint8), (0, 0), 3)
+    x1, y1, x2, y2 = FACE_BOX.astype(int)
+    frame[y1:y2, x1:x2] = cv2.resize(astronaut_face(), (x2 - x1, y2 - y1))
+    return frame
+
+
+def detector_faces(scale: float) -> list[tuple[np.ndarray, np.ndarray]]:
+    return [(FACE_BOX * scale, FACE_KPS * scale)]
+
+
+@pytest.fixture(scope="session")
+def neural_models(tmp_path_factory) -> Path:
+    """A FaceFusion-layout models dir (.onnx + .hash) of stand-ins whose detector finds FACE_BOX."""
+    directory = tmp_path_factory.mktemp("models")
+    scale = 640 / max(FRAME_W, FRAME_H)
+    standins.build_inswapper(directory / "inswapper_128.onnx")
+    standins.build_arcface(directory / "arcface_w600k_r50.onnx")
+    standins.build_scrfd(directory / "scrfd_2.5g.onnx", detector_faces(scale))
+    standins.build_yoloface(directory / "yoloface_8n.onnx", detector_faces(scale))
+    for model in directory.glob("*.onnx"):
+        standins.write_facefusion_hash(model)
+    return directory
+
+
+def make_clip(path: Path, frames: int = 30, fps: str = "25", audio: bool = True, extra: list[str] | None = None,
+              image: np.ndarray | None = None) -> Path:
+    """Encode `frames` copies of `image` (default: face_frame) with a slowly moving noise strip and a tone."""
+    image = face_frame() if image is None else image
+    height, width = image.shape[:2]
+    video = []
+    for i in range(frames):
+        frame = image.copy()
+        frame[height - 20:, :] = (i * 7) % 255  # something changes each frame
+        video.append(frame)
+    command = [ffmpeg_binary(), "-v", "error", "-y", "-f", "rawvideo", "-pix_fmt", "bgr24",
+               "-s", f"{width}x{height}", "-r", fps, "-i", "-"]
+    if audio:
+        command += ["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100", "-shortest", "-c:a", "aac"]
+    command += ["-c:v", "libx264", "-preset", "ultrafast", "-crf", "12", "-pix_fmt", "yuv420p", *(extra or []),
+                str(path)]
+    subprocess.run(command, input=b"".join(f.tobytes() for f in video), check=True)
+    return path
+
+
+def decode_all(path: Path) -> np.ndarray:
+    """Every frame of a video as one (N, H, W, 3) array (rotation applied), for comparisons."""
+    from facefusion_batch.video.probe import probe
+
+    info = probe(path)
+    raw = subprocess.run([ffmpeg_binary(), "-v", "error", "-i", str(path), "-map", "0:v:0", "-fps_mode",
+                          "passthrough", "-f", "rawvideo", "-pix_fmt", "bgr24", "-"], capture_output=True,
+                         check=True).stdout
+    return np.frombuffer(raw, np.uint8).reshape(-1, info.height, info.width, 3)
+
+
+@pytest.fixture
+def source_image(tmp_path) -> Path:
+    path = tmp_path / "source.png"
+    cv2.imwrite(str(path), face_frame())
+    return path

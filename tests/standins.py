@@ -1,0 +1,426 @@
+"""ONNX stand-ins for the real face models, for tests.
+
+The real models (inswapper_128, arcface w600k_r50, SCRFD 2.5g, YOLOFace 8n,
+GFPGAN 1.4) cannot be downloaded in CI.  The builders here write tiny ONNX
+graphs that have exactly the real models' tensor names, shapes, dtypes and
+layouts, so the production loading / pre- / post-processing code can run
+against them.  The graphs compute simple, deterministic functions; see each
+builder's docstring for what they do.
+
+This is a plain module (not a test file): tests import it and call the
+builders with paths inside pytest tmp dirs.  Nothing here is committed as an
+``.onnx`` file.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 17
+IR_VERSION = 8  # highest IR version for opset 17; loads in onnxruntime 1.31
+
+SCRFD_STRIDES = (8, 16, 32)
+SCRFD_NUM_ANCHORS = 2
+# Real scrfd_2.5g output names, in the real output order:
+# scores s8, s16, s32; bbox s8, s16, s32; kps s8, s16, s32.
+SCRFD_OUTPUT_NAMES = ('448', '471', '494', '451', '474', '497', '454', '477', '500')
+SCRFD_FACE_SCORE = 0.9
+SCRFD_BACKGROUND_SCORE = 0.01
+
+YOLOFACE_STRIDES = (8, 16, 32)
+YOLOFACE_FACE_SCORE = 0.9
+
+ARCFACE_BATCH_DIM = 'None'  # dim_param of the real w600k_r50 export
+
+PathLike = str | os.PathLike
+
+
+# --------------------------------------------------------------------------
+# small helpers
+# --------------------------------------------------------------------------
+
+def _save(graph: onnx.GraphProto, path: PathLike) -> Path:
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid('', OPSET)],
+        producer_name='ffb-tests-standins',
+    )
+    model.ir_version = IR_VERSION
+    onnx.checker.check_model(model)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(path))
+    return path
+
+
+def _init(name: str, array: np.ndarray) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.ascontiguousarray(array), name=name)
+
+
+def _depends_on_input(input_name: str, nodes: list, inits: list,
+                      dtype=np.float32) -> str:
+    """Add nodes computing ``0 * ReduceMean(input)`` (a scalar); return its name.
+
+    Adding this to constant outputs keeps every output a function of the
+    input, so onnxruntime cannot constant-fold the graph away.
+    """
+    inits.append(_init('standin_zero', np.array(0, dtype=dtype)))
+    nodes.append(helper.make_node('ReduceMean', [input_name], ['standin_mean'], keepdims=0))
+    nodes.append(helper.make_node('Mul', ['standin_mean', 'standin_zero'], ['standin_dep']))
+    return 'standin_dep'
+
+
+def _as_faces(faces: Iterable) -> list[tuple[np.ndarray, np.ndarray]]:
+    out = []
+    for box, kps in faces:
+        box = np.asarray(box, dtype=np.float64).reshape(4)
+        kps = np.asarray(kps, dtype=np.float64).reshape(5, 2)
+        out.append((box, kps))
+    return out
+
+
+def _stride_for_box(box: np.ndarray) -> int:
+    side = max(box[2] - box[0], box[3] - box[1])
+    if side > 128:
+        return 32
+    if side > 64:
+        return 16
+    return 8
+
+
+def write_facefusion_hash(onnx_path: PathLike) -> Path:
+    """Write FaceFusion's ``<name>.hash`` sidecar beside ``onnx_path``.
+
+    The sidecar holds the CRC32 (zlib.crc32) of the model file as 8 lowercase
+    hex digits, no newline.  Returns the sidecar's path.
+    """
+    onnx_path = Path(onnx_path)
+    crc = zlib.crc32(onnx_path.read_bytes()) & 0xFFFFFFFF
+    hash_path = onnx_path.with_suffix('.hash')
+    hash_path.write_text(format(crc, '08x'))
+    return hash_path
+
+
+# --------------------------------------------------------------------------
+# inswapper_128
+# --------------------------------------------------------------------------
+
+def _inswapper_weights(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    # Colour projection: a unit-norm latent gives logits with std ~2, so
+    # different sources give clearly different colours.
+    w = (rng.standard_normal((512, 3)) * 2.0).astype(np.float32)
+    # emap entries ~ N(0, 1/512): latent = emb @ emap / ||emb|| has norm ~1.
+    emap = (rng.standard_normal((512, 512)) / np.sqrt(512)).astype(np.float32)
+    return w, emap
+
+
+def _build_inswapper(path: PathLike, seed: int, dynamic_batch: bool,
+                     fp16: bool) -> np.ndarray:
+    batch = 'batch' if dynamic_batch else 1
+    w, emap = _inswapper_weights(seed)
+    wdt = np.float16 if fp16 else np.float32
+    nodes: list = []
+    inits: list = []
+    target, source = 'target', 'source'
+    if fp16:
+        nodes.append(helper.make_node('Cast', ['target'], ['target_f16'], to=TensorProto.FLOAT16))
+        nodes.append(helper.make_node('Cast', ['source'], ['source_f16'], to=TensorProto.FLOAT16))
+        target, source = 'target_f16', 'source_f16'
+    # Every other initializer goes in before emap: emap must be LAST.
+    inits.append(_init('W', w.astype(wdt)))
+    inits.append(_init('colour_shape', np.array([-1, 3, 1, 1], dtype=np.int64)))
+    inits.append(_init('half', np.array(0.5, dtype=wdt)))
+    inits.append(_init('clip_min', np.array(0.0, dtype=wdt)))
+    inits.append(_init('clip_max', np.array(1.0, dtype=wdt)))
+    nodes += [
+        helper.make_node('MatMul', [source, 'W'], ['logits']),
+        helper.make_node('Reshape', ['logits', 'colour_shape'], ['logits4']),
+        helper.make_node('Sigmoid', ['logits4'], ['colour']),
+        helper.make_node('Mul', ['colour', 'half'], ['colour_half']),
+        helper.make_node('Mul', [target, 'half'], ['target_half']),
+        helper.make_node('Add', ['target_half', 'colour_half'], ['mixed']),
+    ]
+    if fp16:
+        nodes.append(helper.make_node('Clip', ['mixed', 'clip_min', 'clip_max'], ['output_f16']))
+        nodes.append(helper.make_node('Cast', ['output_f16'], ['output'], to=TensorProto.FLOAT))
+    else:
+        nodes.append(helper.make_node('Clip', ['mixed', 'clip_min', 'clip_max'], ['output']))
+    stored_emap = emap.astype(wdt)
+    inits.append(_init('emap', stored_emap))  # unused by the graph, like the real model
+    graph = helper.make_graph(
+        nodes, 'inswapper_128_standin',
+        inputs=[
+            helper.make_tensor_value_info('target', TensorProto.FLOAT, [batch, 3, 128, 128]),
+            helper.make_tensor_value_info('source', TensorProto.FLOAT, [batch, 512]),
+        ],
+        outputs=[helper.make_tensor_value_info('output', TensorProto.FLOAT, [batch, 3, 128, 128])],
+        initializer=inits,
+    )
+    _save(graph, path)
+    return stored_emap
+
+
+def build_inswapper(path: PathLike, seed: int = 0, dynamic_batch: bool = False) -> np.ndarray:
+    """inswapper_128 stand-in; returns ``emap`` (512x512 float32).
+
+    Inputs ``target`` [1,3,128,128] (RGB in [0,1]) and ``source`` [1,512];
+    output ``output`` [1,3,128,128] in [0,1]:
+
+        output = clip(0.5*target + 0.5*sigmoid(reshape(source @ W, [-1,3,1,1])), 0, 1)
+
+    ``graph.initializer[-1]`` is ``emap`` (not used by any node, as in the
+    real model).  With ``dynamic_batch`` the batch axis is the symbolic
+    ``batch`` on both inputs and the output.
+    """
+    return _build_inswapper(path, seed, dynamic_batch, fp16=False)
+
+
+def build_inswapper_fp16(path: PathLike, seed: int = 0, dynamic_batch: bool = False) -> np.ndarray:
+    """inswapper_128_fp16 stand-in; returns ``emap`` as stored (float16).
+
+    Same function as :func:`build_inswapper` with the same seed, but every
+    initializer (``emap`` included, still last) is float16 and the graph casts
+    its float32 inputs to float16 and its output back to float32, like an
+    fp16 conversion with ``keep_io_types=True``.
+    """
+    return _build_inswapper(path, seed, dynamic_batch, fp16=True)
+
+
+# --------------------------------------------------------------------------
+# arcface w600k_r50
+# --------------------------------------------------------------------------
+
+def build_arcface(path: PathLike, seed: int = 0) -> None:
+    """arcface (w600k_r50) stand-in.
+
+    Input ``input.1`` [N,3,112,112] (RGB, x/127.5-1; N is the symbolic dim
+    ``'None'``); output ``683`` [N,512], unnormalised.  The embedding is
+    ``centre(flatten(AveragePool14x14(x))) @ P + b``: an 8x8 colour thumbnail
+    (192 values) with its per-sample mean removed, projected by a fixed
+    random 192x512 matrix, plus a small bias so a flat image does not give a
+    zero vector.  Same crop -> same embedding; different faces -> different
+    directions.
+    """
+    rng = np.random.default_rng(seed)
+    proj = (rng.standard_normal((192, 512)) / np.sqrt(192)).astype(np.float32)
+    bias = (rng.standard_normal(512) * 1e-3).astype(np.float32)
+    n = ARCFACE_BATCH_DIM
+    nodes = [
+        helper.make_node('AveragePool', ['input.1'], ['thumb'], kernel_shape=[14, 14], strides=[14, 14]),
+        helper.make_node('Flatten', ['thumb'], ['flat'], axis=1),
+        helper.make_node('ReduceMean', ['flat'], ['flat_mean'], axes=[1], keepdims=1),
+        helper.make_node('Sub', ['flat', 'flat_mean'], ['centred']),
+        helper.make_node('MatMul', ['centred', 'proj'], ['projected']),
+        helper.make_node('Add', ['projected', 'bias'], ['683']),
+    ]
+    graph = helper.make_graph(
+        nodes, 'arcface_w600k_r50_standin',
+        inputs=[helper.make_tensor_value_info('input.1', TensorProto.FLOAT, [n, 3, 112, 112])],
+        outputs=[helper.make_tensor_value_info('683', TensorProto.FLOAT, [n, 512])],
+        initializer=[_init('proj', proj), _init('bias', bias)],
+    )
+    _save(graph, path)
+
+
+# --------------------------------------------------------------------------
+# SCRFD 2.5g
+# --------------------------------------------------------------------------
+
+def scrfd_anchor_centers(size: int, stride: int) -> np.ndarray:
+    """Anchor centres of one SCRFD stride, shape (H/s * W/s * 2, 2), float32.
+
+    Centre (x*stride, y*stride) for the grid, row-major (y outer, x inner),
+    each centre repeated on two adjacent rows (anchor 0, anchor 1).
+    """
+    cells = size // stride
+    ys, xs = np.mgrid[:cells, :cells]
+    centres = np.stack([xs, ys], axis=-1).reshape(-1, 2).astype(np.float32) * stride
+    return np.repeat(centres, SCRFD_NUM_ANCHORS, axis=0)
+
+
+def build_scrfd(path: PathLike, faces: Sequence, size: int = 640) -> None:
+    """SCRFD 2.5g stand-in that "detects" exactly ``faces``.
+
+    Input ``input.1`` [1,3,size,size] (BGR, (x-127.5)/128).  Nine outputs in
+    the real order and with the real names (:data:`SCRFD_OUTPUT_NAMES`):
+    scores s8,s16,s32 (K,1); bbox distances s8,s16,s32 (K,4); keypoints
+    s8,s16,s32 (K,10); K = (size/s)^2 * 2, no batch dim.
+
+    ``faces``: list of (box x1y1x2y2, kps 5x2) in detector-input pixels.  Each
+    face is put on the free anchor nearest its box centre at stride 32 if its
+    longer side > 128 px, 16 if > 64, else 8; that anchor scores 0.9 (all
+    others 0.01) and its distances / keypoints decode, with
+
+        box  = [cx - d0*s, cy - d1*s, cx + d2*s, cy + d3*s]
+        kp_k = [cx + kx_k*s, cy + ky_k*s]
+
+    to the given box and kps (up to float32 rounding).  Outputs are constants
+    plus ``0*ReduceMean(input)``.
+    """
+    if size % 32:
+        raise ValueError(f'size must be a multiple of 32, got {size}')
+    centres = {s: scrfd_anchor_centers(size, s).astype(np.float64) for s in SCRFD_STRIDES}
+    scores = {s: np.full((len(c), 1), SCRFD_BACKGROUND_SCORE, np.float32) for s, c in centres.items()}
+    bboxes = {s: np.zeros((len(c), 4), np.float32) for s, c in centres.items()}
+    kpss = {s: np.zeros((len(c), 10), np.float32) for s, c in centres.items()}
+    used: dict[int, set[int]] = {s: set() for s in SCRFD_STRIDES}
+    for box, kps in _as_faces(faces):
+        s = _stride_for_box(box)
+        centre = np.array([(box[0] + box[2]) / 2, (box[1] + box[3]) / 2])
+        dist = np.linalg.norm(centres[s] - centre, axis=1)
+        order = np.argsort(dist, kind='stable')
+        idx = next((int(i) for i in order if int(i) not in used[s]), None)
+        if idx is None:
+            raise ValueError('no free anchor left for face')
+        used[s].add(idx)
+        cx, cy = centres[s][idx]
+        scores[s][idx, 0] = SCRFD_FACE_SCORE
+        bboxes[s][idx] = np.array([cx - box[0], cy - box[1], box[2] - cx, box[3] - cy]) / s
+        kpss[s][idx] = ((kps - np.array([cx, cy])) / s).reshape(10)
+    nodes: list = []
+    inits: list = []
+    dep = _depends_on_input('input.1', nodes, inits)
+    outputs = []
+    constants = ([scores[s] for s in SCRFD_STRIDES]
+                 + [bboxes[s] for s in SCRFD_STRIDES]
+                 + [kpss[s] for s in SCRFD_STRIDES])
+    for name, const in zip(SCRFD_OUTPUT_NAMES, constants):
+        inits.append(_init(f'const_{name}', const))
+        nodes.append(helper.make_node('Add', [f'const_{name}', dep], [name]))
+        outputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(const.shape)))
+    graph = helper.make_graph(
+        nodes, 'scrfd_2.5g_standin',
+        inputs=[helper.make_tensor_value_info('input.1', TensorProto.FLOAT, [1, 3, size, size])],
+        outputs=outputs,
+        initializer=inits,
+    )
+    _save(graph, path)
+
+
+def decode_scrfd(outputs: Sequence[np.ndarray], size: int = 640,
+                 threshold: float = 0.5) -> list[tuple[np.ndarray, np.ndarray, float]]:
+    """Reference decoder for SCRFD outputs (in the real order).
+
+    Returns ``[(box x1y1x2y2, kps 5x2, score), ...]`` for anchors scoring at
+    least ``threshold``, stride 8 first, anchors in order.  No NMS.
+    """
+    found = []
+    for i, s in enumerate(SCRFD_STRIDES):
+        score = outputs[i][:, 0]
+        dist = outputs[i + 3] * s
+        kps = outputs[i + 6] * s
+        centres = scrfd_anchor_centers(size, s)
+        for idx in np.nonzero(score >= threshold)[0]:
+            cx, cy = centres[idx]
+            d = dist[idx]
+            box = np.array([cx - d[0], cy - d[1], cx + d[2], cy + d[3]], dtype=np.float32)
+            k = kps[idx].reshape(5, 2) + centres[idx]
+            found.append((box, k.astype(np.float32), float(score[idx])))
+    return found
+
+
+# --------------------------------------------------------------------------
+# YOLOFace 8n
+# --------------------------------------------------------------------------
+
+def yoloface_anchor_centers(size: int = 640) -> np.ndarray:
+    """YOLOv8 anchor centres, shape (sum (size/s)^2, 2): ((x+0.5)*s, (y+0.5)*s).
+
+    Stride 8 grid first, then 16, then 32; each grid row-major (y outer).
+    """
+    parts = []
+    for s in YOLOFACE_STRIDES:
+        cells = size // s
+        ys, xs = np.mgrid[:cells, :cells]
+        parts.append((np.stack([xs, ys], axis=-1).reshape(-1, 2) + 0.5) * s)
+    return np.concatenate(parts).astype(np.float32)
+
+
+def build_yoloface(path: PathLike, faces: Sequence, size: int = 640) -> None:
+    """YOLOFace 8n stand-in that "detects" exactly ``faces``.
+
+    Input ``images`` [1,3,size,size] (RGB, x/255); output ``output0``
+    [1,20,A] with A = sum over strides 8/16/32 of (size/s)^2 (8400 at 640).
+    Column j is [cx, cy, w, h, score, x0, y0, c0, ..., x4, y4, c4] in input
+    pixels.  Each face goes in one column (the free anchor nearest its box
+    centre, stride chosen as for SCRFD) with score 0.9 and landmark
+    confidences 0.9; every other column is all zeros.  Output is a constant
+    plus ``0*ReduceMean(input)``.
+    """
+    if size % 32:
+        raise ValueError(f'size must be a multiple of 32, got {size}')
+    centres = yoloface_anchor_centers(size).astype(np.float64)
+    counts = [(size // s) ** 2 for s in YOLOFACE_STRIDES]
+    starts = np.cumsum([0] + counts)
+    table = np.zeros((20, len(centres)), np.float32)
+    used: set[int] = set()
+    for box, kps in _as_faces(faces):
+        level = YOLOFACE_STRIDES.index(_stride_for_box(box))
+        lo, hi = starts[level], starts[level + 1]
+        centre = np.array([(box[0] + box[2]) / 2, (box[1] + box[3]) / 2])
+        dist = np.linalg.norm(centres[lo:hi] - centre, axis=1)
+        idx = next((lo + int(i) for i in np.argsort(dist, kind='stable') if lo + int(i) not in used), None)
+        if idx is None:
+            raise ValueError('no free anchor left for face')
+        used.add(idx)
+        column = [centre[0], centre[1], box[2] - box[0], box[3] - box[1], YOLOFACE_FACE_SCORE]
+        for x, y in kps:
+            column += [x, y, YOLOFACE_FACE_SCORE]
+        table[:, idx] = column
+    nodes: list = []
+    inits: list = []
+    dep = _depends_on_input('images', nodes, inits)
+    inits.append(_init('const_output0', table[None]))
+    nodes.append(helper.make_node('Add', ['const_output0', dep], ['output0']))
+    graph = helper.make_graph(
+        nodes, 'yoloface_8n_standin',
+        inputs=[helper.make_tensor_value_info('images', TensorProto.FLOAT, [1, 3, size, size])],
+        outputs=[helper.make_tensor_value_info('output0', TensorProto.FLOAT, [1, 20, len(centres)])],
+        initializer=inits,
+    )
+    _save(graph, path)
+
+
+def decode_yoloface(output0: np.ndarray,
+                    threshold: float = 0.5) -> list[tuple[np.ndarray, np.ndarray, float]]:
+    """Reference decoder for YOLOFace ``output0`` [1,20,A].
+
+    Returns ``[(box x1y1x2y2, kps 5x2, score), ...]`` for columns scoring at
+    least ``threshold``, in column order.  No NMS.
+    """
+    rows = output0[0].T
+    found = []
+    for row in rows[rows[:, 4] >= threshold]:
+        cx, cy, w, h = row[:4]
+        box = np.array([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], dtype=np.float32)
+        kps = np.stack([row[5::3], row[6::3]], axis=-1).astype(np.float32)
+        found.append((box, kps, float(row[4])))
+    return found
+
+
+# --------------------------------------------------------------------------
+# GFPGAN 1.4
+# --------------------------------------------------------------------------
+
+def build_gfpgan(path: PathLike) -> None:
+    """GFPGAN stand-in: ``input`` [1,3,512,512] (RGB in [-1,1]) -> ``output``
+    same shape: a 3x3 box blur (same padding, edge pixels averaged over the
+    in-image neighbours only), so it is near identity and stays in [-1,1].
+    """
+    nodes = [helper.make_node('AveragePool', ['input'], ['output'], kernel_shape=[3, 3],
+                              strides=[1, 1], pads=[1, 1, 1, 1], count_include_pad=0)]
+    graph = helper.make_graph(
+        nodes, 'gfpgan_1.4_standin',
+        inputs=[helper.make_tensor_value_info('input', TensorProto.FLOAT, [1, 3, 512, 512])],
+        outputs=[helper.make_tensor_value_info('output', TensorProto.FLOAT, [1, 3, 512, 512])],
+        initializer=[],
+    )
+    _save(graph, path)

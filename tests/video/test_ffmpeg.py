@@ -1,0 +1,81 @@
+"""ffmpeg command builders are pure: checked here without running ffmpeg."""
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from facefusion_batch.video import ffmpeg
+from facefusion_batch.video.ffmpeg import Colour, EncodeOptions
+
+
+def test_decode_keeps_every_frame_as_raw_bgr():
+    args = ffmpeg.decode_command(Path("in.mp4"))
+    assert args[args.index("-fps_mode") + 1] == "passthrough"
+    assert args[args.index("-pix_fmt") + 1] == "bgr24"
+    assert args[args.index("-map") + 1] == "0:v:0"
+    assert args[-1] == "-"
+
+
+def test_encode_uses_exact_rate_quality_and_source_colour():
+    options = EncodeOptions("libx264", "veryfast", 80)
+    args = ffmpeg.encode_command(Path("c.mp4"), 640, 360, Fraction(30000, 1001), options,
+                                 Colour("bt709", "bt709", "bt709", "tv"))
+    assert args[args.index("-r") + 1] == "30000/1001"
+    assert args[args.index("-s") + 1] == "640x360"
+    assert args[args.index("-crf") + 1] == "10"
+    assert "scale=out_color_matrix=bt709:out_range=limited" in args
+    assert args[args.index("-colorspace") + 1] == "bt709"
+    assert args[args.index("-color_range") + 1] == "tv"
+    assert args[-1] == "c.mp4"
+
+
+def test_untagged_source_gets_no_colour_conversion():
+    assert ffmpeg.colour_args(Colour()) == []
+
+
+@pytest.mark.parametrize("container, codec, expected", [
+    ("mp4", "aac", ["-c:a", "copy"]),
+    ("mp4", "flac", ["-c:a", "aac", "-b:a", "192k"]),  # Debian's ffmpeg 5.1 can't put FLAC in MP4
+    ("mov", "pcm_s16le", ["-c:a", "copy"]),
+    ("mkv", "flac", ["-c:a", "copy"]),
+    ("webm", "aac", ["-c:a", "libopus", "-b:a", "160k"]),
+    ("webm", "opus", ["-c:a", "copy"]),
+    ("mp4", None, []),
+])
+def test_audio_is_copied_only_where_the_container_takes_it(container, codec, expected):
+    assert ffmpeg.audio_args(container, codec) == expected
+
+
+def test_webm_needs_vp9():
+    assert ffmpeg.check_encoder("webm", "libx264") is not None
+    assert ffmpeg.check_encoder("webm", "libvpx-vp9") is None
+    assert ffmpeg.check_encoder("mp4", "libx264") is None
+
+
+def test_mux_maps_audio_metadata_and_marking_tags():
+    args = ffmpeg.mux_command(Path("list.txt"), Path("orig.mp4"), Path("out.tmp.mp4"), "mp4", "aac",
+                              {"ai_modified": "true", "comment": "AI-modified"})
+    assert args[args.index("-f") + 1] == "concat"
+    assert "1:a?" in args and "-map_metadata" in args
+    assert "ai_modified=true" in args and "comment=AI-modified" in args
+    assert "+faststart+use_metadata_tags" in args
+    assert args[-3:] == ["-f", "mp4", "out.tmp.mp4"]
+
+
+def test_concat_list_quotes_paths(tmp_path):
+    chunk = tmp_path / "it's here.mp4"
+    text = ffmpeg.concat_list([chunk])
+    assert text == f"file '{str(chunk.resolve()).replace(chr(39), chr(39) + chr(92) + chr(39) + chr(39))}'\n"
+
+
+@pytest.mark.parametrize("encoder, flag, value", [
+    ("libx264", "-crf", "0"), ("libx265", "-crf", "0"), ("libvpx-vp9", "-crf", "0"), ("h264_nvenc", "-cq", "0"),
+])
+def test_best_quality_maps_to_lowest_rate_factor(encoder, flag, value):
+    args = EncodeOptions(encoder, "medium", 100).rate_args()
+    assert args[args.index(flag) + 1] == value
+
+
+def test_container_names():
+    assert ffmpeg.container_of(Path("a.M4V")) == "mp4"
+    assert ffmpeg.container_of(Path("a.mkv")) == "mkv"
