@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import standins  # noqa: E402
 
-from facefusion_batch.video.ffmpeg import ffmpeg_binary  # noqa: E402
+from facefusion_batch.video.ffmpeg import SWS_FLAGS, ffmpeg_binary  # noqa: E402
 
 FRAME_W, FRAME_H = 480, 272
 # Where the clip fixture puts the face, in frame pixels: box and five points (eyes, nose, mouth corners).
@@ -77,7 +77,7 @@ def make_clip(path: Path, frames: int = 30, fps: str = "25", audio: bool = True,
                "-s", f"{width}x{height}", "-r", fps, "-i", "-"]
     if audio:
         command += ["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100", "-shortest", "-c:a", "aac"]
-    command += ["-c:v", "libx264", "-preset", "ultrafast", "-crf", "12", "-pix_fmt", "yuv420p", *(extra or []),
+    command += [*SWS_FLAGS, "-c:v", "libx264", "-preset", "ultrafast", "-crf", "12", "-pix_fmt", "yuv420p", *(extra or []),
                 str(path)]
     subprocess.run(command, input=b"".join(f.tobytes() for f in video), check=True)
     return path
@@ -88,7 +88,7 @@ def decode_all(path: Path) -> np.ndarray:
     from facefusion_batch.video.probe import probe
 
     info = probe(path)
-    raw = subprocess.run([ffmpeg_binary(), "-v", "error", "-i", str(path), "-map", "0:v:0", "-fps_mode",
+    raw = subprocess.run([ffmpeg_binary(), "-v", "error", "-i", str(path), "-map", "0:v:0", *SWS_FLAGS, "-fps_mode",
                           "passthrough", "-f", "rawvideo", "-pix_fmt", "bgr24", "-"], capture_output=True,
                          check=True).stdout
     return np.frombuffer(raw, np.uint8).reshape(-1, info.height, info.width, 3)

@@ -77,6 +77,30 @@ def _depends_on_input(input_name: str, nodes: list, inits: list,
     return 'standin_dep'
 
 
+def _texture_gate(input_name: str, faces: list, nodes: list, inits: list) -> str:
+    """Add nodes computing min(1, 50 * mean|x - mean(x)|) over the faces' region (a scalar); return its name.
+
+    Multiplying the scores by it makes a flat region (no face there) detect nothing, like a real detector,
+    while any textured content at the faces' place keeps the faces.
+    """
+    boxes = np.array([box for box, _ in faces]) if faces else np.zeros((1, 4))
+    x1, y1 = np.floor(boxes[:, :2].min(0)).astype(int)
+    x2, y2 = np.ceil(boxes[:, 2:].max(0)).astype(int)
+    inits += [_init('gate_starts', np.array([y1, x1], np.int64)), _init('gate_ends', np.array([y2, x2], np.int64)),
+              _init('gate_axes', np.array([2, 3], np.int64)), _init('gate_gain', np.array(50.0, np.float32)),
+              _init('gate_one', np.array(1.0, np.float32))]
+    nodes += [
+        helper.make_node('Slice', [input_name, 'gate_starts', 'gate_ends', 'gate_axes'], ['gate_crop']),
+        helper.make_node('ReduceMean', ['gate_crop'], ['gate_mean'], keepdims=1),
+        helper.make_node('Sub', ['gate_crop', 'gate_mean'], ['gate_dev']),
+        helper.make_node('Abs', ['gate_dev'], ['gate_abs']),
+        helper.make_node('ReduceMean', ['gate_abs'], ['gate_mad'], keepdims=0),
+        helper.make_node('Mul', ['gate_mad', 'gate_gain'], ['gate_scaled']),
+        helper.make_node('Min', ['gate_scaled', 'gate_one'], ['gate']),
+    ]
+    return 'gate'
+
+
 def _as_faces(faces: Iterable) -> list[tuple[np.ndarray, np.ndarray]]:
     out = []
     for box, kps in faces:
@@ -263,7 +287,8 @@ def build_scrfd(path: PathLike, faces: Sequence, size: int = 640) -> None:
         kp_k = [cx + kx_k*s, cy + ky_k*s]
 
     to the given box and kps (up to float32 rounding).  Outputs are constants
-    plus ``0*ReduceMean(input)``.
+    plus ``0*ReduceMean(input)``; scores are multiplied by a texture gate, so a
+    flat image region where the faces would be detects nothing.
     """
     if size % 32:
         raise ValueError(f'size must be a multiple of 32, got {size}')
@@ -288,13 +313,18 @@ def build_scrfd(path: PathLike, faces: Sequence, size: int = 640) -> None:
     nodes: list = []
     inits: list = []
     dep = _depends_on_input('input.1', nodes, inits)
+    gate = _texture_gate('input.1', _as_faces(faces), nodes, inits)
     outputs = []
     constants = ([scores[s] for s in SCRFD_STRIDES]
                  + [bboxes[s] for s in SCRFD_STRIDES]
                  + [kpss[s] for s in SCRFD_STRIDES])
-    for name, const in zip(SCRFD_OUTPUT_NAMES, constants):
+    for i, (name, const) in enumerate(zip(SCRFD_OUTPUT_NAMES, constants)):
         inits.append(_init(f'const_{name}', const))
-        nodes.append(helper.make_node('Add', [f'const_{name}', dep], [name]))
+        if i < len(SCRFD_STRIDES):  # scores: nothing is found where the image is flat
+            nodes.append(helper.make_node('Mul', [f'const_{name}', gate], [f'gated_{name}']))
+            nodes.append(helper.make_node('Add', [f'gated_{name}', dep], [name]))
+        else:
+            nodes.append(helper.make_node('Add', [f'const_{name}', dep], [name]))
         outputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(const.shape)))
     graph = helper.make_graph(
         nodes, 'scrfd_2.5g_standin',
@@ -378,8 +408,10 @@ def build_yoloface(path: PathLike, faces: Sequence, size: int = 640) -> None:
     nodes: list = []
     inits: list = []
     dep = _depends_on_input('images', nodes, inits)
+    gate = _texture_gate('images', _as_faces(faces), nodes, inits)
     inits.append(_init('const_output0', table[None]))
-    nodes.append(helper.make_node('Add', ['const_output0', dep], ['output0']))
+    nodes.append(helper.make_node('Mul', ['const_output0', gate], ['gated_output0']))
+    nodes.append(helper.make_node('Add', ['gated_output0', dep], ['output0']))
     graph = helper.make_graph(
         nodes, 'yoloface_8n_standin',
         inputs=[helper.make_tensor_value_info('images', TensorProto.FLOAT, [1, 3, size, size])],

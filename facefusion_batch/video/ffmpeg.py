@@ -23,6 +23,8 @@ _AUDIO_COPY = {
     "avi": ({"mp3", "ac3", "pcm_s16le"}, ["-c:a", "libmp3lame", "-b:a", "192k"]),
 }
 _VIDEO_CONTAINER_CODECS = {"webm": {"libvpx-vp9"}}
+# Default swscale rounding shifts every pixel by ~2 grey levels on each RGB<->YUV pass; these don't.
+SWS_FLAGS = ["-sws_flags", "accurate_rnd+full_chroma_int"]
 _COLOUR_MATRICES = {"bt709", "bt470bg", "smpte170m", "bt2020nc", "fcc", "smpte240m"}
 
 
@@ -76,7 +78,7 @@ def packets_command(path: Path) -> list[str]:
 
 def decode_command(path: Path) -> list[str]:
     """Raw BGR frames of the first video stream on stdout, rotation applied, one per source frame."""
-    return [ffmpeg_binary(), "-v", "error", "-nostdin", "-i", str(path), "-map", "0:v:0",
+    return [ffmpeg_binary(), "-v", "error", "-nostdin", "-i", str(path), "-map", "0:v:0", *SWS_FLAGS,
             "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "bgr24", "-"]
 
 
@@ -101,7 +103,7 @@ def encode_command(out: Path, width: int, height: int, fps: Fraction, options: E
     """Encode raw BGR frames from stdin into a video-only file."""
     return [ffmpeg_binary(), "-v", "error", "-nostdin", "-y",
             "-f", "rawvideo", "-pix_fmt", "bgr24", "-s", f"{width}x{height}", "-r", str(fps), "-i", "-",
-            *colour_args(colour), "-c:v", options.encoder, *options.rate_args(), "-pix_fmt", "yuv420p",
+            *SWS_FLAGS, *colour_args(colour), "-c:v", options.encoder, *options.rate_args(), "-pix_fmt", "yuv420p",
             str(out)]
 
 

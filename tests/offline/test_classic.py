@@ -1,0 +1,187 @@
+"""The classical swapper on real faces: Grace Hopper (source) onto the astronaut (target).
+
+Landmarks come from the packaged MediaPipe models, so these tests exercise the same path as the tool.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+from skimage import data as skimage_data
+
+from facefusion_batch.offline import classic
+from facefusion_batch.offline.mediapipe import MODEL_FILES, MediaPipeDetector, MediaPipeLandmarker, asset_path
+
+SOURCE_IMAGE = Path(__file__).resolve().parents[2] / "examples" / "source.jpg"
+
+
+@pytest.fixture(scope="module")
+def mesh():
+    """A function: BGR frame -> (468, 3) landmarks of its most confident face."""
+    import onnxruntime
+
+    onnxruntime.set_default_logger_severity(3)
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+
+    def session(role: str) -> onnxruntime.InferenceSession:
+        return onnxruntime.InferenceSession(str(asset_path(MODEL_FILES[role])), options,
+                                            providers=["CPUExecutionProvider"])
+
+    detector = MediaPipeDetector(session("long_range"), session("short_range"))
+    landmarker = MediaPipeLandmarker(session("landmarks"))
+
+    def landmarks(frame: np.ndarray) -> np.ndarray:
+        detections = detector.detect([frame])[0]
+        assert detections, "no face found"
+        return landmarker.landmarks(frame, detections[:1])[0]
+
+    return landmarks
+
+
+@pytest.fixture(scope="module")
+def source(mesh) -> classic.SourceTexture:
+    image = cv2.imread(str(SOURCE_IMAGE))
+    return classic.prepare_source(image, mesh(image))
+
+
+def rolled_astronaut() -> np.ndarray:
+    """The astronaut turned 20 degrees and shrunk, on a 640x360 frame: a smaller, tilted face."""
+    matrix = cv2.getRotationMatrix2D((226, 135), 20, 0.8)
+    matrix[:, 2] += (320 - 226, 180 - 135)
+    return cv2.warpAffine(skimage_data.astronaut()[:, :, ::-1], matrix, (640, 360),
+                          borderMode=cv2.BORDER_REFLECT101)
+
+
+@pytest.fixture(scope="module", params=["frontal", "rolled"])
+def target(request, mesh) -> tuple[np.ndarray, np.ndarray]:
+    frame = (np.ascontiguousarray(skimage_data.astronaut()[:, :, ::-1]) if request.param == "frontal"
+             else rolled_astronaut())
+    return frame, mesh(frame)
+
+
+@pytest.fixture(scope="module")
+def swapped(target, source) -> np.ndarray:
+    frame, landmarks = target
+    return classic.swap_face(frame, landmarks, source)
+
+
+def polygon_mask(frame: np.ndarray, points: np.ndarray, erode: int = 0) -> np.ndarray:
+    mask = np.zeros(frame.shape[:2], np.uint8)
+    cv2.fillPoly(mask, [np.round(points - 0.5).astype(np.int32)], 1)
+    if erode:
+        mask = cv2.erode(mask, np.ones((2 * erode + 1,) * 2, np.uint8))
+    return mask.astype(bool)
+
+
+def skin(frame: np.ndarray, landmarks: np.ndarray) -> np.ndarray:
+    """Boolean mask of the face's core: the trimmed oval, well inside, without the mouth."""
+    xy = landmarks[:, :2]
+    return (polygon_mask(frame, classic.mask_ring(xy), erode=4)
+            & ~polygon_mask(frame, xy[list(classic.INNER_LIPS)]))
+
+
+def mean_lab(frame: np.ndarray, where: np.ndarray) -> np.ndarray:
+    return cv2.cvtColor(frame, cv2.COLOR_BGR2LAB)[where].astype(np.float64).mean(axis=0)
+
+
+def test_output_is_a_new_frame_of_the_same_shape_and_dtype(target, swapped):
+    frame, _ = target
+    assert swapped.shape == frame.shape and swapped.dtype == frame.dtype
+    assert swapped is not frame
+
+
+def test_face_region_changes_substantially(target, swapped):
+    frame, landmarks = target
+    core = skin(frame, landmarks)
+    difference = np.abs(swapped.astype(int) - frame.astype(int)).sum(axis=2)
+    assert core.sum() > 2000
+    assert difference[core].mean() > 30
+
+
+def test_pixels_outside_the_face_rect_are_untouched(target, swapped):
+    frame, landmarks = target
+    size = np.linalg.norm(landmarks[classic.FOREHEAD, :2] - landmarks[classic.CHIN, :2])
+    low = np.floor(landmarks[:, :2].min(axis=0) - 0.1 * size).astype(int)
+    high = np.ceil(landmarks[:, :2].max(axis=0) + 0.1 * size).astype(int)
+    outside = np.ones(frame.shape[:2], bool)
+    outside[max(low[1], 0):high[1], max(low[0], 0):high[0]] = False
+    assert np.array_equal(swapped[outside], frame[outside])
+
+
+def test_swapped_face_takes_the_target_skin_tone(target, swapped, source):
+    frame, landmarks = target
+    core = skin(frame, landmarks)
+    target_lab, result_lab = mean_lab(frame, core), mean_lab(swapped, core)
+    # Without colour transfer the source's redder, darker skin would be far off; with it, close.
+    plain = classic.warp_source(source, landmarks[:, :2] - 0.5, None, frame.shape[1::-1])
+    assert np.abs(mean_lab(plain, core) - target_lab).max() > 12
+    assert np.abs(result_lab - target_lab).max() < 8
+
+
+def test_mouth_interior_is_the_targets(target, source, swapped):
+    frame, landmarks = target
+    mouth = polygon_mask(frame, landmarks[list(classic.INNER_LIPS), :2], erode=1)
+    assert mouth.sum() > 20  # the astronaut smiles with her teeth showing
+    kept = np.abs(swapped[mouth].astype(int) - frame[mouth].astype(int)).mean()
+    covered = classic.swap_face(frame, landmarks, source, keep_mouth=False)
+    replaced = np.abs(covered[mouth].astype(int) - frame[mouth].astype(int)).mean()
+    assert kept < 6 and replaced > 3 * kept + 10
+
+
+def test_eyes_can_be_kept(target, source, swapped):
+    frame, landmarks = target
+    eyes = np.logical_or.reduce([polygon_mask(frame, landmarks[list(ring), :2], erode=1) for ring in classic.EYES])
+    assert eyes.sum() > 10
+    kept = classic.swap_face(frame, landmarks, source, keep_eyes=True)
+    assert np.abs(kept[eyes].astype(int) - frame[eyes].astype(int)).mean() < 10
+    assert np.abs(swapped[eyes].astype(int) - frame[eyes].astype(int)).mean() > 20
+
+
+def test_two_dimensional_landmarks_work(target, source, swapped):
+    frame, landmarks = target
+    flat = classic.swap_face(frame, landmarks[:, :2], source)
+    core = skin(frame, landmarks)
+    assert np.abs(flat[core].astype(int) - swapped[core].astype(int)).mean() < 3
+
+
+def test_face_partly_outside_the_frame_is_swapped_where_visible(source, mesh):
+    frame = np.ascontiguousarray(skimage_data.astronaut()[:, :, ::-1])
+    landmarks = mesh(frame)
+    shift = np.array([226.0 - 40, 0, 0], np.float32)  # face centre near the left edge
+    moved = np.roll(frame, -int(shift[0]), axis=1)
+    result = classic.swap_face(moved, landmarks - shift, source)
+    assert result.shape == moved.shape
+    assert np.abs(result.astype(int) - moved.astype(int)).sum(axis=2)[60:180, :60].mean() > 10
+
+
+@pytest.mark.parametrize("landmarks", [
+    np.full((468, 3), 100.0, np.float32),  # collapsed to one point
+    np.full((468, 2), -5000.0, np.float32),  # far outside the frame
+    np.random.default_rng(0).uniform(5000, 6000, (468, 3)).astype(np.float32),  # off-frame, spread
+    np.full((468, 3), np.nan, np.float32),
+], ids=["collapsed", "outside", "outside-spread", "nan"])
+def test_degenerate_landmarks_leave_the_frame_unchanged(source, landmarks):
+    frame = np.ascontiguousarray(skimage_data.astronaut()[:, :, ::-1])
+    result = classic.swap_face(frame, landmarks, source)
+    assert np.array_equal(result, frame) and result is not frame
+
+
+def test_wrong_landmark_shape_is_rejected(source):
+    frame = np.zeros((64, 64, 3), np.uint8)
+    with pytest.raises(ValueError, match="468"):
+        classic.swap_face(frame, np.zeros((68, 2), np.float32), source)
+
+
+def test_degenerate_source_is_rejected():
+    with pytest.raises(ValueError, match="source landmarks"):
+        classic.prepare_source(np.zeros((64, 64, 3), np.uint8), np.full((468, 2), 10.0, np.float32))
+
+
+def test_source_triangulation_covers_the_mesh(source):
+    triangles = source.triangles
+    assert triangles.shape[1] == 3 and len(triangles) > 800
+    assert set(np.unique(triangles)) == set(range(classic.LANDMARK_COUNT))

@@ -1,0 +1,250 @@
+"""MediaPipe adapters on real faces: astronaut (NASA) and Grace Hopper (US Navy), both public domain."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import matplotlib.cbook
+import numpy as np
+import onnxruntime as ort
+import pytest
+import skimage.data
+
+from facefusion_batch.offline import mediapipe as mp
+
+# Hand-checked on the images: eye centres (image-left first), nose tip, mouth corners (image-left first).
+ASTRONAUT_FIVE = np.array([[204, 102], [246, 104], [223, 129], [200, 139], [247, 142]], np.float32)
+ASTRONAUT_FACE = (178, 75, 275, 175)  # x1, y1, x2, y2 of the face (brow to chin, cheek to cheek)
+GRACE_FIVE = np.array([[219, 193], [308, 189], [269, 243], [231, 277], [307, 273]], np.float32)
+GRACE_FACE = (165, 135, 365, 335)
+
+
+def make_session(role: str) -> ort.InferenceSession:
+    ort.set_default_logger_severity(3)
+    options = ort.SessionOptions()
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.intra_op_num_threads = 2
+    return ort.InferenceSession(str(mp.asset_path(mp.MODEL_FILES[role])), options,
+                                providers=["CPUExecutionProvider"])
+
+
+@pytest.fixture(scope="module")
+def detector() -> mp.MediaPipeDetector:
+    return mp.MediaPipeDetector(make_session("long_range"), make_session("short_range"), min_face_size=56)
+
+
+@pytest.fixture(scope="module")
+def landmarker() -> mp.MediaPipeLandmarker:
+    return mp.MediaPipeLandmarker(make_session("landmarks"))
+
+
+@pytest.fixture(scope="module")
+def astronaut() -> np.ndarray:
+    return cv2.cvtColor(skimage.data.astronaut(), cv2.COLOR_RGB2BGR)
+
+
+@pytest.fixture(scope="module")
+def grace() -> np.ndarray:
+    path = Path(matplotlib.cbook.get_sample_data("grace_hopper.jpg", asfileobj=False))
+    image = cv2.imread(str(path))
+    assert image is not None
+    return image
+
+
+# --------------------------------------------------------------------------- pure helpers
+
+def test_anchor_layouts_match_the_models() -> None:
+    short = mp.ssd_anchors(mp.SHORT_RANGE_ANCHORS)
+    full = mp.ssd_anchors(mp.FULL_RANGE_ANCHORS)
+    assert short.shape == (896, 4) and full.shape == (2304, 4)
+    # 16x16 cells of 2 anchors, then 8x8 cells of 6; centres at cell middles, fixed unit size.
+    np.testing.assert_allclose(short[0], [0.5 / 16, 0.5 / 16, 1, 1])
+    np.testing.assert_allclose(short[1], short[0])
+    np.testing.assert_allclose(short[512], [0.5 / 8, 0.5 / 8, 1, 1])
+    np.testing.assert_allclose(full[48], [0.5 / 48, 1.5 / 48, 1, 1])
+
+
+def test_weighted_nms_averages_a_cluster_and_keeps_the_best_score() -> None:
+    boxes = np.array([[0, 0, 10, 10], [1, 1, 11, 11], [50, 50, 60, 60]], np.float32)
+    keypoints = np.zeros((3, 6, 2), np.float32)
+    b, _, s = mp.weighted_nms(boxes, keypoints, np.array([0.9, 0.3, 0.8], np.float32), 0.3)
+    np.testing.assert_allclose(s, [0.9, 0.8])
+    np.testing.assert_allclose(b[0], [0.25, 0.25, 10.25, 10.25], atol=1e-5)
+    assert mp.weighted_nms(boxes[:0], keypoints[:0], np.zeros(0, np.float32), 0.3)[0].shape == (0, 4)
+
+
+def test_tiles_cover_the_frame_with_half_overlap() -> None:
+    assert mp.tile_sides(1280, 720, None) == []
+    assert mp.tile_sides(1280, 720, 200) == []
+    assert mp.tile_sides(1280, 720, 60) == [600]
+    sides = mp.tile_sides(3840, 2160, 40)
+    assert sides[-1] == 400
+    assert all(a / b <= mp.TILE_LEVEL_RATIO + 0.01 for a, b in zip([3840] + sides, sides))
+    views = mp.frame_views(0, 1280, 720, 60)
+    assert views[0] == mp.View(0, 0, 0, 1280, 720)
+    covered = np.zeros((720, 1280), bool)
+    for view in views[1:]:
+        covered[view.y:view.y + view.height, view.x:view.x + view.width] = True
+        right, bottom = view.x + view.width, view.y + view.height
+        assert view.inner_edges == (view.x > 0, view.y > 0, right < 1280, bottom < 720)
+    assert covered.all()
+
+
+def test_view_placement_round_trip() -> None:
+    whole = mp.place_view(mp.View(0, 0, 0, 1280, 720), 1280, 720, 192)
+    assert (whole.width, whole.height, whole.left, whole.top) == (192, 108, 0, 42)
+    tile = mp.place_view(mp.View(0, 680, 120, 600, 600), 1280, 720, 192)
+    assert (tile.width, tile.height, tile.left, tile.top) == (192, 192, 0, 0)
+    for place in (whole, tile):
+        frame_point = np.array([900.0, 500.0])
+        normalised = ((frame_point * [place.scale_x, place.scale_y] - [place.crop_x, place.crop_y])
+                      + [place.left, place.top]) / 192
+        np.testing.assert_allclose(mp.input_to_frame(normalised[None], place), [frame_point], atol=1e-3)
+
+
+def test_roi_matrix_rotates_about_the_centre() -> None:
+    matrix = mp.roi_to_frame_matrix(np.array([100.0, 50.0]), 96.0, math.pi / 2, 192)
+    np.testing.assert_allclose(matrix @ [96, 96, 1], [100, 50])
+    np.testing.assert_allclose(matrix @ [192, 96, 1], [100, 98])  # crop +x points down the frame
+
+
+def test_five_points_order() -> None:
+    mesh = np.zeros((1, mp.NUM_LANDMARKS, 3), np.float32)
+    mesh[0, list(mp._RIGHT_EYE_RING), 0] = 10
+    mesh[0, list(mp._LEFT_EYE_RING), 0] = 30
+    mesh[0, mp.NOSE_TIP] = (20, 20, 0)
+    mesh[0, mp.MOUTH_RIGHT_CORNER] = (12, 30, 0)
+    mesh[0, mp.MOUTH_LEFT_CORNER] = (28, 30, 0)
+    np.testing.assert_allclose(mp.five_points(mesh)[0], [[10, 0], [30, 0], [20, 20], [12, 30], [28, 30]])
+
+
+# --------------------------------------------------------------------------- real faces
+
+def box_iou(a: np.ndarray, b: np.ndarray) -> float:
+    return float(mp.iou(np.asarray(a, np.float32), np.asarray(b, np.float32)[None])[0])
+
+
+@pytest.mark.parametrize("name", ["astronaut", "grace"])
+def test_single_portrait(name: str, detector: mp.MediaPipeDetector, landmarker: mp.MediaPipeLandmarker,
+                         request: pytest.FixtureRequest) -> None:
+    image = request.getfixturevalue(name)
+    face, five = (ASTRONAUT_FACE, ASTRONAUT_FIVE) if name == "astronaut" else (GRACE_FACE, GRACE_FIVE)
+    (found,) = detector.detect([image])
+    assert len(found) == 1
+    detection = found[0]
+    assert detection.score > 0.8
+    assert box_iou(detection.box, face) > 0.7
+    eye_distance = float(np.linalg.norm(five[1] - five[0]))
+    # Detector keypoints: eyes, nose tip; mouth centre between the corners.
+    np.testing.assert_allclose(detection.keypoints[:3], five[:3], atol=0.2 * eye_distance)
+    np.testing.assert_allclose(detection.keypoints[3], five[3:].mean(axis=0), atol=0.25 * eye_distance)
+    mesh = landmarker.predict(image, found)
+    assert mesh.points.shape == (1, 468, 3) and mesh.presence.shape == (1,)
+    assert mesh.presence[0] > 0.9
+    np.testing.assert_allclose(mp.five_points(mesh.points)[0], five, atol=0.12 * eye_distance)
+
+
+@dataclass(frozen=True)
+class Paste:
+    source: str
+    face: float  # pasted face size (detector box side) in pixels
+    angle: float  # degrees, counter-clockwise
+    centre: tuple[float, float]
+
+
+PASTES = (Paste("astronaut", 280, 10, (290, 360)), Paste("grace", 160, -15, (720, 190)),
+          Paste("astronaut", 100, -8, (700, 560)), Paste("grace", 60, 15, (900, 600)),
+          Paste("astronaut", 200, 0, (1100, 330)))
+
+
+def composite(sources: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], background: int
+              ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+    """A 1280x720 frame with scaled, rotated square face crops; returns it and each face's expected
+    (box, five points), transformed from the source image's own detection and landmarks."""
+    canvas = np.full((720, 1280, 3), background, np.uint8)
+    expected = []
+    for paste in PASTES:
+        image, box, five = sources[paste.source]
+        centre = (box[:2] + box[2:]) / 2
+        side = float(max(box[2:] - box[:2]))
+        scale = paste.face / side
+        matrix = cv2.getRotationMatrix2D((float(centre[0]), float(centre[1])), paste.angle, scale)
+        matrix[:, 2] += np.asarray(paste.centre) - centre
+        mask = np.zeros(image.shape[:2], np.uint8)
+        low, high = (centre - 0.8 * side).astype(int), (centre + 0.8 * side).astype(int)
+        cv2.rectangle(mask, tuple(int(v) for v in low), tuple(int(v) for v in high), 255, -1)
+        interpolation = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
+        warped = cv2.warpAffine(image, matrix, (1280, 720), flags=interpolation)
+        inside = cv2.warpAffine(mask, matrix, (1280, 720)) > 127
+        canvas[inside] = warped[inside]
+        half = (box[2:] - box[:2]) * scale / 2
+        expected.append((np.concatenate([np.asarray(paste.centre) - half, np.asarray(paste.centre) + half]),
+                         five @ matrix[:, :2].T + matrix[:, 2]))
+    return canvas, expected
+
+
+@pytest.fixture(scope="module")
+def sources(detector: mp.MediaPipeDetector, landmarker: mp.MediaPipeLandmarker, astronaut: np.ndarray,
+            grace: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    out = {}
+    for name, image in (("astronaut", astronaut), ("grace", grace)):
+        (detection,) = detector.detect([image])[0]
+        out[name] = (image, detection.box, mp.five_points(landmarker.landmarks(image, [detection]))[0])
+    return out
+
+
+@pytest.mark.parametrize("background", [128, 0])
+def test_composite_finds_every_face(background: int, sources: dict, detector: mp.MediaPipeDetector,
+                                    landmarker: mp.MediaPipeLandmarker) -> None:
+    frame, expected = composite(sources, background)
+    (found,) = detector.detect([frame])
+    assert len(found) == len(PASTES), [d.box.round().tolist() for d in found]
+    five = mp.five_points(landmarker.landmarks(frame, found))
+    for paste, (box, points) in zip(PASTES, expected):
+        ious = [box_iou(d.box, box) for d in found]
+        match = int(np.argmax(ious))
+        assert ious[match] > 0.5, (paste, ious)
+        error = np.linalg.norm(five[match] - points, axis=1).max()
+        assert error < 0.06 * paste.face, (paste, error)
+
+
+def test_whole_frame_alone_misses_only_the_smallest(sources: dict) -> None:
+    plain = mp.MediaPipeDetector(make_session("long_range"), make_session("short_range"))
+    frame, expected = composite(sources, 0)
+    (found,) = plain.detect([frame])
+    hit = [max(box_iou(d.box, box) for d in found) > 0.5 for box, _ in expected]
+    assert all(h for paste, h in zip(PASTES, hit) if paste.face >= 160)
+
+
+def test_no_face_no_detection(detector: mp.MediaPipeDetector, astronaut: np.ndarray) -> None:
+    flag = np.ascontiguousarray(astronaut[:250, :130])
+    frames = [np.zeros((480, 640, 3), np.uint8), np.full((720, 1280, 3), 128, np.uint8), flag]
+    assert detector.detect(frames) == [[], [], []]
+    assert detector.detect([]) == []
+
+
+def test_batched_detect_equals_single(sources: dict, detector: mp.MediaPipeDetector, astronaut: np.ndarray,
+                                      grace: np.ndarray) -> None:
+    frames = [astronaut, composite(sources, 128)[0], grace, composite(sources, 0)[0]]
+    batched = detector.detect(frames)
+    for frame, together in zip(frames, batched):
+        (alone,) = detector.detect([frame])
+        assert len(alone) == len(together)
+        for a, b in zip(alone, together):
+            np.testing.assert_allclose(a.box, b.box, atol=1e-3)
+            np.testing.assert_allclose(a.keypoints, b.keypoints, atol=1e-3)
+            assert a.score == pytest.approx(b.score, abs=1e-5)
+
+
+def test_landmarks_batch_all_faces_of_a_frame(sources: dict, detector: mp.MediaPipeDetector,
+                                              landmarker: mp.MediaPipeLandmarker) -> None:
+    frame, _ = composite(sources, 128)
+    (found,) = detector.detect([frame])
+    together = landmarker.predict(frame, found)
+    assert together.points.shape == (len(found), 468, 3)
+    assert (together.presence > 0.9).all()
+    for i, detection in enumerate(found):
+        np.testing.assert_allclose(landmarker.landmarks(frame, [detection])[0], together.points[i], atol=1e-2)
+    assert landmarker.landmarks(frame, []).shape == (0, 468, 3)
