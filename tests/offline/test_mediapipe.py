@@ -112,8 +112,8 @@ def test_roi_matrix_rotates_about_the_centre() -> None:
 
 def test_five_points_order() -> None:
     mesh = np.zeros((1, mp.NUM_LANDMARKS, 3), np.float32)
-    mesh[0, list(mp._RIGHT_EYE_RING), 0] = 10
-    mesh[0, list(mp._LEFT_EYE_RING), 0] = 30
+    mesh[0, list(mp.RIGHT_EYE_RING), 0] = 10
+    mesh[0, list(mp.LEFT_EYE_RING), 0] = 30
     mesh[0, mp.NOSE_TIP] = (20, 20, 0)
     mesh[0, mp.MOUTH_RIGHT_CORNER] = (12, 30, 0)
     mesh[0, mp.MOUTH_LEFT_CORNER] = (28, 30, 0)

@@ -1,0 +1,256 @@
+"""Classical face swap on MediaPipe face-mesh landmarks: no neural swapper, numpy + OpenCV only.
+
+The source face is triangulated once (Delaunay over its 468 landmarks). For each target face every
+source triangle is mapped affinely onto the matching target triangle, the warped face is colour-matched
+to the target's skin in LAB, and blended in with a feathered mask that leaves the target's mouth interior
+(and optionally eyes) showing. All per-frame work happens inside the face's bounding rect.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+# MediaPipe face-mesh rings, in order around each contour.
+FACE_OVAL = (10, 338, 297, 332, 284, 251, 389, 356, 454, 323, 361, 288, 397, 365, 379, 378, 400, 377, 152,
+             148, 176, 149, 150, 136, 172, 58, 132, 93, 234, 127, 162, 21, 54, 103, 67, 109)
+INNER_LIPS = (78, 95, 88, 178, 87, 14, 317, 402, 318, 324, 308, 415, 310, 311, 312, 13, 82, 81, 80, 191)
+# The subject's right eye (image-left on a frontal face), then the left eye.
+EYES = ((33, 7, 163, 144, 145, 153, 154, 155, 133, 173, 157, 158, 159, 160, 161, 246),
+        (362, 382, 381, 380, 374, 373, 390, 249, 263, 466, 388, 387, 386, 385, 384, 398))
+OUTER_EYE_CORNERS = (33, 263)
+CHIN, FOREHEAD = 152, 10
+LANDMARK_COUNT = 468
+
+# The oval's top runs into hair or a hat brim: keep this share of its height above the eyes.
+FOREHEAD_KEEP = 0.75
+# Pull the whole ring this much towards the face centre so background at the jaw line stays out.
+RING_SHRINK = 0.96
+# Feather width as a share of the face size (distance forehead to chin).
+FEATHER = 0.06
+# Clamp on the per-channel spread ratio of the colour transfer: a flat target must not erase the source.
+STD_RATIO = (0.7, 1.4)
+# Limit on the lightness gain of the colour transfer.
+GAIN_LIMIT = 2.0
+# Pixels sampled for the colour statistics (more cost time, not accuracy).
+STATS_SAMPLES = 4096
+# The warp map is computed on a grid this many cells across the face (forehead to chin), then upsampled.
+MAP_GRID = 100
+# Faces smaller than this (pixels, forehead to chin) are left alone.
+MIN_FACE_SIZE = 8.0
+
+
+@dataclass(frozen=True)
+class SourceTexture:
+    """A source face prepared once for many swaps.
+
+    ``levels`` is an image pyramid of the face crop (level k is 2**-k the size), so that a small target
+    samples a pre-filtered texture instead of aliasing; ``landmarks`` are level-0 crop coordinates.
+    """
+
+    levels: tuple[np.ndarray, ...]
+    landmarks: np.ndarray  # (468, 2) float32, crop pixels, corner origin
+    triangles: np.ndarray  # (T, 3) int32 landmark indices
+    size: float  # forehead-to-chin distance in level-0 pixels
+
+
+def prepare_source(image: np.ndarray, landmarks: np.ndarray) -> SourceTexture:
+    """Crop the source face out of ``image`` (BGR uint8) and triangulate its landmarks (468x2 or 468x3)."""
+    points = _xy(landmarks)
+    size = _face_size(points)
+    if not np.isfinite(points).all() or size < MIN_FACE_SIZE:
+        raise ValueError("source landmarks do not describe a face")
+    height, width = image.shape[:2]
+    x0, y0, x1, y1 = _rect(points, 0.1 * size, width, height)
+    crop = np.ascontiguousarray(image[y0:y1, x0:x1])
+    local = (points - (x0, y0)).astype(np.float32)
+    levels = [crop]
+    while min(levels[-1].shape[:2]) >= 64 and len(levels) < 4:
+        levels.append(cv2.pyrDown(levels[-1]))
+    return SourceTexture(tuple(levels), local, delaunay(local, crop.shape[1], crop.shape[0]), size)
+
+
+def delaunay(points: np.ndarray, width: int, height: int) -> np.ndarray:
+    """Delaunay triangles over ``points`` (N, 2) inside a ``width`` x ``height`` box, as index triples."""
+    subdiv = cv2.Subdiv2D((0, 0, width, height))
+    inside = (points[:, 0] >= 0) & (points[:, 1] >= 0) & (points[:, 0] < width) & (points[:, 1] < height)
+    subdiv.insert([(float(x), float(y)) for x, y in points[inside]])
+    corners = subdiv.getTriangleList().reshape(-1, 3, 2)
+    # Map triangle corners back to landmark indices; corners on the virtual outer triangle match none.
+    distance = np.linalg.norm(corners[:, :, None, :] - points[None, None, :, :], axis=-1)
+    index = distance.argmin(axis=-1)
+    exact = np.take_along_axis(distance, index[..., None], axis=-1)[..., 0] < 1e-3
+    keep = exact.all(axis=1) & (index[:, 0] != index[:, 1]) & (index[:, 1] != index[:, 2]) & (
+        index[:, 0] != index[:, 2])
+    return index[keep].astype(np.int32)
+
+
+def swap_face(frame: np.ndarray, target_landmarks: np.ndarray, source: SourceTexture, *,
+              keep_mouth: bool = True, keep_eyes: bool = False) -> np.ndarray:
+    """Return a copy of ``frame`` (BGR uint8) with the source face laid over the target face.
+
+    ``target_landmarks`` are the target's 468 face-mesh points in frame pixels, (468, 2) or (468, 3), with
+    the origin at the top-left corner of the top-left pixel (as ``offline.mediapipe`` gives them);
+    a third column is used as depth so that nearer triangles win where a turned face folds over itself.
+    Only pixels inside the landmarks' bounding rect (plus a feather margin) change. Landmarks that do not
+    describe a visible face (non-finite, collapsed, off-frame) give back an unchanged copy.
+    """
+    result = frame.copy()
+    points = _xy(target_landmarks)
+    size = _face_size(points)
+    if not np.isfinite(target_landmarks).all() or size < MIN_FACE_SIZE:
+        return result
+    height, width = frame.shape[:2]
+    x0, y0, x1, y1 = _rect(points, FEATHER * size + 2, width, height)
+    if x1 - x0 < 2 or y1 - y0 < 2:
+        return result
+    local = points - (x0 + 0.5, y0 + 0.5)  # pixel-centre coordinates of the work rect
+    depth = _depth(target_landmarks)
+    warped = warp_source(source, local, depth, (x1 - x0, y1 - y0))
+    mask = face_mask(local, (y1 - y0, x1 - x0), size, keep_mouth=keep_mouth, keep_eyes=keep_eyes)
+    target = frame[y0:y1, x0:x1]
+    result[y0:y1, x0:x1] = _blend(target, match_colour(warped, target, mask), mask)
+    return result
+
+
+def face_mask(points: np.ndarray, shape: tuple[int, int], size: float, *, keep_mouth: bool = True,
+              keep_eyes: bool = False) -> np.ndarray:
+    """Feathered float32 mask in [0, 1]: the face oval (forehead trimmed) less the kept target features."""
+    mask = np.zeros(shape, np.uint8)
+    cv2.fillPoly(mask, [_round(mask_ring(points))], 255, cv2.LINE_AA)
+    holes = ([INNER_LIPS] if keep_mouth else []) + (list(EYES) if keep_eyes else [])
+    if holes:
+        cv2.fillPoly(mask, [_round(points[list(ring)]) for ring in holes], 0, cv2.LINE_AA)
+    sigma = max(FEATHER * size / 3, 0.8)
+    radius = int(np.ceil(1.5 * sigma))
+    mask = cv2.erode(mask, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * radius + 1,) * 2))
+    return cv2.GaussianBlur(mask.astype(np.float32) / 255, (0, 0), sigma)
+
+
+def mask_ring(points: np.ndarray) -> np.ndarray:
+    """The face oval, shrunk slightly and with its part above the eyes lowered (hair, hat brims)."""
+    oval = points[list(FACE_OVAL)]
+    centre = oval.mean(axis=0)
+    ring = centre + (oval - centre) * RING_SHRINK
+    up = points[FOREHEAD] - points[CHIN]
+    up /= np.linalg.norm(up)
+    eyes = points[list(OUTER_EYE_CORNERS)].mean(axis=0)
+    height = (ring - eyes) @ up
+    return ring - np.outer(np.maximum(height, 0) * (1 - FOREHEAD_KEEP), up)
+
+
+def match_colour(warped: np.ndarray, target: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``warped`` (uint8 BGR) with its LAB statistics matched to the target's skin over the mask's core.
+
+    Chroma is shifted and scaled to the target's median and spread; lightness is scaled by the ratio of
+    medians, not shifted, so black glasses frames and dark nostrils stay dark on a brighter face.
+    """
+    core = np.flatnonzero(mask > 0.5)
+    if len(core) < 16:
+        return warped
+    core = core[::max(1, len(core) // STATS_SAMPLES)]
+    source_lab = cv2.cvtColor(warped.astype(np.float32) * np.float32(1 / 255), cv2.COLOR_BGR2LAB)
+    target_pixels = target.reshape(-1, 1, 3)[core].astype(np.float32) * np.float32(1 / 255)
+    source_centre, source_spread = _robust_stats(source_lab.reshape(-1, 3)[core])
+    target_centre, target_spread = _robust_stats(cv2.cvtColor(target_pixels, cv2.COLOR_BGR2LAB)[:, 0])
+    scale = np.clip(target_spread / np.maximum(source_spread, 0.5), *STD_RATIO)
+    scale[0] = np.clip(target_centre[0] / max(source_centre[0], 1.0), 1 / GAIN_LIMIT, GAIN_LIMIT)
+    offset = target_centre - source_centre * scale
+    offset[0] = 0.0
+    matched = source_lab * scale.astype(np.float32) + offset.astype(np.float32)
+    bgr = cv2.cvtColor(matched, cv2.COLOR_LAB2BGR)
+    return np.clip(bgr * np.float32(255) + np.float32(0.5), 0, 255).astype(np.uint8)
+
+
+def _robust_stats(pixels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel median and interquartile spread: glasses, brows and shadows barely move them."""
+    low, median, high = np.percentile(pixels, (25, 50, 75), axis=0)
+    return median.astype(np.float64), (high - low).astype(np.float64)
+
+
+def warp_source(source: SourceTexture, points: np.ndarray, depth: np.ndarray | None,
+                size: tuple[int, int]) -> np.ndarray:
+    """Piecewise-affine warp of the source texture onto ``points`` (pixel centres) in a (w, h) canvas.
+
+    The map is computed on a grid of ``step`` pixels and interpolated: it is piecewise linear, so a
+    bilinear upsample is exact inside triangles and off by a fraction of a pixel at their edges.
+    """
+    target_size = _face_size(points)
+    level = int(np.clip(np.round(np.log2(source.size / max(target_size, 1e-6))), 0, len(source.levels) - 1))
+    source_points = source.landmarks / 2 ** level - 0.5  # pixel-centre coordinates of that level
+    triangles = source.triangles
+    if depth is not None:  # far triangles first, so near ones overwrite them where the mesh folds
+        triangles = triangles[np.argsort(-depth[triangles].mean(axis=1), kind="stable")]
+    step = max(1, int(target_size // MAP_GRID))
+    grid = (points - (step - 1) / 2) / step  # target points in grid-cell coordinates
+    shape = (-(-size[1] // step), -(-size[0] // step))
+    maps = _triangle_maps(source_points[triangles], grid[triangles])
+    outside = _least_squares_affine(grid, source_points)  # outside the mesh: one affine fit, no seams
+    labels = np.full(shape, len(maps), np.int32)
+    for index, corners in enumerate(np.round(grid[triangles] * 16).astype(np.int32)):
+        cv2.fillConvexPoly(labels, corners, index, cv2.LINE_8, 4)
+    chosen = np.concatenate([maps, outside[None]])[labels]
+    ys, xs = np.indices(shape, np.float32)
+    map_x = chosen[..., 0, 0] * xs + chosen[..., 0, 1] * ys + chosen[..., 0, 2]
+    map_y = chosen[..., 1, 0] * xs + chosen[..., 1, 1] * ys + chosen[..., 1, 2]
+    if step > 1:
+        map_x = cv2.resize(map_x, size, interpolation=cv2.INTER_LINEAR)
+        map_y = cv2.resize(map_y, size, interpolation=cv2.INTER_LINEAR)
+    return cv2.remap(source.levels[level], map_x[:size[1], :size[0]], map_y[:size[1], :size[0]],
+                     cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+
+
+def _triangle_maps(source: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """(T, 2, 3) affine maps taking each target triangle onto its source triangle (degenerate: zeros)."""
+    ones = np.ones((*target.shape[:2], 1))
+    target_h = np.concatenate([target, ones], axis=2).transpose(0, 2, 1)  # (T, 3, 3) columns = corners
+    singular = np.abs(np.linalg.det(target_h)) < 1e-6
+    target_h[singular] = np.eye(3)
+    maps = source.transpose(0, 2, 1) @ np.linalg.inv(target_h)  # (T, 2, 3)
+    maps[singular] = 0
+    return maps.astype(np.float32)
+
+
+def _least_squares_affine(target: np.ndarray, source: np.ndarray) -> np.ndarray:
+    """The 2x3 affine map that best takes ``target`` points onto ``source`` points."""
+    design = np.concatenate([target, np.ones((len(target), 1))], axis=1)
+    solution, *_ = np.linalg.lstsq(design, source, rcond=None)
+    return solution.T.astype(np.float32)
+
+
+def _blend(target: np.ndarray, face: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Alpha-blend ``face`` over ``target``; where the mask is 0 the target's pixels come back exactly."""
+    return cv2.blendLinear(face, target, mask, 1.0 - mask)
+
+
+def _xy(landmarks: np.ndarray) -> np.ndarray:
+    """The (468, 2) float64 x, y columns of face-mesh landmarks."""
+    if landmarks.ndim != 2 or landmarks.shape[0] != LANDMARK_COUNT or landmarks.shape[1] not in (2, 3):
+        raise ValueError(f"expected (468, 2) or (468, 3) landmarks, got {landmarks.shape}")
+    return landmarks[:, :2].astype(np.float64)
+
+
+def _depth(landmarks: np.ndarray) -> np.ndarray | None:
+    """The depth column of (468, 3) landmarks (smaller is nearer), or None for 2-D landmarks."""
+    return landmarks[:, 2].astype(np.float64) if landmarks.shape[1] == 3 else None
+
+
+def _face_size(points: np.ndarray) -> float:
+    """Forehead-to-chin distance: a rotation-invariant face scale."""
+    size = float(np.linalg.norm(points[FOREHEAD] - points[CHIN]))
+    return size if np.isfinite(size) else 0.0
+
+
+def _rect(points: np.ndarray, margin: float, width: int, height: int) -> tuple[int, int, int, int]:
+    """Bounding rect of ``points`` grown by ``margin`` and clipped to the image, as x0, y0, x1, y1."""
+    low = np.floor(points.min(axis=0) - margin).astype(int)
+    high = np.ceil(points.max(axis=0) + margin).astype(int) + 1
+    return (int(np.clip(low[0], 0, width)), int(np.clip(low[1], 0, height)),
+            int(np.clip(high[0], 0, width)), int(np.clip(high[1], 0, height)))
+
+
+def _round(points: np.ndarray) -> np.ndarray:
+    """Float points as int32 pixel coordinates for OpenCV drawing."""
+    return np.round(points).astype(np.int32)

@@ -1,0 +1,95 @@
+"""The offline engine: MediaPipe detection + 468-point mesh (shipped ONNX) and the classical swapper.
+
+Needs no downloaded weights, so a fresh install swaps faces with no network. Apache-2.0 models and our own
+code only: safe for commercial use, unlike InsightFace's non-commercial models.
+"""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from facefusion_batch.errors import SettingsError
+from facefusion_batch.faces.types import Face
+from facefusion_batch.models.sessions import GuardedSession, SessionPool
+from facefusion_batch.offline import classic
+from facefusion_batch.offline.mediapipe import (MODEL_FILES, MediaPipeDetector, MediaPipeLandmarker, asset_path,
+                                                five_points)
+from facefusion_batch.pipeline.source_cache import Record, SourceCache
+from facefusion_batch.settings import Settings
+
+_PRESENCE = 0.5  # face-mesh presence below this means the detection was not a face
+_SOURCE_MARGIN = 0.35  # keep this much context around the source face in the cached crop
+
+
+class OfflineEngine:
+    name = "offline"
+    models = ("mediapipe_face_detection_short_range", "mediapipe_face_detection_full_range",
+              "mediapipe_face_landmark", "ffb_classic_swap")
+
+    def __init__(self, settings: Settings, pool: SessionPool, cache: SourceCache,
+                 slots: threading.Semaphore) -> None:
+        self.pool, self.cache = pool, cache
+        run_options = pool.run_options()
+
+        def guard(role: str) -> GuardedSession:
+            return GuardedSession(pool.get(asset_path(MODEL_FILES[role])), slots, run_options)
+
+        self._short = guard("short_range")
+        self._detector = MediaPipeDetector(guard("long_range"), self._short,
+                                           score_threshold=settings.face_detector_score)
+        self._landmarker = MediaPipeLandmarker(guard("landmarks"))
+        self._textures: dict[int, tuple[Record, classic.SourceTexture]] = {}
+        self._lock = threading.Lock()
+
+    def detect(self, frame: np.ndarray) -> list[Face]:
+        detections = self._detector.detect([frame])[0]
+        if not detections:
+            return []
+        mesh = self._landmarker.predict(frame, detections)
+        points = five_points(mesh.points)
+        return [Face(box=d.box, score=d.score, kps=points[i], landmarks=mesh.points[i])
+                for i, d in enumerate(detections) if mesh.presence[i] >= _PRESENCE]
+
+    def embed(self, frame: np.ndarray, faces: Sequence[Face]) -> np.ndarray:
+        raise SettingsError("the offline engine has no face recogniser; reference mode needs --engine neural")
+
+    def prepare_source(self, path: Path) -> Record:
+        from facefusion_batch.pipeline.engine import source_face
+
+        def compute() -> Record:
+            image, face, count = source_face(path, self)
+            x1, y1, x2, y2 = _crop_box(face.box, image.shape, _SOURCE_MARGIN)
+            landmarks = face.landmarks.copy()
+            landmarks[:, :2] -= (x1, y1)
+            return {"image": image[y1:y2, x1:x2].copy(), "landmarks": landmarks, "faces": np.array(count)}
+
+        return self.cache.get(path, "offline:" + ":".join(self.models), compute)
+
+    def swap(self, frame: np.ndarray, faces: Sequence[Face], source: Record) -> np.ndarray:
+        texture = self._texture(source)
+        for face in faces:
+            frame = classic.swap_face(frame, face.landmarks, texture)
+        return frame
+
+    def _texture(self, source: Record) -> classic.SourceTexture:
+        # Built once per source per process; keyed by the record the cache hands out for that source.
+        with self._lock:
+            entry = self._textures.get(id(source))
+            if entry is None:
+                entry = self._textures[id(source)] = (source, classic.prepare_source(source["image"],
+                                                                                     source["landmarks"]))
+            return entry[1]
+
+    def detector_calls(self) -> int:
+        return self._short.calls
+
+
+def _crop_box(box: np.ndarray, shape: tuple[int, ...], margin: float) -> tuple[int, int, int, int]:
+    x1, y1, x2, y2 = box
+    pad_x, pad_y = (x2 - x1) * margin, (y2 - y1) * margin
+    height, width = shape[:2]
+    return (max(0, int(x1 - pad_x)), max(0, int(y1 - pad_y)), min(width, int(np.ceil(x2 + pad_x))),
+            min(height, int(np.ceil(y2 + pad_y))))

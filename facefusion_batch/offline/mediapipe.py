@@ -1,0 +1,489 @@
+"""MediaPipe face detection (BlazeFace short + full range) and 468-point face mesh, as ONNX.
+
+The models ship in ``facefusion_batch/assets/mediapipe`` (converted by ``tools/convert_mediapipe.py``).
+The adapters here never create sessions: the pipeline's session pool hands them
+``onnxruntime.InferenceSession`` objects, which keeps thread and provider choices in one place.
+
+Coordinates are frame pixels with the origin at the top-left corner of the top-left pixel (so the
+centre of pixel ``(0, 0)`` is ``(0.5, 0.5)``); frames are BGR ``uint8`` arrays of shape (H, W, 3).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import cv2
+import numpy as np
+
+from facefusion_batch.errors import ModelError
+
+if TYPE_CHECKING:
+    from onnxruntime import InferenceSession
+
+Role = Literal["long_range", "short_range", "landmarks"]
+
+MODEL_FILES: dict[Role, str] = {
+    "long_range": "face_detection_full_range.onnx",
+    "short_range": "face_detection_short_range.onnx",
+    "landmarks": "face_landmark.onnx",
+}
+# Pixel value range each model expects (uint8 0..255 maps linearly onto it), RGB, NCHW.
+INPUT_RANGES: dict[Role, tuple[float, float]] = {
+    "long_range": (-1.0, 1.0),
+    "short_range": (-1.0, 1.0),
+    "landmarks": (0.0, 1.0),
+}
+_ASSET_DIR = Path(__file__).resolve().parent.parent / "assets" / "mediapipe"
+
+INPUT_NAME = "image"
+NUM_LANDMARKS = 468
+# MediaPipe's face-detection-to-ROI step: a square 1.5 times the box's long side, rotated so the eyes
+# (detection keypoints 0 and 1) are level.
+ROI_SCALE = 1.5
+RAW_SCORE_CLIP = 100.0
+# Tiling for small faces: the full-range model finds faces reliably from about a tenth of its input
+# side (19 px of 192); tiles overlap by half, and tile sides shrink by at most this ratio per level.
+MIN_FACE_FRACTION = 0.1
+TILE_LEVEL_RATIO = 2.5
+EDGE_MARGIN = 0.02  # fraction of a tile: boxes this close to a cut edge are partial faces
+
+# Mesh indices. Eye centres are the mean of each eye's contour ring (the mesh has no pupil point).
+RIGHT_EYE_RING = (33, 7, 163, 144, 145, 153, 154, 155, 133, 173, 157, 158, 159, 160, 161, 246)
+LEFT_EYE_RING = (263, 249, 390, 373, 374, 380, 381, 382, 362, 398, 384, 385, 386, 387, 388, 466)
+NOSE_TIP = 1
+MOUTH_RIGHT_CORNER = 61  # subject's right, image-left on a frontal face
+MOUTH_LEFT_CORNER = 291
+
+
+def asset_path(name: str) -> Path:
+    """Path of a file inside the packaged ``assets/mediapipe`` folder."""
+    return _ASSET_DIR / name
+
+
+# --------------------------------------------------------------------------- anchors and decoding
+
+@dataclass(frozen=True)
+class AnchorOptions:
+    """MediaPipe's SsdAnchorsCalculator options (only the parts BlazeFace uses)."""
+
+    input_size: int
+    num_layers: int
+    strides: tuple[int, ...]
+    min_scale: float = 0.1484375
+    max_scale: float = 0.75
+    anchor_offset: float = 0.5
+    aspect_ratios: tuple[float, ...] = (1.0,)
+    interpolated_scale_aspect_ratio: float = 1.0
+    fixed_anchor_size: bool = True
+
+
+SHORT_RANGE_ANCHORS = AnchorOptions(input_size=128, num_layers=4, strides=(8, 16, 16, 16))
+FULL_RANGE_ANCHORS = AnchorOptions(input_size=192, num_layers=1, strides=(4,),
+                                   interpolated_scale_aspect_ratio=0.0)
+_ANCHORS_BY_SIZE = {opts.input_size: opts for opts in (SHORT_RANGE_ANCHORS, FULL_RANGE_ANCHORS)}
+
+
+def _anchor_scale(options: AnchorOptions, layer: int) -> float:
+    if options.num_layers == 1:
+        return (options.min_scale + options.max_scale) / 2
+    step = (options.max_scale - options.min_scale) / (options.num_layers - 1)
+    return options.min_scale + step * layer
+
+
+def _layer_shapes(options: AnchorOptions, first: int, last: int) -> list[tuple[float, float]]:
+    """(width, height) of the anchors of layers first..last-1, which share one stride."""
+    shapes = []
+    for layer in range(first, last):
+        scale = _anchor_scale(options, layer)
+        pairs = [(ratio, scale) for ratio in options.aspect_ratios]
+        if options.interpolated_scale_aspect_ratio > 0:
+            next_scale = 1.0 if layer == options.num_layers - 1 else _anchor_scale(options, layer + 1)
+            pairs.append((options.interpolated_scale_aspect_ratio, math.sqrt(scale * next_scale)))
+        shapes += [(s * math.sqrt(r), s / math.sqrt(r)) for r, s in pairs]
+    return shapes
+
+
+def ssd_anchors(options: AnchorOptions) -> np.ndarray:
+    """Anchors as (N, 4) float32 rows of centre x, centre y, width, height, normalised to the input.
+
+    Layers with the same stride share one feature map; anchors run row by row, then per location.
+    """
+    blocks = []
+    layer = 0
+    while layer < options.num_layers:
+        last = layer
+        while last < options.num_layers and options.strides[last] == options.strides[layer]:
+            last += 1
+        shapes = np.asarray(_layer_shapes(options, layer, last), np.float32)
+        if options.fixed_anchor_size:
+            shapes = np.ones_like(shapes)
+        cells = math.ceil(options.input_size / options.strides[layer])
+        centres = (np.arange(cells, dtype=np.float32) + options.anchor_offset) / cells
+        cy, cx = np.meshgrid(centres, centres, indexing="ij")
+        grid = np.stack([cx.ravel(), cy.ravel()], axis=1)
+        blocks.append(np.concatenate([np.repeat(grid, len(shapes), axis=0),
+                                      np.tile(shapes, (len(grid), 1))], axis=1))
+        layer = last
+    return np.concatenate(blocks).astype(np.float32)
+
+
+def decode_boxes(raw: np.ndarray, anchors: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Regressor rows (..., 16) to normalised boxes (..., 4) x1,y1,x2,y2 and keypoints (..., 6, 2)."""
+    values = raw.reshape(*raw.shape[:-1], 8, 2) / np.float32(size)
+    wh = anchors[:, 2:]
+    centre = values[..., 0, :] * wh + anchors[:, :2]
+    half = values[..., 1, :] * wh / 2
+    boxes = np.concatenate([centre - half, centre + half], axis=-1)
+    keypoints = values[..., 2:, :] * wh[:, None, :] + anchors[:, None, :2]
+    return boxes, keypoints
+
+
+def sigmoid_scores(raw: np.ndarray) -> np.ndarray:
+    """Logits to probabilities, clipped like MediaPipe; the tanh form cannot overflow."""
+    clipped = np.clip(raw.astype(np.float32), -RAW_SCORE_CLIP, RAW_SCORE_CLIP)
+    return (0.5 * (1.0 + np.tanh(0.5 * clipped))).astype(np.float32)
+
+
+def iou(box: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+    """IoU of one x1,y1,x2,y2 box against (N, 4) boxes."""
+    x1 = np.maximum(box[0], boxes[:, 0])
+    y1 = np.maximum(box[1], boxes[:, 1])
+    x2 = np.minimum(box[2], boxes[:, 2])
+    y2 = np.minimum(box[3], boxes[:, 3])
+    inter = np.clip(x2 - x1, 0, None) * np.clip(y2 - y1, 0, None)
+    area = (box[2] - box[0]) * (box[3] - box[1])
+    areas = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+    union = area + areas - inter
+    return np.where(union > 0, inter / np.maximum(union, 1e-12), 0.0)
+
+
+def weighted_nms(boxes: np.ndarray, keypoints: np.ndarray, scores: np.ndarray,
+                 iou_threshold: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """MediaPipe's weighted NMS: each kept box is the score-weighted mean of the boxes it suppresses.
+
+    The kept score is the best score of its cluster.
+    """
+    order = np.argsort(-scores, kind="stable")
+    boxes, keypoints, scores = boxes[order], keypoints[order], scores[order]
+    remaining = np.ones(len(scores), bool)
+    out_boxes, out_keypoints, out_scores = [], [], []
+    for index in range(len(scores)):
+        if not remaining[index]:
+            continue
+        cluster = remaining & (iou(boxes[index], boxes) > iou_threshold)
+        cluster[index] = True
+        weights = scores[cluster] / scores[cluster].sum()
+        out_boxes.append(weights @ boxes[cluster])
+        out_keypoints.append(np.tensordot(weights, keypoints[cluster], axes=1))
+        out_scores.append(scores[index])
+        remaining &= ~cluster
+    if not out_scores:
+        return np.zeros((0, 4), np.float32), np.zeros((0, 6, 2), np.float32), np.zeros(0, np.float32)
+    return (np.asarray(out_boxes, np.float32), np.asarray(out_keypoints, np.float32),
+            np.asarray(out_scores, np.float32))
+
+
+# --------------------------------------------------------------------------- letterbox geometry
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a view lands in the square model input.
+
+    The frame is resized by (scale_x, scale_y); the view's crop of it, (width, height) pixels from
+    (crop_x, crop_y), sits at (left, top) in a black size x size square (centred, as MediaPipe does).
+    """
+
+    size: int
+    scale_x: float
+    scale_y: float
+    crop_x: int
+    crop_y: int
+    width: int
+    height: int
+    left: int
+    top: int
+
+
+def place_view(view: View, frame_width: int, frame_height: int, size: int) -> Placement:
+    """Placement of a view whose long side becomes ``size``; tiles of one level share one resize."""
+    factor = size / max(view.width, view.height)
+    resized_w, resized_h = max(1, round(frame_width * factor)), max(1, round(frame_height * factor))
+    scale_x, scale_y = resized_w / frame_width, resized_h / frame_height
+    crop_x, crop_y = round(view.x * scale_x), round(view.y * scale_y)
+    width = max(1, min(size, round(view.width * scale_x), resized_w - crop_x))
+    height = max(1, min(size, round(view.height * scale_y), resized_h - crop_y))
+    return Placement(size, scale_x, scale_y, crop_x, crop_y, width, height,
+                     (size - width) // 2, (size - height) // 2)
+
+
+def input_to_frame(points: np.ndarray, place: Placement) -> np.ndarray:
+    """Map normalised (..., 2) model-input points back to frame pixels."""
+    x = (points[..., 0] * place.size - place.left + place.crop_x) / place.scale_x
+    y = (points[..., 1] * place.size - place.top + place.crop_y) / place.scale_y
+    return np.stack([x, y], axis=-1).astype(np.float32)
+
+
+def model_inputs(frames: Sequence[np.ndarray], views: Sequence[View],
+                 size: int) -> tuple[np.ndarray, list[Placement]]:
+    """(N, size, size, 3) RGB uint8 model inputs, black padded; a frame is resized once per level."""
+    resized: dict[tuple[int, int, int], np.ndarray] = {}
+    batch = np.zeros((len(views), size, size, 3), np.uint8)
+    placements = []
+    for slot, view in enumerate(views):
+        frame = frames[view.frame]
+        place = place_view(view, frame.shape[1], frame.shape[0], size)
+        key = (view.frame, round(frame.shape[1] * place.scale_x), round(frame.shape[0] * place.scale_y))
+        if key not in resized:
+            resized[key] = cv2.resize(frame, key[1:], interpolation=cv2.INTER_AREA)
+        crop = resized[key][place.crop_y:place.crop_y + place.height, place.crop_x:place.crop_x + place.width]
+        batch[slot, place.top:place.top + place.height, place.left:place.left + place.width] = crop[..., ::-1]
+        placements.append(place)
+    return batch, placements
+
+
+# --------------------------------------------------------------------------- detection
+
+@dataclass(frozen=True, eq=False)
+class Detection:
+    """One face. Keypoints, in MediaPipe's order: subject's right eye (image-left on a frontal face),
+    left eye, nose tip, mouth centre, right ear tragion, left ear tragion."""
+
+    box: np.ndarray  # (4,) x1, y1, x2, y2 float32, frame pixels
+    score: float
+    keypoints: np.ndarray  # (6, 2) float32, frame pixels
+
+
+def _session_input_size(session: InferenceSession, what: str) -> int:
+    inputs = session.get_inputs()
+    if len(inputs) != 1 or inputs[0].name != INPUT_NAME or len(inputs[0].shape) != 4:
+        raise ModelError(f"{what}: expected one NCHW input named {INPUT_NAME!r}")
+    size = inputs[0].shape[2]
+    if not isinstance(size, int) or size != inputs[0].shape[3]:
+        raise ModelError(f"{what}: expected a square input with a fixed size, got {inputs[0].shape}")
+    return size
+
+
+def to_nchw(images: np.ndarray, value_range: tuple[float, float]) -> np.ndarray:
+    """(N, H, W, 3) uint8 RGB to the (N, 3, H, W) float32 model input scaled onto value_range."""
+    low, high = value_range
+    x = images.astype(np.float32) * np.float32((high - low) / 255.0) + np.float32(low)
+    return np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+
+
+@dataclass(frozen=True)
+class View:
+    """A rectangle of one frame that the detector sees as one letterboxed input.
+
+    ``inner_edges`` (left, top, right, bottom) marks the sides that cut through the frame: a face
+    touching them is cut off here and found whole in an overlapping view instead.
+    """
+
+    frame: int
+    x: int
+    y: int
+    width: int
+    height: int
+    inner_edges: tuple[bool, bool, bool, bool] = (False, False, False, False)
+
+
+def tile_sides(width: int, height: int, min_face_size: float | None) -> list[int]:
+    """Square tile sides, coarse to fine, so faces down to ``min_face_size`` pixels fill a tenth of a tile.
+
+    The whole frame is the coarsest level and not listed; sides shrink by at most 2.5x per level.
+    """
+    longest = max(width, height)
+    if min_face_size is None:
+        return []
+    finest = min_face_size / MIN_FACE_FRACTION
+    if finest >= longest:
+        return []
+    levels = math.ceil(math.log(longest / finest) / math.log(TILE_LEVEL_RATIO))
+    return [round(longest * (finest / longest) ** (k / levels)) for k in range(1, levels + 1)]
+
+
+def _tile_starts(length: int, side: int) -> list[int]:
+    if side >= length:
+        return [0]
+    count = math.ceil((length - side) / (side / 2)) + 1  # overlap of at least half a tile
+    return sorted({round(v) for v in np.linspace(0, length - side, count)})
+
+
+def frame_views(index: int, width: int, height: int, min_face_size: float | None) -> list[View]:
+    """The whole frame, then overlapping tiles for each level of ``tile_sides``."""
+    views = [View(index, 0, 0, width, height)]
+    for side in tile_sides(width, height, min_face_size):
+        for y in _tile_starts(height, side):
+            for x in _tile_starts(width, side):
+                w, h = min(side, width), min(side, height)
+                views.append(View(index, x, y, w, h, (x > 0, y > 0, x + w < width, y + h < height)))
+    return views
+
+
+def _touches_inner_edge(boxes: np.ndarray, view: View) -> np.ndarray:
+    margin = EDGE_MARGIN * max(view.width, view.height)
+    left, top, right, bottom = view.inner_edges
+    return ((left & (boxes[:, 0] < view.x + margin)) | (top & (boxes[:, 1] < view.y + margin))
+            | (right & (boxes[:, 2] > view.x + view.width - margin))
+            | (bottom & (boxes[:, 3] > view.y + view.height - margin)))
+
+
+class _BlazeFace:
+    """One BlazeFace model: letterbox each view, run all in one batch, decode, NMS; frame pixels out."""
+
+    def __init__(self, session: InferenceSession, role: Role) -> None:
+        what = f"{role} detector"
+        self.session = session
+        self.value_range = INPUT_RANGES[role]
+        self.size = _session_input_size(session, what)
+        if self.size not in _ANCHORS_BY_SIZE:
+            raise ModelError(f"{what}: no BlazeFace anchor layout for input size {self.size}")
+        self.anchors = ssd_anchors(_ANCHORS_BY_SIZE[self.size])
+
+    def run(self, frames: Sequence[np.ndarray], views: Sequence[View], score_threshold: float,
+            iou_threshold: float) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Per view: boxes (M, 4), keypoints (M, 6, 2) in frame pixels and scores (M,)."""
+        batch, placements = model_inputs(frames, views, self.size)
+        raw_boxes, raw_scores = self.session.run(["regressors", "classificators"],
+                                                 {INPUT_NAME: to_nchw(batch, self.value_range)})
+        if raw_boxes.shape[1] != len(self.anchors):
+            raise ModelError(f"detector returned {raw_boxes.shape[1]} boxes for {len(self.anchors)} anchors")
+        scores = sigmoid_scores(raw_scores[..., 0])
+        results = []
+        for i, (view, place) in enumerate(zip(views, placements)):
+            keep = np.flatnonzero(scores[i] >= score_threshold)  # decode only candidates
+            boxes, keypoints = decode_boxes(raw_boxes[i, keep], self.anchors[keep], self.size)
+            b, k, s = weighted_nms(boxes, keypoints, scores[i, keep], iou_threshold)
+            corners = input_to_frame(b.reshape(-1, 2, 2), place).reshape(-1, 4)
+            points = input_to_frame(k, place)
+            whole = ~_touches_inner_edge(corners, view)
+            results.append((corners[whole], points[whole], s[whole]))
+        return results
+
+
+class MediaPipeDetector:
+    """Both BlazeFace detectors, merged by IoU: short range finds close-ups, full range smaller faces.
+
+    On the whole frame the full-range model finds faces down to about a tenth of the frame's long
+    side. ``min_face_size`` (pixels) adds overlapping tiles, run through the full-range model in the
+    same batch, so smaller faces are found too; each tile level costs several model inputs per frame.
+    """
+
+    def __init__(self, long_range: InferenceSession, short_range: InferenceSession,
+                 score_threshold: float = 0.5, iou_threshold: float = 0.3,
+                 min_face_size: float | None = None) -> None:
+        if not 0.0 < score_threshold < 1.0 or not 0.0 < iou_threshold < 1.0:
+            raise ValueError("score_threshold and iou_threshold must lie between 0 and 1")
+        if min_face_size is not None and min_face_size <= 0:
+            raise ValueError("min_face_size must be positive")
+        self._long = _BlazeFace(long_range, "long_range")
+        self._short = _BlazeFace(short_range, "short_range")
+        self.score_threshold = score_threshold
+        self.iou_threshold = iou_threshold
+        self.min_face_size = min_face_size
+
+    def detect(self, frames: Sequence[np.ndarray]) -> list[list[Detection]]:
+        """Faces in each frame, best first. One session run per model for the whole batch."""
+        if not frames:
+            return []
+        for frame in frames:
+            if frame.ndim != 3 or frame.shape[2] != 3 or frame.dtype != np.uint8:
+                raise ValueError(f"frames must be HxWx3 uint8 BGR arrays, got {frame.shape} {frame.dtype}")
+        whole = [View(i, 0, 0, f.shape[1], f.shape[0]) for i, f in enumerate(frames)]
+        tiled = [view for i, f in enumerate(frames)
+                 for view in frame_views(i, f.shape[1], f.shape[0], self.min_face_size)]
+        found: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = [[] for _ in frames]
+        for model, views in ((self._short, whole), (self._long, tiled)):
+            results = model.run(frames, views, self.score_threshold, self.iou_threshold)
+            for view, result in zip(views, results):
+                found[view.frame].append(result)
+        return [self._merge(parts) for parts in found]
+
+    def _merge(self, parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> list[Detection]:
+        boxes, keypoints, scores = (np.concatenate([p[k] for p in parts]) for k in range(3))
+        b, k, s = weighted_nms(boxes, keypoints, scores, self.iou_threshold)
+        return [Detection(b[i], float(s[i]), k[i]) for i in range(len(s))]
+
+
+# --------------------------------------------------------------------------- landmarks
+
+@dataclass(frozen=True, eq=False)
+class FaceMesh:
+    """Landmarks of the faces of one frame."""
+
+    points: np.ndarray  # (N, 468, 3) float32: x, y in frame pixels, z in the same pixel scale
+    presence: np.ndarray  # (N,) float32 face-presence probability from the model
+
+
+def roi_from_detection(detection: Detection, scale: float = ROI_SCALE) -> tuple[np.ndarray, float, float]:
+    """MediaPipe's landmark ROI: (centre (2,), side length in pixels, rotation in radians).
+
+    The rotation turns the image-space vector from keypoint 0 to keypoint 1 (the eyes) level.
+    """
+    x1, y1, x2, y2 = (float(v) for v in detection.box)
+    centre = np.array([(x1 + x2) / 2, (y1 + y2) / 2], np.float64)
+    side = max(x2 - x1, y2 - y1) * scale
+    dx, dy = (detection.keypoints[1] - detection.keypoints[0]).astype(np.float64)
+    return centre, side, math.atan2(dy, dx)
+
+
+def roi_to_frame_matrix(centre: np.ndarray, side: float, rotation: float, size: int) -> np.ndarray:
+    """2x3 affine taking crop pixels (0..size, corner origin) to frame pixels."""
+    cos, sin = math.cos(rotation) * side / size, math.sin(rotation) * side / size
+    linear = np.array([[cos, -sin], [sin, cos]])
+    offset = np.asarray(centre, np.float64) - linear @ np.array([size / 2, size / 2])
+    return np.concatenate([linear, offset[:, None]], axis=1)
+
+
+def _crop(frame: np.ndarray, crop_to_frame: np.ndarray, size: int) -> np.ndarray:
+    # warpAffine addresses pixel centres; shift both sides by half a pixel from the corner origin.
+    shift = np.array([[1.0, 0, 0.5], [0, 1.0, 0.5], [0, 0, 1.0]])
+    unshift = np.array([[1.0, 0, -0.5], [0, 1.0, -0.5], [0, 0, 1.0]])
+    matrix = (unshift @ np.vstack([crop_to_frame, [0, 0, 1]]) @ shift)[:2]
+    return cv2.warpAffine(frame, matrix, (size, size), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+                          borderMode=cv2.BORDER_REPLICATE)
+
+
+class MediaPipeLandmarker:
+    """468-point face mesh on MediaPipe's rotated ROI around each detection."""
+
+    def __init__(self, session: InferenceSession) -> None:
+        self.session = session
+        self.size = _session_input_size(session, "face landmarker")
+
+    def predict(self, frame: np.ndarray, detections: Sequence[Detection]) -> FaceMesh:
+        """Landmarks and presence for every detection of one frame, in one session run."""
+        if not detections:
+            return FaceMesh(np.zeros((0, NUM_LANDMARKS, 3), np.float32), np.zeros(0, np.float32))
+        matrices = [roi_to_frame_matrix(*roi_from_detection(d), self.size) for d in detections]
+        crops = np.stack([_crop(frame, m, self.size)[..., ::-1] for m in matrices])
+        inputs = {INPUT_NAME: to_nchw(crops, INPUT_RANGES["landmarks"])}
+        raw, flags = self.session.run(["landmarks", "face_flag"], inputs)
+        raw = raw.reshape(len(detections), NUM_LANDMARKS, 3).astype(np.float64)
+        points = np.empty_like(raw)
+        for i, matrix in enumerate(matrices):
+            points[i, :, :2] = raw[i, :, :2] @ matrix[:, :2].T + matrix[:, 2]
+            points[i, :, 2] = raw[i, :, 2] * math.hypot(matrix[0, 0], matrix[1, 0])
+        return FaceMesh(points.astype(np.float32), sigmoid_scores(flags.reshape(len(detections))))
+
+    def landmarks(self, frame: np.ndarray, detections: Sequence[Detection]) -> np.ndarray:
+        """(N, 468, 3) landmarks in frame pixels; see ``predict`` for the presence scores too."""
+        return self.predict(frame, detections).points
+
+
+def five_points(landmarks: np.ndarray) -> np.ndarray:
+    """(N, 5, 2) points in InsightFace/ArcFace order from (N, 468, 2|3) mesh landmarks.
+
+    Order: subject's right eye centre (image-left on a frontal face), left eye centre, nose tip,
+    subject's right mouth corner, left mouth corner.
+    """
+    xy = np.asarray(landmarks)[..., :2]
+    return np.stack([
+        xy[:, list(RIGHT_EYE_RING)].mean(axis=1),
+        xy[:, list(LEFT_EYE_RING)].mean(axis=1),
+        xy[:, NOSE_TIP],
+        xy[:, MOUTH_RIGHT_CORNER],
+        xy[:, MOUTH_LEFT_CORNER],
+    ], axis=1).astype(np.float32)

@@ -1,0 +1,70 @@
+"""`ffb run` with the offline engine on real faces: the default of a fresh install."""
+from __future__ import annotations
+
+import json
+
+import cv2
+import numpy as np
+import pytest
+
+from conftest import FACE_BOX, decode_all, face_frame, grace_hopper, make_clip
+from facefusion_batch.cli import main
+from facefusion_batch.video.probe import probe
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    monkeypatch.setenv("FFB_MODELS_PATH", str(tmp_path / "no-models"))
+    monkeypatch.setenv("FFB_CACHE_PATH", str(tmp_path / "cache"))
+    monkeypatch.setenv("FFB_TEMP_PATH", str(tmp_path / "tmp"))
+    source = tmp_path / "hopper.jpg"
+    cv2.imwrite(str(source), grace_hopper())
+    return tmp_path, source
+
+
+def test_auto_picks_offline_and_swaps_a_real_face(env, capsys):
+    tmp_path, source = env
+    (tmp_path / "clips").mkdir()
+    clip = make_clip(tmp_path / "clips" / "a.mp4", frames=12)
+    photo = tmp_path / "clips" / "b.png"
+    cv2.imwrite(str(photo), face_frame())
+    code = main(["run", "-s", str(source), "-t", str(tmp_path / "clips"), "-o", str(tmp_path / "out"), "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert captured.err.splitlines()[0].startswith("engine: offline")
+    summary = json.loads(captured.out)
+    assert summary["engine"] == "offline" and summary["counts"]["done"] == 2
+    assert summary["source_embeddings_computed"] == 1, "the source is prepared once for both targets"
+    before, after = decode_all(clip), decode_all(tmp_path / "out" / "a.mp4")
+    assert after.shape == before.shape and probe(tmp_path / "out" / "a.mp4").audio_codec == "aac"
+    diff = np.abs(after.astype(int) - before.astype(int)).mean(axis=(0, -1))
+    x1, y1, x2, y2 = FACE_BOX.astype(int)
+    assert diff[y1 + 40:y2 - 30, x1 + 25:x2 - 25].mean() > 12, "the face itself changes"
+    outside = np.ones(diff.shape, bool)
+    outside[y1 - 10:y2 + 10, x1 - 10:x2 + 10] = False
+    outside[-24:] = False
+    assert diff[outside].mean() < 3.0, "the rest of the frame stays within encode noise"
+
+
+def test_second_run_reuses_the_cached_source(env, capsys):
+    tmp_path, source = env
+    image = tmp_path / "t.png"
+    cv2.imwrite(str(image), face_frame())
+    for out, computed in (("o1", 1), ("o2", 0)):
+        assert main(["run", "-s", str(source), "-t", str(image), "-o", str(tmp_path / out), "--json", "-q"]) == 0
+        assert json.loads(capsys.readouterr().out)["source_embeddings_computed"] == computed
+
+
+def test_source_without_face(env, capsys):
+    tmp_path, _ = env
+    blank = tmp_path / "wall.png"
+    cv2.imwrite(str(blank), np.full((240, 320, 3), (90, 120, 150), np.uint8))
+    assert main(["run", "--engine", "offline", "-s", str(blank), "-t", str(blank), "-o", str(tmp_path / "o")]) == 4
+    assert "wall.png: no face found in the source image" in capsys.readouterr().err
+
+
+def test_reference_mode_needs_neural(env, capsys):
+    tmp_path, source = env
+    code = main(["run", "--engine", "offline", "-s", str(source), "-t", str(source), "-o", str(tmp_path / "o"),
+                 "--reference-face", str(source)])
+    assert code == 2 and "needs the neural engine" in capsys.readouterr().err
