@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -60,7 +61,7 @@ def run(
     target: Optional[list[str]] = typer.Option(None, "--target", "-t", help="Video, image, directory (searched "
                                                "recursively) or glob; repeat for more."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Output directory (mirrors the target tree). "
-                                          "Default: [paths] output_path, ./output"),
+                                          "Default: output_path from the profile, else ./output"),
     profile: Optional[Path] = typer.Option(None, "--profile", "-p", help="Settings file: facefusion.ini-style .ini "
                                            "or .toml. Precedence: defaults < profile < FFB_* env < flags."),
     many_faces: bool = typer.Option(False, "--many-faces", help="Swap every face (same as --face-selector-mode many)."),
@@ -72,6 +73,8 @@ def run(
     models_path: Optional[Path] = typer.Option(None, help="Directory of .onnx models (a FaceFusion .assets/models "
                                                "directory works)."),
     face_detector_model: Optional[FaceDetectorModel] = typer.Option(None, help="Neural face detector."),
+    face_detector_min_size: Optional[int] = typer.Option(None, help="Offline engine: find faces down to this "
+                                                         "many pixels by scanning tiles (slower; 0: off)."),
     execution_providers: Optional[str] = typer.Option(None, help="Providers in order, e.g. 'cuda cpu' or "
                                                       "'tensorrt cuda cpu'."),
     execution_device_id: Optional[int] = typer.Option(None, help="GPU index."),
@@ -92,7 +95,8 @@ def run(
     """Swap the source face into every target video and image."""
     flags: dict[str, Any] = {
         "output_path": output, "engine": engine, "models_path": models_path,
-        "face_detector_model": face_detector_model, "execution_providers": execution_providers,
+        "face_detector_model": face_detector_model, "face_detector_min_size": face_detector_min_size,
+        "execution_providers": execution_providers,
         "execution_device_id": execution_device_id, "execution_thread_count": execution_thread_count,
         "output_video_encoder": output_video_encoder, "output_video_preset": output_video_preset,
         "output_video_quality": output_video_quality, "temp_path": temp_path, "chunk_size": chunk_size,
@@ -116,7 +120,8 @@ def run(
     from facefusion_batch.pipeline.batch import Batch
     from facefusion_batch.pipeline.progress import make_reporter
 
-    reporter = make_reporter(quiet=quiet)
+    signal.signal(signal.SIGTERM, _interrupt)  # cron's kill: clean up like Ctrl-C
+    reporter = make_reporter(quiet=quiet or resolved.settings.log_level == "error")
     try:
         batch = Batch(resolved.settings, source, reporter)
         reporter.message(f"engine: {batch.engine.name} ({', '.join(batch.engine.models)})")
@@ -130,6 +135,10 @@ def run(
     if result.interrupted:
         return 130
     return 1 if result.failed else 0
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def _settings_table(rows: list[dict[str, Any]]) -> None:

@@ -34,7 +34,7 @@ VideoPreset = Literal[
 ]
 TempFrameFormat = Literal["bmp", "png", "jpg"]
 VideoMemoryStrategy = Literal["strict", "moderate", "tolerant"]
-LogLevel = Literal["error", "warn", "info", "debug"]
+LogLevel = Literal["error", "info"]
 
 
 def _default_cache() -> Path:
@@ -72,6 +72,9 @@ class Settings:
     face_detector_model: FaceDetectorModel = _spec("face_detector", "Neural face detector.", "scrfd")
     face_detector_size: int = _spec("face_detector", "Detector input size in pixels (square).", 640)
     face_detector_score: float = _spec("face_detector", "Minimum detection score, 0..1.", 0.5)
+    face_detector_min_size: int = _spec(
+        "face_detector", "Offline engine: also find faces down to this many pixels by scanning tiles "
+        "(slower; 0: faces under ~1/10 of the frame's long side are missed).", 0)
 
     face_selector_mode: FaceSelectorMode = _spec(
         "face_selector", "many: every face; one: the largest; reference: faces like --reference-face.", "one")
@@ -104,7 +107,8 @@ class Settings:
         "tolerant: keep sessions and arenas.", "moderate")
     system_memory_limit: int = _spec("memory", "Process data-segment limit in GB (0: no limit).", 0)
 
-    log_level: LogLevel = _spec("logging", "How much to print.", "info")
+    log_level: LogLevel = _spec("logging", "info: progress and notes on stderr; error: only errors and the summary.",
+                              "info")
 
     def inference_slots(self) -> int:
         """Width of the semaphore that bounds concurrent model calls."""
@@ -124,6 +128,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "output_video_quality": (0, 100),
     "output_image_quality": (0, 100),
     "face_detector_size": (64, 2048),
+    "face_detector_min_size": (0, 4096),
     "chunk_size": (1, 100000),
     "execution_thread_count": (1, 256),
     "execution_queue_count": (1, 64),

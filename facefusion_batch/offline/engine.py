@@ -39,7 +39,8 @@ class OfflineEngine:
 
         self._short = guard("short_range")
         self._detector = MediaPipeDetector(guard("long_range"), self._short,
-                                           score_threshold=settings.face_detector_score)
+                                           score_threshold=settings.face_detector_score,
+                                           min_face_size=settings.face_detector_min_size or None)
         self._landmarker = MediaPipeLandmarker(guard("landmarks"))
         self._textures: dict[int, tuple[Record, classic.SourceTexture]] = {}
         self._lock = threading.Lock()
