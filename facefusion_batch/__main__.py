@@ -1,0 +1,3 @@
+from facefusion_batch.cli import entry
+
+entry()

@@ -1,0 +1,82 @@
+import zlib
+
+import pytest
+
+from facefusion_batch.models import store
+from facefusion_batch.models.catalog import CATALOG
+from facefusion_batch.models.sessions import SessionPool, provider_list
+from facefusion_batch.settings import load_settings
+
+
+def settings(**flags):
+    return load_settings(None, {}, flags).settings
+
+
+def test_inspect_states(tmp_path):
+    spec = CATALOG["scrfd_2.5g"]
+    memo = store.ChecksumMemo(tmp_path / "memo.json")
+    assert store.inspect(tmp_path, spec, memo).status == "missing"
+    (tmp_path / spec.file).write_bytes(b"model bytes")
+    assert store.inspect(tmp_path, spec, memo).status == "unverified"
+    (tmp_path / spec.hash_file).write_text(f"{zlib.crc32(b'model bytes'):08x}\n")
+    assert store.inspect(tmp_path, spec, memo).status == "ok"
+    (tmp_path / spec.file).write_bytes(b"model bytez")
+    state = store.inspect(tmp_path, spec, memo)
+    assert state.status == "corrupt" and "CRC32" in state.detail
+    assert "ffb models download scrfd_2.5g" in store.fix_hint(state)
+
+
+def test_checksum_memo_hashes_once_per_file_version(tmp_path, monkeypatch):
+    file = tmp_path / "m.onnx"
+    file.write_bytes(b"abc")
+    calls = []
+    monkeypatch.setattr(store, "crc32_of", lambda path: calls.append(path) or "00000000")
+    memo = store.ChecksumMemo(tmp_path / "memo.json")
+    memo.get(file, "crc32")
+    store.ChecksumMemo(tmp_path / "memo.json").get(file, "crc32")
+    assert len(calls) == 1
+    file.write_bytes(b"abcd")
+    memo.get(file, "crc32")
+    assert len(calls) == 2
+
+
+def test_provider_list_orders_and_falls_back_to_cpu(tmp_path):
+    providers = provider_list(settings(execution_providers="tensorrt cuda", execution_device_id=1,
+                                       cache_path=tmp_path))
+    names = [p[0] if isinstance(p, tuple) else p for p in providers]
+    assert names == ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
+    trt = providers[0][1]
+    assert trt["device_id"] == "1" and trt["trt_engine_cache_path"].startswith(str(tmp_path))
+    strict = provider_list(settings(execution_providers="cuda", video_memory_strategy="strict"))
+    assert strict[0][1]["arena_extend_strategy"] == "kSameAsRequested"
+
+
+def test_inference_slots_default():
+    assert settings(execution_providers="cpu", execution_thread_count=4).inference_slots() == 4
+    assert settings(execution_providers="cuda cpu").inference_slots() == 1
+    assert settings(execution_inference_slots=3).inference_slots() == 3
+
+
+def test_pool_loads_each_model_once_and_reports_real_provider(neural_models):
+    pool = SessionPool(settings(execution_providers="cuda cpu"))
+    first = pool.get(neural_models / "scrfd_2.5g.onnx")
+    assert pool.get(neural_models / "scrfd_2.5g.onnx") is first
+    assert pool.loads == 1
+    assert pool.active_providers() in (["CPUExecutionProvider"], ["CUDAExecutionProvider"])
+
+
+def test_pool_names_a_broken_model(tmp_path):
+    from facefusion_batch.errors import ModelError
+
+    broken = tmp_path / "broken.onnx"
+    broken.write_bytes(b"not onnx")
+    with pytest.raises(ModelError, match="broken.onnx: can't load model"):
+        SessionPool(settings()).get(broken)
+
+
+def test_strict_strategy_releases_sessions_between_targets(neural_models):
+    pool = SessionPool(settings(video_memory_strategy="strict"))
+    pool.get(neural_models / "scrfd_2.5g.onnx")
+    pool.after_target()
+    pool.get(neural_models / "scrfd_2.5g.onnx")
+    assert pool.loads == 2

@@ -1,0 +1,90 @@
+"""Failures inside a batch: each is recorded with a reason, the rest goes on, nothing partial is left."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import make_clip
+from facefusion_batch.cli import main
+
+
+@pytest.fixture
+def env(tmp_path, neural_models, monkeypatch):
+    monkeypatch.setenv("FFB_MODELS_PATH", str(neural_models))
+    monkeypatch.setenv("FFB_CACHE_PATH", str(tmp_path / "cache"))
+    monkeypatch.setenv("FFB_TEMP_PATH", str(tmp_path / "tmp"))
+    return tmp_path
+
+
+def test_video_without_faces_is_copied_through(env, source_image, capsys):
+    flat = np.full((272, 480, 3), 100, np.uint8)
+    clip = make_clip(env / "empty_room.mp4", frames=8, image=flat)
+    assert main(["run", "--engine", "neural", "-s", str(source_image), "-t", str(clip), "-o", str(env / "out"),
+                 "--json", "-q"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["counts"]["no_face"] == 1
+    assert (env / "out" / "empty_room.mp4").read_bytes() == clip.read_bytes()
+
+
+def test_too_little_temp_disk_fails_that_target_only(env, source_image, capsys, monkeypatch):
+    import shutil
+
+    from facefusion_batch.pipeline import video_job
+
+    real = shutil.disk_usage
+
+    def tiny(path):
+        usage = real(path)
+        return usage._replace(free=1000) if "tmp" in str(path) else usage
+
+    monkeypatch.setattr(video_job.shutil, "disk_usage", tiny)
+    clip = make_clip(env / "a.mp4", frames=4)
+    image = env / "b.png"
+    import cv2
+    from conftest import face_frame
+    cv2.imwrite(str(image), face_frame())
+    code = main(["run", "--engine", "neural", "-s", str(source_image), "-t", str(clip), "-t", str(image),
+                 "-o", str(env / "out"), "--json", "-q"])
+    summary = json.loads(capsys.readouterr().out)
+    assert code == 1
+    video = summary["outcomes"][0]
+    assert video["status"] == "failed" and "GB free in" in video["reason"] and "temp_path" in video["reason"]
+    assert summary["outcomes"][1]["status"] == "done"
+    assert not (env / "out" / "a.mp4").exists()
+
+
+def test_webm_target_with_h264_encoder_is_explained(env, source_image, capsys):
+    from facefusion_batch.video.ffmpeg import ffmpeg_binary
+
+    webm = env / "a.webm"
+    subprocess.run([ffmpeg_binary(), "-v", "error", "-f", "lavfi", "-i", "testsrc2=s=64x64:d=0.2", "-c:v",
+                    "libvpx-vp9", str(webm)], check=True)
+    code = main(["run", "--engine", "neural", "-s", str(source_image), "-t", str(webm), "-o", str(env / "out"),
+                 "--json", "-q"])
+    reason = json.loads(capsys.readouterr().out)["outcomes"][0]["reason"]
+    assert code == 1 and "libx264 can't be stored in .webm" in reason
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_removes_temp_files_and_partial_output(env, source_image, sig):
+    clip = make_clip(env / "long.mp4", frames=400)
+    environment = {**os.environ, "FFB_EXECUTION_THREAD_COUNT": "1"}
+    process = subprocess.Popen([sys.executable, "-m", "facefusion_batch", "run", "--engine", "neural", "-s",
+                                str(source_image), "-t", str(clip), "-o", str(env / "out"), "-q",
+                                "--chunk-size", "50"], env=environment, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list((env / "tmp").glob("ffb-*/chunk_00001.mp4")):
+        time.sleep(0.05)
+    process.send_signal(sig)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err.decode()
+    assert list((env / "tmp").iterdir()) == []
+    assert list((env / "out").iterdir()) == []

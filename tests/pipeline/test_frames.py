@@ -1,0 +1,69 @@
+import io
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from facefusion_batch.errors import MediaError
+from facefusion_batch.pipeline.frames import Spool, load, ordered_map, read_frames
+
+
+def test_ordered_map_keeps_order_and_bounds_in_flight():
+    active, peak, lock = [0], [0], threading.Lock()
+
+    def work(i):
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.002 * (i % 3))
+        with lock:
+            active[0] -= 1
+        return i * i
+
+    consumed = []
+
+    def items():
+        for i in range(40):
+            consumed.append(i)
+            yield i
+
+    with ThreadPoolExecutor(4) as pool:
+        results = []
+        for value in ordered_map(pool, work, items(), in_flight=3):
+            results.append(value)
+            assert len(consumed) - len(results) <= 3, "never more than in_flight items pulled ahead"
+    assert results == [i * i for i in range(40)]
+    assert peak[0] <= 3
+
+
+def test_read_frames_reuses_buffers_and_rejects_partial_frames():
+    frames = np.arange(5 * 2 * 3 * 3, dtype=np.uint8).reshape(5, 2, 3, 3)
+    out = [f.copy() for f in read_frames(io.BytesIO(frames.tobytes()), 3, 2, buffers=2)]
+    assert np.array_equal(np.stack(out), frames)
+    with pytest.raises(MediaError, match="mid-frame"):
+        list(read_frames(io.BytesIO(frames.tobytes()[:-1]), 3, 2, buffers=2))
+
+
+def test_temp_spool_writes_frames_and_load_removes_them(tmp_path):
+    frames = [np.full((8, 8, 3), i, np.uint8) for i in range(6)]
+    spool = Spool(iter(frames), "temp", tmp_path, "bmp", ahead=2)
+    loaded = []
+    for item in spool:
+        assert item.exists()
+        loaded.append(load(item))
+        assert not item.exists()
+    spool.close()
+    assert [int(f[0, 0, 0]) for f in loaded] == list(range(6))
+
+
+def test_spool_hands_reader_errors_to_the_consumer(tmp_path):
+    def broken():
+        yield np.zeros((2, 2, 3), np.uint8)
+        raise MediaError("decoder died")
+
+    spool = Spool(broken(), "memory", tmp_path, "bmp", ahead=1)
+    with pytest.raises(MediaError, match="decoder died"):
+        list(spool)
+    spool.close()
