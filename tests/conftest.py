@@ -21,6 +21,17 @@ FACE_BOX = np.array([180, 60, 300, 210], dtype=np.float32)
 FACE_KPS = np.array([[212, 120], [268, 120], [240, 150], [218, 180], [262, 180]], dtype=np.float32)
 
 
+def cpu_session(path: Path):
+    """A CPU ONNX Runtime session with the project's session options, for adapter tests."""
+    from facefusion_batch.models.sessions import ort
+
+    rt = ort()
+    options = rt.SessionOptions()
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.intra_op_num_threads = 2
+    return rt.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
 def astronaut_face() -> np.ndarray:
     """The real face of scikit-image's astronaut (NASA, public domain), BGR, cropped around the head."""
     from skimage import data

@@ -34,10 +34,8 @@ def anchor_centres(size: int, stride: int, per_cell: int) -> np.ndarray:
     return np.repeat(centres, per_cell, axis=0)
 
 
-class ScrfdDetector:
-    """SCRFD (InsightFace): 9 outputs = scores, box distances, keypoints for strides 8/16/32."""
-
-    strides = (8, 16, 32)
+class _Detector:
+    """Letterbox each frame to the model's square input, run, decode in input pixels, scale back."""
 
     def __init__(self, session: Any, spec: ModelSpec, size: int, score_threshold: float) -> None:
         self._session = session
@@ -45,14 +43,29 @@ class ScrfdDetector:
         self._size = size
         self._threshold = score_threshold
         self._input = session.get_inputs()[0].name
-        self._anchors = {s: anchor_centres(size, s, 2) for s in self.strides}
 
     def detect(self, frames: Sequence[np.ndarray]) -> list[list[Face]]:
-        return [self._detect_one(frame) for frame in frames]
+        faces = []
+        for frame in frames:  # the published exports have a fixed batch of 1
+            canvas, scale = letterbox(frame, self._size)
+            outputs = self._session.run(None, {self._input: _tensor(canvas, self._spec)})
+            faces.append(self._decode(outputs, scale))
+        return faces
 
-    def _detect_one(self, frame: np.ndarray) -> list[Face]:
-        canvas, scale = letterbox(frame, self._size)
-        outputs = self._session.run(None, {self._input: _tensor(canvas, self._spec)})
+    def _decode(self, outputs: list[np.ndarray], scale: float) -> list[Face]:
+        raise NotImplementedError
+
+
+class ScrfdDetector(_Detector):
+    """SCRFD (InsightFace): 9 outputs = scores, box distances, keypoints for strides 8/16/32."""
+
+    strides = (8, 16, 32)
+
+    def __init__(self, session: Any, spec: ModelSpec, size: int, score_threshold: float) -> None:
+        super().__init__(session, spec, size, score_threshold)
+        self._anchors = {s: anchor_centres(size, s, 2) for s in self.strides}
+
+    def _decode(self, outputs: list[np.ndarray], scale: float) -> list[Face]:
         boxes, scores, points = [], [], []
         for i, stride in enumerate(self.strides):
             score = outputs[i].reshape(-1)
@@ -70,22 +83,11 @@ class ScrfdDetector:
         return _faces(np.concatenate(boxes), np.concatenate(scores), np.concatenate(points), scale)
 
 
-class YoloFaceDetector:
+class YoloFaceDetector(_Detector):
     """YOLOFace 8n: one output (1, 20, anchors) = cx, cy, w, h, score, 5 x (x, y, confidence)."""
 
-    def __init__(self, session: Any, spec: ModelSpec, size: int, score_threshold: float) -> None:
-        self._session = session
-        self._spec = spec
-        self._size = size
-        self._threshold = score_threshold
-        self._input = session.get_inputs()[0].name
-
-    def detect(self, frames: Sequence[np.ndarray]) -> list[list[Face]]:
-        return [self._detect_one(frame) for frame in frames]
-
-    def _detect_one(self, frame: np.ndarray) -> list[Face]:
-        canvas, scale = letterbox(frame, self._size)
-        rows = self._session.run(None, {self._input: _tensor(canvas, self._spec)})[0][0].T
+    def _decode(self, outputs: list[np.ndarray], scale: float) -> list[Face]:
+        rows = outputs[0][0].T
         rows = rows[rows[:, 4] >= self._threshold]
         centre, half = rows[:, 0:2], rows[:, 2:4] / 2
         boxes = np.concatenate([centre - half, centre + half], axis=1)

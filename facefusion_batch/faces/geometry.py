@@ -25,7 +25,8 @@ def iou(box: np.ndarray, boxes: np.ndarray) -> np.ndarray:
     inter = np.clip(x2 - x1, 0, None) * np.clip(y2 - y1, 0, None)
     area = (box[2] - box[0]) * (box[3] - box[1])
     areas = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
-    return inter / np.maximum(area + areas - inter, 1e-9)
+    union = area + areas - inter
+    return np.where(union > 0, inter / np.maximum(union, 1e-12), 0.0)
 
 
 def nms(boxes: np.ndarray, scores: np.ndarray, threshold: float) -> list[int]:

@@ -19,6 +19,7 @@ import cv2
 import numpy as np
 
 from facefusion_batch.errors import ModelError
+from facefusion_batch.faces.geometry import iou
 
 if TYPE_CHECKING:
     from onnxruntime import InferenceSession
@@ -145,19 +146,6 @@ def sigmoid_scores(raw: np.ndarray) -> np.ndarray:
     """Logits to probabilities, clipped like MediaPipe; the tanh form cannot overflow."""
     clipped = np.clip(raw.astype(np.float32), -RAW_SCORE_CLIP, RAW_SCORE_CLIP)
     return (0.5 * (1.0 + np.tanh(0.5 * clipped))).astype(np.float32)
-
-
-def iou(box: np.ndarray, boxes: np.ndarray) -> np.ndarray:
-    """IoU of one x1,y1,x2,y2 box against (N, 4) boxes."""
-    x1 = np.maximum(box[0], boxes[:, 0])
-    y1 = np.maximum(box[1], boxes[:, 1])
-    x2 = np.minimum(box[2], boxes[:, 2])
-    y2 = np.minimum(box[3], boxes[:, 3])
-    inter = np.clip(x2 - x1, 0, None) * np.clip(y2 - y1, 0, None)
-    area = (box[2] - box[0]) * (box[3] - box[1])
-    areas = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
-    union = area + areas - inter
-    return np.where(union > 0, inter / np.maximum(union, 1e-12), 0.0)
 
 
 def weighted_nms(boxes: np.ndarray, keypoints: np.ndarray, scores: np.ndarray,

@@ -8,15 +8,9 @@ from typing import Callable
 
 import numpy as np
 
+from facefusion_batch.models.store import sha256_of
+
 Record = dict[str, np.ndarray]
-
-
-def content_hash(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while block := handle.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 class SourceCache:
@@ -29,7 +23,7 @@ class SourceCache:
         self.computed = 0
 
     def get(self, image: Path, model_key: str, compute: Callable[[], Record]) -> Record:
-        key = f"{content_hash(image)[:32]}-{hashlib.sha256(model_key.encode()).hexdigest()[:12]}"
+        key = f"{sha256_of(image)[:32]}-{hashlib.sha256(model_key.encode()).hexdigest()[:12]}"
         with self._lock:
             if key in self._memory:
                 return self._memory[key]

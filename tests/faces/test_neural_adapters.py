@@ -3,17 +3,15 @@ import numpy as np
 import onnx
 import pytest
 
-from conftest import FACE_BOX, FACE_KPS, face_frame
+from conftest import FACE_BOX, FACE_KPS, cpu_session, face_frame
 from facefusion_batch.faces.detectors import ScrfdDetector, YoloFaceDetector
 from facefusion_batch.faces.recognizer import ArcFaceRecognizer
 from facefusion_batch.faces.types import Face
 from facefusion_batch.models.catalog import CATALOG
-from facefusion_batch.models.sessions import ort
 from facefusion_batch.swap.inswapper import InSwapper, read_emap
 
 
-def session(path):
-    return ort().InferenceSession(str(path), providers=["CPUExecutionProvider"])
+session = cpu_session
 
 
 @pytest.mark.parametrize("name, cls", [("scrfd_2.5g", ScrfdDetector), ("yoloface_8n", YoloFaceDetector)])

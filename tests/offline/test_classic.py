@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from skimage import data as skimage_data
 
+from conftest import cpu_session
 from facefusion_batch.offline import classic
 from facefusion_batch.offline.mediapipe import MODEL_FILES, MediaPipeDetector, MediaPipeLandmarker, asset_path
 
@@ -21,15 +22,8 @@ SOURCE_IMAGE = Path(__file__).resolve().parents[2] / "examples" / "source.jpg"
 @pytest.fixture(scope="module")
 def mesh():
     """A function: BGR frame -> (468, 3) landmarks of its most confident face."""
-    import onnxruntime
-
-    onnxruntime.set_default_logger_severity(3)
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = 1
-
-    def session(role: str) -> onnxruntime.InferenceSession:
-        return onnxruntime.InferenceSession(str(asset_path(MODEL_FILES[role])), options,
-                                            providers=["CPUExecutionProvider"])
+    def session(role: str):
+        return cpu_session(asset_path(MODEL_FILES[role]))
 
     detector = MediaPipeDetector(session("long_range"), session("short_range"))
     landmarker = MediaPipeLandmarker(session("landmarks"))

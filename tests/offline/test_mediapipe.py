@@ -8,10 +8,11 @@ from pathlib import Path
 import cv2
 import matplotlib.cbook
 import numpy as np
-import onnxruntime as ort
 import pytest
 import skimage.data
 
+from conftest import cpu_session
+from facefusion_batch.faces.geometry import iou
 from facefusion_batch.offline import mediapipe as mp
 
 # Hand-checked on the images: eye centres (image-left first), nose tip, mouth corners (image-left first).
@@ -21,13 +22,8 @@ GRACE_FIVE = np.array([[219, 193], [308, 189], [269, 243], [231, 277], [307, 273
 GRACE_FACE = (165, 135, 365, 335)
 
 
-def make_session(role: str) -> ort.InferenceSession:
-    ort.set_default_logger_severity(3)
-    options = ort.SessionOptions()
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    options.intra_op_num_threads = 2
-    return ort.InferenceSession(str(mp.asset_path(mp.MODEL_FILES[role])), options,
-                                providers=["CPUExecutionProvider"])
+def make_session(role: str):
+    return cpu_session(mp.asset_path(mp.MODEL_FILES[role]))
 
 
 @pytest.fixture(scope="module")
@@ -123,7 +119,7 @@ def test_five_points_order() -> None:
 # --------------------------------------------------------------------------- real faces
 
 def box_iou(a: np.ndarray, b: np.ndarray) -> float:
-    return float(mp.iou(np.asarray(a, np.float32), np.asarray(b, np.float32)[None])[0])
+    return float(iou(np.asarray(a, np.float32), np.asarray(b, np.float32)[None])[0])
 
 
 @pytest.mark.parametrize("name", ["astronaut", "grace"])

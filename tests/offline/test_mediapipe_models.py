@@ -6,9 +6,9 @@ import re
 from pathlib import Path
 
 import numpy as np
-import onnxruntime as ort
 import pytest
 
+from conftest import cpu_session
 from facefusion_batch.offline import mediapipe as mp
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "mediapipe_reference.npz"
@@ -17,13 +17,8 @@ OUTPUTS = {"long_range": ("regressors", "classificators"), "short_range": ("regr
 TOLERANCE = 1e-3
 
 
-def make_session(role: str) -> ort.InferenceSession:
-    ort.set_default_logger_severity(3)
-    options = ort.SessionOptions()
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    options.intra_op_num_threads = 2
-    return ort.InferenceSession(str(mp.asset_path(mp.MODEL_FILES[role])), options,
-                                providers=["CPUExecutionProvider"])
+def make_session(role: str):
+    return cpu_session(mp.asset_path(mp.MODEL_FILES[role]))
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +27,7 @@ def reference() -> dict[str, np.ndarray]:
         return {key: data[key] for key in data.files}
 
 
-def run(role: str, session: ort.InferenceSession, images: np.ndarray) -> list[np.ndarray]:
+def run(role: str, session, images: np.ndarray) -> list[np.ndarray]:
     outs = session.run(list(OUTPUTS[role]), {mp.INPUT_NAME: mp.to_nchw(images, mp.INPUT_RANGES[role])})
     return [o.reshape(len(images), -1) for o in outs]
 
