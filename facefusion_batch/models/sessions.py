@@ -115,24 +115,25 @@ class SessionPool:
 
 
 class GuardedSession:
-    """A session whose `run` holds the accelerator semaphore; adapters use it like a session."""
+    """A model's session as adapters see it: fetched from the pool on use (so a pool emptied by the
+    `strict` strategy reloads lazily), with `run` holding the accelerator semaphore."""
 
-    def __init__(self, session: Any, slots: threading.Semaphore, run_options: Any = None) -> None:
-        self._session = session
-        self._slots = slots
-        self._run_options = run_options
+    def __init__(self, pool: SessionPool, path: Path, slots: threading.Semaphore) -> None:
+        self._pool, self._path, self._slots = pool, path, slots
+        self._run_options = pool.run_options()
         self.calls = 0
 
     def run(self, output_names: Any, feeds: dict[str, Any]) -> list[Any]:
+        session = self._pool.get(self._path)
         with self._slots:
             self.calls += 1
-            return self._session.run(output_names, feeds, self._run_options)
+            return session.run(output_names, feeds, self._run_options)
 
     def get_inputs(self) -> Any:
-        return self._session.get_inputs()
+        return self._pool.get(self._path).get_inputs()
 
     def get_outputs(self) -> Any:
-        return self._session.get_outputs()
+        return self._pool.get(self._path).get_outputs()
 
     def get_providers(self) -> list[str]:
-        return self._session.get_providers()
+        return self._pool.get(self._path).get_providers()

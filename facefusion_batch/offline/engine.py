@@ -32,10 +32,9 @@ class OfflineEngine:
     def __init__(self, settings: Settings, pool: SessionPool, cache: SourceCache,
                  slots: threading.Semaphore) -> None:
         self.pool, self.cache = pool, cache
-        run_options = pool.run_options()
 
         def guard(role: str) -> GuardedSession:
-            return GuardedSession(pool.get(asset_path(MODEL_FILES[role])), slots, run_options)
+            return GuardedSession(pool, asset_path(MODEL_FILES[role]), slots)
 
         self._short = guard("short_range")
         self._detector = MediaPipeDetector(guard("long_range"), self._short,

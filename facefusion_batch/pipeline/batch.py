@@ -124,12 +124,11 @@ class Batch:
                 swapped, frames = counters.frames_with_faces, counters.frames
         except (FfbError, OSError) as exc:
             reason = str(exc) if isinstance(exc, FfbError) else f"{target.path}: {exc.strerror or exc}"
+            self.reporter.finish("failed")
             self.reporter.message(reason)
             return Outcome(str(target.path), "failed", reason=reason, seconds=time.perf_counter() - started)
         finally:
-            after = getattr(self.engine, "after_target", None)
-            if after:
-                after()
+            self.engine.pool.after_target()
         status = "done" if swapped else "no_face"
         reason = "" if swapped else "no face found; copied through unchanged"
         self.reporter.finish(status)

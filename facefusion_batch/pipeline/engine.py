@@ -74,26 +74,16 @@ class NeuralEngine:
         for state in states:
             if not store.usable(state):
                 raise ModelError(f"{state.detail}: {store.fix_hint(state)}")
-        self.pool, self.cache, self._settings, self._slots = pool, cache, settings, slots
+        self.pool, self.cache = pool, cache
         self.models = tuple(state.spec.name for state in states)
-        self.source_faces_seen = 0
         swapper_state, recognizer_state, detector_state = states
-        self._paths = {state.spec.name: state.path for state in states}
-        self._emap = read_emap(swapper_state.path)
-        self._bind()
-
-    def _guard(self, name: str) -> GuardedSession:
-        return GuardedSession(self.pool.get(self._paths[name]), self._slots, self.pool.run_options())
-
-    def _bind(self) -> None:
-        settings = self._settings
-        swapper, recognizer, detector = self.models
+        swapper, recognizer, detector = (GuardedSession(pool, state.path, slots) for state in states)
         detector_class = ScrfdDetector if settings.face_detector_model == "scrfd" else YoloFaceDetector
-        self._detector_session = self._guard(detector)
-        self._detector = detector_class(self._detector_session, CATALOG[detector], settings.face_detector_size,
+        self._detector_session = detector
+        self._detector = detector_class(detector, detector_state.spec, settings.face_detector_size,
                                         settings.face_detector_score)
-        self._recognizer = ArcFaceRecognizer(self._guard(recognizer), CATALOG[recognizer])
-        self._swapper = InSwapper(self._guard(swapper), CATALOG[swapper], self._emap)
+        self._recognizer = ArcFaceRecognizer(recognizer, recognizer_state.spec)
+        self._swapper = InSwapper(swapper, swapper_state.spec, read_emap(swapper_state.path))
 
     def detect(self, frame: np.ndarray) -> list[Face]:
         return self._detector.detect([frame])[0]
@@ -104,7 +94,6 @@ class NeuralEngine:
     def prepare_source(self, path: Path) -> Record:
         def compute() -> Record:
             image, face, count = source_face(path, self)
-            self.source_faces_seen = count
             return {"embedding": self.embed(image, [face])[0], "faces": np.array(count)}
 
         return self.cache.get(path, "neural:" + ":".join(self.models), compute)
@@ -114,14 +103,6 @@ class NeuralEngine:
 
     def detector_calls(self) -> int:
         return self._detector_session.calls
-
-    def after_target(self) -> None:
-        """VRAM strategy between targets: `strict` reloads sessions for the next target."""
-        if self._settings.video_memory_strategy == "strict":
-            calls = self._detector_session.calls
-            self.pool.after_target()
-            self._bind()
-            self._detector_session.calls = calls
 
 
 @dataclass(frozen=True)

@@ -93,7 +93,10 @@ def _transcode(info: VideoInfo, workspace: Path, frame_fn: FrameFn, options: Job
     frames_dir.mkdir()
     with open(workspace / "decode.log", "wb") as log:
         decoder = subprocess.Popen(ffmpeg.decode_command(info.path), stdout=subprocess.PIPE, stderr=log)
-    frames = read_frames(decoder.stdout, info.width, info.height, buffers=ahead + options.in_flight + 3)
+    # Spooled frames are copied to disk at once, so two buffers do; in memory every frame ahead or in
+    # flight holds its buffer until it is encoded.
+    buffers = ahead + options.in_flight + 3 if options.transport == "memory" else 2
+    frames = read_frames(decoder.stdout, info.width, info.height, buffers=buffers)
     spool = Spool(frames, options.transport, frames_dir, options.frame_format, ahead)
     encoder: _Encoder | None = None
     started = time.perf_counter()

@@ -214,3 +214,35 @@ def test_print_settings_and_usage_errors(env, capsys):
             "origin": "environment"} in rows
     assert main(["run", "-t", "x"]) == 2
     assert "--source" in capsys.readouterr().err
+
+
+def test_rotated_phone_video_keeps_display_orientation(env, source_image, capsys):
+    plain = make_clip(env / "plain.mp4", frames=6)
+    rotated = env / "phone.mp4"
+    subprocess.run([ffmpeg_binary(), "-v", "error", "-display_rotation", "90", "-i", str(plain), "-c", "copy",
+                    str(rotated)], check=True)
+    assert run_json(["-s", str(source_image), "-t", str(rotated), "-o", str(env / "out")], capsys)[0] == 0
+    before, after = decode_all(rotated), decode_all(env / "out" / "phone.mp4")
+    assert after.shape == before.shape == (6, 480, 272, 3)
+    same = np.abs(after.astype(int) - before).mean()
+    flipped = np.abs(after[:, ::-1, ::-1].astype(int) - before).mean()
+    assert same < 10 and flipped > 3 * same, (same, flipped)  # the face changed; orientation did not
+
+
+def test_strict_memory_strategy_reloads_sessions_per_target(env, source_image):
+    from facefusion_batch.pipeline.batch import Batch
+    from facefusion_batch.pipeline.progress import PlainReporter
+    from facefusion_batch.settings import load_settings
+
+    images = []
+    for name in ("a.png", "b.png"):
+        cv2.imwrite(str(env / name), face_frame())
+        images.append(str(env / name))
+    # tolerant: detector, recogniser, swapper once. strict: detector + recogniser for the source, the
+    # swapper for target 1, then everything is dropped and target 2 reloads detector and swapper.
+    for strategy, loads in (("tolerant", 3), ("strict", 5)):
+        settings = load_settings(None, os.environ, {"engine": "neural", "video_memory_strategy": strategy,
+                                                    "output_path": env / strategy}).settings
+        batch = Batch(settings, source_image, PlainReporter(open(os.devnull, "w")))
+        assert batch.run(images).failed == 0
+        assert batch.engine.pool.loads == loads
