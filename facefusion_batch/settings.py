@@ -33,6 +33,7 @@ VideoPreset = Literal[
     "ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"
 ]
 TempFrameFormat = Literal["bmp", "png", "jpg"]
+FrameTransport = Literal["temp", "memory"]
 VideoMemoryStrategy = Literal["strict", "moderate", "tolerant"]
 LogLevel = Literal["error", "info"]
 
@@ -76,6 +77,14 @@ class Settings:
         "face_detector", "Offline engine: also find faces down to this many pixels by scanning tiles "
         "(slower; 0: faces under ~1/10 of the frame's long side are missed).", 0)
 
+    keypoint_reuse: bool = _spec(
+        "face_tracker", "Reuse (and track) faces found on a reference frame while motion stays small.", True)
+    reuse_motion_threshold: float = _spec(
+        "face_tracker", "Mean grey-level change around the faces (0..255) above which faces are detected anew.",
+        4.0)
+    redetect_interval: int = _spec("face_tracker", "Detect at least every this many frames (catches new faces).",
+                                   12)
+
     face_selector_mode: FaceSelectorMode = _spec(
         "face_selector", "many: every face; one: the largest; reference: faces like --reference-face.", "one")
     reference_face_path: Path | None = _spec("face_selector", "Image of the face to replace (reference mode).",
@@ -92,6 +101,9 @@ class Settings:
     chunk_size: int = _spec("frame_extraction", "Frames extracted and encoded per chunk (bounds temp disk).",
                             240)
     temp_frame_format: TempFrameFormat = _spec("frame_extraction", "Image format of extracted frames.", "bmp")
+    frame_transport: FrameTransport = _spec(
+        "frame_extraction", "temp: frames are spooled through temp_path in chunks; memory: frames pass in memory "
+        "only (no temp frame files).", "temp")
 
     execution_providers: tuple[ExecutionProvider, ...] = _spec(
         "execution", "ONNX Runtime providers in order of preference.", ("cpu",))
@@ -101,6 +113,9 @@ class Settings:
     execution_queue_count: int = _spec("execution", "Frames in flight per worker thread.", 2)
     execution_inference_slots: int = _spec(
         "execution", "Concurrent model calls allowed (0: 1 on a GPU, thread count on CPU).", 0)
+    batch_size: int = _spec("execution", "Max crops per model call gathered from all worker threads (1: no "
+                                         "micro-batching).", 8)
+    batch_wait_ms: float = _spec("execution", "How long a model call waits for more crops to fill a batch.", 2.0)
 
     video_memory_strategy: VideoMemoryStrategy = _spec(
         "memory", "strict: free sessions after each target; moderate: GPU arena shrinks after each call; "
@@ -134,6 +149,10 @@ _RANGES: dict[str, tuple[float, float]] = {
     "execution_queue_count": (1, 64),
     "execution_inference_slots": (0, 256),
     "execution_device_id": (0, 64),
+    "reuse_motion_threshold": (0.0, 255.0),
+    "redetect_interval": (1, 10000),
+    "batch_size": (1, 256),
+    "batch_wait_ms": (0.0, 1000.0),
     "system_memory_limit": (0, 4096),
 }
 

@@ -13,6 +13,7 @@ from facefusion_batch.errors import FfbError, MediaError, OutputError
 from facefusion_batch.marking import marking_tags
 from facefusion_batch.media import read_image, temp_name, write_image
 from facefusion_batch.memory import apply_memory_limit
+from facefusion_batch.pipeline.analysis import MotionGate, Reference, track, tracking_grey
 from facefusion_batch.pipeline.engine import FaceEngine, Selection, build_engine, build_selection
 from facefusion_batch.pipeline.progress import Reporter
 from facefusion_batch.pipeline.source_cache import Record
@@ -30,6 +31,7 @@ class Outcome:
     reason: str = ""
     frames: int = 0
     seconds: float = 0.0
+    detector_calls: int = 0
 
 
 @dataclass
@@ -87,8 +89,33 @@ class Batch:
         self.selection: Selection = build_selection(settings, self.engine)
         self.tags = marking_tags(self.engine.name, self.engine.models) if settings.output_marking else {}
 
+    def new_gate(self) -> MotionGate:
+        s = self.settings
+        return MotionGate(s.keypoint_reuse, s.reuse_motion_threshold, s.redetect_interval)
+
+    def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool) -> tuple[np.ndarray, int]:
+        """Process one video frame: detect on a new reference, else track the reference's faces."""
+        if is_new:
+            try:
+                faces = self.engine.detect(frame)
+                grey = tracking_grey(frame) if self.settings.keypoint_reuse else (None, 1.0)
+            except BaseException as exc:
+                reference.result.set_exception(exc)  # frames waiting on this reference fail too
+                raise
+            reference.result.set_result((faces, *grey))
+        else:
+            ref_faces, ref_grey, scale = reference.result.result()
+            faces = track(ref_faces, ref_grey, tracking_grey(frame)[0], scale) if ref_faces else []
+            if faces is None:
+                faces = self.engine.detect(frame)
+        return self.swap(frame, faces)
+
     def frame(self, frame: np.ndarray) -> tuple[np.ndarray, int]:
-        faces = self.selection.pick(frame, self.engine.detect(frame), self.engine)
+        """Process a single picture: detect, select, swap."""
+        return self.swap(frame, self.engine.detect(frame))
+
+    def swap(self, frame: np.ndarray, faces: list) -> tuple[np.ndarray, int]:
+        faces = self.selection.pick(frame, faces, self.engine)
         if faces:
             frame = self.engine.swap(frame, faces, self.source)
         return frame, len(faces)
@@ -112,13 +139,14 @@ class Batch:
 
     def one(self, target: Target) -> Outcome:
         started = time.perf_counter()
+        calls = self.engine.detector_calls()
         target.output.parent.mkdir(parents=True, exist_ok=True)
         try:
             if target.kind == "image":
                 self.reporter.start(str(target.path), 1)
                 swapped, frames = self.image(target), 1
             else:
-                counters = process_video(target.path, target.output, self.frame, self.tags,
+                counters = process_video(target.path, target.output, self, self.tags,
                                          job_options(self.settings, self.transport), self.reporter.advance,
                                          lambda total: self.reporter.start(str(target.path), total))
                 swapped, frames = counters.frames_with_faces, counters.frames
@@ -133,7 +161,7 @@ class Batch:
         reason = "" if swapped else "no face found; copied through unchanged"
         self.reporter.finish(status)
         return Outcome(str(target.path), status, str(target.output), reason, frames,
-                       time.perf_counter() - started)
+                       time.perf_counter() - started, self.engine.detector_calls() - calls)
 
     def image(self, target: Target) -> int:
         frame = read_image(target.path, error=MediaError)

@@ -13,6 +13,7 @@ import cv2
 import numpy as np
 
 from facefusion_batch.errors import MediaError
+from facefusion_batch.pipeline.analysis import thumbnail
 
 T = TypeVar("T")
 Item = Union[np.ndarray, Path]
@@ -46,8 +47,9 @@ def read_frames(stream: IO[bytes], width: int, height: int, buffers: int) -> Ite
 class Spool:
     """Runs the frame source on its own thread, ahead of processing by at most `ahead` frames.
 
-    `memory` passes arrays; `temp` writes each frame to the temp dir (so at most `ahead` frames sit on
-    disk) and passes its path; the consumer deletes the file once the frame is processed.
+    Yields (payload, thumbnail): `memory` passes arrays; `temp` writes each frame to the temp dir (so at
+    most `ahead` frames sit on disk) and passes its path; the consumer deletes the file once the frame is
+    processed. The thumbnail (for motion checks) is made here, off the dispatching thread.
     """
 
     def __init__(self, frames: Iterator[np.ndarray], transport: Literal["memory", "temp"], directory: Path,
@@ -63,12 +65,13 @@ class Spool:
     def _run(self) -> None:
         try:
             for index, frame in enumerate(self._frames):
+                thumb = thumbnail(frame)
                 item: Item = frame
                 if self._transport == "temp":
                     item = self._directory / f"{index:08d}.{self._format}"
                     if not cv2.imwrite(str(item), frame):
                         raise MediaError(f"{item}: can't write extracted frame (temp disk full?)")
-                if not self._put(item):
+                if not self._put((item, thumb)):
                     return
         except BaseException as exc:  # handed to the consumer thread
             self._error = exc
@@ -83,7 +86,7 @@ class Spool:
                 continue
         return False
 
-    def __iter__(self) -> Iterator[Item]:
+    def __iter__(self) -> Iterator[tuple[Item, np.ndarray]]:
         while True:
             item = self._queue.get()
             if item is _DONE:
@@ -108,13 +111,13 @@ def load(item: Item) -> np.ndarray:
     return frame
 
 
-def ordered_map(executor: Executor, fn: Callable[[Item], T], items: Iterator[Item], in_flight: int
+def ordered_map(executor: Executor, fn: Callable[..., T], items: Iterator[tuple], in_flight: int
                 ) -> Iterator[T]:
-    """Apply `fn` on the executor, yielding results in input order with at most `in_flight` pending."""
+    """Apply `fn(*item)` on the executor, yielding results in input order, at most `in_flight` pending."""
     pending: collections.deque[Future] = collections.deque()
     try:
         for item in items:
-            pending.append(executor.submit(fn, item))
+            pending.append(executor.submit(fn, *item))
             if len(pending) >= in_flight:
                 yield pending.popleft().result()
         while pending:

@@ -8,24 +8,32 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Callable
+from typing import IO, Callable, Protocol
 
 import numpy as np
 
 from facefusion_batch.errors import MediaError, TargetError
 from facefusion_batch.media import temp_name
+from facefusion_batch.pipeline.analysis import MotionGate, Reference
 from facefusion_batch.pipeline.frames import Spool, load, ordered_map, read_frames
 from facefusion_batch.video import ffmpeg
 from facefusion_batch.video.ffmpeg import EncodeOptions
 from facefusion_batch.video.probe import VideoInfo, probe
 
-FrameFn = Callable[[np.ndarray], tuple[np.ndarray, int]]  # frame -> (frame, faces swapped)
+class FrameProcessor(Protocol):
+    def new_gate(self) -> MotionGate:
+        """A motion gate for one video."""
+
+    def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool) -> tuple[np.ndarray, int]:
+        """Swap faces in `frame`; returns (frame, faces swapped)."""
 
 
 @dataclass
 class Counters:
     frames: int = 0
     frames_with_faces: int = 0
+    references: int = 0  # frames on which faces were detected (not reused)
+    first_frame_seconds: float = 0.0  # from the start of the target to its first processed frame
     stage_seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -55,7 +63,7 @@ def estimate(info: VideoInfo, options: JobOptions) -> tuple[int, int]:
     return spool + encoded, encoded
 
 
-def process_video(path: Path, out: Path, frame_fn: FrameFn, tags: dict[str, str], options: JobOptions,
+def process_video(path: Path, out: Path, frame_fn: FrameProcessor, tags: dict[str, str], options: JobOptions,
                   on_frames: Callable[[int], None], on_start: Callable[[int], None]) -> Counters:
     """Swap faces through a whole video into `out` (written under a temp name, renamed on success)."""
     info = probe(path)
@@ -84,7 +92,7 @@ def process_video(path: Path, out: Path, frame_fn: FrameFn, tags: dict[str, str]
         shutil.rmtree(workspace, ignore_errors=True)
 
 
-def _transcode(info: VideoInfo, workspace: Path, frame_fn: FrameFn, options: JobOptions,
+def _transcode(info: VideoInfo, workspace: Path, frame_fn: FrameProcessor, options: JobOptions,
                on_frames: Callable[[int], None]) -> tuple[Counters, list[Path]]:
     counters = Counters()
     chunks: list[Path] = []
@@ -100,14 +108,21 @@ def _transcode(info: VideoInfo, workspace: Path, frame_fn: FrameFn, options: Job
     spool = Spool(frames, options.transport, frames_dir, options.frame_format, ahead)
     encoder: _Encoder | None = None
     started = time.perf_counter()
+    gate = frame_fn.new_gate()
 
-    def work(item) -> tuple[np.ndarray, int]:
-        return frame_fn(load(item))
+    def planned():
+        for index, (payload, thumb) in enumerate(spool):
+            yield (payload, *gate.plan(index, thumb, info.width))
+
+    def work(payload, reference: Reference, is_new: bool) -> tuple[np.ndarray, int]:
+        return frame_fn(load(payload), reference, is_new)
 
     finished = False
     try:
         with ThreadPoolExecutor(options.threads, thread_name_prefix="ffb-frame") as pool:
-            for frame, swapped in ordered_map(pool, work, iter(spool), options.in_flight):
+            for frame, swapped in ordered_map(pool, work, planned(), options.in_flight):
+                if not counters.frames:
+                    counters.first_frame_seconds = time.perf_counter() - started
                 if counters.frames % options.chunk_size == 0:
                     if encoder:
                         encoder.close()
@@ -130,6 +145,7 @@ def _transcode(info: VideoInfo, workspace: Path, frame_fn: FrameFn, options: Job
         detail = ffmpeg.last_line((workspace / "decode.log").read_bytes())
         raise MediaError(f"{info.path}: decoding failed after {counters.frames} frames ({detail})")
     counters.stage_seconds["transcode"] = time.perf_counter() - started
+    counters.references = gate.references
     return counters, chunks
 
 

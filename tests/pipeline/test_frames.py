@@ -27,7 +27,7 @@ def test_ordered_map_keeps_order_and_bounds_in_flight():
     def items():
         for i in range(40):
             consumed.append(i)
-            yield i
+            yield (i,)
 
     with ThreadPoolExecutor(4) as pool:
         results = []
@@ -50,8 +50,8 @@ def test_temp_spool_writes_frames_and_load_removes_them(tmp_path):
     frames = [np.full((8, 8, 3), i, np.uint8) for i in range(6)]
     spool = Spool(iter(frames), "temp", tmp_path, "bmp", ahead=2)
     loaded = []
-    for item in spool:
-        assert item.exists()
+    for item, thumb in spool:
+        assert item.exists() and thumb.dtype == np.float32
         loaded.append(load(item))
         assert not item.exists()
     spool.close()

@@ -1,0 +1,124 @@
+"""Work avoided: faces found on a reference frame are reused, tracked by translation, while the picture
+around them barely changes; detection runs again on motion, on a scene cut and every `redetect_interval`.
+
+The decision is made in frame order by the dispatcher from tiny grey thumbnails (cheap, computed by the
+reader thread); detection and tracking run on the worker threads. A frame that reuses a reference waits on
+that reference's detection, which was submitted earlier to the same FIFO pool, so it never deadlocks.
+"""
+from __future__ import annotations
+
+import dataclasses
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+import cv2
+import numpy as np
+
+from facefusion_batch.faces.types import Face
+
+THUMB_WIDTH = 96
+TRACK_WIDTH = 480  # grey frames for tracking are at most this wide
+SCENE_CUT = 6.0  # a reference is dropped when the whole thumbnail changes this many times the threshold
+MIN_RESPONSE = 0.08  # phase correlation peaks weaker than this are not trusted
+MAX_SHIFT = 0.25  # of the face's size: larger jumps mean detect anew
+
+
+def thumbnail(frame: np.ndarray) -> np.ndarray:
+    """Small grey float32 image for motion checks."""
+    step = max(1, frame.shape[1] // (THUMB_WIDTH * 4))
+    small = frame[::step, ::step]
+    height = max(1, round(small.shape[0] * THUMB_WIDTH / small.shape[1]))
+    grey = cv2.cvtColor(cv2.resize(small, (THUMB_WIDTH, height), interpolation=cv2.INTER_AREA),
+                        cv2.COLOR_BGR2GRAY)
+    return grey.astype(np.float32)
+
+
+def tracking_grey(frame: np.ndarray) -> tuple[np.ndarray, float]:
+    """Grey frame at most TRACK_WIDTH wide, and its scale relative to the frame."""
+    scale = min(1.0, TRACK_WIDTH / frame.shape[1])
+    grey = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
+    if scale < 1.0:
+        grey = cv2.resize(grey, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+    return grey.astype(np.float32), scale
+
+
+def motion(thumb: np.ndarray, reference: np.ndarray, boxes: np.ndarray | None, frame_width: int) -> float:
+    """Mean absolute grey change between thumbnails around `boxes` (frame pixels), or everywhere."""
+    diff = np.abs(thumb - reference)
+    if boxes is None or len(boxes) == 0:
+        return float(diff.mean())
+    scale = thumb.shape[1] / frame_width
+    mask = np.zeros(diff.shape, bool)
+    for x1, y1, x2, y2 in boxes * scale:
+        pad_x, pad_y = (x2 - x1) * 0.25, (y2 - y1) * 0.25
+        mask[max(0, int(y1 - pad_y)):int(np.ceil(y2 + pad_y)) + 1,
+             max(0, int(x1 - pad_x)):int(np.ceil(x2 + pad_x)) + 1] = True
+    return float(diff[mask].mean()) if mask.any() else float(diff.mean())
+
+
+@dataclass
+class Reference:
+    """A frame whose faces were (or are being) detected; later frames track from it."""
+
+    index: int
+    thumb: np.ndarray
+    result: Future = field(default_factory=Future)  # -> (faces, tracking grey, tracking scale)
+
+
+def shift_face(face: Face, dx: float, dy: float) -> Face:
+    offset = np.array([dx, dy], np.float32)
+    landmarks = None
+    if face.landmarks is not None:
+        landmarks = face.landmarks.copy()
+        landmarks[:, :2] += offset
+    return dataclasses.replace(face, box=face.box + np.tile(offset, 2), kps=face.kps + offset, landmarks=landmarks)
+
+
+def track(faces: list[Face], before: np.ndarray, after: np.ndarray, scale: float) -> list[Face] | None:
+    """Faces moved by the translation phase correlation finds around each; None if any can't be trusted."""
+    moved = []
+    height, width = before.shape
+    for face in faces:
+        x1, y1, x2, y2 = face.box * scale
+        pad_x, pad_y = (x2 - x1) * 0.3, (y2 - y1) * 0.3
+        left, top = max(0, int(x1 - pad_x)), max(0, int(y1 - pad_y))
+        right, bottom = min(width, int(x2 + pad_x) + 1), min(height, int(y2 + pad_y) + 1)
+        right, bottom = right - (right - left) % 2, bottom - (bottom - top) % 2  # odd sizes bias the peak
+        if right - left < 8 or bottom - top < 8:
+            return None
+        a, b = before[top:bottom, left:right], after[top:bottom, left:right]
+        window = cv2.createHanningWindow((right - left, bottom - top), cv2.CV_32F)
+        (dx, dy), response = cv2.phaseCorrelate(a, b, window)
+        size = max(x2 - x1, y2 - y1)
+        if response < MIN_RESPONSE or max(abs(dx), abs(dy)) > MAX_SHIFT * size:
+            return None
+        moved.append(shift_face(face, dx / scale, dy / scale))
+    return moved
+
+
+class MotionGate:
+    """Decides, frame by frame in order, whether a frame starts a new reference or reuses the last one."""
+
+    def __init__(self, enabled: bool, threshold: float, interval: int) -> None:
+        self._enabled, self._threshold, self._interval = enabled, threshold, interval
+        self._reference: Reference | None = None
+        self._boxes: np.ndarray | None = None
+        self.references = 0
+
+    def plan(self, index: int, thumb: np.ndarray, frame_width: int) -> tuple[Reference, bool]:
+        """(reference to use, whether this frame is a new reference and must be detected)."""
+        ref = self._reference
+        if ref is not None and ref.result.done() and ref.result.exception() is None:
+            self._boxes = np.array([f.box for f in ref.result.result()[0]]).reshape(-1, 4)
+        if ref is None or not self._enabled or self._needs_detection(index, thumb, ref, frame_width):
+            ref = self._reference = Reference(index, thumb)
+            self.references += 1
+            return ref, True
+        return ref, False
+
+    def _needs_detection(self, index: int, thumb: np.ndarray, ref: Reference, frame_width: int) -> bool:
+        if index - ref.index >= self._interval or thumb.shape != ref.thumb.shape:
+            return True
+        if motion(thumb, ref.thumb, None, frame_width) > SCENE_CUT * self._threshold:
+            return True
+        return motion(thumb, ref.thumb, self._boxes, frame_width) > self._threshold

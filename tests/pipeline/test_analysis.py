@@ -1,0 +1,103 @@
+"""Keypoint reuse: the motion gate, translation tracking, and detector calls saved end to end."""
+from __future__ import annotations
+
+import json
+
+import cv2
+import numpy as np
+import pytest
+
+from conftest import cpu_session, face_frame, make_clip
+from facefusion_batch.cli import main
+from facefusion_batch.faces.types import Face
+from facefusion_batch.pipeline.analysis import MotionGate, motion, thumbnail, track, tracking_grey
+
+
+def shifted(frame: np.ndarray, dx: float, dy: float) -> np.ndarray:
+    matrix = np.array([[1, 0, dx], [0, 1, dy]], np.float32)
+    return cv2.warpAffine(frame, matrix, (frame.shape[1], frame.shape[0]), borderMode=cv2.BORDER_REFLECT)
+
+
+def test_gate_reuses_on_static_frames_and_redetects_on_interval():
+    gate = MotionGate(True, threshold=4.0, interval=5)
+    thumb = thumbnail(face_frame())
+    decisions = [gate.plan(i, thumb, 480)[1] for i in range(20)]
+    assert decisions == [i % 5 == 0 for i in range(20)]
+
+
+def test_gate_redetects_on_motion_and_scene_cut():
+    gate = MotionGate(True, threshold=4.0, interval=100)
+    frame = face_frame()
+    assert gate.plan(0, thumbnail(frame), 480)[1]
+    assert not gate.plan(1, thumbnail(shifted(frame, 0.3, 0)), 480)[1], "sub-pixel drift reuses"
+    assert gate.plan(2, thumbnail(shifted(frame, 12, 0)), 480)[1], "a real move redetects"
+    assert gate.plan(3, thumbnail(255 - frame), 480)[1], "a scene cut redetects"
+
+
+def test_gate_disabled_detects_every_frame():
+    gate = MotionGate(False, 4.0, 12)
+    thumb = thumbnail(face_frame())
+    assert all(gate.plan(i, thumb, 480)[1] for i in range(5))
+
+
+def test_motion_is_measured_around_the_faces():
+    frame = face_frame()
+    moved = frame.copy()
+    moved[:, :120] = 255 - moved[:, :120]  # far from the face
+    boxes = np.array([[180, 60, 300, 210]], np.float32)
+    assert motion(thumbnail(moved), thumbnail(frame), boxes, 480) < 1.0
+    assert motion(thumbnail(moved), thumbnail(frame), None, 480) > 2.0
+
+
+def test_track_follows_a_translation():
+    frame = face_frame()
+    face = Face(np.array([180, 60, 300, 210], np.float32), 0.9,
+                np.array([[212, 120], [268, 120], [240, 150], [218, 180], [262, 180]], np.float32),
+                landmarks=np.zeros((468, 3), np.float32) + 200)
+    before, scale = tracking_grey(frame)
+    after, _ = tracking_grey(shifted(frame, 3.0, -2.0))
+    moved = track([face], before, after, scale)
+    assert moved is not None
+    np.testing.assert_allclose(moved[0].kps - face.kps, [[3.0, -2.0]] * 5, atol=0.3)
+    np.testing.assert_allclose(moved[0].landmarks[0, :2], [203.0, 198.0], atol=0.3)
+    assert track([face], before, tracking_grey(np.full_like(frame, 90))[0], scale) is None
+
+
+def test_tracked_keypoints_stay_within_2px_of_detection_on_real_faces():
+    from facefusion_batch.offline.mediapipe import MODEL_FILES, MediaPipeDetector, MediaPipeLandmarker, asset_path, \
+        five_points
+
+    sessions = {role: cpu_session(asset_path(name)) for role, name in MODEL_FILES.items()}
+    detector = MediaPipeDetector(sessions["long_range"], sessions["short_range"])
+    landmarker = MediaPipeLandmarker(sessions["landmarks"])
+
+    def detect(frame):
+        detections = detector.detect([frame])[0]
+        points = landmarker.landmarks(frame, detections)
+        return [Face(d.box, d.score, five_points(points)[i]) for i, d in enumerate(detections)]
+
+    base = face_frame()
+    reference = detect(base)
+    grey, scale = tracking_grey(base)
+    for k in range(1, 6):
+        frame = shifted(base, 0.6 * k, 0.3 * k)
+        tracked = track(reference, grey, tracking_grey(frame)[0], scale)
+        detected = detect(frame)
+        assert tracked is not None and len(detected) == 1
+        assert np.linalg.norm(tracked[0].kps - detected[0].kps, axis=1).max() < 2.0
+
+
+@pytest.mark.parametrize("reuse, limit", [("true", 0.35), ("false", 1.0)])
+def test_detector_calls_per_frame_on_a_static_clip(tmp_path, neural_models, source_image, capsys, monkeypatch,
+                                                   reuse, limit):
+    monkeypatch.setenv("FFB_MODELS_PATH", str(neural_models))
+    monkeypatch.setenv("FFB_CACHE_PATH", str(tmp_path / "cache"))
+    monkeypatch.setenv("FFB_KEYPOINT_REUSE", reuse)
+    clip = make_clip(tmp_path / "static.mp4", frames=36)
+    assert main(["run", "--engine", "neural", "-s", str(source_image), "-t", str(clip), "-o", str(tmp_path / "o"),
+                 "--json", "-q"]) == 0
+    outcome = json.loads(capsys.readouterr().out)["outcomes"][0]
+    per_frame = outcome["detector_calls"] / outcome["frames"]
+    assert per_frame <= limit
+    if reuse == "false":
+        assert per_frame == 1.0
