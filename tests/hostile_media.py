@@ -64,8 +64,8 @@ def _portrait_face_frame() -> np.ndarray:
 
 
 def _ffmpeg(*args: str, stdin: bytes | None = None) -> None:
-    quiet = ["-v", "error", "-y"] if stdin is not None else ["-v", "error", "-y", "-nostdin"]
-    subprocess.run([ffmpeg_binary(), *quiet, *args], input=stdin, check=True)
+    no_stdin = [] if stdin is not None else ["-nostdin"]
+    subprocess.run([ffmpeg_binary(), "-v", "error", "-y", *no_stdin, *args], input=stdin, check=True)
 
 
 def _encode(path: Path, frames: list[np.ndarray], video: list[str], audio: list[str] | None = None,
@@ -87,8 +87,9 @@ H264 = [*X264, "-pix_fmt", "yuv420p"]
 AAC = ["-c:a", "aac", "-b:a", "32k"]
 
 
-def _face_clip(path: Path, video: list[str] = H264, audio: list[str] | None = AAC, **kwargs) -> Path:
-    return _encode(path, _frames(face_frame(), FRAMES), video, audio, **kwargs)
+def _face_clip(path: Path, video: list[str] = H264, audio: list[str] | None = AAC,
+               output: list[str] | None = None) -> Path:
+    return _encode(path, _frames(face_frame(), FRAMES), video, audio, output=output)
 
 
 def _write_bytes(data: bytes) -> Callable[[Path], None]:
@@ -133,7 +134,7 @@ def _odd_size(path: Path) -> None:
 
 def _rotated(path: Path) -> None:
     """Stored landscape 480x272, tagged like a phone held upright (display rotation -90): shows 272x480."""
-    stored = cv2.rotate(_portrait_face_frame(), cv2.ROTATE_90_CLOCKWISE)
+    stored = cv2.rotate(_portrait_face_frame(), cv2.ROTATE_90_COUNTERCLOCKWISE)
     plain = path.with_name(f".plain-{path.name}")
     _encode(plain, _frames(stored, FRAMES), H264, AAC)
     _ffmpeg("-display_rotation", "-90", "-i", str(plain), "-map", "0", "-c", "copy", str(path))

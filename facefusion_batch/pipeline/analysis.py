@@ -97,20 +97,23 @@ def track(faces: list[Face], before: np.ndarray, after: np.ndarray, scale: float
 
 
 class MotionGate:
-    """Decides, frame by frame in order, whether a frame starts a new reference or reuses the last one."""
+    """Decides, frame by frame in order, whether a frame starts a new reference or reuses the last one.
+
+    Motion is measured around the faces of the reference *before* the current one: that detection has long
+    finished, so the decision never depends on thread timing and a re-run makes the same choices.
+    """
 
     def __init__(self, enabled: bool, threshold: float, interval: int) -> None:
         self._enabled, self._threshold, self._interval = enabled, threshold, interval
         self._reference: Reference | None = None
-        self._boxes: np.ndarray | None = None
+        self._boxes: np.ndarray | None = None  # faces of the previous reference; None: look everywhere
         self.references = 0
 
     def plan(self, index: int, thumb: np.ndarray, frame_width: int) -> tuple[Reference, bool]:
         """(reference to use, whether this frame is a new reference and must be detected)."""
         ref = self._reference
-        if ref is not None and ref.result.done() and ref.result.exception() is None:
-            self._boxes = np.array([f.box for f in ref.result.result()[0]]).reshape(-1, 4)
         if ref is None or not self._enabled or self._needs_detection(index, thumb, ref, frame_width):
+            self._boxes = _boxes_of(ref)
             ref = self._reference = Reference(index, thumb)
             self.references += 1
             return ref, True
@@ -122,3 +125,13 @@ class MotionGate:
         if motion(thumb, ref.thumb, None, frame_width) > SCENE_CUT * self._threshold:
             return True
         return motion(thumb, ref.thumb, self._boxes, frame_width) > self._threshold
+
+
+def _boxes_of(reference: Reference | None) -> np.ndarray | None:
+    if reference is None:
+        return None
+    try:
+        faces = reference.result.result()[0]
+    except BaseException:  # the failure is reported by the frame that hit it
+        return None
+    return np.array([f.box for f in faces], np.float32).reshape(-1, 4)

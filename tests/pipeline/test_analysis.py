@@ -18,26 +18,46 @@ def shifted(frame: np.ndarray, dx: float, dy: float) -> np.ndarray:
     return cv2.warpAffine(frame, matrix, (frame.shape[1], frame.shape[0]), borderMode=cv2.BORDER_REFLECT)
 
 
+FACE = Face(np.array([180, 60, 300, 210], np.float32), 0.9,
+            np.array([[212, 120], [268, 120], [240, 150], [218, 180], [262, 180]], np.float32))
+
+
+def plan(gate: MotionGate, index: int, frame: np.ndarray) -> bool:
+    """Plan a frame; a new reference is "detected" at once, as a worker would."""
+    reference, is_new = gate.plan(index, thumbnail(frame), frame.shape[1])
+    if is_new:
+        reference.result.set_result(([FACE], None, 1.0))
+    return is_new
+
+
 def test_gate_reuses_on_static_frames_and_redetects_on_interval():
     gate = MotionGate(True, threshold=4.0, interval=5)
-    thumb = thumbnail(face_frame())
-    decisions = [gate.plan(i, thumb, 480)[1] for i in range(20)]
-    assert decisions == [i % 5 == 0 for i in range(20)]
+    assert [plan(gate, i, face_frame()) for i in range(20)] == [i % 5 == 0 for i in range(20)]
+    assert gate.references == 4
 
 
 def test_gate_redetects_on_motion_and_scene_cut():
     gate = MotionGate(True, threshold=4.0, interval=100)
     frame = face_frame()
-    assert gate.plan(0, thumbnail(frame), 480)[1]
-    assert not gate.plan(1, thumbnail(shifted(frame, 0.3, 0)), 480)[1], "sub-pixel drift reuses"
-    assert gate.plan(2, thumbnail(shifted(frame, 12, 0)), 480)[1], "a real move redetects"
-    assert gate.plan(3, thumbnail(255 - frame), 480)[1], "a scene cut redetects"
+    assert plan(gate, 0, frame)
+    assert not plan(gate, 1, shifted(frame, 0.3, 0)), "sub-pixel drift reuses"
+    assert plan(gate, 2, shifted(frame, 12, 0)), "a real move redetects"
+    assert plan(gate, 3, 255 - frame), "a scene cut redetects"
+
+
+def test_gate_looks_around_the_previous_references_faces():
+    gate = MotionGate(True, threshold=4.0, interval=100)
+    frame = face_frame()
+    plan(gate, 0, frame)
+    plan(gate, 1, shifted(frame, 12, 0))  # new reference; from now on motion is measured around FACE
+    far = shifted(frame, 12, 0)
+    far[:, :120] = 255 - far[:, :120]
+    assert not plan(gate, 2, far), "change far from the faces is ignored"
 
 
 def test_gate_disabled_detects_every_frame():
     gate = MotionGate(False, 4.0, 12)
-    thumb = thumbnail(face_frame())
-    assert all(gate.plan(i, thumb, 480)[1] for i in range(5))
+    assert all(plan(gate, i, face_frame()) for i in range(5))
 
 
 def test_motion_is_measured_around_the_faces():
@@ -51,9 +71,7 @@ def test_motion_is_measured_around_the_faces():
 
 def test_track_follows_a_translation():
     frame = face_frame()
-    face = Face(np.array([180, 60, 300, 210], np.float32), 0.9,
-                np.array([[212, 120], [268, 120], [240, 150], [218, 180], [262, 180]], np.float32),
-                landmarks=np.zeros((468, 3), np.float32) + 200)
+    face = Face(FACE.box, 0.9, FACE.kps, landmarks=np.zeros((468, 3), np.float32) + 200)
     before, scale = tracking_grey(frame)
     after, _ = tracking_grey(shifted(frame, 3.0, -2.0))
     moved = track([face], before, after, scale)
