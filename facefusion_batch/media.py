@@ -1,8 +1,10 @@
 """Image reading and writing (atomic, with AI marking in EXIF) and target kinds by extension."""
 from __future__ import annotations
 
+import hashlib
 import io
 import os
+import warnings
 from pathlib import Path
 from typing import Mapping
 
@@ -48,8 +50,10 @@ def _header_size(data: np.ndarray) -> tuple[int, int]:
     from PIL import Image, UnidentifiedImageError
 
     try:
-        with Image.open(io.BytesIO(data.tobytes())) as image:
-            return image.size
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # we judge the size ourselves
+            with Image.open(io.BytesIO(data.tobytes())) as image:
+                return image.size
     except Image.DecompressionBombError:
         return 1 << 16, 1 << 16  # Pillow's own limit tripped: certainly too large
     except (UnidentifiedImageError, OSError, ValueError):
@@ -77,8 +81,13 @@ def write_image(image: np.ndarray, path: Path, quality: int, tags: Mapping[str, 
 
 
 def temp_name(path: Path) -> Path:
-    """A hidden sibling name for writing before the atomic rename; keeps the extension for muxers."""
-    return path.with_name(f".{path.stem}.ffb-{os.getpid()}.tmp{path.suffix}")
+    """A hidden sibling name for writing before the atomic rename; keeps the extension for muxers.
+    Long names are shortened to a hash so the temp name fits where the final name fits."""
+    name = f".{path.stem}.ffb-{os.getpid()}.tmp{path.suffix}"
+    if len(name.encode()) > 240:
+        digest = hashlib.sha1(path.name.encode()).hexdigest()[:16]
+        name = f".ffb-{digest}-{os.getpid()}.tmp{path.suffix}"
+    return path.with_name(name)
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

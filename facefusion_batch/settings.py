@@ -28,7 +28,7 @@ ExecutionProvider = Literal["cpu", "cuda", "tensorrt"]
 FaceDetectorModel = Literal["scrfd", "yoloface"]
 FaceSelectorMode = Literal["many", "one", "reference"]
 FaceSwapperModel = Literal["inswapper_128", "inswapper_128_fp16"]
-VideoEncoder = Literal["libx264", "libx265", "libvpx-vp9", "h264_nvenc", "hevc_nvenc"]
+VideoEncoder = Literal["auto", "libx264", "libx265", "libvpx-vp9", "h264_nvenc", "hevc_nvenc"]
 VideoPreset = Literal[
     "ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"
 ]
@@ -92,7 +92,8 @@ class Settings:
     reference_face_distance: float = _spec(
         "face_selector", "Max cosine distance to the reference face, 0..2 (lower is stricter).", 0.6)
 
-    output_video_encoder: VideoEncoder = _spec("output", "ffmpeg video encoder.", "libx264")
+    output_video_encoder: VideoEncoder = _spec(
+        "output", "ffmpeg video encoder; auto: libvpx-vp9 for .webm, libx264 elsewhere.", "auto")
     output_video_preset: VideoPreset = _spec("output", "Encoder speed/size preset.", "veryfast")
     output_video_quality: int = _spec("output", "Video quality 0..100 (maps to CRF; higher is better).", 80)
     output_image_quality: int = _spec("output", "JPEG/WebP quality 0..100 for image targets.", 95)

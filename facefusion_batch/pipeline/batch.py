@@ -73,6 +73,11 @@ def job_options(settings: Settings, transport: str) -> JobOptions:
                                            settings.output_video_quality))
 
 
+def _os_reason(target: Target, exc: OSError) -> str:
+    where = exc.filename if exc.filename else target.path
+    return f"{target.path}: {exc.strerror or exc} ({where})" if where != target.path else f"{target.path}: {exc}"
+
+
 class Batch:
     """Holds the engine, the prepared source and the selection for a run over many targets."""
 
@@ -144,21 +149,21 @@ class Batch:
         try:
             if target.kind == "image":
                 self.reporter.start(str(target.path), 1)
-                swapped, frames = self.image(target), 1
+                swapped, frames, note = self.image(target), 1, ""
             else:
                 counters = process_video(target.path, target.output, self, self.tags,
                                          job_options(self.settings, self.transport), self.reporter.advance,
                                          lambda total: self.reporter.start(str(target.path), total))
-                swapped, frames = counters.frames_with_faces, counters.frames
+                swapped, frames, note = counters.frames_with_faces, counters.frames, counters.note
         except (FfbError, OSError) as exc:
-            reason = str(exc) if isinstance(exc, FfbError) else f"{target.path}: {exc.strerror or exc}"
+            reason = str(exc) if isinstance(exc, FfbError) else _os_reason(target, exc)
             self.reporter.finish("failed")
             self.reporter.message(reason)
             return Outcome(str(target.path), "failed", reason=reason, seconds=time.perf_counter() - started)
         finally:
             self.engine.pool.after_target()
         status = "done" if swapped else "no_face"
-        reason = "" if swapped else "no face found; copied through unchanged"
+        reason = note if swapped else "no face found; copied through unchanged"
         self.reporter.finish(status)
         return Outcome(str(target.path), status, str(target.output), reason, frames,
                        time.perf_counter() - started, self.engine.detector_calls() - calls)

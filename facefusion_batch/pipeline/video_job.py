@@ -1,6 +1,8 @@
 """One video: probe, decode, process frames on the pool, encode in chunks, mux audio, verify, rename."""
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import shutil
 import subprocess
 import tempfile
@@ -35,6 +37,7 @@ class Counters:
     references: int = 0  # frames on which faces were detected (not reused)
     first_frame_seconds: float = 0.0  # from the start of the target to its first processed frame
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    note: str = ""  # something the user should know about a finished output
 
 
 @dataclass(frozen=True)
@@ -68,9 +71,11 @@ def process_video(path: Path, out: Path, frame_fn: FrameProcessor, tags: dict[st
     """Swap faces through a whole video into `out` (written under a temp name, renamed on success)."""
     info = probe(path)
     container = ffmpeg.container_of(out)
-    reason = ffmpeg.check_encoder(container, options.encode.encoder)
+    encode = dataclasses.replace(options.encode, encoder=ffmpeg.resolve_encoder(options.encode.encoder, container))
+    reason = ffmpeg.check_encoder(container, encode.encoder)
     if reason:
         raise TargetError(f"{path}: {reason}")
+    options = dataclasses.replace(options, encode=encode)
     temp_need, out_need = estimate(info, options)
     options.temp_root.mkdir(parents=True, exist_ok=True)
     check_space(options.temp_root, temp_need, str(path), "set temp_path to a larger disk or lower chunk_size")
@@ -79,21 +84,25 @@ def process_video(path: Path, out: Path, frame_fn: FrameProcessor, tags: dict[st
     workspace = Path(tempfile.mkdtemp(prefix="ffb-", dir=options.temp_root))
     partial = temp_name(out)
     try:
-        counters, chunks = _transcode(info, workspace, frame_fn, options, on_frames)
+        counters, chunks = _transcode(info, workspace, frame_fn, options, on_frames, container)
         if counters.frames_with_faces == 0:
             shutil.copyfile(path, partial)  # nothing to swap: the original goes through untouched
         else:
             _mux(info, chunks, workspace, partial, container, tags)
             _verify(partial, info, counters.frames)
+            if info.variable_frame_rate:
+                counters.note = (f"variable frame rate: written at a constant {float(info.fps):.3f} fps, frames "
+                                 f"moved by up to {info.timing_shift * 1000:.0f} ms")
         partial.replace(out)
         return counters
     finally:
-        partial.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)
         shutil.rmtree(workspace, ignore_errors=True)
 
 
 def _transcode(info: VideoInfo, workspace: Path, frame_fn: FrameProcessor, options: JobOptions,
-               on_frames: Callable[[int], None]) -> tuple[Counters, list[Path]]:
+               on_frames: Callable[[int], None], container: str) -> tuple[Counters, list[Path]]:
     counters = Counters()
     chunks: list[Path] = []
     ahead = options.chunk_size if options.transport == "temp" else options.in_flight
@@ -127,7 +136,7 @@ def _transcode(info: VideoInfo, workspace: Path, frame_fn: FrameProcessor, optio
                     if encoder:
                         encoder.close()
                     chunks.append(workspace / f"chunk_{len(chunks):05d}.mp4")
-                    encoder = _Encoder(chunks[-1], info, options.encode, workspace)
+                    encoder = _Encoder(chunks[-1], info, options.encode, workspace, container)
                 encoder.write(frame)
                 counters.frames += 1
                 counters.frames_with_faces += swapped > 0
@@ -141,9 +150,12 @@ def _transcode(info: VideoInfo, workspace: Path, frame_fn: FrameProcessor, optio
         spool.close()
         if encoder:
             encoder.kill()
+    log = (workspace / "decode.log").read_bytes()
     if decoder.returncode not in (0, None) or counters.frames == 0:
-        detail = ffmpeg.last_line((workspace / "decode.log").read_bytes())
-        raise MediaError(f"{info.path}: decoding failed after {counters.frames} frames ({detail})")
+        raise MediaError(f"{info.path}: decoding failed after {counters.frames} frames ({ffmpeg.error_line(log)})")
+    if counters.frames < info.frame_count - 1 or b"partial file" in log:
+        raise MediaError(f"{info.path}: damaged or truncated: only {counters.frames} of {info.frame_count} frames "
+                         f"could be decoded ({ffmpeg.error_line(log) if log.strip() else 'missing data'})")
     counters.stage_seconds["transcode"] = time.perf_counter() - started
     counters.references = gate.references
     return counters, chunks
@@ -165,11 +177,13 @@ def _stop(process: subprocess.Popen, kill: bool) -> None:
 class _Encoder:
     """One ffmpeg encoder process for one chunk, fed raw BGR frames on stdin."""
 
-    def __init__(self, out: Path, info: VideoInfo, options: EncodeOptions, workspace: Path) -> None:
-        self._out = out
+    def __init__(self, out: Path, info: VideoInfo, options: EncodeOptions, workspace: Path, container: str) -> None:
+        self._path = info.path
         self._log_path = workspace / f"{out.stem}.log"
+        pixel_format = ffmpeg.output_pixel_format(info.width, info.height, info.pixel_format)
         with open(self._log_path, "wb") as log:
-            command = ffmpeg.encode_command(out, info.width, info.height, info.fps, options, info.colour)
+            command = ffmpeg.encode_command(out, info.width, info.height, info.fps, options, info.colour,
+                                            pixel_format, container)
             self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stderr=log)
         self._stdin: IO[bytes] = self._process.stdin  # type: ignore[assignment]
 
@@ -178,7 +192,7 @@ class _Encoder:
             self._stdin.write(memoryview(np.ascontiguousarray(frame)).cast("B"))
         except (BrokenPipeError, OSError):
             self.kill()
-            raise MediaError(f"encoder failed: {ffmpeg.last_line(self._log_path.read_bytes())}") from None
+            raise self._failure() from None
 
     def close(self) -> None:
         try:
@@ -186,7 +200,10 @@ class _Encoder:
         except BrokenPipeError:
             pass
         if self._process.wait() != 0:
-            raise MediaError(f"encoder failed: {ffmpeg.last_line(self._log_path.read_bytes())}")
+            raise self._failure()
+
+    def _failure(self) -> MediaError:
+        return MediaError(f"{self._path}: encoding failed ({ffmpeg.error_line(self._log_path.read_bytes())})")
 
     def kill(self) -> None:
         if self._process.poll() is None:

@@ -5,6 +5,7 @@ Builders return argument lists and never run anything, so unit tests check them 
 from __future__ import annotations
 
 import functools
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -98,13 +99,30 @@ def colour_args(colour: Colour) -> list[str]:
     return args
 
 
+def output_pixel_format(width: int, height: int, source_pixel_format: str) -> str:
+    """4:2:0 where it can be (widest playback support); 4:4:4 for 4:4:4/RGB sources and for odd sizes,
+    which 4:2:0 can't represent, so the output keeps the input's exact size."""
+    if width % 2 or height % 2 or source_pixel_format.startswith(("yuv444", "yuvj444", "gbr", "rgb", "bgr")):
+        return "yuv444p"
+    return "yuv420p"
+
+
+def resolve_encoder(encoder: str, container: str) -> str:
+    """`auto`: VP9 for WebM (the only codec family it holds that we encode), H.264 elsewhere."""
+    if encoder != "auto":
+        return encoder
+    return "libvpx-vp9" if container == "webm" else "libx264"
+
+
 def encode_command(out: Path, width: int, height: int, fps: Fraction, options: EncodeOptions,
-                   colour: Colour) -> list[str]:
-    """Encode raw BGR frames from stdin into a video-only file."""
+                   colour: Colour, pixel_format: str, container: str) -> list[str]:
+    """Encode raw BGR frames from stdin into a video-only file bound for `container`."""
+    # AVI has no presentation timestamps: B-frames would show every frame late.
+    no_bframes = ["-bf", "0"] if container == "avi" else []
     return [ffmpeg_binary(), "-v", "error", "-nostdin", "-y",
             "-f", "rawvideo", "-pix_fmt", "bgr24", "-s", f"{width}x{height}", "-r", str(fps), "-i", "-",
-            *SWS_FLAGS, *colour_args(colour), "-c:v", options.encoder, *options.rate_args(), "-pix_fmt", "yuv420p",
-            str(out)]
+            *SWS_FLAGS, *colour_args(colour), "-c:v", options.encoder, *options.rate_args(), *no_bframes,
+            "-pix_fmt", pixel_format, str(out)]
 
 
 def concat_list(chunks: Sequence[Path]) -> str:
@@ -160,10 +178,20 @@ def run(args: Sequence[str], what: str, timeout: float | None = None) -> subproc
     except subprocess.TimeoutExpired:
         raise MediaError(f"{what}: ffmpeg timed out") from None
     if proc.returncode != 0:
-        raise MediaError(f"{what}: {last_line(proc.stderr)}")
+        raise MediaError(f"{what}: {error_line(proc.stderr)}")
     return proc
 
 
-def last_line(stderr: bytes) -> str:
-    lines = [ln.strip() for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
-    return lines[-1] if lines else "ffmpeg failed"
+_PREFIX = re.compile(r"^(\[[^\]]*@ 0x[0-9a-f]+\] ?)+")
+_CONSEQUENCES = ("Error opening input file", "Error opening output file", "At least one output",
+                 "Conversion failed", "Nothing was written", "Task finished", "Terminating thread",
+                 "Error closing", "Error muxing", "Error sending frames", "Error while opening encoder")
+
+
+def error_line(stderr: bytes) -> str:
+    """The line of ffmpeg's log that names the cause (with -v error the first one), without its
+    `[component @ 0x...]` prefix; the lines that only report consequences are skipped."""
+    lines = [_PREFIX.sub("", ln).strip() for ln in stderr.decode("utf-8", "replace").splitlines()]
+    lines = [ln for ln in lines if ln]
+    causes = [ln for ln in lines if not ln.startswith(_CONSEQUENCES) and "misdetection possible" not in ln]
+    return (causes or lines or ["ffmpeg failed"])[0]

@@ -39,16 +39,22 @@ class VideoInfo:
     colour: Colour
     audio_codec: str | None
     variable_frame_rate: bool
+    timing_shift: float = 0.0  # seconds frames move when written at a constant `fps`
 
 
 def probe(path: Path) -> VideoInfo:
     """Describe `path`, raising MediaError with a reason a user can act on."""
+    if path.is_symlink() and not path.exists():
+        raise MediaError(f"{path}: broken symbolic link")
+    if path.is_file() and path.stat().st_size == 0:
+        raise MediaError(f"{path}: file is empty")
     described = subprocess.run(ffmpeg.probe_command(path), capture_output=True)
     text = described.stderr.decode("utf-8", "replace")
     video = _VIDEO.search(text)
     if video is None:
-        reason = "no video stream" if "Input #0" in text else ffmpeg.last_line(described.stderr)
-        raise MediaError(f"{path}: can't read as video ({reason})")
+        if "Input #0" in text:
+            raise MediaError(f"{path}: has no video stream (audio only?)")
+        raise MediaError(f"{path}: not a readable video, or damaged ({ffmpeg.error_line(described.stderr)})")
     codec, pix_fmt, colour_text = video.group(2), video.group(3), video.group(4) or ""
     width, height = int(video.group(5)), int(video.group(6))
     rotation = _rotation(text[video.start():])
@@ -57,14 +63,15 @@ def probe(path: Path) -> VideoInfo:
     audio = _AUDIO.search(text)
     packets = subprocess.run(ffmpeg.packets_command(path), capture_output=True)
     if packets.returncode != 0:
-        raise MediaError(f"{path}: damaged video stream ({ffmpeg.last_line(packets.stderr)})")
-    count, fps, vfr = frame_timing(packets.stdout.decode("ascii", "replace"))
+        raise MediaError(f"{path}: damaged video stream ({ffmpeg.error_line(packets.stderr)})")
+    count, fps, vfr, shift = frame_timing(packets.stdout.decode("ascii", "replace"))
     if count == 0:
         raise MediaError(f"{path}: the video stream has no frames")
     return VideoInfo(path=path, width=width, height=height, fps=fps, frame_count=count,
                      duration=_duration(text) or float(count / fps), rotation=rotation, codec=codec,
                      pixel_format=pix_fmt, colour=parse_colour(colour_text),
-                     audio_codec=audio.group(1) if audio else None, variable_frame_rate=vfr)
+                     audio_codec=audio.group(1) if audio else None, variable_frame_rate=vfr,
+                     timing_shift=shift)
 
 
 def _rotation(stream_text: str) -> int:
@@ -96,8 +103,9 @@ def parse_colour(text: str) -> Colour:
     return Colour(matrix=matrix, primaries=primaries, transfer=transfer, range=rng)
 
 
-def frame_timing(framecrc: str) -> tuple[int, Fraction, bool]:
-    """Frame count, frame rate and whether the rate varies, from `-f framecrc` packet lines."""
+def frame_timing(framecrc: str) -> tuple[int, Fraction, bool, float]:
+    """Frame count, frame rate, whether the rate varies, and how far (seconds) frames would move if
+    written at that constant rate; from `-f framecrc` packet lines."""
     tb_match = _TB.search(framecrc)
     timebase = Fraction(int(tb_match.group(2)), int(tb_match.group(3))) if tb_match else Fraction(1, 1000)
     pts: list[int] = []
@@ -108,14 +116,16 @@ def frame_timing(framecrc: str) -> tuple[int, Fraction, bool]:
         if len(fields) >= 4 and fields[0] == "0":
             pts.append(int(fields[2]))
     if not pts:
-        return 0, Fraction(25), False
+        return 0, Fraction(25), False, 0.0
     pts.sort()
     steps = sorted(b - a for a, b in zip(pts, pts[1:]) if b > a)
     if not steps:
-        return len(pts), Fraction(25), False
+        return len(pts), Fraction(25), False, 0.0
     median = steps[len(steps) // 2]
     fps = (1 / (median * timebase)).limit_denominator(1001)
     variable = steps[0] * 2 < median or steps[-1] > median * 2
-    if variable:
-        fps = (Fraction(len(pts) - 1) / ((pts[-1] - pts[0]) * timebase)).limit_denominator(1001)
-    return len(pts), fps, variable
+    if not variable:
+        return len(pts), fps, False, 0.0
+    fps = (Fraction(len(pts) - 1) / ((pts[-1] - pts[0]) * timebase)).limit_denominator(1001)
+    shift = max(abs(float((p - pts[0]) * timebase) - i / float(fps)) for i, p in enumerate(pts))
+    return len(pts), fps, True, shift

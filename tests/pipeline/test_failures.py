@@ -61,14 +61,17 @@ def test_too_little_temp_disk_fails_that_target_only(env, source_image, capsys, 
     assert not (env / "out" / "a.mp4").exists()
 
 
-def test_webm_target_with_h264_encoder_is_explained(env, source_image, capsys):
+def test_webm_gets_vp9_and_an_impossible_encoder_is_explained(env, source_image, capsys):
     from facefusion_batch.video.ffmpeg import ffmpeg_binary
 
     webm = env / "a.webm"
     subprocess.run([ffmpeg_binary(), "-v", "error", "-f", "lavfi", "-i", "testsrc2=s=64x64:d=0.2", "-c:v",
                     "libvpx-vp9", str(webm)], check=True)
-    code = main(["run", "--engine", "neural", "-s", str(source_image), "-t", str(webm), "-o", str(env / "out"),
-                 "--json", "-q"])
+    args = ["run", "--engine", "neural", "-s", str(source_image), "-t", str(webm), "-o", str(env / "out"),
+            "--json", "-q"]
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["counts"]["failed"] == 0
+    code = main(args[:-2] + ["-o", str(env / "out2"), "--output-video-encoder", "libx264", "--json", "-q"])
     reason = json.loads(capsys.readouterr().out)["outcomes"][0]["reason"]
     assert code == 1 and "libx264 can't be stored in .webm" in reason
 

@@ -19,7 +19,7 @@ def test_decode_keeps_every_frame_as_raw_bgr():
 def test_encode_uses_exact_rate_quality_and_source_colour():
     options = EncodeOptions("libx264", "veryfast", 80)
     args = ffmpeg.encode_command(Path("c.mp4"), 640, 360, Fraction(30000, 1001), options,
-                                 Colour("bt709", "bt709", "bt709", "tv"))
+                                 Colour("bt709", "bt709", "bt709", "tv"), "yuv420p", "mp4")
     assert args[args.index("-r") + 1] == "30000/1001"
     assert args[args.index("-s") + 1] == "640x360"
     assert args[args.index("-crf") + 1] == "10"
@@ -27,6 +27,31 @@ def test_encode_uses_exact_rate_quality_and_source_colour():
     assert args[args.index("-colorspace") + 1] == "bt709"
     assert args[args.index("-color_range") + 1] == "tv"
     assert args[-1] == "c.mp4"
+    assert "-bf" not in args
+
+
+def test_avi_gets_no_bframes_and_pixel_formats():
+    args = ffmpeg.encode_command(Path("c.avi"), 64, 64, Fraction(25), EncodeOptions("libx264", "fast", 80),
+                                 Colour(), "yuv420p", "avi")
+    assert args[args.index("-bf") + 1] == "0"
+    assert ffmpeg.output_pixel_format(479, 270, "yuv420p") == "yuv444p"
+    assert ffmpeg.output_pixel_format(480, 270, "yuv444p") == "yuv444p"
+    assert ffmpeg.output_pixel_format(480, 270, "yuv420p10le") == "yuv420p"
+
+
+def test_auto_encoder_per_container():
+    assert ffmpeg.resolve_encoder("auto", "webm") == "libvpx-vp9"
+    assert ffmpeg.resolve_encoder("auto", "mp4") == "libx264"
+    assert ffmpeg.resolve_encoder("libx265", "mkv") == "libx265"
+
+
+def test_error_line_names_the_cause():
+    log = (b"[libx264 @ 0x55a3bd5e0400] width not divisible by 2 (479x271)\n"
+           b"[vost#0:0/libx264 @ 0x55a] [enc:libx264 @ 0x55a] Error while opening encoder - maybe incorrect\n"
+           b"Conversion failed!\n")
+    assert ffmpeg.error_line(log) == "width not divisible by 2 (479x271)"
+    assert ffmpeg.error_line(b"Conversion failed!\n") == "Conversion failed!"
+    assert ffmpeg.error_line(b"") == "ffmpeg failed"
 
 
 def test_untagged_source_gets_no_colour_conversion():

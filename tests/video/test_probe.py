@@ -18,14 +18,15 @@ FRAMECRC = """#software: Lavf
 
 
 def test_frame_timing_is_exact_for_ntsc_rates():
-    count, fps, variable = frame_timing(FRAMECRC)
-    assert (count, fps, variable) == (4, Fraction(30000, 1001), False)
+    count, fps, variable, shift = frame_timing(FRAMECRC)
+    assert (count, fps, variable, shift) == (4, Fraction(30000, 1001), False, 0.0)
 
 
 def test_frame_timing_flags_variable_rate():
     lines = ["#tb 0: 1/1000"] + [f"0, {t}, {t}, 1, 1, 0x0" for t in (0, 40, 80, 200, 240, 400)]
-    count, _, variable = frame_timing("\n".join(lines))
-    assert count == 6 and variable
+    count, fps, variable, shift = frame_timing("\n".join(lines))
+    assert count == 6 and variable and fps == 12.5
+    assert abs(shift - 0.08) < 1e-9  # the frame at 200 ms belongs at 120 ms at a constant 12.5 fps
 
 
 @pytest.mark.parametrize("text, matrix, primaries, rng", [
@@ -62,5 +63,9 @@ def test_probe_rotated_clip_reports_display_size(tmp_path):
 def test_probe_rejects_non_video(tmp_path):
     bogus = tmp_path / "notes.mp4"
     bogus.write_text("this is text")
-    with pytest.raises(MediaError, match="notes.mp4: can't read as video"):
+    with pytest.raises(MediaError, match="notes.mp4: not a readable video, or damaged"):
         probe(bogus)
+    empty = tmp_path / "empty.mp4"
+    empty.write_bytes(b"")
+    with pytest.raises(MediaError, match="empty.mp4: file is empty"):
+        probe(empty)

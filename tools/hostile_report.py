@@ -1,0 +1,218 @@
+"""Run `ffb run --engine offline` over the hostile corpus (tests/hostile_media.py) and report each case.
+
+    python tools/hostile_report.py [--keep]
+
+Prints a Markdown table: each target, the outcome expected, what ffb reported, and what the files show:
+frames decoded from input and output, audio kept, display size kept, duration, and any partial or hidden
+file left in the output or temp directory. A second run checks that a two-face source is reported.
+Exits 1 when any case differs from its expectation. Needs no models and no network.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from hostile_media import Expected, build_corpus, build_multi_face_source  # noqa: E402
+
+from facefusion_batch.errors import MediaError  # noqa: E402
+from facefusion_batch.video.ffmpeg import ffmpeg_binary  # noqa: E402
+from facefusion_batch.video.probe import VideoInfo, probe  # noqa: E402
+
+SOURCE = ROOT / "examples" / "source.jpg"
+MAX_DRIFT = 0.05  # seconds a frame may move in time before audio sync visibly suffers
+
+
+@dataclass
+class Row:
+    name: str
+    expected: Expected
+    status: str = "(missing)"
+    reason: str = ""
+    checks: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def ffb_command() -> str:
+    local = Path(sys.executable).parent / "ffb"
+    return str(local) if local.exists() else "ffb"
+
+
+def run_ffb(source: Path, target: Path, out: Path, temp: Path, quiet: bool = True) -> subprocess.CompletedProcess:
+    args = [ffb_command(), "run", "--engine", "offline", "--many-faces", "--json", "-s", str(source),
+            "-t", str(target), "-o", str(out), "--temp-path", str(temp)]
+    return subprocess.run(args + (["-q"] if quiet else []), capture_output=True, text=True, timeout=900)
+
+
+def decoded_times(path: Path) -> list[float] | None:
+    """Display time in seconds of every frame the decoder delivers (not probe's packet count), or None."""
+    proc = subprocess.run([ffmpeg_binary(), "-v", "error", "-nostdin", "-i", str(path), "-map", "0:v:0",
+                           "-fps_mode", "passthrough", "-f", "framecrc", "-"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        return None
+    timebase = Fraction(1, 1)
+    times = []
+    for line in proc.stdout.splitlines():
+        if line.startswith("#tb 0:"):
+            timebase = Fraction(line.split(":")[1].strip())
+        elif line and not line.startswith("#"):
+            times.append(float(int(line.split(",")[2]) * timebase))
+    return sorted(times)
+
+
+def safe_probe(path: Path) -> VideoInfo | None:
+    try:
+        return probe(path)
+    except MediaError:
+        return None
+
+
+def compare_video(source: Path, output: Path) -> tuple[list[str], list[str]]:
+    """(facts, problems) from decoding the input and the output of a finished video."""
+    facts: list[str] = []
+    problems: list[str] = []
+    times_in, times_out = decoded_times(source), decoded_times(output)
+    frames_in, frames_out = (None if t is None else len(t) for t in (times_in, times_out))
+    facts.append(f"frames {frames_in}->{frames_out}")
+    if frames_in != frames_out:
+        problems.append(f"frame count {frames_in}->{frames_out}")
+    elif times_in and times_out:
+        # Absolute times: the audio is copied with its own, so a constant offset is a sync error too.
+        drift = max(abs(a - b) for a, b in zip(times_in, times_out))
+        facts.append(f"max frame time drift {drift * 1000:.0f} ms")
+        if drift > MAX_DRIFT:
+            problems.append(f"frames shown up to {drift * 1000:.0f} ms off their original time")
+    before, after = safe_probe(source), safe_probe(output)
+    if before is None or after is None:
+        problems.append("output not probeable" if after is None else "input not probeable")
+        return facts, problems
+    facts.append(f"{before.width}x{before.height}->{after.width}x{after.height}")
+    if (before.width, before.height) != (after.width, after.height):
+        problems.append("display size changed")
+    facts.append(f"audio {before.audio_codec}->{after.audio_codec}")
+    if before.audio_codec and not after.audio_codec:
+        problems.append("audio lost")
+    facts.append(f"dur {before.duration:.2f}->{after.duration:.2f}s")
+    if abs(before.duration - after.duration) > max(0.1, before.duration * 0.05):
+        problems.append("duration changed")
+    if before.variable_frame_rate and not after.variable_frame_rate:
+        facts.append("VFR->CFR")
+    return facts, problems
+
+
+def leftovers(out: Path, temp: Path) -> list[str]:
+    """Hidden or partial files under the output dir, and anything at all under the temp dir."""
+    found = [f"out:{p.relative_to(out)}" for p in out.rglob("*")
+             if p.is_file() and (p.name.startswith(".") or ".ffb-" in p.name or ".tmp" in p.name)]
+    if temp.exists():
+        found += [f"temp:{p.relative_to(temp)}" for p in temp.rglob("*")]
+    return found
+
+
+def judge(row: Row, corpus: Path, out: Path) -> None:
+    expected = row.expected
+    if row.status != expected.status:
+        row.problems.append(f"status {row.status}, expected {expected.status}")
+    if expected.reason_contains and expected.reason_contains.lower() not in row.reason.lower():
+        row.problems.append(f"reason lacks '{expected.reason_contains}'")
+    output = out / row.name
+    if row.status == "failed" and output.exists():
+        row.problems.append("output written for a failed target")
+    if row.status in ("done", "no_face") and not output.exists():
+        row.problems.append("no output file")
+    elif row.status == "done" and Path(row.name).suffix.lower() not in (".png", ".jpg", ".jpeg", ".webp"):
+        facts, problems = compare_video(corpus / row.name, output)
+        if "variable frame rate" in (expected.reason_contains or ""):  # moved frames are expected and reported
+            problems = [p for p in problems if "off their original time" not in p]
+        row.checks += facts
+        row.problems += problems
+
+
+def rows_from(result: dict, expected: dict[str, Expected], corpus: Path) -> tuple[list[Row], list[str]]:
+    rows = {name: Row(name, outcome) for name, outcome in expected.items()}
+    strays: list[str] = []
+    for outcome in result.get("outcomes", []):
+        target = Path(outcome["target"])
+        name = str(target.relative_to(corpus)) if target.is_relative_to(corpus) else str(target)
+        if name in rows:
+            rows[name].status, rows[name].reason = outcome["status"], outcome["reason"]
+        else:
+            strays.append(f"{name}: {outcome['status']} {outcome['reason']}")
+    return list(rows.values()), strays
+
+
+def cell(text: str, width: int = 0) -> str:
+    text = text.replace("|", "\\|").replace("\n", " ")
+    return text if not width or len(text) <= width else text[: width - 1] + "…"
+
+
+def print_table(rows: list[Row], corpus: Path) -> None:
+    print("| file | expected | actual | actual reason | checks | verdict |")
+    print("|---|---|---|---|---|---|")
+    for row in rows:
+        wanted = row.expected.status + (f" ~'{row.expected.reason_contains}'" if row.expected.reason_contains else "")
+        reason = row.reason.replace(str(corpus) + "/", "")
+        verdict = "ok" if not row.problems else "WRONG: " + "; ".join(row.problems)
+        print(f"| {cell(row.name, 40)} | {cell(wanted)} | {row.status} | {cell(reason, 140)} | "
+              f"{cell(', '.join(row.checks))} | {cell(verdict)} |")
+
+
+def multi_face_check(workdir: Path, clip: Path) -> tuple[bool, str]:
+    source = build_multi_face_source(workdir / "two_faces.png")
+    proc = run_ffb(source, clip, workdir / "multi_out", workdir / "multi_temp", quiet=False)
+    said = [line for line in proc.stderr.splitlines() if "faces in the source" in line]
+    summary = f"exit {proc.returncode}; " + (said[0] if said else "no message about the source's faces")
+    return bool(said) and "largest" in said[0], summary
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keep", action="store_true", help="keep the work directory and print its path")
+    keep = parser.parse_args().keep
+    workdir = Path(tempfile.mkdtemp(prefix="ffb-hostile-"))
+    try:
+        return report(workdir)
+    finally:
+        if keep:
+            print(f"\nwork directory kept: {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def report(workdir: Path) -> int:
+    corpus, out, temp = workdir / "targets", workdir / "out", workdir / "temp"
+    expected = build_corpus(corpus)
+    proc = run_ffb(SOURCE, corpus, out, temp)
+    print(f"ffb exit code {proc.returncode}")
+    try:
+        result = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        print("ffb printed no JSON summary; stderr:\n" + proc.stderr[-4000:])
+        return 1
+    if "Traceback" in proc.stderr:
+        print("ffb stderr has a traceback:\n" + proc.stderr[-4000:])
+    rows, strays = rows_from(result, expected, corpus)
+    for row in rows:
+        judge(row, corpus, out)
+    print_table(rows, corpus)
+    left = leftovers(out, temp)
+    print(f"\nleft over in output/temp dirs: {', '.join(left) if left else 'nothing'}")
+    print(f"outcomes for unlisted paths (symlink loop etc.): {'; '.join(strays) if strays else 'none'}")
+    multi_ok, multi_summary = multi_face_check(workdir, corpus / "plain.mp4")
+    print(f"two-face source: {'ok' if multi_ok else 'WRONG'} ({multi_summary})")
+    wrong = sum(bool(r.problems) for r in rows) + bool(left) + bool(strays) + (not multi_ok)
+    print(f"{wrong} problem(s)")
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
