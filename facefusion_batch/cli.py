@@ -250,6 +250,32 @@ def _download_progress(name: str):
     return report
 
 
+@app.command("detect-gpus")
+@reports_errors
+def detect_gpus(
+    as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON on stdout."),
+) -> int:
+    """Show which NVIDIA GPUs and ONNX Runtime providers ffb can use, and which flags to pass.
+
+    Lists the GPUs nvidia-smi sees: name, free memory, load, driver and CUDA version.
+
+    Tries each ONNX Runtime provider (TensorRT, CUDA, CPU) on a tiny model. Only one that loads counts:
+    onnxruntime-gpu lists CUDA even where no GPU or CUDA library is present.
+
+    Ends with advice to copy, e.g. --execution-providers 'cuda cpu' --execution-device-id 1.
+    Exits 0 even without a GPU: ffb then runs on the CPU.
+    """
+    from facefusion_batch import hardware
+
+    gpus, reason = hardware.query_nvidia_smi()
+    findings = hardware.report(gpus, reason, hardware.onnxruntime_providers())
+    if as_json:
+        _print_json(findings)
+    else:
+        print(hardware.render_text(findings), end="")
+    return 0
+
+
 @app.command()
 def version() -> None:
     """Print the version."""

@@ -206,3 +206,17 @@ def test_report_with_gpu_but_no_cuda_explains_and_falls_back_to_cpu(providers, w
 def test_report_with_cuda_but_no_nvidia_smi_still_advises_cuda():
     advice = hardware.report([], "nvidia-smi not found on PATH", WITH_CUDA)["advice"]
     assert advice.startswith("nvidia-smi is unavailable but CUDA loads: use --execution-providers 'cuda cpu'")
+
+
+def test_cli_detect_gpus_without_gpu_exits_zero(capsys, monkeypatch, tmp_path):
+    import json
+
+    from facefusion_batch.cli import main
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # no nvidia-smi anywhere
+    assert main(["detect-gpus", "--json"]) == 0
+    findings = json.loads(capsys.readouterr().out)
+    assert findings["gpus"] == [] and findings["best_device"] is None
+    assert "CPUExecutionProvider" in findings["providers"]["loadable"]
+    assert main(["detect-gpus"]) == 0
+    assert "no NVIDIA GPU found" in capsys.readouterr().out

@@ -86,7 +86,8 @@ def track(faces: list[Face], before: np.ndarray, after: np.ndarray, scale: float
         right, bottom = right - (right - left) % 2, bottom - (bottom - top) % 2  # odd sizes bias the peak
         if right - left < 8 or bottom - top < 8:
             return None
-        a, b = before[top:bottom, left:right], after[top:bottom, left:right]
+        # Copies: OpenCV's phaseCorrelate writes into array views it is given (the shared reference!).
+        a, b = before[top:bottom, left:right].copy(), after[top:bottom, left:right].copy()
         window = cv2.createHanningWindow((right - left, bottom - top), cv2.CV_32F)
         (dx, dy), response = cv2.phaseCorrelate(a, b, window)
         size = max(x2 - x1, y2 - y1)

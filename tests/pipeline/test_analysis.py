@@ -119,3 +119,13 @@ def test_detector_calls_per_frame_on_a_static_clip(tmp_path, neural_models, sour
     assert per_frame <= limit
     if reuse == "false":
         assert per_frame == 1.0
+
+
+def test_tracking_is_deterministic_and_leaves_the_reference_untouched():
+    frame = face_frame()
+    before, scale = tracking_grey(frame)
+    kept = before.copy()
+    after = tracking_grey(shifted(frame, 1.3, 0.7))[0]
+    results = {tuple(track([FACE], before, after, scale)[0].kps.ravel()) for _ in range(5)}
+    assert len(results) == 1
+    assert np.array_equal(before, kept)
