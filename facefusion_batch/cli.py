@@ -18,7 +18,7 @@ import typer
 
 from facefusion_batch import __version__
 from facefusion_batch.errors import FfbError, SettingsError
-from facefusion_batch.settings import (Engine, FaceDetectorModel, FaceSelectorMode, VideoEncoder,
+from facefusion_batch.settings import (Engine, FaceDetectorModel, FaceSelectorMode, FrameTransport, VideoEncoder,
                                        VideoMemoryStrategy, VideoPreset, describe, load_settings)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -84,6 +84,10 @@ def run(
     output_video_quality: Optional[int] = typer.Option(None, help="0..100, higher is better (maps to CRF)."),
     temp_path: Optional[Path] = typer.Option(None, help="Directory for temporary frames and chunks."),
     chunk_size: Optional[int] = typer.Option(None, help="Frames per chunk (bounds temporary disk use)."),
+    frame_transport: Optional[FrameTransport] = typer.Option(
+        None, help="temp: frames spooled through --temp-path in chunks; memory: no temporary frame files."),
+    keypoint_reuse: Optional[bool] = typer.Option(None, "--keypoint-reuse/--no-keypoint-reuse",
+                                                  help="Reuse and track faces while motion is small."),
     video_memory_strategy: Optional[VideoMemoryStrategy] = typer.Option(
         None, help="strict: free sessions between targets; moderate: shrink GPU arena; tolerant: keep all."),
     system_memory_limit: Optional[int] = typer.Option(None, help="Memory limit in GB (0: none)."),
@@ -100,6 +104,7 @@ def run(
         "execution_device_id": execution_device_id, "execution_thread_count": execution_thread_count,
         "output_video_encoder": output_video_encoder, "output_video_preset": output_video_preset,
         "output_video_quality": output_video_quality, "temp_path": temp_path, "chunk_size": chunk_size,
+        "frame_transport": frame_transport, "keypoint_reuse": keypoint_reuse,
         "video_memory_strategy": video_memory_strategy, "system_memory_limit": system_memory_limit,
         "face_selector_mode": "many" if many_faces else face_selector_mode,
         "reference_face_path": reference_face, "output_marking": False if no_marking else None,

@@ -64,11 +64,11 @@ def check_output_dir(directory: Path) -> None:
                           "with a directory you can write to") from None
 
 
-def job_options(settings: Settings, transport: str) -> JobOptions:
+def job_options(settings: Settings) -> JobOptions:
     threads = settings.execution_thread_count
     return JobOptions(temp_root=settings.temp_path, chunk_size=settings.chunk_size,
                       frame_format=settings.temp_frame_format, threads=threads,
-                      in_flight=threads * settings.execution_queue_count, transport=transport,
+                      in_flight=threads * settings.execution_queue_count, transport=settings.frame_transport,
                       encode=EncodeOptions(settings.output_video_encoder, settings.output_video_preset,
                                            settings.output_video_quality))
 
@@ -81,9 +81,9 @@ def _os_reason(target: Target, exc: OSError) -> str:
 class Batch:
     """Holds the engine, the prepared source and the selection for a run over many targets."""
 
-    def __init__(self, settings: Settings, source: Path, reporter: Reporter, transport: str = "temp",
+    def __init__(self, settings: Settings, source: Path, reporter: Reporter,
                  engine: FaceEngine | None = None) -> None:
-        self.settings, self.reporter, self.transport = settings, reporter, transport
+        self.settings, self.reporter = settings, reporter
         check_output_dir(settings.output_path)
         apply_memory_limit(settings.system_memory_limit)
         self.engine = engine or build_engine(settings)
@@ -152,7 +152,7 @@ class Batch:
                 swapped, frames, note = self.image(target), 1, ""
             else:
                 counters = process_video(target.path, target.output, self, self.tags,
-                                         job_options(self.settings, self.transport), self.reporter.advance,
+                                         job_options(self.settings), self.reporter.advance,
                                          lambda total: self.reporter.start(str(target.path), total))
                 swapped, frames, note = counters.frames_with_faces, counters.frames, counters.note
         except (FfbError, OSError) as exc:

@@ -99,8 +99,9 @@ def test_memory_transport_matches_temp(env, source_image):
     clip = make_clip(env / "a.mp4", frames=10)
     outputs = []
     for transport in ("temp", "memory"):
-        settings = load_settings(None, os.environ, {"engine": "neural", "output_path": env / transport}).settings
-        result = Batch(settings, source_image, PlainReporter(open(os.devnull, "w")), transport).run([str(clip)])
+        settings = load_settings(None, os.environ, {"engine": "neural", "output_path": env / transport,
+                                                    "frame_transport": transport}).settings
+        result = Batch(settings, source_image, PlainReporter(open(os.devnull, "w"))).run([str(clip)])
         assert result.failed == 0
         outputs.append(decode_all(env / transport / "a.mp4"))
     assert np.array_equal(outputs[0], outputs[1])
