@@ -114,6 +114,18 @@ class SessionPool:
             self._sessions.clear()
 
 
+class Counter:
+    """A thread-safe count."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.value = 0
+
+    def add(self, n: int = 1) -> None:
+        with self._lock:
+            self.value += n
+
+
 class GuardedSession:
     """A model's session as adapters see it: fetched from the pool on use (so a pool emptied by the
     `strict` strategy reloads lazily), with `run` holding the accelerator semaphore."""
@@ -121,12 +133,12 @@ class GuardedSession:
     def __init__(self, pool: SessionPool, path: Path, slots: threading.Semaphore) -> None:
         self._pool, self._path, self._slots = pool, path, slots
         self._run_options = pool.run_options()
-        self.calls = 0
+        self.calls = Counter()
 
     def run(self, output_names: Any, feeds: dict[str, Any]) -> list[Any]:
         session = self._pool.get(self._path)
+        self.calls.add()
         with self._slots:
-            self.calls += 1
             return session.run(output_names, feeds, self._run_options)
 
     def get_inputs(self) -> Any:

@@ -13,10 +13,11 @@ import numpy as np
 
 from facefusion_batch.errors import SettingsError
 from facefusion_batch.faces.types import Face
-from facefusion_batch.models.sessions import GuardedSession, SessionPool
+from facefusion_batch.models.sessions import Counter, GuardedSession, SessionPool
 from facefusion_batch.offline import classic
 from facefusion_batch.offline.mediapipe import (MODEL_FILES, MediaPipeDetector, MediaPipeLandmarker, asset_path,
                                                 five_points)
+from facefusion_batch.pipeline.batcher import MicroBatcher
 from facefusion_batch.pipeline.source_cache import Record, SourceCache
 from facefusion_batch.settings import Settings
 
@@ -36,16 +37,23 @@ class OfflineEngine:
         def guard(role: str) -> GuardedSession:
             return GuardedSession(pool, asset_path(MODEL_FILES[role]), slots)
 
-        self._short = guard("short_range")
-        self._detector = MediaPipeDetector(guard("long_range"), self._short,
+        self._frames_detected = Counter()
+        self._detector = MediaPipeDetector(guard("long_range"), guard("short_range"),
                                            score_threshold=settings.face_detector_score,
                                            min_face_size=settings.face_detector_min_size or None)
         self._landmarker = MediaPipeLandmarker(guard("landmarks"))
+        # The detectors take a batch of frames: frames from all worker threads share one call.
+        self._detect_batcher = (MicroBatcher(self._detector.detect, settings.batch_size, settings.batch_wait_ms / 1000,
+                                             "ffb-detect-batcher") if settings.batch_size > 1 else None)
         self._textures: dict[int, tuple[Record, classic.SourceTexture]] = {}
         self._lock = threading.Lock()
 
     def detect(self, frame: np.ndarray) -> list[Face]:
-        detections = self._detector.detect([frame])[0]
+        self._frames_detected.add()
+        if self._detect_batcher is not None:
+            detections = self._detect_batcher(frame)
+        else:
+            detections = self._detector.detect([frame])[0]
         if not detections:
             return []
         mesh = self._landmarker.predict(frame, detections)
@@ -84,7 +92,8 @@ class OfflineEngine:
             return entry[1]
 
     def detector_calls(self) -> int:
-        return self._short.calls
+        """Frames on which detection ran (several may share one batched model call)."""
+        return self._frames_detected.value
 
 
 def _crop_box(box: np.ndarray, shape: tuple[int, ...], margin: float) -> tuple[int, int, int, int]:

@@ -19,6 +19,7 @@ from facefusion_batch.faces.types import Face
 from facefusion_batch.media import read_image
 from facefusion_batch.models import store
 from facefusion_batch.models.catalog import CATALOG, DETECTOR_FOR, RECOGNIZER
+from facefusion_batch.models.dynamic_batch import dynamic_batch_model
 from facefusion_batch.models.sessions import GuardedSession, SessionPool
 from facefusion_batch.pipeline.source_cache import Record, SourceCache
 from facefusion_batch.settings import Settings
@@ -77,13 +78,18 @@ class NeuralEngine:
         self.pool, self.cache = pool, cache
         self.models = tuple(state.spec.name for state in states)
         swapper_state, recognizer_state, detector_state = states
-        swapper, recognizer, detector = (GuardedSession(pool, state.path, slots) for state in states)
+        swapper_path = swapper_state.path
+        if settings.batch_size > 1:
+            swapper_path = dynamic_batch_model(swapper_path, settings.cache_path / "dynamic") or swapper_path
+        swapper = GuardedSession(pool, swapper_path, slots)
+        recognizer, detector = (GuardedSession(pool, state.path, slots) for state in states[1:])
         detector_class = ScrfdDetector if settings.face_detector_model == "scrfd" else YoloFaceDetector
         self._detector_session = detector
         self._detector = detector_class(detector, detector_state.spec, settings.face_detector_size,
                                         settings.face_detector_score)
         self._recognizer = ArcFaceRecognizer(recognizer, recognizer_state.spec)
-        self._swapper = InSwapper(swapper, swapper_state.spec, read_emap(swapper_state.path))
+        self._swapper = InSwapper(swapper, swapper_state.spec, read_emap(swapper_state.path), settings.batch_size,
+                                  settings.batch_wait_ms / 1000)
 
     def detect(self, frame: np.ndarray) -> list[Face]:
         return self._detector.detect([frame])[0]
@@ -102,7 +108,8 @@ class NeuralEngine:
         return self._swapper.swap(frame, faces, self._swapper.latent(source["embedding"]))
 
     def detector_calls(self) -> int:
-        return self._detector_session.calls
+        """Frames on which detection ran (the neural detectors take one frame per call)."""
+        return self._detector_session.calls.value
 
 
 @dataclass(frozen=True)

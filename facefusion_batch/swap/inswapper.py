@@ -11,6 +11,8 @@ from facefusion_batch.faces.geometry import align_matrix, feather_mask, paste_ba
 from facefusion_batch.faces.recognizer import crop_tensor
 from facefusion_batch.faces.types import Face
 from facefusion_batch.models.catalog import TEMPLATES, ModelSpec
+from facefusion_batch.models.dynamic_batch import has_dynamic_batch
+from facefusion_batch.pipeline.batcher import MicroBatcher
 
 
 def read_emap(path: Path) -> np.ndarray:
@@ -23,13 +25,20 @@ def read_emap(path: Path) -> np.ndarray:
 
 
 class InSwapper:
-    def __init__(self, session: Any, spec: ModelSpec, emap: np.ndarray) -> None:
+    """With `batch_size` > 1 and a session whose batch axis is dynamic, crops from all worker threads are
+    gathered into one call (micro-batching); otherwise each face is one call."""
+
+    def __init__(self, session: Any, spec: ModelSpec, emap: np.ndarray, batch_size: int = 1,
+                 batch_wait: float = 0.002) -> None:
         self._session = session
         self._spec = spec
         self._emap = emap
         self._template = TEMPLATES[spec.template or "arcface_128"]
         self._mask = feather_mask(spec.size)
         self._scratch = threading.local()
+        self.batcher: MicroBatcher | None = None
+        if batch_size > 1 and has_dynamic_batch(session):
+            self.batcher = MicroBatcher(self._run_batch, batch_size, batch_wait, "ffb-swap-batcher")
 
     def latent(self, embedding: np.ndarray) -> np.ndarray:
         """Source latent from an (unnormalised or unit) ArcFace embedding: emb @ emap / |emb|."""
@@ -39,17 +48,28 @@ class InSwapper:
     def swap(self, frame: np.ndarray, faces: Sequence[Face], latent: np.ndarray) -> np.ndarray:
         """Swap every face in `faces` into `frame` in place and return it."""
         size = self._spec.size
-        for face in faces:
-            matrix = align_matrix(face.kps, self._template, size)
-            crop = warp_crop(frame, matrix, size)
-            target = self._buffer(size)
-            target[0] = crop_tensor(crop, self._spec)
-            result = self._session.run(None, {"target": target, "source": latent})[0][0]
+        matrices = [align_matrix(face.kps, self._template, size) for face in faces]
+        crops = [crop_tensor(warp_crop(frame, matrix, size), self._spec) for matrix in matrices]
+        if self.batcher is not None:
+            results = self.batcher.map([(crop, latent) for crop in crops])
+        else:
+            results = [self._run_one(crop, latent) for crop in crops]
+        for matrix, result in zip(matrices, results):
             swapped = np.clip(result.transpose(1, 2, 0) * 255.0, 0, 255).astype(np.uint8)
             if self._spec.rgb:
                 swapped = swapped[:, :, ::-1]
             paste_back(frame, np.ascontiguousarray(swapped), self._mask, matrix)
         return frame
+
+    def _run_one(self, crop: np.ndarray, latent: np.ndarray) -> np.ndarray:
+        target = self._buffer(self._spec.size)
+        target[0] = crop
+        return self._session.run(None, {"target": target, "source": latent})[0][0]
+
+    def _run_batch(self, items: list[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
+        target = np.stack([crop for crop, _ in items])
+        source = np.concatenate([latent for _, latent in items])
+        return list(self._session.run(None, {"target": target, "source": source})[0])
 
     def _buffer(self, size: int) -> np.ndarray:
         # One input tensor per worker thread, reused for every face it swaps.
