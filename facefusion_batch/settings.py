@@ -114,8 +114,9 @@ class Settings:
     execution_queue_count: int = _spec("execution", "Frames in flight per worker thread.", 2)
     execution_inference_slots: int = _spec(
         "execution", "Concurrent model calls allowed (0: 1 on a GPU, thread count on CPU).", 0)
-    batch_size: int = _spec("execution", "Max crops per model call gathered from all worker threads (1: no "
-                                         "micro-batching).", 8)
+    batch_size: int = _spec("execution", "Max crops per model call gathered from all worker threads; 1: no "
+                                         "micro-batching; 0: 8 on a GPU, 1 on CPU (where batching measured "
+                                         "slower than parallel single calls).", 0)
     batch_wait_ms: float = _spec("execution", "How long a model call waits for more crops to fill a batch.", 2.0)
 
     video_memory_strategy: VideoMemoryStrategy = _spec(
@@ -125,6 +126,12 @@ class Settings:
 
     log_level: LogLevel = _spec("logging", "info: progress and notes on stderr; error: only errors and the summary.",
                               "info")
+
+    def micro_batch(self) -> int:
+        """Max items per micro-batched model call (1: micro-batching off)."""
+        if self.batch_size > 0:
+            return self.batch_size
+        return 8 if any(p != "cpu" for p in self.execution_providers) else 1
 
     def inference_slots(self) -> int:
         """Width of the semaphore that bounds concurrent model calls."""
@@ -152,7 +159,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "execution_device_id": (0, 64),
     "reuse_motion_threshold": (0.0, 255.0),
     "redetect_interval": (1, 10000),
-    "batch_size": (1, 256),
+    "batch_size": (0, 256),
     "batch_wait_ms": (0.0, 1000.0),
     "system_memory_limit": (0, 4096),
 }

@@ -43,8 +43,10 @@ class OfflineEngine:
                                            min_face_size=settings.face_detector_min_size or None)
         self._landmarker = MediaPipeLandmarker(guard("landmarks"))
         # The detectors take a batch of frames: frames from all worker threads share one call.
-        self._detect_batcher = (MicroBatcher(self._detector.detect, settings.batch_size, settings.batch_wait_ms / 1000,
-                                             "ffb-detect-batcher") if settings.batch_size > 1 else None)
+        batch = settings.micro_batch()
+        self._detect_batcher = (MicroBatcher(self._detector.detect, batch, settings.batch_wait_ms / 1000,
+                                             "ffb-detect-batcher", settings.execution_thread_count)
+                                if batch > 1 else None)
         self._textures: dict[int, tuple[Record, classic.SourceTexture]] = {}
         self._lock = threading.Lock()
 

@@ -1,8 +1,9 @@
 """Micro-batching: work items from all worker threads are gathered into one model call.
 
-The first item waits at most `max_wait` seconds for others; a full batch goes at once. One thread owns the
-calls, so a model with a dynamic batch axis sees fewer, larger calls (less per-call overhead, better
-accelerator use) while each worker still waits only for its own result.
+The first item waits at most `max_wait` seconds for others. A batch goes at once when it is full, or when it
+holds as many items as there are producer threads: each producer waits for its own result, so none of them
+can add more and waiting longer would only idle. One thread owns the calls, so a model with a dynamic batch
+axis sees fewer, larger calls (less per-call overhead, better accelerator use).
 """
 from __future__ import annotations
 
@@ -19,8 +20,10 @@ _STOP = object()
 
 class MicroBatcher(Generic[T, R]):
     def __init__(self, fn: Callable[[list[T]], Sequence[R]], max_batch: int, max_wait: float,
-                 name: str = "ffb-batcher") -> None:
-        self._fn, self._max_batch, self._max_wait = fn, max_batch, max_wait
+                 name: str = "ffb-batcher", producers: int | None = None) -> None:
+        self._fn, self._max_wait = fn, max_wait
+        self._max_batch = max_batch
+        self._enough = min(max_batch, producers) if producers else max_batch
         self._queue: queue.Queue = queue.Queue()
         self.calls = 0
         self.items = 0
@@ -54,7 +57,8 @@ class MicroBatcher(Generic[T, R]):
             stop = False
             while len(batch) < self._max_batch:
                 try:
-                    entry = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+                    wait = 0.0 if len(batch) >= self._enough else max(0.0, deadline - time.monotonic())
+                    entry = self._queue.get(timeout=wait) if wait else self._queue.get_nowait()
                 except queue.Empty:
                     break
                 if entry is _STOP:

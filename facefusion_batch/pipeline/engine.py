@@ -79,7 +79,7 @@ class NeuralEngine:
         self.models = tuple(state.spec.name for state in states)
         swapper_state, recognizer_state, detector_state = states
         swapper_path = swapper_state.path
-        if settings.batch_size > 1:
+        if settings.micro_batch() > 1:
             swapper_path = dynamic_batch_model(swapper_path, settings.cache_path / "dynamic") or swapper_path
         swapper = GuardedSession(pool, swapper_path, slots)
         recognizer, detector = (GuardedSession(pool, state.path, slots) for state in states[1:])
@@ -88,8 +88,8 @@ class NeuralEngine:
         self._detector = detector_class(detector, detector_state.spec, settings.face_detector_size,
                                         settings.face_detector_score)
         self._recognizer = ArcFaceRecognizer(recognizer, recognizer_state.spec)
-        self._swapper = InSwapper(swapper, swapper_state.spec, read_emap(swapper_state.path), settings.batch_size,
-                                  settings.batch_wait_ms / 1000)
+        self._swapper = InSwapper(swapper, swapper_state.spec, read_emap(swapper_state.path), settings.micro_batch(),
+                                  settings.batch_wait_ms / 1000, settings.execution_thread_count)
 
     def detect(self, frame: np.ndarray) -> list[Face]:
         return self._detector.detect([frame])[0]

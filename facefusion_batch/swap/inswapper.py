@@ -29,7 +29,7 @@ class InSwapper:
     gathered into one call (micro-batching); otherwise each face is one call."""
 
     def __init__(self, session: Any, spec: ModelSpec, emap: np.ndarray, batch_size: int = 1,
-                 batch_wait: float = 0.002) -> None:
+                 batch_wait: float = 0.002, producers: int | None = None) -> None:
         self._session = session
         self._spec = spec
         self._emap = emap
@@ -38,7 +38,7 @@ class InSwapper:
         self._scratch = threading.local()
         self.batcher: MicroBatcher | None = None
         if batch_size > 1 and has_dynamic_batch(session):
-            self.batcher = MicroBatcher(self._run_batch, batch_size, batch_wait, "ffb-swap-batcher")
+            self.batcher = MicroBatcher(self._run_batch, batch_size, batch_wait, "ffb-swap-batcher", producers)
 
     def latent(self, embedding: np.ndarray) -> np.ndarray:
         """Source latent from an (unnormalised or unit) ArcFace embedding: emb @ emap / |emb|."""

@@ -247,3 +247,22 @@ def test_strict_memory_strategy_reloads_sessions_per_target(env, source_image):
         batch = Batch(settings, source_image, PlainReporter(open(os.devnull, "w")))
         assert batch.run(images).failed == 0
         assert batch.engine.pool.loads == loads
+
+
+def test_micro_batched_swapper_through_the_engine(env, source_image, monkeypatch):
+    from facefusion_batch.pipeline.batch import Batch
+    from facefusion_batch.pipeline.progress import PlainReporter
+    from facefusion_batch.settings import load_settings
+
+    clip = make_clip(env / "a.mp4", frames=8)
+    outputs = []
+    for batch_size in (1, 8):
+        settings = load_settings(None, os.environ, {"engine": "neural", "batch_size": batch_size,
+                                                    "output_path": env / f"b{batch_size}"}).settings
+        batch = Batch(settings, source_image, PlainReporter(open(os.devnull, "w")))
+        assert batch.run([str(clip)]).failed == 0
+        batcher = batch.engine._swapper.batcher
+        assert (batcher is None) == (batch_size == 1)
+        outputs.append(decode_all(env / f"b{batch_size}" / "a.mp4"))
+    assert list((env / "cache" / "dynamic").glob("inswapper_128.dynamic-*.onnx")), "patched model cached"
+    assert np.abs(outputs[0].astype(int) - outputs[1]).mean() < 0.5
