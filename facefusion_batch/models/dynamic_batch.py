@@ -28,8 +28,8 @@ def has_dynamic_batch(session: Any) -> bool:
 def cached_paths(path: Path, cache_dir: Path) -> tuple[Path, Path, Path]:
     """(patched model, marker: patching failed, marker: the original is already dynamic)."""
     stat = path.stat()
-    stem = cache_dir / f"{path.stem}.dynamic-{stat.st_size}-{stat.st_mtime_ns}"
-    return stem.with_suffix(".onnx"), stem.with_suffix(".failed"), stem.with_suffix(".native")
+    stem = f"{path.stem}.dynamic-{stat.st_size}-{stat.st_mtime_ns}"
+    return tuple(cache_dir / f"{stem}.{kind}" for kind in ("onnx", "failed", "native"))  # type: ignore[return-value]
 
 
 def dynamic_batch_model(path: Path, cache_dir: Path,

@@ -15,7 +15,7 @@ def test_fixed_batch_swapper_is_patched_checked_and_cached(tmp_path):
     standins.build_inswapper(model)
     assert not has_dynamic_batch(cpu_session(model))
     patched = dynamic_batch_model(model, tmp_path / "cache")
-    assert patched is not None and patched != model
+    assert patched is not None and patched != model and patched.name.startswith("inswapper_128.dynamic-")
     assert has_dynamic_batch(cpu_session(patched))
     assert dynamic_batch_model(model, tmp_path / "cache") == patched, "cached"
     assert np.array_equal(read_emap(patched), read_emap(model)), "the emap is still the last initializer"
