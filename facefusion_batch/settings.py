@@ -109,6 +109,7 @@ class Settings:
     execution_providers: tuple[ExecutionProvider, ...] = _spec(
         "execution", "ONNX Runtime providers in order of preference.", ("cpu",))
     execution_device_id: int = _spec("execution", "GPU index for CUDA/TensorRT.", 0)
+    tensorrt_fp16: bool = _spec("execution", "Let TensorRT build FP16 engines (faster; cached in cache_path).", True)
     execution_thread_count: int = _spec("execution", "Frame worker threads.",
                                         default_factory=lambda: min(8, os.cpu_count() or 1))
     execution_queue_count: int = _spec("execution", "Frames in flight per worker thread.", 2)

@@ -44,6 +44,7 @@ def provider_list(settings: Settings) -> list[Any]:
             providers.append(("TensorrtExecutionProvider", {
                 "device_id": device, "trt_engine_cache_enable": True, "trt_engine_cache_path": trt_cache,
                 "trt_timing_cache_enable": True, "trt_timing_cache_path": trt_cache,
+                "trt_fp16_enable": settings.tensorrt_fp16,
                 "trt_builder_optimization_level": 3}))
     providers.append("CPUExecutionProvider")
     return providers

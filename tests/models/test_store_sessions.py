@@ -47,6 +47,7 @@ def test_provider_list_orders_and_falls_back_to_cpu(tmp_path):
     assert names == ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
     trt = providers[0][1]
     assert trt["device_id"] == "1" and trt["trt_engine_cache_path"].startswith(str(tmp_path))
+    assert trt["trt_fp16_enable"] is True
     strict = provider_list(settings(execution_providers="cuda", video_memory_strategy="strict"))
     assert strict[0][1]["arena_extend_strategy"] == "kSameAsRequested"
 
