@@ -1,0 +1,121 @@
+"""The journal: one SQLite row per target, so re-runs skip finished work and resume interrupted work.
+
+A row holds the target's content hash (recomputed only when its size or mtime changes), the key of every
+setting and model that shapes the output, the status, timings, attempts, the last error, and the output's
+size and mtime when it was written (an output that changed or vanished since is redone).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from facefusion_batch.models.store import sha256_of
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS targets (
+    target TEXT PRIMARY KEY,
+    output TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    content_hash TEXT NOT NULL,
+    settings_key TEXT NOT NULL,
+    status TEXT NOT NULL,
+    reason TEXT NOT NULL DEFAULT '',
+    attempts INTEGER NOT NULL DEFAULT 0,
+    frames INTEGER NOT NULL DEFAULT 0,
+    seconds REAL NOT NULL DEFAULT 0,
+    output_size INTEGER,
+    output_mtime_ns INTEGER,
+    updated REAL NOT NULL
+)
+"""
+FINISHED = ("done", "no_face")
+
+
+@dataclass(frozen=True)
+class Entry:
+    target: str
+    output: str
+    size: int
+    mtime_ns: int
+    content_hash: str
+    settings_key: str
+    status: str
+    reason: str
+    attempts: int
+    frames: int
+    seconds: float
+    output_size: int | None
+    output_mtime_ns: int | None
+    updated: float
+
+
+def settings_key(parts: dict[str, Any]) -> str:
+    """A short stable hash of everything that shapes an output."""
+    text = json.dumps(parts, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+class Journal:
+    """Thread-compatible: one connection per instance, used from the batch's main thread."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._db = sqlite3.connect(str(path), timeout=30, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.execute(_SCHEMA)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def get(self, target: Path) -> Entry | None:
+        row = self._db.execute("SELECT * FROM targets WHERE target = ?", (str(target.resolve()),)).fetchone()
+        return Entry(*row) if row else None
+
+    def entries(self) -> Iterator[Entry]:
+        for row in self._db.execute("SELECT * FROM targets ORDER BY target"):
+            yield Entry(*row)
+
+    def content_hash(self, target: Path) -> str:
+        """sha256 of the file, reusing the journal's value while size and mtime are unchanged."""
+        stat = target.stat()
+        entry = self.get(target)
+        if entry and (entry.size, entry.mtime_ns) == (stat.st_size, stat.st_mtime_ns):
+            return entry.content_hash
+        return sha256_of(target)
+
+    def is_current(self, target: Path, output: Path, content: str, key: str) -> Entry | None:
+        """The entry when the target finished with this content and settings and its output is intact."""
+        entry = self.get(target)
+        if not entry or entry.content_hash != content or entry.settings_key != key or entry.output != str(output):
+            return None
+        if entry.status in FINISHED:
+            try:
+                stat = output.stat()
+            except OSError:
+                return None
+            if (stat.st_size, stat.st_mtime_ns) != (entry.output_size, entry.output_mtime_ns):
+                return None
+        return entry
+
+    def record(self, target: Path, output: Path, content: str, key: str, status: str, reason: str = "",
+               frames: int = 0, seconds: float = 0.0) -> None:
+        stat = target.stat()
+        out_size = out_mtime = None
+        if status in FINISHED and output.exists():
+            out_stat = output.stat()
+            out_size, out_mtime = out_stat.st_size, out_stat.st_mtime_ns
+        previous = self.get(target)
+        attempts = (previous.attempts if previous and previous.content_hash == content else 0)
+        attempts += status != "running"
+        self._db.execute(
+            "INSERT OR REPLACE INTO targets VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (str(target.resolve()), str(output), stat.st_size, stat.st_mtime_ns, content, key, status, reason,
+             attempts, frames, seconds, out_size, out_mtime, time.time()))
