@@ -282,6 +282,49 @@ def detect_gpus(
 
 
 @app.command()
+@reports_errors
+def benchmark(
+    resolutions: Optional[list[str]] = typer.Argument(None, help="Clip sizes: 240p 360p 540p 720p 1080p 1440p 4k "
+                                                      "(default: 360p 720p)."),
+    engine: Optional[Engine] = typer.Option(None, help="auto, neural or offline, for both runs of a comparison."),
+    profile: Optional[Path] = typer.Option(None, "--profile", "-p", help="Settings of the base run (default: "
+                                           "built-in defaults, plus FFB_* environment)."),
+    compare: Optional[Path] = typer.Option(None, "--compare", help="Settings file of a second run on the same "
+                                           "clips (on its own, not layered on --profile); prints compare/base "
+                                           "ratios."),
+    seconds: float = typer.Option(3.0, "--seconds", help="Length of each clip (25 fps)."),
+    source: Optional[Path] = typer.Option(None, "--source", "-s", help="Face swapped in. Default: "
+                                          "examples/source.jpg of the ffb repository, when run from it."),
+    face: Optional[Path] = typer.Option(None, "--face", help="Photo of the person the clips show. Default: the "
+                                        "source photo, mirrored."),
+    as_json: bool = typer.Option(False, "--json", help="Print the results as JSON on stdout."),
+) -> int:
+    """Measure speed, stage times, detector calls, peak memory and temp disk on clips of a real face.
+
+    Makes (once, cached under cache_path/bench) a clip per size of a head on a tripod: the --face photo over
+    a textured backdrop, drifting by a fraction of a pixel with sensor noise, with an audio track. Each
+    configuration then runs in a fresh process: a batch of two targets (the clip twice) through the whole
+    pipeline, then the frame processor alone (detect/track + swap) over the clip's frames decoded into
+    memory first, with the same threads: the model-bound limit.
+
+    Reports end-to-end and model-bound fps, ms per frame per stage (summed over threads), detector calls per
+    frame, peak RSS of the run's process, peak temp disk (sampled every 20 ms), and how long the second
+    target takes from its start to its first processed frame (and the probe within that).
+
+    Example: ffb benchmark 720p --engine offline --compare memory.ini
+    """
+    from facefusion_batch.bench import runner
+
+    plan = runner.make_plan(resolutions or [], engine, profile, compare, seconds, source, face)
+    result = runner.run(plan, lambda line: print(f"ffb benchmark: {line}", file=sys.stderr, flush=True))
+    if as_json:
+        _print_json(result)
+    else:
+        print(runner.render(result), end="")
+    return 0
+
+
+@app.command()
 def version() -> None:
     """Print the version."""
     print(f"ffb {__version__}")

@@ -20,6 +20,7 @@ from facefusion_batch.pipeline.source_cache import Record
 from facefusion_batch.pipeline.video_job import JobOptions, process_video
 from facefusion_batch.settings import Settings
 from facefusion_batch.targets import Target, discover
+from facefusion_batch.timing import Timings, timed
 from facefusion_batch.video.ffmpeg import EncodeOptions
 
 
@@ -64,13 +65,13 @@ def check_output_dir(directory: Path) -> None:
                           "with a directory you can write to") from None
 
 
-def job_options(settings: Settings) -> JobOptions:
+def job_options(settings: Settings, timings: Timings | None = None) -> JobOptions:
     threads = settings.execution_thread_count
     return JobOptions(temp_root=settings.temp_path, chunk_size=settings.chunk_size,
                       frame_format=settings.temp_frame_format, threads=threads,
                       in_flight=threads * settings.execution_queue_count, transport=settings.frame_transport,
                       encode=EncodeOptions(settings.output_video_encoder, settings.output_video_preset,
-                                           settings.output_video_quality))
+                                           settings.output_video_quality), timings=timings)
 
 
 def _os_reason(target: Target, exc: OSError) -> str:
@@ -84,6 +85,7 @@ class Batch:
     def __init__(self, settings: Settings, source: Path, reporter: Reporter,
                  engine: FaceEngine | None = None) -> None:
         self.settings, self.reporter = settings, reporter
+        self.timings: Timings | None = None  # set by callers that measure stages (ffb benchmark)
         check_output_dir(settings.output_path)
         apply_memory_limit(settings.system_memory_limit)
         self.engine = engine or build_engine(settings)
@@ -102,27 +104,34 @@ class Batch:
         """Process one video frame: detect on a new reference, else track the reference's faces."""
         if is_new:
             try:
-                faces = self.engine.detect(frame)
-                grey = tracking_grey(frame) if self.settings.keypoint_reuse else (None, 1.0)
+                with timed(self.timings, "detect"):
+                    faces = self.engine.detect(frame)
+                with timed(self.timings, "track"):
+                    grey = tracking_grey(frame) if self.settings.keypoint_reuse else (None, 1.0)
             except BaseException as exc:
                 reference.result.set_exception(exc)  # frames waiting on this reference fail too
                 raise
             reference.result.set_result((faces, *grey))
         else:
             ref_faces, ref_grey, scale = reference.result.result()
-            faces = track(ref_faces, ref_grey, tracking_grey(frame)[0], scale) if ref_faces else []
+            with timed(self.timings, "track"):
+                faces = track(ref_faces, ref_grey, tracking_grey(frame)[0], scale) if ref_faces else []
             if faces is None:
-                faces = self.engine.detect(frame)
+                with timed(self.timings, "detect"):
+                    faces = self.engine.detect(frame)
         return self.swap(frame, faces)
 
     def frame(self, frame: np.ndarray) -> tuple[np.ndarray, int]:
         """Process a single picture: detect, select, swap."""
-        return self.swap(frame, self.engine.detect(frame))
+        with timed(self.timings, "detect"):
+            faces = self.engine.detect(frame)
+        return self.swap(frame, faces)
 
     def swap(self, frame: np.ndarray, faces: list) -> tuple[np.ndarray, int]:
-        faces = self.selection.pick(frame, faces, self.engine)
-        if faces:
-            frame = self.engine.swap(frame, faces, self.source)
+        with timed(self.timings, "swap"):
+            faces = self.selection.pick(frame, faces, self.engine)
+            if faces:
+                frame = self.engine.swap(frame, faces, self.source)
         return frame, len(faces)
 
     def run(self, specs: Sequence[str]) -> BatchResult:
@@ -152,7 +161,7 @@ class Batch:
                 swapped, frames, note = self.image(target), 1, ""
             else:
                 counters = process_video(target.path, target.output, self, self.tags,
-                                         job_options(self.settings), self.reporter.advance,
+                                         job_options(self.settings, self.timings), self.reporter.advance,
                                          lambda total: self.reporter.start(str(target.path), total))
                 swapped, frames, note = counters.frames_with_faces, counters.frames, counters.note
         except (FfbError, OSError) as exc:

@@ -14,6 +14,7 @@ import numpy as np
 
 from facefusion_batch.errors import MediaError
 from facefusion_batch.pipeline.analysis import thumbnail
+from facefusion_batch.timing import Timings, timed
 
 T = TypeVar("T")
 Item = Union[np.ndarray, Path]
@@ -53,8 +54,8 @@ class Spool:
     """
 
     def __init__(self, frames: Iterator[np.ndarray], transport: Literal["memory", "temp"], directory: Path,
-                 frame_format: str, ahead: int) -> None:
-        self._frames, self._transport = frames, transport
+                 frame_format: str, ahead: int, timings: Timings | None = None) -> None:
+        self._frames, self._transport, self._timings = frames, transport, timings
         self._directory, self._format = directory, frame_format
         self._queue: queue.Queue = queue.Queue(maxsize=ahead)
         self._stop = threading.Event()
@@ -65,12 +66,13 @@ class Spool:
     def _run(self) -> None:
         try:
             for index, frame in enumerate(self._frames):
-                thumb = thumbnail(frame)
-                item: Item = frame
-                if self._transport == "temp":
-                    item = self._directory / f"{index:08d}.{self._format}"
-                    if not cv2.imwrite(str(item), frame):
-                        raise MediaError(f"{item}: can't write extracted frame (temp disk full?)")
+                with timed(self._timings, "decode"):
+                    thumb = thumbnail(frame)
+                    item: Item = frame
+                    if self._transport == "temp":
+                        item = self._directory / f"{index:08d}.{self._format}"
+                        if not cv2.imwrite(str(item), frame):
+                            raise MediaError(f"{item}: can't write extracted frame (temp disk full?)")
                 if not self._put((item, thumb)):
                     return
         except BaseException as exc:  # handed to the consumer thread

@@ -18,6 +18,7 @@ from facefusion_batch.errors import MediaError, TargetError
 from facefusion_batch.media import temp_name
 from facefusion_batch.pipeline.analysis import MotionGate, Reference
 from facefusion_batch.pipeline.frames import Spool, load, ordered_map, read_frames
+from facefusion_batch.timing import Timings, timed, timed_iter
 from facefusion_batch.video import ffmpeg
 from facefusion_batch.video.ffmpeg import EncodeOptions
 from facefusion_batch.video.probe import VideoInfo, probe
@@ -49,6 +50,7 @@ class JobOptions:
     in_flight: int
     encode: EncodeOptions
     transport: str = "temp"
+    timings: Timings | None = None  # stage times go here when set (ffb benchmark)
 
 
 def check_space(directory: Path, needed: int, what: str, fix: str) -> None:
@@ -69,7 +71,8 @@ def estimate(info: VideoInfo, options: JobOptions) -> tuple[int, int]:
 def process_video(path: Path, out: Path, frame_fn: FrameProcessor, tags: dict[str, str], options: JobOptions,
                   on_frames: Callable[[int], None], on_start: Callable[[int], None]) -> Counters:
     """Swap faces through a whole video into `out` (written under a temp name, renamed on success)."""
-    info = probe(path)
+    with timed(options.timings, "probe"):
+        info = probe(path)
     container = ffmpeg.container_of(out)
     encode = dataclasses.replace(options.encode, encoder=ffmpeg.resolve_encoder(options.encode.encoder, container))
     reason = ffmpeg.check_encoder(container, encode.encoder)
@@ -88,8 +91,10 @@ def process_video(path: Path, out: Path, frame_fn: FrameProcessor, tags: dict[st
         if counters.frames_with_faces == 0:
             shutil.copyfile(path, partial)  # nothing to swap: the original goes through untouched
         else:
-            _mux(info, chunks, workspace, partial, container, tags)
-            _verify(partial, info, counters.frames)
+            with timed(options.timings, "encode"):
+                _mux(info, chunks, workspace, partial, container, tags)
+            with timed(options.timings, "verify"):
+                _verify(partial, info, counters.frames)
             if info.variable_frame_rate:
                 counters.note = (f"variable frame rate: written at a constant {float(info.fps):.3f} fps, frames "
                                  f"moved by up to {info.timing_shift * 1000:.0f} ms")
@@ -113,8 +118,9 @@ def _transcode(info: VideoInfo, workspace: Path, frame_fn: FrameProcessor, optio
     # Spooled frames are copied to disk at once, so two buffers do; in memory every frame ahead or in
     # flight holds its buffer until it is encoded.
     buffers = ahead + options.in_flight + 3 if options.transport == "memory" else 2
-    frames = read_frames(decoder.stdout, info.width, info.height, buffers=buffers)
-    spool = Spool(frames, options.transport, frames_dir, options.frame_format, ahead)
+    frames = timed_iter(read_frames(decoder.stdout, info.width, info.height, buffers=buffers), options.timings,
+                        "decode")
+    spool = Spool(frames, options.transport, frames_dir, options.frame_format, ahead, options.timings)
     encoder: _Encoder | None = None
     started = time.perf_counter()
     gate = frame_fn.new_gate()
@@ -124,7 +130,9 @@ def _transcode(info: VideoInfo, workspace: Path, frame_fn: FrameProcessor, optio
             yield (payload, *gate.plan(index, thumb, info.width))
 
     def work(payload, reference: Reference, is_new: bool) -> tuple[np.ndarray, int]:
-        return frame_fn(load(payload), reference, is_new)
+        with timed(options.timings, "decode"):
+            frame = load(payload)
+        return frame_fn(frame, reference, is_new)
 
     finished = False
     try:
@@ -132,17 +140,19 @@ def _transcode(info: VideoInfo, workspace: Path, frame_fn: FrameProcessor, optio
             for frame, swapped in ordered_map(pool, work, planned(), options.in_flight):
                 if not counters.frames:
                     counters.first_frame_seconds = time.perf_counter() - started
-                if counters.frames % options.chunk_size == 0:
-                    if encoder:
-                        encoder.close()
-                    chunks.append(workspace / f"chunk_{len(chunks):05d}.mp4")
-                    encoder = _Encoder(chunks[-1], info, options.encode, workspace, container)
-                encoder.write(frame)
+                with timed(options.timings, "encode"):
+                    if counters.frames % options.chunk_size == 0:
+                        if encoder:
+                            encoder.close()
+                        chunks.append(workspace / f"chunk_{len(chunks):05d}.mp4")
+                        encoder = _Encoder(chunks[-1], info, options.encode, workspace, container)
+                    encoder.write(frame)
                 counters.frames += 1
                 counters.frames_with_faces += swapped > 0
                 on_frames(1)
         if encoder:
-            encoder.close()
+            with timed(options.timings, "encode"):
+                encoder.close()
             encoder = None
         finished = True
     finally:

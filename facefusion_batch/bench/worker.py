@@ -1,0 +1,221 @@
+"""One benchmark configuration on one clip, in its own process so peak memory belongs to this run alone.
+
+    python -m facefusion_batch.bench.worker --clip CLIP --source FACE --result OUT.json [--profile P] [--engine E]
+
+Runs a batch of two targets (the clip twice) through the real pipeline with stage timings, then the frame
+processor alone over the clip's frames decoded into memory beforehand (the model-bound limit), and writes
+the metrics as JSON to OUT.json. Errors go to stderr as one line, with ffb's exit codes.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+from facefusion_batch.bench.measure import DiskSampler, peak_rss_bytes
+from facefusion_batch.errors import FfbError, MediaError
+from facefusion_batch.pipeline.analysis import Reference, thumbnail
+from facefusion_batch.pipeline.batch import Batch, Outcome, job_options
+from facefusion_batch.pipeline.frames import ordered_map, read_frames
+from facefusion_batch.settings import Settings, describe, load_settings
+from facefusion_batch.targets import Target
+from facefusion_batch.timing import Timings, delta
+from facefusion_batch.video import ffmpeg
+from facefusion_batch.video.probe import probe
+
+STAGES = ("decode", "detect", "track", "swap", "paste", "encode", "verify")
+MODEL_BUDGET = 1_500_000_000  # bytes of decoded frames held for the model-bound pass
+
+
+class _Messages:
+    """A reporter that passes on messages (why a target failed) and keeps quiet about progress."""
+
+    def message(self, text: str) -> None:
+        print(f"  {text}", file=sys.stderr, flush=True)
+
+    def start(self, name: str, total: int) -> None:
+        pass
+
+    def advance(self, frames: int) -> None:
+        pass
+
+    def finish(self, status: str) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class _ObservedBatch(Batch):
+    """A batch that notes per target when it started, when its first frame left the frame processor, and
+    the stage times spent on it."""
+
+    def __init__(self, settings: Settings, source: Path, timings: Timings) -> None:
+        super().__init__(settings, source, _Messages())
+        self.timings: Timings = timings
+        self.targets: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+
+    def one(self, target: Target) -> Outcome:
+        entry: dict[str, Any] = {"started": time.perf_counter(), "first_frame": None}
+        before = self.timings.snapshot()
+        self.targets.append(entry)
+        outcome = super().one(target)
+        entry["stages"] = delta(self.timings.snapshot(), before)
+        return outcome
+
+    def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool) -> tuple[np.ndarray, int]:
+        result = super().__call__(frame, reference, is_new)
+        entry = self.targets[-1] if self.targets else None
+        if entry is not None and entry["first_frame"] is None:
+            with self._lock:
+                if entry["first_frame"] is None:
+                    entry["first_frame"] = time.perf_counter()
+        return result
+
+
+def run_worker(clip: Path, source: Path, profile: Optional[Path], engine: Optional[str],
+               model_budget: int = MODEL_BUDGET) -> dict[str, Any]:
+    """Metrics of one configuration on `clip`; every temporary file lives under a private directory."""
+    flags = {"engine": engine}
+    base = load_settings(profile, os.environ, flags).settings
+    base.temp_path.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix="ffb-bench-", dir=base.temp_path))
+    try:
+        (root / "temp").mkdir()
+        (root / "targets").mkdir()
+        targets = [_link(clip, root / "targets" / f"{which}{clip.suffix}") for which in ("first", "second")]
+        resolved = load_settings(profile, os.environ,
+                                 {**flags, "temp_path": root / "temp", "output_path": root / "out"})
+        metrics = _measure(resolved.settings, source, targets, model_budget)
+        metrics["settings"] = {row["key"]: row["value"] for row in describe(resolved)
+                               if row["origin"] != "default" and row["key"] not in ("temp_path", "output_path")}
+        return metrics
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _link(clip: Path, path: Path) -> Path:
+    try:
+        os.link(clip, path)
+    except OSError:  # another file system, or no hard links there
+        shutil.copyfile(clip, path)
+    return path
+
+
+def _measure(settings: Settings, source: Path, targets: list[Path], model_budget: int) -> dict[str, Any]:
+    timings = Timings()
+    started = time.perf_counter()
+    batch = _ObservedBatch(settings, source, timings)
+    startup = time.perf_counter() - started
+    with DiskSampler(settings.temp_path) as disk:
+        started = time.perf_counter()
+        result = batch.run([str(t) for t in targets])
+        wall = time.perf_counter() - started
+    rss = peak_rss_bytes()  # before the model-bound pass, which holds decoded frames
+    if result.interrupted:
+        raise KeyboardInterrupt
+    for outcome in result.outcomes:
+        if outcome.status == "no_face":
+            raise MediaError(f"{outcome.target}: no face found in the benchmark clip; pass --face with a "
+                             "clearer photo of one face")
+        if outcome.status != "done":
+            raise MediaError(outcome.reason or f"{outcome.target}: {outcome.status}")
+    frames = sum(o.frames for o in result.outcomes)
+    stages = timings.snapshot()
+    model = model_bound(batch, targets[0], settings, model_budget)
+    second = batch.targets[1]
+    metrics: dict[str, Any] = {
+        "engine": result.engine, "models": result.models, "providers": result.providers,
+        "threads": settings.execution_thread_count, "targets": len(targets), "frames": frames,
+        "e2e_fps": frames / wall, "model_fps": model["fps"], "model_frames": model["frames"],
+        "startup_ms": startup * 1000,
+        **{f"{name}_ms": _per_frame_ms(stages, name, frames) for name in STAGES},
+        "detector_calls_per_frame": sum(o.detector_calls for o in result.outcomes) / frames,
+        "model_detector_calls_per_frame": model["detector_calls_per_frame"],
+        "peak_rss_mb": None if rss is None else rss / 1e6,
+        "peak_temp_mb": disk.peak / 1e6,
+        "second_target_start_ms": (second["first_frame"] - second["started"]) * 1000,
+        "second_target_probe_ms": second["stages"].get("probe", {"seconds": 0.0})["seconds"] * 1000,
+        "stages": stages, "model_stages": model["stages"],
+    }
+    return metrics
+
+
+def _per_frame_ms(stages: dict[str, dict[str, float]], name: str, frames: int) -> float | None:
+    """Milliseconds per frame spent in a stage, summed over threads; None when it was not measured."""
+    return stages[name]["seconds"] * 1000 / frames if name in stages else None
+
+
+def model_bound(batch: Batch, clip: Path, settings: Settings, budget: int) -> dict[str, Any]:
+    """Frames per second of the frame processor alone (detect/track + swap) on frames already in memory,
+    with the pipeline's thread count and frames in flight."""
+    info = probe(clip)
+    frames = decode_frames(clip, info.width, info.height, max(8, budget // (info.width * info.height * 3)))
+    thumbs = [thumbnail(frame) for frame in frames]
+    options = job_options(settings)
+    gate = batch.new_gate()
+    calls = batch.engine.detector_calls()
+    batch.timings = timings = Timings()
+    started = time.perf_counter()
+    planned = ((frame, *gate.plan(index, thumb, info.width))
+               for index, (frame, thumb) in enumerate(zip(frames, thumbs)))
+    with ThreadPoolExecutor(options.threads, thread_name_prefix="ffb-frame") as pool:
+        done = sum(1 for _ in ordered_map(pool, batch, planned, options.in_flight))
+    seconds = time.perf_counter() - started
+    return {"fps": done / seconds, "frames": done, "stages": timings.snapshot(),
+            "detector_calls_per_frame": (batch.engine.detector_calls() - calls) / done}
+
+
+def decode_frames(clip: Path, width: int, height: int, limit: int) -> list[np.ndarray]:
+    """Up to `limit` frames of `clip`, each its own array."""
+    process = subprocess.Popen(ffmpeg.decode_command(clip), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    frames: list[np.ndarray] = []
+    try:
+        for frame in read_frames(process.stdout, width, height, buffers=1):  # type: ignore[arg-type]
+            frames.append(frame.copy())
+            if len(frames) >= limit:
+                break
+    finally:
+        process.kill()
+        process.wait()
+        process.stdout.close()  # type: ignore[union-attr]
+    if not frames:
+        raise MediaError(f"{clip}: no frames could be decoded")
+    return frames
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m facefusion_batch.bench.worker",
+                                     description="One ffb benchmark run (used by ffb benchmark).")
+    parser.add_argument("--clip", type=Path, required=True)
+    parser.add_argument("--source", type=Path, required=True)
+    parser.add_argument("--result", type=Path, required=True, help="Write the metrics here as JSON.")
+    parser.add_argument("--profile", type=Path)
+    parser.add_argument("--engine", choices=("auto", "neural", "offline"))
+    parser.add_argument("--model-budget-mb", type=int, default=MODEL_BUDGET // 1_000_000)
+    args = parser.parse_args(argv)
+    try:
+        metrics = run_worker(args.clip, args.source, args.profile, args.engine, args.model_budget_mb * 1_000_000)
+    except FfbError as exc:
+        print(f"ffb: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    args.result.write_text(json.dumps(metrics), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

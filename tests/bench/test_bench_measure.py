@@ -1,0 +1,29 @@
+import time
+
+from facefusion_batch.bench.measure import DiskSampler, peak_rss_bytes, tree_size
+
+
+def test_tree_size_sums_files_recursively(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "b").mkdir()
+    (tmp_path / "x.bin").write_bytes(b"1" * 100)
+    (tmp_path / "a" / "b" / "y.bin").write_bytes(b"1" * 23)
+    assert tree_size(tmp_path) == 123
+    assert tree_size(tmp_path / "missing") == 0
+
+
+def test_sampler_sees_a_file_that_came_and_went(tmp_path):
+    with DiskSampler(tmp_path, interval=0.005) as sampler:
+        time.sleep(0.03)
+        big = tmp_path / "frame.bmp"
+        big.write_bytes(b"0" * 200_000)
+        time.sleep(0.1)
+        big.unlink()
+        time.sleep(0.03)
+    assert sampler.peak == 200_000
+    assert tree_size(tmp_path) == 0
+
+
+def test_peak_rss_is_plausible():
+    rss = peak_rss_bytes()
+    assert rss is None or 10_000_000 < rss < 100_000_000_000
