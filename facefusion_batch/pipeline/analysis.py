@@ -17,7 +17,7 @@ import numpy as np
 from facefusion_batch.faces.types import Face
 
 THUMB_WIDTH = 96
-TRACK_WIDTH = 480  # grey frames for tracking are at most this wide
+TRACK_WIDTH = 192  # face patches for tracking are at most this wide
 SCENE_CUT = 6.0  # a reference is dropped when the whole thumbnail changes this many times the threshold
 MIN_RESPONSE = 0.08  # phase correlation peaks weaker than this are not trusted
 MAX_SHIFT = 0.25  # of the face's size: larger jumps mean detect anew
@@ -31,15 +31,6 @@ def thumbnail(frame: np.ndarray) -> np.ndarray:
     grey = cv2.cvtColor(cv2.resize(small, (THUMB_WIDTH, height), interpolation=cv2.INTER_AREA),
                         cv2.COLOR_BGR2GRAY)
     return grey.astype(np.float32)
-
-
-def tracking_grey(frame: np.ndarray) -> tuple[np.ndarray, float]:
-    """Grey frame at most TRACK_WIDTH wide, and its scale relative to the frame."""
-    scale = min(1.0, TRACK_WIDTH / frame.shape[1])
-    grey = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
-    if scale < 1.0:
-        grey = cv2.resize(grey, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
-    return grey.astype(np.float32), scale
 
 
 def motion(thumb: np.ndarray, reference: np.ndarray, boxes: np.ndarray | None, frame_width: int) -> float:
@@ -62,7 +53,7 @@ class Reference:
 
     index: int
     thumb: np.ndarray
-    result: Future = field(default_factory=Future)  # -> (faces, tracking grey, tracking scale)
+    result: Future = field(default_factory=Future)  # -> (faces, their patches)
 
 
 def shift_face(face: Face, dx: float, dy: float) -> Face:
@@ -74,26 +65,64 @@ def shift_face(face: Face, dx: float, dy: float) -> Face:
     return dataclasses.replace(face, box=face.box + np.tile(offset, 2), kps=face.kps + offset, landmarks=landmarks)
 
 
-def track(faces: list[Face], before: np.ndarray, after: np.ndarray, scale: float) -> list[Face] | None:
-    """Faces moved by the translation phase correlation finds around each; None if any can't be trusted."""
-    moved = []
-    height, width = before.shape
+@dataclass(frozen=True)
+class Patch:
+    """The grey neighbourhood of one face on a reference frame, downscaled for phase correlation."""
+
+    region: tuple[int, int, int, int]  # left, top, right, bottom in frame pixels
+    size: tuple[int, int]  # (width, height) after downscaling, both even
+    grey: np.ndarray
+
+
+def _grey(frame: np.ndarray, region: tuple[int, int, int, int], size: tuple[int, int]) -> np.ndarray:
+    left, top, right, bottom = region
+    crop = frame[top:bottom, left:right]
+    step = max(1, int(crop.shape[1] / size[0] / 2))  # cheap pre-thinning for large downscales
+    small = cv2.resize(crop[::step, ::step], size, interpolation=cv2.INTER_AREA)
+    return cv2.cvtColor(small, cv2.COLOR_BGR2GRAY).astype(np.float32)
+
+
+def face_patches(frame: np.ndarray, faces: list[Face]) -> list[Patch]:
+    """Patches to track `faces` from: only the faces' surroundings are converted, never the whole frame."""
+    height, width = frame.shape[:2]
+    patches = []
     for face in faces:
-        x1, y1, x2, y2 = face.box * scale
+        x1, y1, x2, y2 = face.box
         pad_x, pad_y = (x2 - x1) * 0.3, (y2 - y1) * 0.3
         left, top = max(0, int(x1 - pad_x)), max(0, int(y1 - pad_y))
         right, bottom = min(width, int(x2 + pad_x) + 1), min(height, int(y2 + pad_y) + 1)
-        right, bottom = right - (right - left) % 2, bottom - (bottom - top) % 2  # odd sizes bias the peak
+        scale = min(1.0, TRACK_WIDTH / max(1, right - left))
+        # Even sizes: odd ones bias OpenCV's phase-correlation peak.
+        size = (max(8, int((right - left) * scale) // 2 * 2), max(8, int((bottom - top) * scale) // 2 * 2))
+        region = (left, top, right, bottom)
+        patches.append(Patch(region, size, _grey(frame, region, size)))
+    return patches
+
+
+def shift_face(face: Face, dx: float, dy: float) -> Face:
+    offset = np.array([dx, dy], np.float32)
+    landmarks = None
+    if face.landmarks is not None:
+        landmarks = face.landmarks.copy()
+        landmarks[:, :2] += offset
+    return dataclasses.replace(face, box=face.box + np.tile(offset, 2), kps=face.kps + offset, landmarks=landmarks)
+
+
+def track(faces: list[Face], patches: list[Patch], frame: np.ndarray) -> list[Face] | None:
+    """Faces moved by the translation phase correlation finds around each; None if any can't be trusted."""
+    moved = []
+    for face, patch in zip(faces, patches):
+        left, top, right, bottom = patch.region
         if right - left < 8 or bottom - top < 8:
             return None
-        # Copies: OpenCV's phaseCorrelate writes into array views it is given (the shared reference!).
-        a, b = before[top:bottom, left:right].copy(), after[top:bottom, left:right].copy()
-        window = cv2.createHanningWindow((right - left, bottom - top), cv2.CV_32F)
-        (dx, dy), response = cv2.phaseCorrelate(a, b, window)
-        size = max(x2 - x1, y2 - y1)
+        window = cv2.createHanningWindow(patch.size, cv2.CV_32F)
+        # A copy: OpenCV's phaseCorrelate writes into arrays it is given (the shared reference!).
+        (dx, dy), response = cv2.phaseCorrelate(patch.grey.copy(), _grey(frame, patch.region, patch.size), window)
+        dx, dy = dx * (right - left) / patch.size[0], dy * (bottom - top) / patch.size[1]
+        size = max(face.box[2] - face.box[0], face.box[3] - face.box[1])
         if response < MIN_RESPONSE or max(abs(dx), abs(dy)) > MAX_SHIFT * size:
             return None
-        moved.append(shift_face(face, dx / scale, dy / scale))
+        moved.append(shift_face(face, dx, dy))
     return moved
 
 

@@ -13,7 +13,7 @@ from facefusion_batch.errors import FfbError, MediaError, OutputError
 from facefusion_batch.marking import marking_tags
 from facefusion_batch.media import read_image, temp_name, write_image
 from facefusion_batch.memory import apply_memory_limit
-from facefusion_batch.pipeline.analysis import MotionGate, Reference, track, tracking_grey
+from facefusion_batch.pipeline.analysis import MotionGate, Reference, face_patches, track
 from facefusion_batch.pipeline.engine import FaceEngine, Selection, build_engine, build_selection
 from facefusion_batch.pipeline.progress import Reporter
 from facefusion_batch.pipeline.source_cache import Record
@@ -107,15 +107,15 @@ class Batch:
                 with timed(self.timings, "detect"):
                     faces = self.engine.detect(frame)
                 with timed(self.timings, "track"):
-                    grey = tracking_grey(frame) if self.settings.keypoint_reuse else (None, 1.0)
+                    patches = face_patches(frame, faces) if self.settings.keypoint_reuse else []
             except BaseException as exc:
                 reference.result.set_exception(exc)  # frames waiting on this reference fail too
                 raise
-            reference.result.set_result((faces, *grey))
+            reference.result.set_result((faces, patches))
         else:
-            ref_faces, ref_grey, scale = reference.result.result()
+            ref_faces, patches = reference.result.result()
             with timed(self.timings, "track"):
-                faces = track(ref_faces, ref_grey, tracking_grey(frame)[0], scale) if ref_faces else []
+                faces = track(ref_faces, patches, frame) if ref_faces else []
             if faces is None:
                 with timed(self.timings, "detect"):
                     faces = self.engine.detect(frame)

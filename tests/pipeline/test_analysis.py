@@ -10,7 +10,7 @@ import pytest
 from conftest import cpu_session, face_frame, make_clip
 from facefusion_batch.cli import main
 from facefusion_batch.faces.types import Face
-from facefusion_batch.pipeline.analysis import MotionGate, motion, thumbnail, track, tracking_grey
+from facefusion_batch.pipeline.analysis import MotionGate, face_patches, motion, thumbnail, track
 
 
 def shifted(frame: np.ndarray, dx: float, dy: float) -> np.ndarray:
@@ -26,7 +26,7 @@ def plan(gate: MotionGate, index: int, frame: np.ndarray) -> bool:
     """Plan a frame; a new reference is "detected" at once, as a worker would."""
     reference, is_new = gate.plan(index, thumbnail(frame), frame.shape[1])
     if is_new:
-        reference.result.set_result(([FACE], None, 1.0))
+        reference.result.set_result(([FACE], []))
     return is_new
 
 
@@ -72,13 +72,12 @@ def test_motion_is_measured_around_the_faces():
 def test_track_follows_a_translation():
     frame = face_frame()
     face = Face(FACE.box, 0.9, FACE.kps, landmarks=np.zeros((468, 3), np.float32) + 200)
-    before, scale = tracking_grey(frame)
-    after, _ = tracking_grey(shifted(frame, 3.0, -2.0))
-    moved = track([face], before, after, scale)
+    patches = face_patches(frame, [face])
+    moved = track([face], patches, shifted(frame, 3.0, -2.0))
     assert moved is not None
     np.testing.assert_allclose(moved[0].kps - face.kps, [[3.0, -2.0]] * 5, atol=0.3)
     np.testing.assert_allclose(moved[0].landmarks[0, :2], [203.0, 198.0], atol=0.3)
-    assert track([face], before, tracking_grey(np.full_like(frame, 90))[0], scale) is None
+    assert track([face], patches, np.full_like(frame, 90)) is None
 
 
 def test_tracked_keypoints_stay_within_2px_of_detection_on_real_faces():
@@ -96,10 +95,10 @@ def test_tracked_keypoints_stay_within_2px_of_detection_on_real_faces():
 
     base = face_frame()
     reference = detect(base)
-    grey, scale = tracking_grey(base)
+    patches = face_patches(base, reference)
     for k in range(1, 6):
         frame = shifted(base, 0.6 * k, 0.3 * k)
-        tracked = track(reference, grey, tracking_grey(frame)[0], scale)
+        tracked = track(reference, patches, frame)
         detected = detect(frame)
         assert tracked is not None and len(detected) == 1
         assert np.linalg.norm(tracked[0].kps - detected[0].kps, axis=1).max() < 2.0
@@ -123,9 +122,9 @@ def test_detector_calls_per_frame_on_a_static_clip(tmp_path, neural_models, sour
 
 def test_tracking_is_deterministic_and_leaves_the_reference_untouched():
     frame = face_frame()
-    before, scale = tracking_grey(frame)
-    kept = before.copy()
-    after = tracking_grey(shifted(frame, 1.3, 0.7))[0]
-    results = {tuple(track([FACE], before, after, scale)[0].kps.ravel()) for _ in range(5)}
+    patches = face_patches(frame, [FACE])
+    kept = patches[0].grey.copy()
+    after = shifted(frame, 1.3, 0.7)
+    results = {tuple(track([FACE], patches, after)[0].kps.ravel()) for _ in range(5)}
     assert len(results) == 1
-    assert np.array_equal(before, kept)
+    assert np.array_equal(patches[0].grey, kept)
