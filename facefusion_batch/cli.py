@@ -2,7 +2,7 @@
 stderr line and an exit code. Nothing else lives here.
 
 Exit codes: 0 all targets done; 1 some target failed; 2 bad usage or settings; 3 model missing or corrupt;
-4 unusable source face; 5 output directory not writable; 130 interrupted.
+4 unusable source face; 5 output directory not writable; 6 another run holds the output; 130 interrupted.
 """
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any, Optional
 
@@ -92,6 +93,10 @@ def run(
         None, help="strict: free sessions between targets; moderate: shrink GPU arena; tolerant: keep all."),
     system_memory_limit: Optional[int] = typer.Option(None, help="Memory limit in GB (0: none)."),
     no_marking: bool = typer.Option(False, "--no-marking", help="Don't mark outputs as AI-modified (not advised)."),
+    force: bool = typer.Option(False, "--force", help="Redo targets the journal says are finished and unchanged."),
+    retry_failed: bool = typer.Option(False, "--retry-failed", help="Only retry targets whose last run failed."),
+    wait: bool = typer.Option(False, "--wait", help="If another ffb run holds this output, wait for it instead "
+                                                    "of exiting (exit code 6)."),
     print_settings: bool = typer.Option(False, "--print-settings", help="Show the resolved settings and exit."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
@@ -122,17 +127,23 @@ def run(
     if source is None or not target:
         raise SettingsError("ffb run needs --source FACE_IMAGE and at least one --target; see ffb run --help")
 
-    from facefusion_batch.pipeline.batch import Batch
+    from facefusion_batch.pipeline.batch import Batch, open_state
     from facefusion_batch.pipeline.progress import make_reporter
 
     signal.signal(signal.SIGTERM, _interrupt)  # cron's kill: clean up like Ctrl-C
     reporter = make_reporter(quiet=quiet or resolved.settings.log_level == "error")
+    lock = journal = None
     try:
+        lock, journal = open_state(resolved.settings, wait, reporter)
         batch = Batch(resolved.settings, source, reporter)
         reporter.message(f"engine: {batch.engine.name} ({', '.join(batch.engine.models)})")
-        result = batch.run(target)
+        result = batch.run(target, journal, force=force, retry_failed=retry_failed)
     finally:
         reporter.close()
+        if journal:
+            journal.close()
+        if lock:
+            lock.release()
     if as_json:
         _print_json(result.to_dict())
     else:
@@ -167,7 +178,8 @@ def _summary_table(result) -> None:
     console = Console(width=max(120, Console().width))
     console.print(table)
     counts = result.to_dict()["counts"]
-    console.print(f"done {counts['done']}, no face {counts['no_face']}, failed {counts['failed']}")
+    console.print(f"done {counts['done']}, no face {counts['no_face']}, skipped {counts['skipped']}, "
+                  f"failed {counts['failed']}")
 
 
 @models_app.command("list")
@@ -253,6 +265,39 @@ def _download_progress(name: str):
             print(f"{name}: {size}", file=sys.stderr, flush=True)
 
     return report
+
+
+@app.command()
+@reports_errors
+def status(
+    output: Optional[Path] = typer.Argument(None, help="Output directory of earlier runs (default: output_path)."),
+    profile: Optional[Path] = typer.Option(None, "--profile", "-p", help="Settings file."),
+    as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
+) -> int:
+    """Show the journal of an output directory: every target's status, attempts, time and last error."""
+    from facefusion_batch.pipeline.batch import state_dir
+    from facefusion_batch.pipeline.journal import Journal
+
+    settings = _load(profile, {"output_path": output}).settings
+    path = state_dir(settings) / "journal.sqlite"
+    if not path.is_file():
+        raise SettingsError(f"{settings.output_path}: no journal here (no ffb run has written to it yet)")
+    journal = Journal(path)
+    rows = [{"target": e.target, "status": e.status, "output": e.output, "attempts": e.attempts,
+             "frames": e.frames, "seconds": round(e.seconds, 2), "reason": e.reason,
+             "updated": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.updated))} for e in journal.entries()]
+    journal.close()
+    if as_json:
+        _print_json(rows)
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("target", "status", "attempts", "updated", "reason", title=f"journal of {settings.output_path}")
+    for row in rows:
+        table.add_row(row["target"], row["status"], str(row["attempts"]), row["updated"], row["reason"])
+    Console(width=max(120, Console().width)).print(table)
+    return 0
 
 
 @app.command("detect-gpus")

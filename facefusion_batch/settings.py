@@ -62,6 +62,7 @@ class Settings:
                               default_factory=lambda: _default_cache() / "models")
     cache_path: Path = _spec("paths", "Directory for the source-face cache.",
                              default_factory=_default_cache)
+    state_path: Path | None = _spec("paths", "Directory for the journal and lock (default: <output>/.ffb).", None)
 
     download_mirror: str = _spec("download", "Base URL to fetch model files from instead of the FaceFusion "
                                  "release (a mirror holding the same file names).", "")

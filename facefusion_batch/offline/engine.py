@@ -33,6 +33,7 @@ class OfflineEngine:
     def __init__(self, settings: Settings, pool: SessionPool, cache: SourceCache,
                  slots: threading.Semaphore) -> None:
         self.pool, self.cache = pool, cache
+        self.model_files = tuple(asset_path(name) for name in MODEL_FILES.values())
 
         def guard(role: str) -> GuardedSession:
             return GuardedSession(pool, asset_path(MODEL_FILES[role]), slots)

@@ -1,6 +1,7 @@
 """A batch: one engine and one source for many targets; each target's failure is recorded, not fatal."""
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
 from dataclasses import asdict, dataclass, field
@@ -9,12 +10,16 @@ from typing import Sequence
 
 import numpy as np
 
+from facefusion_batch import __version__
 from facefusion_batch.errors import FfbError, MediaError, OutputError
 from facefusion_batch.marking import marking_tags
 from facefusion_batch.media import read_image, temp_name, write_image
 from facefusion_batch.memory import apply_memory_limit
 from facefusion_batch.pipeline.analysis import MotionGate, Reference, face_patches, track
+from facefusion_batch.models.store import sha256_of
 from facefusion_batch.pipeline.engine import FaceEngine, Selection, build_engine, build_selection
+from facefusion_batch.pipeline.journal import FINISHED, Journal, settings_key
+from facefusion_batch.pipeline.lock import RunLock
 from facefusion_batch.pipeline.progress import Reporter
 from facefusion_batch.pipeline.source_cache import Record
 from facefusion_batch.pipeline.video_job import JobOptions, process_video
@@ -24,10 +29,14 @@ from facefusion_batch.timing import Timings, timed
 from facefusion_batch.video.ffmpeg import EncodeOptions
 
 
+STATUSES = ("done", "no_face", "skipped", "failed")
+STALE_WORKSPACE_DAYS = 7
+
+
 @dataclass
 class Outcome:
     target: str
-    status: str  # done | no_face | failed
+    status: str  # done | no_face | skipped | failed
     output: str | None = None
     reason: str = ""
     frames: int = 0
@@ -50,7 +59,7 @@ class BatchResult:
         return sum(o.status == "failed" for o in self.outcomes)
 
     def to_dict(self) -> dict:
-        counts = {s: sum(o.status == s for o in self.outcomes) for s in ("done", "no_face", "failed")}
+        counts = {s: sum(o.status == s for o in self.outcomes) for s in STATUSES}
         return {**asdict(self), "counts": counts, "ok": self.failed == 0 and not self.interrupted}
 
 
@@ -65,6 +74,29 @@ def check_output_dir(directory: Path) -> None:
                           "with a directory you can write to") from None
 
 
+def state_dir(settings: Settings) -> Path:
+    """Where the journal and the lock of an output tree live."""
+    return settings.state_path or settings.output_path / ".ffb"
+
+
+def open_state(settings: Settings, wait: bool, reporter: Reporter) -> tuple[RunLock, Journal]:
+    """Lock the output tree (before any model loads, so a second run leaves at once) and open its journal;
+    then clear what killed runs left: hidden partial outputs and old abandoned workspaces."""
+    check_output_dir(settings.output_path)
+    lock = RunLock(state_dir(settings) / "lock")
+    lock.acquire(wait=wait, on_wait=reporter.message)
+    for partial in settings.output_path.rglob(".*.tmp*"):
+        if ".ffb-" in partial.name and partial.is_file():
+            partial.unlink(missing_ok=True)
+    cutoff = time.time() - STALE_WORKSPACE_DAYS * 86400
+    if settings.temp_path.is_dir():
+        for workspace in settings.temp_path.glob("ffb-*"):
+            with contextlib.suppress(OSError):
+                if workspace.is_dir() and workspace.stat().st_mtime < cutoff:
+                    shutil.rmtree(workspace, ignore_errors=True)
+    return lock, Journal(state_dir(settings) / "journal.sqlite")
+
+
 def job_options(settings: Settings, timings: Timings | None = None) -> JobOptions:
     threads = settings.execution_thread_count
     return JobOptions(temp_root=settings.temp_path, chunk_size=settings.chunk_size,
@@ -74,7 +106,20 @@ def job_options(settings: Settings, timings: Timings | None = None) -> JobOption
                                            settings.output_video_quality), timings=timings)
 
 
+# Settings that shape an output (the rest only change speed, paths or logging).
+_SHAPING = ("face_swapper_model", "face_detector_model", "face_detector_size", "face_detector_score",
+            "face_detector_min_size", "keypoint_reuse", "reuse_motion_threshold", "redetect_interval",
+            "face_selector_mode", "reference_face_distance", "output_video_encoder", "output_video_preset",
+            "output_video_quality", "output_image_quality", "output_marking", "chunk_size")
+
+
+def _when(timestamp: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp))
+
+
 def _os_reason(target: Target, exc: OSError) -> str:
+    if target.path.is_symlink() and not target.path.exists():
+        return f"{target.path}: broken symbolic link"
     where = exc.filename if exc.filename else target.path
     return f"{target.path}: {exc.strerror or exc} ({where})" if where != target.path else f"{target.path}: {exc}"
 
@@ -95,6 +140,18 @@ class Batch:
             reporter.message(f"{source}: {faces_in_source} faces in the source image; using the largest")
         self.selection: Selection = build_selection(settings, self.engine)
         self.tags = marking_tags(self.engine.name, self.engine.models) if settings.output_marking else {}
+        self.output_key = settings_key(self._output_shaping(source))
+
+    def _output_shaping(self, source: Path) -> dict:
+        """Everything an output depends on besides the target itself (the journal's settings key)."""
+        s = self.settings
+        models = [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in self.engine.model_files]
+        reference = s.reference_face_path
+        return {
+            "version": __version__, "engine": self.engine.name, "models": models,
+            "source": sha256_of(source), "reference": sha256_of(reference) if reference else None,
+            **{name: getattr(s, name) for name in _SHAPING},
+        }
 
     def new_gate(self) -> MotionGate:
         s = self.settings
@@ -134,7 +191,10 @@ class Batch:
                 frame = self.engine.swap(frame, faces, self.source)
         return frame, len(faces)
 
-    def run(self, specs: Sequence[str]) -> BatchResult:
+    def run(self, specs: Sequence[str], journal: Journal | None = None, force: bool = False,
+            retry_failed: bool = False) -> BatchResult:
+        """Process every target. With a journal, unchanged finished targets are skipped (`force` redoes
+        them), earlier failures are skipped until their file changes, and `retry_failed` runs only those."""
         targets, rejected = discover(specs, self.settings.output_path)
         result = BatchResult(self.engine.name, list(self.engine.models), self.engine.pool.active_providers())
         result.outcomes += [Outcome(str(r.path), "failed", reason=r.reason) for r in rejected]
@@ -142,16 +202,44 @@ class Batch:
             self.reporter.message(f"{r.path}: {r.reason}")
         try:
             for target in targets:
-                result.outcomes.append(self.one(target))
+                result.outcomes.append(self.journaled(target, journal, force, retry_failed) if journal
+                                       else self.one(target))
         except KeyboardInterrupt:
             result.interrupted = True
-            result.outcomes.append(Outcome("(batch)", "failed", reason="interrupted; partial outputs removed"))
+            result.outcomes.append(Outcome("(batch)", "failed", reason="interrupted; finished chunks are kept "
+                                                                     "for the next run, partial outputs removed"))
         result.source_embeddings_computed = self.engine.cache.computed
         result.detector_calls = self.engine.detector_calls()
         result.providers = self.engine.pool.active_providers()
         return result
 
-    def one(self, target: Target) -> Outcome:
+    def journaled(self, target: Target, journal: Journal, force: bool, retry_failed: bool) -> Outcome:
+        try:
+            content = journal.content_hash(target.path)
+        except OSError as exc:
+            return Outcome(str(target.path), "failed", reason=_os_reason(target, exc))
+        entry = None if force else journal.is_current(target.path, target.output, content, self.output_key)
+        last_failed = entry is not None and entry.status == "failed"
+        if entry and entry.status in FINISHED:
+            return Outcome(str(target.path), "skipped", str(target.output),
+                           f"unchanged since it was {entry.status} ({_when(entry.updated)}); --force redoes it")
+        if last_failed and not retry_failed:
+            return Outcome(str(target.path), "skipped", reason=f"failed before and unchanged; --retry-failed "
+                                                               f"tries again: {entry.reason}")
+        if retry_failed and not last_failed and not force:
+            return Outcome(str(target.path), "skipped", reason="not a previous failure (--retry-failed)")
+        journal.record(target.path, target.output, content, self.output_key, "running")
+        resume = settings_key({"content": content, "settings": self.output_key, "output": str(target.output)})
+        try:
+            outcome = self.one(target, resume)
+        except KeyboardInterrupt:
+            journal.record(target.path, target.output, content, self.output_key, "interrupted", "interrupted")
+            raise
+        journal.record(target.path, target.output, content, self.output_key, outcome.status, outcome.reason,
+                       outcome.frames, outcome.seconds)
+        return outcome
+
+    def one(self, target: Target, resume_key: str | None = None) -> Outcome:
         started = time.perf_counter()
         calls = self.engine.detector_calls()
         target.output.parent.mkdir(parents=True, exist_ok=True)
@@ -162,7 +250,7 @@ class Batch:
             else:
                 counters = process_video(target.path, target.output, self, self.tags,
                                          job_options(self.settings, self.timings), self.reporter.advance,
-                                         lambda total: self.reporter.start(str(target.path), total))
+                                         lambda total: self.reporter.start(str(target.path), total), resume_key)
                 swapped, frames, note = counters.frames_with_faces, counters.frames, counters.note
         except (FfbError, OSError) as exc:
             reason = str(exc) if isinstance(exc, FfbError) else _os_reason(target, exc)

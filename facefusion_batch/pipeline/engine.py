@@ -29,6 +29,7 @@ from facefusion_batch.swap.inswapper import InSwapper, read_emap
 class FaceEngine(Protocol):
     name: str
     models: tuple[str, ...]
+    model_files: tuple[Path, ...]
     cache: SourceCache
     pool: SessionPool
 
@@ -77,6 +78,7 @@ class NeuralEngine:
                 raise ModelError(f"{state.detail}: {store.fix_hint(state)}")
         self.pool, self.cache = pool, cache
         self.models = tuple(state.spec.name for state in states)
+        self.model_files = tuple(state.path for state in states)
         swapper_state, recognizer_state, detector_state = states
         swapper_path = swapper_state.path
         if settings.micro_batch() > 1:

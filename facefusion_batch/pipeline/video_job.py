@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
+import json
 import shutil
 import subprocess
 import tempfile
@@ -39,6 +41,7 @@ class Counters:
     first_frame_seconds: float = 0.0  # from the start of the target to its first processed frame
     stage_seconds: dict[str, float] = field(default_factory=dict)
     note: str = ""  # something the user should know about a finished output
+    resumed_frames: int = 0  # frames taken from chunks an interrupted run had finished
 
 
 @dataclass(frozen=True)
@@ -69,8 +72,14 @@ def estimate(info: VideoInfo, options: JobOptions) -> tuple[int, int]:
 
 
 def process_video(path: Path, out: Path, frame_fn: FrameProcessor, tags: dict[str, str], options: JobOptions,
-                  on_frames: Callable[[int], None], on_start: Callable[[int], None]) -> Counters:
-    """Swap faces through a whole video into `out` (written under a temp name, renamed on success)."""
+                  on_frames: Callable[[int], None], on_start: Callable[[int], None],
+                  resume_key: str | None = None) -> Counters:
+    """Swap faces through a whole video into `out` (written under a temp name, renamed on success).
+
+    With a `resume_key` (a hash of the input's content and every setting that shapes the output) the
+    workspace is `ffb-<key>` in the temp dir: chunks encoded by an earlier, interrupted run with the same
+    key are reused, and an interruption keeps this run's finished chunks for the next.
+    """
     with timed(options.timings, "probe"):
         info = probe(path)
     container = ffmpeg.container_of(out)
@@ -84,8 +93,13 @@ def process_video(path: Path, out: Path, frame_fn: FrameProcessor, tags: dict[st
     check_space(options.temp_root, temp_need, str(path), "set temp_path to a larger disk or lower chunk_size")
     check_space(out.parent, out_need, str(path), "free space in the output directory")
     on_start(info.frame_count)
-    workspace = Path(tempfile.mkdtemp(prefix="ffb-", dir=options.temp_root))
+    if resume_key:
+        workspace = options.temp_root / f"ffb-{resume_key}"
+        workspace.mkdir(exist_ok=True)
+    else:
+        workspace = Path(tempfile.mkdtemp(prefix="ffb-", dir=options.temp_root))
     partial = temp_name(out)
+    keep_chunks = False
     try:
         counters, chunks = _transcode(info, workspace, frame_fn, options, on_frames, container)
         if counters.frames_with_faces == 0:
@@ -100,34 +114,71 @@ def process_video(path: Path, out: Path, frame_fn: FrameProcessor, tags: dict[st
                                  f"moved by up to {info.timing_shift * 1000:.0f} ms")
         partial.replace(out)
         return counters
+    except KeyboardInterrupt:
+        keep_chunks = resume_key is not None  # finished chunks wait for the next run; the rest goes
+        raise
     finally:
         with contextlib.suppress(OSError):
             partial.unlink(missing_ok=True)
-        shutil.rmtree(workspace, ignore_errors=True)
+        if keep_chunks:
+            keep = {p for chunk, _, _ in finished_chunks(workspace, options.chunk_size)
+                    for p in (chunk, chunk.with_suffix(".json"))}
+            shutil.rmtree(workspace / "frames", ignore_errors=True)
+            for stray in set(workspace.iterdir()) - keep:
+                stray.unlink(missing_ok=True)
+        else:
+            shutil.rmtree(workspace, ignore_errors=True)
+
+
+def finished_chunks(workspace: Path, chunk_size: int) -> list[tuple[Path, int, int]]:
+    """(chunk file, frames, frames with faces) of the leading run of complete chunks in `workspace`."""
+    found = []
+    while True:
+        chunk = workspace / f"chunk_{len(found):05d}.mp4"
+        try:
+            meta = json.loads(chunk.with_suffix(".json").read_text())
+        except (OSError, ValueError):
+            break
+        if not chunk.is_file():
+            break
+        found.append((chunk, int(meta["frames"]), int(meta["faces"])))
+        if meta["frames"] != chunk_size:
+            break  # the video's last, short chunk
+    return found
 
 
 def _transcode(info: VideoInfo, workspace: Path, frame_fn: FrameProcessor, options: JobOptions,
                on_frames: Callable[[int], None], container: str) -> tuple[Counters, list[Path]]:
     counters = Counters()
-    chunks: list[Path] = []
+    done = finished_chunks(workspace, options.chunk_size)
+    chunks = [chunk for chunk, _, _ in done]
+    counters.frames = sum(frames for _, frames, _ in done)
+    counters.frames_with_faces = sum(faces for _, _, faces in done)
+    counters.resumed_frames = start = counters.frames
+    on_frames(start)
     ahead = options.chunk_size if options.transport == "temp" else options.in_flight
     frames_dir = workspace / "frames"
+    shutil.rmtree(frames_dir, ignore_errors=True)
     frames_dir.mkdir()
     with open(workspace / "decode.log", "wb") as log:
         decoder = subprocess.Popen(ffmpeg.decode_command(info.path), stdout=subprocess.PIPE, stderr=log)
     # Spooled frames are copied to disk at once, so two buffers do; in memory every frame ahead or in
     # flight holds its buffer until it is encoded.
     buffers = ahead + options.in_flight + 3 if options.transport == "memory" else 2
-    frames = timed_iter(read_frames(decoder.stdout, info.width, info.height, buffers=buffers), options.timings,
-                        "decode")
+    decoded = read_frames(decoder.stdout, info.width, info.height, buffers=buffers)
+    # Frames of reused chunks are decoded and dropped: exact, and far cheaper than processing them.
+    frames = timed_iter(itertools.islice(decoded, start, None), options.timings, "decode")
     spool = Spool(frames, options.transport, frames_dir, options.frame_format, ahead, options.timings)
     encoder: _Encoder | None = None
     started = time.perf_counter()
-    gate = frame_fn.new_gate()
+    gates: list[MotionGate] = []
 
     def planned():
-        for index, (payload, thumb) in enumerate(spool):
-            yield (payload, *gate.plan(index, thumb, info.width))
+        # A fresh gate per chunk: every chunk is analysed alone, so a resumed run makes the same choices.
+        for index, (payload, thumb) in enumerate(spool, start):
+            if index % options.chunk_size == 0 or not gates:
+                gates.append(frame_fn.new_gate())
+            yield (payload, *gates[-1].plan(index, thumb, info.width))
 
     def work(payload, reference: Reference, is_new: bool) -> tuple[np.ndarray, int]:
         with timed(options.timings, "decode"):
@@ -146,7 +197,7 @@ def _transcode(info: VideoInfo, workspace: Path, frame_fn: FrameProcessor, optio
                             encoder.close()
                         chunks.append(workspace / f"chunk_{len(chunks):05d}.mp4")
                         encoder = _Encoder(chunks[-1], info, options.encode, workspace, container)
-                    encoder.write(frame)
+                    encoder.write(frame, swapped > 0)
                 counters.frames += 1
                 counters.frames_with_faces += swapped > 0
                 on_frames(1)
@@ -167,7 +218,7 @@ def _transcode(info: VideoInfo, workspace: Path, frame_fn: FrameProcessor, optio
         raise MediaError(f"{info.path}: damaged or truncated: only {counters.frames} of {info.frame_count} frames "
                          f"could be decoded ({ffmpeg.error_line(log) if log.strip() else 'missing data'})")
     counters.stage_seconds["transcode"] = time.perf_counter() - started
-    counters.references = gate.references
+    counters.references = sum(gate.references for gate in gates)
     return counters, chunks
 
 
@@ -185,19 +236,26 @@ def _stop(process: subprocess.Popen, kill: bool) -> None:
 
 
 class _Encoder:
-    """One ffmpeg encoder process for one chunk, fed raw BGR frames on stdin."""
+    """One ffmpeg encoder process for one chunk, fed raw BGR frames on stdin. The chunk is written under a
+    `.part` name and, once the encoder succeeded, renamed and described in a JSON sidecar: only then does it
+    count as finished for a resumed run."""
 
     def __init__(self, out: Path, info: VideoInfo, options: EncodeOptions, workspace: Path, container: str) -> None:
         self._path = info.path
+        self._out = out
+        self._part = out.with_name(f"{out.stem}.part{out.suffix}")
+        self._frames = self._faces = 0
         self._log_path = workspace / f"{out.stem}.log"
         pixel_format = ffmpeg.output_pixel_format(info.width, info.height, info.pixel_format)
         with open(self._log_path, "wb") as log:
-            command = ffmpeg.encode_command(out, info.width, info.height, info.fps, options, info.colour,
+            command = ffmpeg.encode_command(self._part, info.width, info.height, info.fps, options, info.colour,
                                             pixel_format, container)
             self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stderr=log)
         self._stdin: IO[bytes] = self._process.stdin  # type: ignore[assignment]
 
-    def write(self, frame: np.ndarray) -> None:
+    def write(self, frame: np.ndarray, has_faces: bool) -> None:
+        self._frames += 1
+        self._faces += has_faces
         try:
             self._stdin.write(memoryview(np.ascontiguousarray(frame)).cast("B"))
         except (BrokenPipeError, OSError):
@@ -211,6 +269,11 @@ class _Encoder:
             pass
         if self._process.wait() != 0:
             raise self._failure()
+        self._part.replace(self._out)
+        meta = self._out.with_suffix(".json")
+        tmp = meta.with_name(meta.name + ".tmp")
+        tmp.write_text(json.dumps({"frames": self._frames, "faces": self._faces}))
+        tmp.replace(meta)
 
     def _failure(self) -> MediaError:
         return MediaError(f"{self._path}: encoding failed ({ffmpeg.error_line(self._log_path.read_bytes())})")

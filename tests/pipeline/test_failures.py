@@ -77,17 +77,25 @@ def test_webm_gets_vp9_and_an_impossible_encoder_is_explained(env, source_image,
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_interrupt_removes_temp_files_and_partial_output(env, source_image, sig):
+def test_interrupt_keeps_only_finished_chunks_and_the_rerun_completes(env, source_image, sig):
     clip = make_clip(env / "long.mp4", frames=400)
     environment = {**os.environ, "FFB_EXECUTION_THREAD_COUNT": "1"}
-    process = subprocess.Popen([sys.executable, "-m", "facefusion_batch", "run", "--engine", "neural", "-s",
-                                str(source_image), "-t", str(clip), "-o", str(env / "out"), "-q",
-                                "--chunk-size", "50"], env=environment, stderr=subprocess.PIPE)
+    command = [sys.executable, "-m", "facefusion_batch", "run", "--engine", "neural", "-s", str(source_image),
+               "-t", str(clip), "-o", str(env / "out"), "-q", "--chunk-size", "50"]
+    process = subprocess.Popen(command, env=environment, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not list((env / "tmp").glob("ffb-*/chunk_00001.mp4")):
+    while time.monotonic() < deadline and not list((env / "tmp").glob("ffb-*/chunk_00001.json")):
         time.sleep(0.05)
     process.send_signal(sig)
     _, err = process.communicate(timeout=60)
     assert process.returncode == 130, err.decode()
+    left = sorted(p.name for p in (env / "tmp").rglob("*") if p.is_file())
+    assert left and all(name.startswith("chunk_") and name.endswith((".mp4", ".json")) for name in left)
+    assert not any(".part." in name for name in left) and not list((env / "tmp").glob("ffb-*/frames"))
+    assert len(left) % 2 == 0 and {n[:11] for n in left if n.endswith(".mp4")} == {n[:11] for n in left
+                                                                                 if n.endswith(".json")}
+    assert [p.name for p in (env / "out").iterdir()] == [".ffb"], "no output, complete or partial"
+    rerun = subprocess.run(command + ["--json"], env=environment, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    assert json.loads(rerun.stdout)["outcomes"][0]["frames"] == 400
     assert list((env / "tmp").iterdir()) == []
-    assert list((env / "out").iterdir()) == []

@@ -59,9 +59,9 @@ def test_video_end_to_end(env, source_image, capsys):
     assert inside > 20, "the face region must change"
     assert outside < 3.0, "pixels away from the face must stay within encode noise"
     assert abs(inside_outside(decode_all(clip), decode_all(out), signed=True)[1]) < 0.5, "no colour shift"
-    assert summary["counts"] == {"done": 1, "no_face": 0, "failed": 0}
+    assert summary["counts"] == {"done": 1, "no_face": 0, "skipped": 0, "failed": 0}
     assert not list((env / "tmp").iterdir()), "temp files are removed"
-    assert not [p for p in (env / "out").iterdir() if p.name.startswith(".")], "no partial outputs"
+    assert [p.name for p in (env / "out").iterdir() if p.name.startswith(".")] == [".ffb"], "no partial outputs"
 
 
 def test_output_is_marked_as_ai_modified(env, source_image, capsys):
@@ -130,7 +130,7 @@ def test_image_target_and_directory_batch_with_bad_files(env, source_image, caps
     assert (out / "sub" / "good.mp4").is_file(), "outputs mirror the input tree"
     assert (out / "noface.png").read_bytes() == (clips / "noface.png").read_bytes(), "no face: copied unchanged"
     assert not (out / "corrupt.mp4").exists() and not (out / "empty.png").exists()
-    assert sorted(p.name for p in out.rglob(".*")) == []
+    assert sorted(p.name for p in out.rglob(".*")) == [".ffb"]
     swapped = cv2.imread(str(out / "photo.jpg"))
     from PIL import Image
     assert "AI-modified" in Image.open(out / "photo.jpg").getexif().get(0x010E, "")
