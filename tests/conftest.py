@@ -74,6 +74,17 @@ def neural_models(tmp_path_factory) -> Path:
     return directory
 
 
+@pytest.fixture
+def env(tmp_path, neural_models, monkeypatch) -> Path:
+    """A tmp dir with the stand-in neural models selected and cache/temp dirs inside it."""
+    monkeypatch.setenv("FFB_MODELS_PATH", str(neural_models))
+    monkeypatch.setenv("FFB_CACHE_PATH", str(tmp_path / "cache"))
+    monkeypatch.setenv("FFB_TEMP_PATH", str(tmp_path / "tmp"))
+    monkeypatch.setenv("FFB_EXECUTION_THREAD_COUNT", "2")
+    monkeypatch.setenv("FFB_ENGINE", "neural")
+    return tmp_path
+
+
 def make_clip(path: Path, frames: int = 30, fps: str = "25", audio: bool = True, extra: list[str] | None = None,
               image: np.ndarray | None = None) -> Path:
     """Encode `frames` copies of `image` (default: face_frame) with a slowly moving noise strip and a tone."""

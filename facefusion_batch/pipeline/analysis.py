@@ -56,15 +56,6 @@ class Reference:
     result: Future = field(default_factory=Future)  # -> (faces, their patches)
 
 
-def shift_face(face: Face, dx: float, dy: float) -> Face:
-    offset = np.array([dx, dy], np.float32)
-    landmarks = None
-    if face.landmarks is not None:
-        landmarks = face.landmarks.copy()
-        landmarks[:, :2] += offset
-    return dataclasses.replace(face, box=face.box + np.tile(offset, 2), kps=face.kps + offset, landmarks=landmarks)
-
-
 @dataclass(frozen=True)
 class Patch:
     """The grey neighbourhood of one face on a reference frame, downscaled for phase correlation."""

@@ -5,7 +5,6 @@ import dataclasses
 import http.server
 import threading
 import zlib
-from pathlib import Path
 
 import pytest
 

@@ -7,21 +7,12 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from conftest import make_clip
 from facefusion_batch.cli import main
-
-
-@pytest.fixture
-def env(tmp_path, neural_models, monkeypatch):
-    monkeypatch.setenv("FFB_MODELS_PATH", str(neural_models))
-    monkeypatch.setenv("FFB_CACHE_PATH", str(tmp_path / "cache"))
-    monkeypatch.setenv("FFB_TEMP_PATH", str(tmp_path / "tmp"))
-    return tmp_path
 
 
 def test_video_without_faces_is_copied_through(env, source_image, capsys):

@@ -8,21 +8,11 @@ from pathlib import Path
 
 import cv2
 import numpy as np
-import pytest
 
 from conftest import FACE_BOX, decode_all, face_frame, make_clip
 from facefusion_batch.cli import main
 from facefusion_batch.video.ffmpeg import ffmpeg_binary
 from facefusion_batch.video.probe import probe
-
-
-@pytest.fixture
-def env(tmp_path, neural_models, monkeypatch):
-    monkeypatch.setenv("FFB_MODELS_PATH", str(neural_models))
-    monkeypatch.setenv("FFB_CACHE_PATH", str(tmp_path / "cache"))
-    monkeypatch.setenv("FFB_TEMP_PATH", str(tmp_path / "tmp"))
-    monkeypatch.setenv("FFB_EXECUTION_THREAD_COUNT", "2")
-    return tmp_path
 
 
 def run_json(args: list[str], capsys) -> tuple[int, dict]:
