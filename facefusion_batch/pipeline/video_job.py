@@ -63,10 +63,22 @@ def check_space(directory: Path, needed: int, what: str, fix: str) -> None:
                           f"{fix}")
 
 
+SPOOL_BYTES = 512 * 1024 ** 2  # decoded frames waiting on disk, at most (a few frames for 4K)
+
+
+def spool_ahead(info: VideoInfo, options: JobOptions) -> int:
+    """Frames the reader may decode ahead of processing: a chunk, within SPOOL_BYTES, when spooling to
+    disk; just enough to keep the workers busy in memory."""
+    if options.transport != "temp":
+        return options.in_flight
+    fit = SPOOL_BYTES // (info.width * info.height * 3)
+    return max(2 * options.in_flight, min(options.chunk_size, fit))
+
+
 def estimate(info: VideoInfo, options: JobOptions) -> tuple[int, int]:
     """(temp bytes, output bytes) one video needs: spooled frames + encoded chunks, and the output."""
     frame_bytes = info.width * info.height * 3
-    spool = frame_bytes * options.chunk_size if options.transport == "temp" else 0
+    spool = frame_bytes * spool_ahead(info, options) if options.transport == "temp" else 0
     encoded = max(info.path.stat().st_size * 2, 10_000_000)
     return spool + encoded, encoded
 
@@ -156,7 +168,7 @@ def _transcode(info: VideoInfo, workspace: Path, frame_fn: FrameProcessor, optio
     counters.frames_with_faces = sum(faces for _, _, faces in done)
     counters.resumed_frames = start = counters.frames
     on_frames(start)
-    ahead = options.chunk_size if options.transport == "temp" else options.in_flight
+    ahead = spool_ahead(info, options)
     frames_dir = workspace / "frames"
     shutil.rmtree(frames_dir, ignore_errors=True)
     frames_dir.mkdir()
