@@ -83,15 +83,23 @@ def estimate(info: VideoInfo, options: JobOptions) -> tuple[int, int]:
     return spool + encoded, encoded
 
 
-def process_video(path: Path, out: Path, frame_fn: FrameProcessor, tags: dict[str, str], options: JobOptions,
-                  on_frames: Callable[[int], None], on_start: Callable[[int], None],
-                  resume_key: str | None = None) -> Counters:
-    """Swap faces through a whole video into `out` (written under a temp name, renamed on success).
+@dataclass(frozen=True)
+class VideoPlan:
+    """A probed video, its output, and the job options with the encoder resolved for the container."""
 
-    With a `resume_key` (a hash of the input's content and every setting that shapes the output) the
-    workspace is `ffb-<key>` in the temp dir: chunks encoded by an earlier, interrupted run with the same
-    key are reused, and an interruption keeps this run's finished chunks for the next.
-    """
+    info: VideoInfo
+    out: Path
+    container: str
+    options: JobOptions
+
+    @property
+    def chunk_count(self) -> int:
+        """Chunks by the probe's frame count (the decoder decides the last one's length)."""
+        return max(1, -(-self.info.frame_count // self.options.chunk_size))
+
+
+def plan_video(path: Path, out: Path, options: JobOptions) -> VideoPlan:
+    """Probe and check one video target before any work: encoder for the container, disk space."""
     with timed(options.timings, "probe"):
         info = probe(path)
     container = ffmpeg.container_of(out)
@@ -104,89 +112,155 @@ def process_video(path: Path, out: Path, frame_fn: FrameProcessor, tags: dict[st
     options.temp_root.mkdir(parents=True, exist_ok=True)
     check_space(options.temp_root, temp_need, str(path), "set temp_path to a larger disk or lower chunk_size")
     check_space(out.parent, out_need, str(path), "free space in the output directory")
-    on_start(info.frame_count)
+    return VideoPlan(info, out, container, options)
+
+
+def process_video(path: Path, out: Path, frame_fn: FrameProcessor, tags: dict[str, str], options: JobOptions,
+                  on_frames: Callable[[int], None], on_start: Callable[[int], None],
+                  resume_key: str | None = None) -> Counters:
+    """Swap faces through a whole video into `out` (written under a temp name, renamed on success).
+
+    With a `resume_key` (a hash of the input's content and every setting that shapes the output) the
+    workspace is `ffb-<key>` in the temp dir: chunks encoded by an earlier, interrupted run with the same
+    key are reused, and an interruption keeps this run's finished chunks for the next.
+    """
+    plan = plan_video(path, out, options)
+    on_start(plan.info.frame_count)
     if resume_key:
         workspace = options.temp_root / f"ffb-{resume_key}"
         workspace.mkdir(exist_ok=True)
     else:
         workspace = Path(tempfile.mkdtemp(prefix="ffb-", dir=options.temp_root))
-    partial = temp_name(out)
     keep_chunks = False
     try:
-        counters, chunks = _transcode(info, workspace, frame_fn, options, on_frames, container)
-        if counters.frames_with_faces == 0:
-            shutil.copyfile(path, partial)  # nothing to swap: the original goes through untouched
-        else:
-            with timed(options.timings, "encode"):
-                _mux(info, chunks, workspace, partial, container, tags)
-            with timed(options.timings, "verify"):
-                _verify(partial, info, counters.frames)
-            if info.variable_frame_rate:
-                counters.note = (f"variable frame rate: written at a constant {float(info.fps):.3f} fps, frames "
-                                 f"moved by up to {info.timing_shift * 1000:.0f} ms")
-        partial.replace(out)
+        counters = encode_chunks(plan, workspace, frame_fn, on_frames)
+        counters.note = finish_video(plan, workspace, tags)
         return counters
     except KeyboardInterrupt:
         keep_chunks = resume_key is not None  # finished chunks wait for the next run; the rest goes
         raise
     finally:
-        with contextlib.suppress(OSError):
-            partial.unlink(missing_ok=True)
         if keep_chunks:
-            keep = {p for chunk, _, _ in finished_chunks(workspace, options.chunk_size)
-                    for p in (chunk, chunk.with_suffix(".json"))}
-            shutil.rmtree(workspace / "frames", ignore_errors=True)
-            for stray in set(workspace.iterdir()) - keep:
-                stray.unlink(missing_ok=True)
+            tidy_workspace(workspace)
         else:
             shutil.rmtree(workspace, ignore_errors=True)
 
 
-def finished_chunks(workspace: Path, chunk_size: int) -> list[tuple[Path, int, int]]:
-    """(chunk file, frames, frames with faces) of the leading run of complete chunks in `workspace`."""
-    found = []
-    while True:
-        chunk = workspace / f"chunk_{len(found):05d}.mp4"
-        try:
-            meta = json.loads(chunk.with_suffix(".json").read_text())
-        except (OSError, ValueError):
-            break
-        if not chunk.is_file():
-            break
-        found.append((chunk, int(meta["frames"]), int(meta["faces"])))
-        if meta["frames"] != chunk_size:
-            break  # the video's last, short chunk
-    return found
+def tidy_workspace(workspace: Path) -> None:
+    """Keep only finished chunks (and the end marker): what a later run can reuse."""
+    keep = {p for index in range(len(list(workspace.glob("chunk_*.json"))) + 1)
+            if chunk_meta(workspace, index) for p in (chunk_path(workspace, index),
+                                                      chunk_path(workspace, index).with_suffix(".json"))}
+    keep.add(workspace / "end.json")
+    shutil.rmtree(workspace / "frames", ignore_errors=True)
+    for stray in set(workspace.iterdir()) - keep:
+        if stray.is_file():
+            stray.unlink(missing_ok=True)
 
 
-def _transcode(info: VideoInfo, workspace: Path, frame_fn: FrameProcessor, options: JobOptions,
-               on_frames: Callable[[int], None], container: str) -> tuple[Counters, list[Path]]:
+def chunk_path(workspace: Path, index: int) -> Path:
+    return workspace / f"chunk_{index:05d}.mp4"
+
+
+def chunk_meta(workspace: Path, index: int) -> dict | None:
+    """{"frames", "faces"} of a finished chunk, or None when it isn't finished."""
+    chunk = chunk_path(workspace, index)
+    try:
+        meta = json.loads(chunk.with_suffix(".json").read_text())
+    except (OSError, ValueError):
+        return None
+    return meta if chunk.is_file() else None
+
+
+def encode_chunks(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_frames: Callable[[int], None],
+                  first: int = 0, last: int | None = None) -> Counters:
+    """Process and encode chunks `first` .. `last` - 1 (None: to the end of the video) into `workspace`,
+    skipping those already finished. Reaching the end writes `end.json` with the video's frame count."""
+    options = plan.options
     counters = Counters()
-    done = finished_chunks(workspace, options.chunk_size)
-    chunks = [chunk for chunk, _, _ in done]
-    counters.frames = sum(frames for _, frames, _ in done)
-    counters.frames_with_faces = sum(faces for _, _, faces in done)
-    counters.resumed_frames = start = counters.frames
-    on_frames(start)
+    resume = first
+    while (last is None or resume < last) and (meta := chunk_meta(workspace, resume)):
+        counters.frames += meta["frames"]
+        counters.frames_with_faces += meta["faces"]
+        resume += 1
+        if meta["frames"] < options.chunk_size:
+            return counters  # that was the video's last chunk
+    counters.resumed_frames = counters.frames
+    on_frames(counters.frames)
+    if last is not None and resume >= last:
+        return counters
+    processed = _transcode(plan, workspace, frame_fn, on_frames, resume, last)
+    counters.frames += processed.frames
+    counters.frames_with_faces += processed.frames_with_faces
+    counters.references = processed.references
+    counters.first_frame_seconds = processed.first_frame_seconds
+    counters.stage_seconds = processed.stage_seconds
+    return counters
+
+
+def finish_video(plan: VideoPlan, workspace: Path, tags: dict[str, str]) -> str:
+    """Join the finished chunks with the original audio into the output (or copy the original through
+    when no frame had a face), verify it, and rename it into place. Returns a note for the summary."""
+    info = plan.info
+    try:
+        total = json.loads((workspace / "end.json").read_text())["frames"]
+    except (OSError, ValueError, KeyError):
+        raise MediaError(f"{info.path}: the video's last chunk is missing; run again to finish it") from None
+    metas, chunks, index = [], [], 0
+    while sum(m["frames"] for m in metas) < total:
+        meta = chunk_meta(workspace, index)
+        if meta is None:
+            raise MediaError(f"{info.path}: chunk {index} is missing; run again to finish it")
+        metas.append(meta)
+        chunks.append(chunk_path(workspace, index))
+        index += 1
+    partial = temp_name(plan.out)
+    note = ""
+    try:
+        if not any(m["faces"] for m in metas):
+            shutil.copyfile(info.path, partial)  # nothing to swap: the original goes through untouched
+        else:
+            with timed(plan.options.timings, "encode"):
+                _mux(info, chunks, workspace, partial, plan.container, tags)
+            with timed(plan.options.timings, "verify"):
+                _verify(partial, info, total)
+            if info.variable_frame_rate:
+                note = (f"variable frame rate: written at a constant {float(info.fps):.3f} fps, frames moved by "
+                        f"up to {info.timing_shift * 1000:.0f} ms")
+        partial.replace(plan.out)
+    finally:
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)
+    return note
+
+
+def _transcode(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_frames: Callable[[int], None],
+               first: int, last: int | None) -> Counters:
+    """Decode the video, process frames of chunks `first` .. `last` - 1 on the pool, encode each chunk."""
+    info, options = plan.info, plan.options
+    counters = Counters()
+    start = first * options.chunk_size
+    stop = None if last is None else last * options.chunk_size
     ahead = spool_ahead(info, options)
     frames_dir = workspace / "frames"
     shutil.rmtree(frames_dir, ignore_errors=True)
     frames_dir.mkdir()
-    with open(workspace / "decode.log", "wb") as log:
+    log_path = workspace / f"decode_{first:05d}.log"
+    with open(log_path, "wb") as log:
         decoder = subprocess.Popen(ffmpeg.decode_command(info.path), stdout=subprocess.PIPE, stderr=log)
     # Spooled frames are copied to disk at once, so two buffers do; in memory every frame ahead or in
     # flight holds its buffer until it is encoded.
     buffers = ahead + options.in_flight + 3 if options.transport == "memory" else 2
     decoded = read_frames(decoder.stdout, info.width, info.height, buffers=buffers)
-    # Frames of reused chunks are decoded and dropped: exact, and far cheaper than processing them.
-    frames = timed_iter(itertools.islice(decoded, start, None), options.timings, "decode")
+    # Frames before the range are decoded and dropped: exact, and far cheaper than processing them.
+    frames = timed_iter(itertools.islice(decoded, start, stop), options.timings, "decode")
     spool = Spool(frames, options.transport, frames_dir, options.frame_format, ahead, options.timings)
     encoder: _Encoder | None = None
     started = time.perf_counter()
     gates: list[MotionGate] = []
 
     def planned():
-        # A fresh gate per chunk: every chunk is analysed alone, so a resumed run makes the same choices.
+        # A fresh gate per chunk: every chunk is analysed alone, so resumed and split runs choose alike.
         for index, (payload, thumb) in enumerate(spool, start):
             if index % options.chunk_size == 0 or not gates:
                 gates.append(frame_fn.new_gate())
@@ -198,18 +272,20 @@ def _transcode(info: VideoInfo, workspace: Path, frame_fn: FrameProcessor, optio
         return frame_fn(frame, reference, is_new)
 
     finished = False
+    index = start
     try:
         with ThreadPoolExecutor(options.threads, thread_name_prefix="ffb-frame") as pool:
             for frame, swapped in ordered_map(pool, work, planned(), options.in_flight):
                 if not counters.frames:
                     counters.first_frame_seconds = time.perf_counter() - started
                 with timed(options.timings, "encode"):
-                    if counters.frames % options.chunk_size == 0:
+                    if index % options.chunk_size == 0:
                         if encoder:
                             encoder.close()
-                        chunks.append(workspace / f"chunk_{len(chunks):05d}.mp4")
-                        encoder = _Encoder(chunks[-1], info, options.encode, workspace, container)
+                        encoder = _Encoder(chunk_path(workspace, index // options.chunk_size), info,
+                                           options.encode, workspace, plan.container)
                     encoder.write(frame, swapped > 0)
+                index += 1
                 counters.frames += 1
                 counters.frames_with_faces += swapped > 0
                 on_frames(1)
@@ -219,19 +295,22 @@ def _transcode(info: VideoInfo, workspace: Path, frame_fn: FrameProcessor, optio
             encoder = None
         finished = True
     finally:
-        _stop(decoder, kill=not finished)
+        reached_end = decoder.poll() is not None or stop is None
+        _stop(decoder, kill=not finished or not reached_end)
         spool.close()
         if encoder:
             encoder.kill()
-    log = (workspace / "decode.log").read_bytes()
-    if decoder.returncode not in (0, None) or counters.frames == 0:
-        raise MediaError(f"{info.path}: decoding failed after {counters.frames} frames ({ffmpeg.error_line(log)})")
-    if counters.frames < info.frame_count - 1 or b"partial file" in log:
-        raise MediaError(f"{info.path}: damaged or truncated: only {counters.frames} of {info.frame_count} frames "
-                         f"could be decoded ({ffmpeg.error_line(log) if log.strip() else 'missing data'})")
+    log = log_path.read_bytes()
+    if stop is None or index < stop:  # the decoder ran out: this was the end of the video
+        if decoder.returncode != 0 or index == 0:
+            raise MediaError(f"{info.path}: decoding failed after {index} frames ({ffmpeg.error_line(log)})")
+        if index < info.frame_count - 1 or b"partial file" in log:
+            raise MediaError(f"{info.path}: damaged or truncated: only {index} of {info.frame_count} frames "
+                             f"could be decoded ({ffmpeg.error_line(log) if log.strip() else 'missing data'})")
+        (workspace / "end.json").write_text(json.dumps({"frames": index}))
     counters.stage_seconds["transcode"] = time.perf_counter() - started
     counters.references = sum(gate.references for gate in gates)
-    return counters, chunks
+    return counters
 
 
 def _stop(process: subprocess.Popen, kill: bool) -> None:
