@@ -18,10 +18,6 @@ from typing import Any
 from facefusion_batch.errors import ModelError
 from facefusion_batch.settings import Settings
 
-_PROVIDER_NAMES = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider",
-                   "tensorrt": "TensorrtExecutionProvider"}
-
-
 def ort():
     """Import onnxruntime quietly (a CPU-only machine logs CUDA load errors otherwise)."""
     import onnxruntime

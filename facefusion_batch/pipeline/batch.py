@@ -252,6 +252,9 @@ class Batch:
                                          job_options(self.settings, self.timings), self.reporter.advance,
                                          lambda total: self.reporter.start(str(target.path), total), resume_key)
                 swapped, frames, note = counters.frames_with_faces, counters.frames, counters.note
+                if counters.resumed_frames:
+                    note = "; ".join(filter(None, [f"resumed: {counters.resumed_frames} frames reused from an "
+                                                   "interrupted run", note]))
         except (FfbError, OSError) as exc:
             reason = str(exc) if isinstance(exc, FfbError) else _os_reason(target, exc)
             self.reporter.finish("failed")

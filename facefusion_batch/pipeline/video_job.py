@@ -8,9 +8,8 @@ import json
 import shutil
 import subprocess
 import tempfile
-import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Callable, Protocol
 
@@ -37,9 +36,6 @@ class FrameProcessor(Protocol):
 class Counters:
     frames: int = 0
     frames_with_faces: int = 0
-    references: int = 0  # frames on which faces were detected (not reused)
-    first_frame_seconds: float = 0.0  # from the start of the target to its first processed frame
-    stage_seconds: dict[str, float] = field(default_factory=dict)
     note: str = ""  # something the user should know about a finished output
     resumed_frames: int = 0  # frames taken from chunks an interrupted run had finished
 
@@ -192,9 +188,6 @@ def encode_chunks(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on
     processed = _transcode(plan, workspace, frame_fn, on_frames, resume, last)
     counters.frames += processed.frames
     counters.frames_with_faces += processed.frames_with_faces
-    counters.references = processed.references
-    counters.first_frame_seconds = processed.first_frame_seconds
-    counters.stage_seconds = processed.stage_seconds
     return counters
 
 
@@ -256,7 +249,6 @@ def _transcode(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_fr
     frames = timed_iter(itertools.islice(decoded, start, stop), options.timings, "decode")
     spool = Spool(frames, options.transport, frames_dir, options.frame_format, ahead, options.timings)
     encoder: _Encoder | None = None
-    started = time.perf_counter()
     gates: list[MotionGate] = []
 
     def planned():
@@ -276,8 +268,6 @@ def _transcode(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_fr
     try:
         with ThreadPoolExecutor(options.threads, thread_name_prefix="ffb-frame") as pool:
             for frame, swapped in ordered_map(pool, work, planned(), options.in_flight):
-                if not counters.frames:
-                    counters.first_frame_seconds = time.perf_counter() - started
                 with timed(options.timings, "encode"):
                     if index % options.chunk_size == 0:
                         if encoder:
@@ -308,8 +298,6 @@ def _transcode(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_fr
             raise MediaError(f"{info.path}: damaged or truncated: only {index} of {info.frame_count} frames "
                              f"could be decoded ({ffmpeg.error_line(log) if log.strip() else 'missing data'})")
         (workspace / "end.json").write_text(json.dumps({"frames": index}))
-    counters.stage_seconds["transcode"] = time.perf_counter() - started
-    counters.references = sum(gate.references for gate in gates)
     return counters
 
 

@@ -88,5 +88,6 @@ def test_interrupt_keeps_only_finished_chunks_and_the_rerun_completes(env, sourc
     assert [p.name for p in (env / "out").iterdir()] == [".ffb"], "no output, complete or partial"
     rerun = subprocess.run(command + ["--json"], env=environment, capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stderr
-    assert json.loads(rerun.stdout)["outcomes"][0]["frames"] == 400
+    outcome = json.loads(rerun.stdout)["outcomes"][0]
+    assert outcome["frames"] == 400 and outcome["reason"].startswith("resumed: ")
     assert list((env / "tmp").iterdir()) == []
