@@ -19,8 +19,8 @@ import typer
 
 from facefusion_batch import __version__
 from facefusion_batch.errors import FfbError, SettingsError
-from facefusion_batch.settings import (Engine, FaceDetectorModel, FaceSelectorMode, FrameTransport, VideoEncoder,
-                                       VideoMemoryStrategy, VideoPreset, describe, load_settings)
+from facefusion_batch.settings import (Engine, Executor, FaceDetectorModel, FaceSelectorMode, FrameTransport,
+                                       VideoEncoder, VideoMemoryStrategy, VideoPreset, describe, load_settings)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="ffb: batch face swap for videos and images.\n\n"
@@ -93,6 +93,10 @@ def run(
         None, help="strict: free sessions between targets; moderate: shrink GPU arena; tolerant: keep all."),
     system_memory_limit: Optional[int] = typer.Option(None, help="Memory limit in GB (0: none)."),
     no_marking: bool = typer.Option(False, "--no-marking", help="Don't mark outputs as AI-modified (not advised)."),
+    executor: Optional[Executor] = typer.Option(None, help="local: this process; ray: spread the batch over a Ray "
+                                                "cluster (needs the ray extra of facefusion-batch)."),
+    ray_address: Optional[str] = typer.Option(None, help="Ray cluster to join: auto or ray://host:10001 (implies "
+                                              "--executor ray); without it Ray starts on this machine."),
     force: bool = typer.Option(False, "--force", help="Redo targets the journal says are finished and unchanged."),
     retry_failed: bool = typer.Option(False, "--retry-failed", help="Only retry targets whose last run failed."),
     wait: bool = typer.Option(False, "--wait", help="If another ffb run holds this output, wait for it instead "
@@ -113,6 +117,7 @@ def run(
         "video_memory_strategy": video_memory_strategy, "system_memory_limit": system_memory_limit,
         "face_selector_mode": "many" if many_faces else face_selector_mode,
         "reference_face_path": reference_face, "output_marking": False if no_marking else None,
+        "executor": executor or ("ray" if ray_address else None), "ray_address": ray_address,
     }
     if reference_face and not (many_faces or face_selector_mode):
         flags["face_selector_mode"] = "reference"
@@ -130,14 +135,24 @@ def run(
     from facefusion_batch.pipeline.batch import Batch, open_state
     from facefusion_batch.pipeline.progress import make_reporter
 
+    settings = resolved.settings
+    if settings.executor == "ray":
+        from facefusion_batch.executors import require_ray
+
+        require_ray()  # before the lock: say at once how to install it
     signal.signal(signal.SIGTERM, _interrupt)  # cron's kill: clean up like Ctrl-C
-    reporter = make_reporter(quiet=quiet or resolved.settings.log_level == "error")
+    reporter = make_reporter(quiet=quiet or settings.log_level == "error")
     lock = journal = None
     try:
-        lock, journal = open_state(resolved.settings, wait, reporter)
-        batch = Batch(resolved.settings, source, reporter)
-        reporter.message(f"engine: {batch.engine.name} ({', '.join(batch.engine.models)})")
-        result = batch.run(target, journal, force=force, retry_failed=retry_failed)
+        lock, journal = open_state(settings, wait, reporter)
+        if settings.executor == "ray":
+            from facefusion_batch.executors.ray_executor import run_batch
+
+            result = run_batch(settings, source, target, journal, reporter, force=force, retry_failed=retry_failed)
+        else:
+            batch = Batch(settings, source, reporter)
+            reporter.message(f"engine: {batch.engine.name} ({', '.join(batch.engine.models)})")
+            result = batch.run(target, journal, force=force, retry_failed=retry_failed)
     finally:
         reporter.close()
         if journal:

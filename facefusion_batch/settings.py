@@ -36,6 +36,7 @@ TempFrameFormat = Literal["bmp", "png", "jpg"]
 FrameTransport = Literal["temp", "memory"]
 VideoMemoryStrategy = Literal["strict", "moderate", "tolerant"]
 LogLevel = Literal["error", "info"]
+Executor = Literal["local", "ray"]
 
 
 def _default_cache() -> Path:
@@ -63,6 +64,9 @@ class Settings:
     cache_path: Path = _spec("paths", "Directory for the source-face cache.",
                              default_factory=_default_cache)
     state_path: Path | None = _spec("paths", "Directory for the journal and lock (default: <output>/.ffb).", None)
+    shared_path: Path | None = _spec(
+        "paths", "Ray executor: directory every node mounts at the same path, where the chunks of a video split "
+        "across workers meet (default: temp_path, which is then shared).", None)
 
     download_mirror: str = _spec("download", "Base URL to fetch model files from instead of the FaceFusion "
                                  "release (a mirror holding the same file names).", "")
@@ -120,6 +124,20 @@ class Settings:
                                          "micro-batching; 0: 8 on a GPU, 1 on CPU (where batching measured "
                                          "slower than parallel single calls).", 0)
     batch_wait_ms: float = _spec("execution", "How long a model call waits for more crops to fill a batch.", 2.0)
+    executor: Executor = _spec("execution", "local: this process; ray: spread the batch over a Ray cluster "
+                                            "(pip install 'facefusion-batch[ray]').", "local")
+    ray_address: str = _spec("execution", "Ray cluster to join: auto (the one this machine belongs to) or "
+                                          "ray://host:10001; empty: start Ray on this machine.", "")
+    ray_workers: int = _spec("execution", "Ray workers, each holding one loaded engine; 0: one per ray_num_gpus "
+                                          "GPUs of the cluster, or one per execution_thread_count CPUs.", 0)
+    ray_num_gpus: float = _spec("execution", "GPUs each Ray worker reserves (0.5: two workers per GPU); needs a "
+                                             "GPU execution provider when above 0.", 0.0)
+    ray_num_cpus: float = _spec("execution", "CPUs each Ray worker reserves.", 1.0)
+    ray_segment_chunks: int = _spec(
+        "execution", "Chunks per segment when a video is split across Ray workers; 0: split a video only when "
+        "workers are free, one segment per free worker.", 0)
+    ray_max_retries: int = _spec("execution", "Times a work item is retried on another worker after its worker "
+                                              "died (and times a dead worker is restarted).", 2)
 
     video_memory_strategy: VideoMemoryStrategy = _spec(
         "memory", "strict: free sessions after each target; moderate: GPU arena shrinks after each call; "
@@ -164,6 +182,11 @@ _RANGES: dict[str, tuple[float, float]] = {
     "batch_size": (0, 256),
     "batch_wait_ms": (0.0, 1000.0),
     "system_memory_limit": (0, 4096),
+    "ray_workers": (0, 100000),
+    "ray_num_gpus": (0.0, 64.0),
+    "ray_num_cpus": (0.0, 1024.0),
+    "ray_segment_chunks": (0, 100000),
+    "ray_max_retries": (0, 100),
 }
 
 
@@ -317,7 +340,23 @@ def load_settings(
     settings = Settings(**values)
     if settings.face_selector_mode == "reference" and settings.reference_face_path is None:
         raise SettingsError("face_selector_mode is reference but no reference face: pass --reference-face IMAGE")
+    if settings.executor == "ray":
+        _check_ray(settings)
     return Resolved(settings, origins)
+
+
+def _check_ray(settings: Settings) -> None:
+    """Combinations the Ray executor can't honour, refused rather than ignored."""
+    gpu = any(p != "cpu" for p in settings.execution_providers)
+    if gpu and settings.ray_num_gpus == 0:
+        raise SettingsError("execution_providers asks for a GPU but ray_num_gpus is 0, so Ray would give the "
+                            "workers none; set ray_num_gpus (1: a GPU per worker, 0.5: two workers per GPU)")
+    if settings.ray_num_gpus > 0 and not gpu:
+        raise SettingsError(f"ray_num_gpus is {settings.ray_num_gpus} but execution_providers is cpu only; add "
+                            "cuda or tensorrt to execution_providers, or set ray_num_gpus to 0")
+    if settings.execution_device_id != 0:
+        raise SettingsError("execution_device_id must be 0 with the ray executor: Ray chooses each worker's GPU "
+                            "(and limits the worker to it)")
 
 
 def describe(resolved: Resolved) -> list[dict[str, Any]]:

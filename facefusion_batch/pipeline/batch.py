@@ -31,6 +31,7 @@ from facefusion_batch.video.ffmpeg import EncodeOptions
 
 STATUSES = ("done", "no_face", "skipped", "failed")
 STALE_WORKSPACE_DAYS = 7
+NO_FACE = "no face found; copied through unchanged"
 
 
 @dataclass
@@ -117,11 +118,36 @@ def _when(timestamp: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp))
 
 
-def _os_reason(target: Target, exc: OSError) -> str:
+def os_reason(target: Target, exc: OSError) -> str:
     if target.path.is_symlink() and not target.path.exists():
         return f"{target.path}: broken symbolic link"
     where = exc.filename if exc.filename else target.path
     return f"{target.path}: {exc.strerror or exc} ({where})" if where != target.path else f"{target.path}: {exc}"
+
+
+def claim(journal: Journal, target: Target, output_key: str, force: bool, retry_failed: bool
+          ) -> tuple[Outcome | None, str, str]:
+    """The journal's decision on a target: (an outcome when it is skipped or can't be read, else None; its
+    content hash; its resume key). A target to be done is recorded as `running` (the caller records the end)."""
+    try:
+        content = journal.content_hash(target.path)
+    except OSError as exc:
+        return Outcome(str(target.path), "failed", reason=os_reason(target, exc)), "", ""
+    entry = None if force else journal.is_current(target.path, target.output, content, output_key)
+    last_failed = entry is not None and entry.status == "failed"
+    skip = None
+    if entry and entry.status in FINISHED:
+        skip = Outcome(str(target.path), "skipped", str(target.output),
+                       f"unchanged since it was {entry.status} ({_when(entry.updated)}); --force redoes it")
+    elif last_failed and not retry_failed:
+        skip = Outcome(str(target.path), "skipped",
+                       reason=f"failed before and unchanged; --retry-failed tries again: {entry.reason}")
+    elif retry_failed and not last_failed and not force:
+        skip = Outcome(str(target.path), "skipped", reason="not a previous failure (--retry-failed)")
+    if skip is not None:
+        return skip, content, ""
+    journal.record(target.path, target.output, content, output_key, "running")
+    return None, content, settings_key({"content": content, "settings": output_key, "output": str(target.output)})
 
 
 class Batch:
@@ -214,22 +240,9 @@ class Batch:
         return result
 
     def journaled(self, target: Target, journal: Journal, force: bool, retry_failed: bool) -> Outcome:
-        try:
-            content = journal.content_hash(target.path)
-        except OSError as exc:
-            return Outcome(str(target.path), "failed", reason=_os_reason(target, exc))
-        entry = None if force else journal.is_current(target.path, target.output, content, self.output_key)
-        last_failed = entry is not None and entry.status == "failed"
-        if entry and entry.status in FINISHED:
-            return Outcome(str(target.path), "skipped", str(target.output),
-                           f"unchanged since it was {entry.status} ({_when(entry.updated)}); --force redoes it")
-        if last_failed and not retry_failed:
-            return Outcome(str(target.path), "skipped", reason=f"failed before and unchanged; --retry-failed "
-                                                               f"tries again: {entry.reason}")
-        if retry_failed and not last_failed and not force:
-            return Outcome(str(target.path), "skipped", reason="not a previous failure (--retry-failed)")
-        journal.record(target.path, target.output, content, self.output_key, "running")
-        resume = settings_key({"content": content, "settings": self.output_key, "output": str(target.output)})
+        skip, content, resume = claim(journal, target, self.output_key, force, retry_failed)
+        if skip is not None:
+            return skip
         try:
             outcome = self.one(target, resume)
         except KeyboardInterrupt:
@@ -256,14 +269,14 @@ class Batch:
                     note = "; ".join(filter(None, [f"resumed: {counters.resumed_frames} frames reused from an "
                                                    "interrupted run", note]))
         except (FfbError, OSError) as exc:
-            reason = str(exc) if isinstance(exc, FfbError) else _os_reason(target, exc)
+            reason = str(exc) if isinstance(exc, FfbError) else os_reason(target, exc)
             self.reporter.finish("failed")
             self.reporter.message(reason)
             return Outcome(str(target.path), "failed", reason=reason, seconds=time.perf_counter() - started)
         finally:
             self.engine.pool.after_target()
         status = "done" if swapped else "no_face"
-        reason = note if swapped else "no face found; copied through unchanged"
+        reason = note if swapped else NO_FACE
         self.reporter.finish(status)
         return Outcome(str(target.path), status, str(target.output), reason, frames,
                        time.perf_counter() - started, self.engine.detector_calls() - calls)

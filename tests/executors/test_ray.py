@@ -1,0 +1,165 @@
+"""The Ray executor on a local Ray instance with two workers: same outputs as the thread executor, long
+clips split into segments and joined, and a worker killed mid-batch."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+import ray
+
+from conftest import decode_all, face_frame, make_clip
+from facefusion_batch.cli import main
+from facefusion_batch.video.probe import probe
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ray_instance():
+    """One small local Ray for the module; the executor uses it and leaves it running."""
+    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture
+def ray_env(env, monkeypatch):
+    monkeypatch.setenv("FFB_RAY_WORKERS", "2")
+    monkeypatch.setenv("FFB_EXECUTION_THREAD_COUNT", "1")
+    return env
+
+
+def run(args: list[str], capsys, executor: str = "local") -> tuple[int, dict, str]:
+    code = main(["run", "--json", "--executor", executor, *args])
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out) if captured.out.strip().startswith("{") else {}, captured.err
+
+
+def by_name(summary: dict) -> dict[str, dict]:
+    return {Path(o["target"]).name: o for o in summary["outcomes"]}
+
+
+def test_batch_of_clips_equals_the_thread_executor(ray_env, source_image, capsys):
+    clips = ray_env / "clips"
+    (clips / "sub").mkdir(parents=True)
+    make_clip(clips / "a.mp4", frames=20)
+    make_clip(clips / "sub" / "b.mp4", frames=33, fps="30000/1001")
+    make_clip(clips / "c.mov", frames=9, audio=False)
+    cv2.imwrite(str(clips / "d.png"), face_frame())
+    (clips / "bad.mp4").write_bytes(b"not a video")
+    common = ["-s", str(source_image), "-t", str(clips), "--chunk-size", "8", "-q"]
+    code, local, _ = run(common + ["-o", str(ray_env / "local")], capsys)
+    assert code == 1
+    code, distributed, _ = run(common + ["-o", str(ray_env / "ray")], capsys, "ray")
+    assert code == 1, distributed
+    assert distributed.keys() == local.keys()
+    assert [o.keys() for o in distributed["outcomes"]] == [o.keys() for o in local["outcomes"]]
+    assert {k: (o["status"], o["frames"]) for k, o in by_name(distributed).items()} == \
+           {k: (o["status"], o["frames"]) for k, o in by_name(local).items()}
+    assert by_name(distributed)["bad.mp4"]["reason"] == by_name(local)["bad.mp4"]["reason"]
+    assert distributed["counts"] == {"done": 4, "no_face": 0, "skipped": 0, "failed": 1}
+    for name in ("a.mp4", "sub/b.mp4", "c.mov"):
+        mine, theirs = ray_env / "ray" / name, ray_env / "local" / name
+        assert np.array_equal(decode_all(mine), decode_all(theirs)), name
+        assert (probe(mine).fps, probe(mine).audio_codec) == (probe(theirs).fps, probe(theirs).audio_codec)
+    assert np.array_equal(cv2.imread(str(ray_env / "ray" / "d.png")), cv2.imread(str(ray_env / "local" / "d.png")))
+    assert sorted(p.name for p in (ray_env / "ray").iterdir()) == [".ffb", "a.mp4", "c.mov", "d.png", "sub"]
+    code, again, _ = run(common + ["-o", str(ray_env / "ray")], capsys, "ray")
+    assert {o["status"] for o in again["outcomes"]} == {"skipped"}, "the journal works as with the local executor"
+
+
+def test_long_clip_is_split_into_segments_and_joined(ray_env, source_image, capsys, monkeypatch):
+    clip = make_clip(ray_env / "long.mp4", frames=95, fps="30000/1001")
+    common = ["-s", str(source_image), "-t", str(clip), "--chunk-size", "10"]
+    assert run(common + ["-q", "-o", str(ray_env / "local")], capsys)[0] == 0
+    monkeypatch.setenv("FFB_RAY_SEGMENT_CHUNKS", "3")
+    code, summary, err = run(common + ["-o", str(ray_env / "ray")], capsys, "ray")
+    assert code == 0, err
+    assert "split into 4 segments of up to 3 chunks" in err
+    joined, whole = ray_env / "ray" / "long.mp4", ray_env / "local" / "long.mp4"
+    before, after = probe(whole), probe(joined)
+    assert after.frame_count == before.frame_count == 95 and summary["outcomes"][0]["frames"] == 95
+    assert after.fps == before.fps and abs(after.duration - before.duration) < 0.01
+    assert after.audio_codec == before.audio_codec == "aac"
+    assert np.array_equal(decode_all(joined), decode_all(whole)), "segments give the single-machine frames"
+    assert not list((ray_env / "tmp").glob("ffb-*")), "workspaces and scratch dirs are removed"
+
+
+def busy_worker() -> int | None:
+    """The pid of a Ray worker process of ours that is running an item right now."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "cmdline").read_bytes().startswith(b"ray::FfbWorker.run"):
+                    return int(entry.name)
+            except OSError:
+                continue
+    return None
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="finds the worker process through /proc")
+@pytest.mark.parametrize("segment_chunks", ["0", "2"])  # 0: whole clips, the first one split; 2: all split
+def test_killing_a_worker_mid_batch_still_completes_the_batch(ray_env, source_image, capsys, monkeypatch,
+                                                             segment_chunks):
+    monkeypatch.setenv("FFB_RAY_SEGMENT_CHUNKS", segment_chunks)
+    clips = ray_env / "clips"
+    clips.mkdir()
+    lengths = {"a.mp4": 60, "b.mp4": 45, "c.mp4": 50, "d.mp4": 40}
+    for name, frames in lengths.items():
+        make_clip(clips / name, frames=frames)
+    common = ["-s", str(source_image), "-t", str(clips), "--chunk-size", "10"]
+    killed: list[int] = []
+
+    def kill_one() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            pid = busy_worker()
+            if pid and list((ray_env / "tmp").glob("ffb-*/chunk_00001.json")):
+                os.kill(pid, signal.SIGKILL)  # a process this test's Ray started for the batch
+                killed.append(pid)
+                return
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_one)
+    killer.start()
+    code, summary, err = run(common + ["-o", str(ray_env / "ray")], capsys, "ray")
+    killer.join()
+    assert killed, "a worker was killed mid-batch"
+    assert code == 0, err
+    assert "retrying on another worker" in err
+    assert {o["status"] for o in summary["outcomes"]} == {"done"}
+    assert run(common + ["-q", "-o", str(ray_env / "local")], capsys)[0] == 0
+    for name, frames in lengths.items():
+        assert probe(ray_env / "ray" / name).frame_count == frames
+        assert np.array_equal(decode_all(ray_env / "ray" / name), decode_all(ray_env / "local" / name)), name
+    assert sorted(p.name for p in (ray_env / "ray").iterdir()) == [".ffb", *sorted(lengths)], "no leftovers"
+    assert main(["status", str(ray_env / "ray"), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert sum(r["attempts"] for r in rows) == len(lengths) + 1, "the journal records the lost attempt"
+    assert {r["status"] for r in rows} == {"done"}
+
+
+def test_a_worker_that_cannot_see_an_input_stops_the_run_with_the_path(ray_env, source_image, capsys, monkeypatch):
+    from facefusion_batch.executors import ray_executor
+
+    image = ray_env / "t.png"
+    cv2.imwrite(str(image), face_frame())
+    original = ray_executor._Driver._storage_check
+
+    def elsewhere(self, targets):  # an input the driver sees but the workers' nodes don't
+        check = original(self, targets)
+        return dataclasses.replace(check, inputs=check.inputs + (ray_env / "only-on-the-driver.png",))
+
+    monkeypatch.setattr(ray_executor._Driver, "_storage_check", elsewhere)
+    code, _, err = run(["-s", str(source_image), "-t", str(image), "-o", str(ray_env / "out"), "-q"], capsys, "ray")
+    assert code == 2
+    assert "only-on-the-driver.png: the Ray worker on" in err and "can't read this input" in err
+    assert "Scale-out on Ray" in err
