@@ -168,6 +168,14 @@ def chunk_meta(workspace: Path, index: int) -> dict | None:
     return meta if chunk.is_file() else None
 
 
+def end_frames(workspace: Path) -> int | None:
+    """The video's frame count once a run has decoded to its end, else None."""
+    try:
+        return int(json.loads((workspace / "end.json").read_text())["frames"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def encode_chunks(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_frames: Callable[[int], None],
                   first: int = 0, last: int | None = None) -> Counters:
     """Process and encode chunks `first` .. `last` - 1 (None: to the end of the video) into `workspace`,
@@ -183,8 +191,8 @@ def encode_chunks(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on
             return counters  # that was the video's last chunk
     counters.resumed_frames = counters.frames
     on_frames(counters.frames)
-    if last is not None and resume >= last:
-        return counters
+    if (last is not None and resume >= last) or (end_frames(workspace) or -1) == resume * options.chunk_size:
+        return counters  # nothing left in the range, or the video ended exactly with the last finished chunk
     processed = _transcode(plan, workspace, frame_fn, on_frames, resume, last)
     counters.frames += processed.frames
     counters.frames_with_faces += processed.frames_with_faces
@@ -195,10 +203,9 @@ def finish_video(plan: VideoPlan, workspace: Path, tags: dict[str, str]) -> str:
     """Join the finished chunks with the original audio into the output (or copy the original through
     when no frame had a face), verify it, and rename it into place. Returns a note for the summary."""
     info = plan.info
-    try:
-        total = json.loads((workspace / "end.json").read_text())["frames"]
-    except (OSError, ValueError, KeyError):
-        raise MediaError(f"{info.path}: the video's last chunk is missing; run again to finish it") from None
+    total = end_frames(workspace)
+    if total is None:
+        raise MediaError(f"{info.path}: the video's last chunk is missing; run again to finish it")
     metas, chunks, index = [], [], 0
     while sum(m["frames"] for m in metas) < total:
         meta = chunk_meta(workspace, index)

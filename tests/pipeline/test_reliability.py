@@ -157,3 +157,27 @@ def test_kill_9_at_random_moments_then_rerun_gives_every_output_once(env, source
     assert main(["status", str(env / "out"), "--json"]) == 0
     journal = {Path(r["target"]).name: r["status"] for r in json.loads(capsys.readouterr().out)}
     assert journal == {**{name: "done" for name in [*lengths, "d.png"]}, "broken.mp4": "failed"}
+
+
+def test_finished_chunks_are_not_decoded_again(env, source_image, monkeypatch):
+    from facefusion_batch.pipeline import video_job
+    from facefusion_batch.pipeline.batch import Batch, job_options
+    from facefusion_batch.pipeline.progress import PlainReporter
+    from facefusion_batch.settings import load_settings
+
+    clip = make_clip(env / "a.mp4", frames=40)
+    settings = load_settings(None, os.environ, {"chunk_size": 20, "output_path": env / "out"}).settings
+    batch = Batch(settings, source_image, PlainReporter(open(os.devnull, "w")))
+    plan = video_job.plan_video(clip, env / "out" / "a.mp4", job_options(settings))
+    workspace = env / "ws"
+    workspace.mkdir()
+    assert video_job.encode_chunks(plan, workspace, batch, lambda n: None).frames == 40
+    assert video_job.end_frames(workspace) == 40
+
+    def no_decoder(*args, **kwargs):
+        raise AssertionError("a decoder was started for work that is already done")
+
+    monkeypatch.setattr(video_job.subprocess, "Popen", no_decoder)
+    again = video_job.encode_chunks(plan, workspace, batch, lambda n: None)
+    assert (again.frames, again.resumed_frames) == (40, 40)
+    assert video_job.encode_chunks(plan, workspace, batch, lambda n: None, first=0, last=1).frames == 20
