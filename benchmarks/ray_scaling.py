@@ -25,29 +25,18 @@ from typing import Any
 from facefusion_batch.bench import clips
 from facefusion_batch.bench.runner import default_source
 from facefusion_batch.pipeline.batch import Batch
+from facefusion_batch.pipeline.progress import QuietReporter
 from facefusion_batch.settings import load_settings
 
 
-class _FirstStart:
+class _FirstStart(QuietReporter):
     """A quiet Reporter that notes when the first target starts (the first work item was handed out)."""
 
     def __init__(self) -> None:
         self.first: float | None = None
 
-    def message(self, text: str) -> None:
-        pass
-
     def start(self, name: str, total: int) -> None:
         self.first = self.first or time.perf_counter()
-
-    def advance(self, frames: int) -> None:
-        pass
-
-    def finish(self, status: str) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 def run_once(executor: str, workers: int, threads: int, batch_dir: Path, source: Path, work: Path) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from facefusion_batch.errors import FfbError, MediaError
 from facefusion_batch.pipeline.analysis import Reference, thumbnail
 from facefusion_batch.pipeline.batch import Batch, Outcome, job_options
 from facefusion_batch.pipeline.frames import ordered_map, read_frames
+from facefusion_batch.pipeline.progress import QuietReporter
 from facefusion_batch.settings import Settings, describe, load_settings
 from facefusion_batch.targets import Target
 from facefusion_batch.timing import Timings, delta
@@ -38,23 +39,11 @@ STAGES = ("decode", "detect", "track", "swap", "paste", "encode", "verify")
 MODEL_BUDGET = 1_500_000_000  # bytes of decoded frames held for the model-bound pass
 
 
-class _Messages:
+class _Messages(QuietReporter):
     """A reporter that passes on messages (why a target failed) and keeps quiet about progress."""
 
     def message(self, text: str) -> None:
         print(f"  {text}", file=sys.stderr, flush=True)
-
-    def start(self, name: str, total: int) -> None:
-        pass
-
-    def advance(self, frames: int) -> None:
-        pass
-
-    def finish(self, status: str) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 class _ObservedBatch(Batch):
@@ -67,11 +56,11 @@ class _ObservedBatch(Batch):
         self.targets: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
-    def one(self, target: Target) -> Outcome:
+    def one(self, target: Target, resume_key: str | None = None) -> Outcome:
         entry: dict[str, Any] = {"started": time.perf_counter(), "first_frame": None}
         before = self.timings.snapshot()
         self.targets.append(entry)
-        outcome = super().one(target)
+        outcome = super().one(target, resume_key)
         entry["stages"] = delta(self.timings.snapshot(), before)
         return outcome
 

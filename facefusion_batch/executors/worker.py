@@ -6,9 +6,7 @@ name the driver chose for that attempt, and the driver renames the first success
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import json
 import os
 import shutil
 import socket
@@ -19,9 +17,9 @@ from typing import Callable
 
 from facefusion_batch.errors import FfbError, SettingsError
 from facefusion_batch.executors.plan import Item, Join, Segment, StorageCheck, WorkerInfo, Whole
-from facefusion_batch.pipeline.batch import NO_FACE, STALE_WORKSPACE_DAYS, Batch, Outcome, job_options, os_reason
-from facefusion_batch.pipeline.video_job import (VideoPlan, chunk_meta, chunk_path, encode_chunks, finish_video,
-                                                 plan_video)
+from facefusion_batch.pipeline.batch import NO_FACE, Batch, Outcome, job_options, os_reason, remove_stale_workspaces
+from facefusion_batch.pipeline.video_job import (VideoPlan, chunk_meta, chunk_path, encode_chunks, end_frames,
+                                                 finish_video, plan_video, write_json)
 from facefusion_batch.settings import Settings
 
 
@@ -162,16 +160,6 @@ class FfbWorker:
             self._reporter.flush()
 
 
-def remove_stale_workspaces(root: Path) -> None:
-    """Workspaces abandoned for a week (the local executor's rule, for the worker's own temp dir)."""
-    cutoff = time.time() - STALE_WORKSPACE_DAYS * 86400
-    with contextlib.suppress(OSError):
-        for workspace in root.glob("ffb-*"):
-            with contextlib.suppress(OSError):
-                if workspace.is_dir() and workspace.stat().st_mtime < cutoff:
-                    shutil.rmtree(workspace, ignore_errors=True)
-
-
 def encode_segment(batch: Batch, item: Segment, shared: Path, on_frames: Callable[[int], None]) -> Outcome:
     """Encode a segment's chunks in a scratch workspace on this node's temp_path (spooled frames stay on
     local disk), then publish the finished chunks to the shared workspace. Chunks another attempt already
@@ -202,7 +190,7 @@ def published(plan: VideoPlan, shared: Path, item: Segment) -> tuple[int, int, b
     """(first chunk still to do, frames of the segment's chunks already published, whether the rest of the
     segment is done: its range is published or the video's end was reached)."""
     size = plan.options.chunk_size
-    end = _end_frames(shared)
+    end = end_frames(shared)
     index, frames = item.first, 0
     while item.last is None or index < item.last:
         if end is not None and index * size >= end:
@@ -226,25 +214,12 @@ def publish(plan: VideoPlan, scratch: Path, shared: Path, first: int, last: int 
         _place(scratch / "end.json", shared / "end.json")
     index = first
     while (last is None or index < last) and (meta := chunk_meta(scratch, index)) is not None:
-        if meta["frames"] < size and _end_frames(shared) is None:  # the end marker was lost in a crash
-            _write_json(shared / "end.json", {"frames": index * size + meta["frames"]})
+        if meta["frames"] < size and end_frames(shared) is None:  # the end marker was lost in a crash
+            write_json(shared / "end.json", {"frames": index * size + meta["frames"]})
         _place(chunk_path(scratch, index), chunk_path(shared, index))
         sidecar = chunk_path(scratch, index).with_suffix(".json")
         _place(sidecar, chunk_path(shared, index).with_suffix(".json"))
         index += 1
-
-
-def _end_frames(workspace: Path) -> int | None:
-    try:
-        return int(json.loads((workspace / "end.json").read_text())["frames"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def _write_json(path: Path, data: dict) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data))
-    tmp.replace(path)
 
 
 def _place(source: Path, destination: Path) -> None:
@@ -275,7 +250,7 @@ def join_segments(batch: Batch, item: Join, shared: Path) -> Outcome:
 
 def _totals(shared: Path, chunk_size: int) -> tuple[int, int]:
     """(frames, frames with faces) of the joined video, from its end marker and chunk sidecars."""
-    total = _end_frames(shared) or 0
+    total = end_frames(shared) or 0
     faces, index = 0, 0
     while index * chunk_size < total and (meta := chunk_meta(shared, index)) is not None:
         faces += meta["faces"]

@@ -89,13 +89,18 @@ def open_state(settings: Settings, wait: bool, reporter: Reporter) -> tuple[RunL
     for partial in settings.output_path.rglob(".*.tmp*"):
         if ".ffb-" in partial.name and partial.is_file():
             partial.unlink(missing_ok=True)
+    remove_stale_workspaces(settings.temp_path)
+    return lock, Journal(state_dir(settings) / "journal.sqlite")
+
+
+def remove_stale_workspaces(root: Path) -> None:
+    """Remove workspaces (`ffb-*`) abandoned for STALE_WORKSPACE_DAYS: their targets will not resume."""
     cutoff = time.time() - STALE_WORKSPACE_DAYS * 86400
-    if settings.temp_path.is_dir():
-        for workspace in settings.temp_path.glob("ffb-*"):
+    with contextlib.suppress(OSError):
+        for workspace in root.glob("ffb-*"):
             with contextlib.suppress(OSError):
                 if workspace.is_dir() and workspace.stat().st_mtime < cutoff:
                     shutil.rmtree(workspace, ignore_errors=True)
-    return lock, Journal(state_dir(settings) / "journal.sqlite")
 
 
 def job_options(settings: Settings, timings: Timings | None = None) -> JobOptions:

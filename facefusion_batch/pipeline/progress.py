@@ -19,6 +19,25 @@ class Reporter(Protocol):
     def close(self) -> None: ...
 
 
+class QuietReporter:
+    """Reports nothing; subclass it to keep the one thing a caller wants."""
+
+    def message(self, text: str) -> None:
+        pass
+
+    def start(self, name: str, total: int) -> None:
+        pass
+
+    def advance(self, frames: int) -> None:
+        pass
+
+    def finish(self, status: str) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 class PlainReporter:
     """One line when a target starts and ends, and every `every` seconds in between."""
 

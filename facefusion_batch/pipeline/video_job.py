@@ -5,6 +5,7 @@ import contextlib
 import dataclasses
 import itertools
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -168,6 +169,13 @@ def chunk_meta(workspace: Path, index: int) -> dict | None:
     return meta if chunk.is_file() else None
 
 
+def write_json(path: Path, data: dict) -> None:
+    """Write JSON under a temp name and rename: a reader sees the whole file or none."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data))
+    tmp.replace(path)
+
+
 def end_frames(workspace: Path) -> int | None:
     """The video's frame count once a run has decoded to its end, else None."""
     try:
@@ -304,7 +312,7 @@ def _transcode(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_fr
         if index < info.frame_count - 1 or b"partial file" in log:
             raise MediaError(f"{info.path}: damaged or truncated: only {index} of {info.frame_count} frames "
                              f"could be decoded ({ffmpeg.error_line(log) if log.strip() else 'missing data'})")
-        (workspace / "end.json").write_text(json.dumps({"frames": index}))
+        write_json(workspace / "end.json", {"frames": index})
     return counters
 
 
@@ -356,10 +364,7 @@ class _Encoder:
         if self._process.wait() != 0:
             raise self._failure()
         self._part.replace(self._out)
-        meta = self._out.with_suffix(".json")
-        tmp = meta.with_name(meta.name + ".tmp")
-        tmp.write_text(json.dumps({"frames": self._frames, "faces": self._faces}))
-        tmp.replace(meta)
+        write_json(self._out.with_suffix(".json"), {"frames": self._frames, "faces": self._faces})
 
     def _failure(self) -> MediaError:
         return MediaError(f"{self._path}: encoding failed ({ffmpeg.error_line(self._log_path.read_bytes())})")
