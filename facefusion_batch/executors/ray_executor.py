@@ -28,8 +28,7 @@ from facefusion_batch.executors import require_ray
 from facefusion_batch.executors.plan import (Item, Join, OrderedProgress, Segment, StorageCheck, Whole, WorkerInfo,
                                              chunk_count, segment_length, segments, staged_name)
 from facefusion_batch.executors.ray_pool import Done, WorkerPool, connect
-from facefusion_batch.executors.worker import remove_stale_workspaces
-from facefusion_batch.pipeline.batch import BatchResult, Outcome, claim, os_reason
+from facefusion_batch.pipeline.batch import INTERRUPTED, BatchResult, Outcome, claim, os_reason, remove_stale_workspaces
 from facefusion_batch.pipeline.journal import Journal
 from facefusion_batch.pipeline.progress import Reporter
 from facefusion_batch.settings import Settings
@@ -37,7 +36,6 @@ from facefusion_batch.targets import Target, discover
 from facefusion_batch.video.probe import probe
 
 POLL_S = 0.5
-INTERRUPTED = "interrupted; finished chunks are kept for the next run, partial outputs removed"
 
 
 def run_batch(settings: Settings, source: Path, specs: Sequence[str], journal: Journal | None, reporter: Reporter,
@@ -211,12 +209,11 @@ class _Driver:
 
     def _pull(self) -> None:
         index, target = self.pending.popleft()
-        outcome, key = self._claim(target)
+        outcome, key, content = self._claim(target)
         if outcome.status != "running":
             self.outcomes[index] = outcome
             return
         remote = Target(Path(os.path.abspath(target.path)), target.kind, Path(os.path.abspath(target.output)))
-        content = self.journal.content_hash(target.path) if self.journal else None
         job = self.active[index] = _Job(index, target, remote, content, key or uuid.uuid4().hex[:20])
         if target.kind == "image":
             job.shown = self.display.add(str(target.path), 1)
@@ -239,13 +236,17 @@ class _Driver:
         job.split, job.pieces = True, len(parts)
         self.queue.extend(_Task(job, Segment(remote, job.key, first, last)) for first, last in parts)
 
-    def _claim(self, target: Target) -> tuple[Outcome, str | None]:
-        """The journal's decision for a target: `running` (with its resume key) when it is to be done."""
+    def _claim(self, target: Target) -> tuple[Outcome, str | None, str | None]:
+        """The journal's decision for a target: `running` (with its resume key and content hash) when it is
+        to be done."""
         if self.journal is None:
-            return Outcome(str(target.path), "running"), None
+            return Outcome(str(target.path), "running"), None, None
         assert self.pool.first is not None
-        skip, _, resume = claim(self.journal, target, self.pool.first.output_key, self.force, self.retry_failed)
-        return (skip, None) if skip is not None else (Outcome(str(target.path), "running"), resume)
+        skip, content, resume = claim(self.journal, target, self.pool.first.output_key, self.force,
+                                      self.retry_failed)
+        if skip is not None:
+            return skip, None, None
+        return Outcome(str(target.path), "running"), resume, content
 
     # ---- what comes back -------------------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from facefusion_batch.video.ffmpeg import EncodeOptions
 STATUSES = ("done", "no_face", "skipped", "failed")
 STALE_WORKSPACE_DAYS = 7
 NO_FACE = "no face found; copied through unchanged"
+INTERRUPTED = "interrupted; finished chunks are kept for the next run, partial outputs removed"
 
 
 @dataclass
@@ -237,8 +238,7 @@ class Batch:
                                        else self.one(target))
         except KeyboardInterrupt:
             result.interrupted = True
-            result.outcomes.append(Outcome("(batch)", "failed", reason="interrupted; finished chunks are kept "
-                                                                     "for the next run, partial outputs removed"))
+            result.outcomes.append(Outcome("(batch)", "failed", reason=INTERRUPTED))
         result.source_embeddings_computed = self.engine.cache.computed
         result.detector_calls = self.engine.detector_calls()
         result.providers = self.engine.pool.active_providers()
