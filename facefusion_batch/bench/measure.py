@@ -82,3 +82,13 @@ def _windows_peak() -> int | None:
     if not windll.psapi.GetProcessMemoryInfo(windll.kernel32.GetCurrentProcess(), ctypes.byref(counters), counters.cb):
         return None
     return int(counters.PeakWorkingSetSize)
+
+
+def cpu_seconds() -> tuple[float, float] | None:
+    """(this process, its finished children) CPU seconds, user + system; None where unknown."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime

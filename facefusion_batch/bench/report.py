@@ -24,11 +24,16 @@ METRICS: tuple[Metric, ...] = (
     Metric("paste_ms", "paste ms/frame", 2),
     Metric("encode_ms", "encode ms/frame (incl. mux)", 2),
     Metric("verify_ms", "verify ms/frame", 2),
+    Metric("cpu_ms", "CPU ms/frame, ffb process", 1),
+    Metric("ffmpeg_cpu_ms", "CPU ms/frame, ffmpeg (decode+encode)", 1),
+    Metric("model_cpu_ms", "CPU ms/frame, model-bound pass", 1),
+    Metric("cores_busy", "cores busy on average", 2),
     Metric("detector_calls_per_frame", "detector calls/frame", 3),
     Metric("peak_rss_mb", "peak RSS MB", 0),
     Metric("peak_temp_mb", "peak temp disk MB", 1),
-    Metric("second_target_start_ms", "2nd target start ms", 0),
-    Metric("second_target_probe_ms", "  of which probe ms", 0),
+    Metric("second_target_start_ms", "2nd target start ms (to 1st frame in)", 0),
+    Metric("second_target_probe_ms", "  of which probing ms", 0),
+    Metric("second_target_first_frame_ms", "2nd target 1st frame done ms", 0),
     Metric("startup_ms", "startup ms (engine + source)", 0),
 )
 NOTE = ("Stage times are per frame summed over threads (stages overlap, so they can add up to more than "

@@ -12,7 +12,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -23,17 +22,17 @@ from typing import Any, Optional
 
 import numpy as np
 
-from facefusion_batch.bench.measure import DiskSampler, peak_rss_bytes
+from facefusion_batch.bench.measure import DiskSampler, cpu_seconds, peak_rss_bytes
 from facefusion_batch.errors import FfbError, MediaError
 from facefusion_batch.pipeline.analysis import Reference, thumbnail
 from facefusion_batch.pipeline.batch import Batch, Outcome, job_options
-from facefusion_batch.pipeline.frames import ordered_map, read_frames
+from facefusion_batch.pipeline.frames import ordered_map
 from facefusion_batch.pipeline.progress import QuietReporter
 from facefusion_batch.settings import Settings, describe, load_settings
 from facefusion_batch.targets import Target
 from facefusion_batch.timing import Timings, delta
-from facefusion_batch.video import ffmpeg
-from facefusion_batch.video.probe import probe
+from facefusion_batch.video.decoder import Decoder
+from facefusion_batch.video.probe import VideoInfo, probe
 
 STAGES = ("decode", "detect", "track", "swap", "paste", "encode", "verify")
 MODEL_BUDGET = 1_500_000_000  # bytes of decoded frames held for the model-bound pass
@@ -47,8 +46,8 @@ class _Messages(QuietReporter):
 
 
 class _ObservedBatch(Batch):
-    """A batch that notes per target when it started, when its first frame left the frame processor, and
-    the stage times spent on it."""
+    """A batch that notes per target when it started, when its first frame reached the frame processor
+    and when it left it, and the stage times spent on it."""
 
     def __init__(self, settings: Settings, source: Path, timings: Timings) -> None:
         super().__init__(settings, source, _Messages())
@@ -57,7 +56,7 @@ class _ObservedBatch(Batch):
         self._lock = threading.Lock()
 
     def one(self, target: Target, resume_key: str | None = None) -> Outcome:
-        entry: dict[str, Any] = {"started": time.perf_counter(), "first_frame": None}
+        entry: dict[str, Any] = {"started": time.perf_counter(), "first_in": None, "first_out": None}
         before = self.timings.snapshot()
         self.targets.append(entry)
         outcome = super().one(target, resume_key)
@@ -65,13 +64,17 @@ class _ObservedBatch(Batch):
         return outcome
 
     def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool) -> tuple[np.ndarray, int]:
+        self._note("first_in")
         result = super().__call__(frame, reference, is_new)
-        entry = self.targets[-1] if self.targets else None
-        if entry is not None and entry["first_frame"] is None:
-            with self._lock:
-                if entry["first_frame"] is None:
-                    entry["first_frame"] = time.perf_counter()
+        self._note("first_out")
         return result
+
+    def _note(self, key: str) -> None:
+        entry = self.targets[-1] if self.targets else None
+        if entry is not None and entry[key] is None:
+            with self._lock:
+                if entry[key] is None:
+                    entry[key] = time.perf_counter()
 
 
 def run_worker(clip: Path, source: Path, profile: Optional[Path], engine: Optional[str],
@@ -109,9 +112,9 @@ def _measure(settings: Settings, source: Path, targets: list[Path], model_budget
     batch = _ObservedBatch(settings, source, timings)
     startup = time.perf_counter() - started
     with DiskSampler(settings.temp_path) as disk:
-        started = time.perf_counter()
+        started, cpu_before = time.perf_counter(), cpu_seconds()
         result = batch.run([str(t) for t in targets])
-        wall = time.perf_counter() - started
+        wall, cpu_after = time.perf_counter() - started, cpu_seconds()
     rss = peak_rss_bytes()  # before the model-bound pass, which holds decoded frames
     if result.interrupted:
         raise KeyboardInterrupt
@@ -129,17 +132,29 @@ def _measure(settings: Settings, source: Path, targets: list[Path], model_budget
         "engine": result.engine, "models": result.models, "providers": result.providers,
         "threads": settings.execution_thread_count, "targets": len(targets), "frames": frames,
         "e2e_fps": frames / wall, "model_fps": model["fps"], "model_frames": model["frames"],
-        "startup_ms": startup * 1000,
+        "startup_ms": startup * 1000, **_cpu_metrics(cpu_before, cpu_after, frames, wall),
+        "model_cpu_ms": model["cpu_ms"],
         **{f"{name}_ms": _per_frame_ms(stages, name, frames) for name in STAGES},
         "detector_calls_per_frame": sum(o.detector_calls for o in result.outcomes) / frames,
         "model_detector_calls_per_frame": model["detector_calls_per_frame"],
         "peak_rss_mb": None if rss is None else rss / 1e6,
         "peak_temp_mb": disk.peak / 1e6,
-        "second_target_start_ms": (second["first_frame"] - second["started"]) * 1000,
+        "second_target_start_ms": (second["first_in"] - second["started"]) * 1000,
+        "second_target_first_frame_ms": (second["first_out"] - second["started"]) * 1000,
         "second_target_probe_ms": second["stages"].get("probe", {"seconds": 0.0})["seconds"] * 1000,
         "stages": stages, "model_stages": model["stages"],
     }
     return metrics
+
+
+def _cpu_metrics(before: tuple[float, float] | None, after: tuple[float, float] | None, frames: int,
+                 wall: float) -> dict[str, float | None]:
+    """CPU per frame of ffb itself and of its ffmpeg processes, and the cores kept busy on average."""
+    if before is None or after is None:
+        return {"cpu_ms": None, "ffmpeg_cpu_ms": None, "cores_busy": None}
+    own, children = after[0] - before[0], after[1] - before[1]
+    return {"cpu_ms": own * 1000 / frames, "ffmpeg_cpu_ms": children * 1000 / frames,
+            "cores_busy": (own + children) / wall}
 
 
 def _per_frame_ms(stages: dict[str, dict[str, float]], name: str, frames: int) -> float | None:
@@ -151,35 +166,35 @@ def model_bound(batch: Batch, clip: Path, settings: Settings, budget: int) -> di
     """Frames per second of the frame processor alone (detect/track + swap) on frames already in memory,
     with the pipeline's thread count and frames in flight."""
     info = probe(clip)
-    frames = decode_frames(clip, info.width, info.height, max(8, budget // (info.width * info.height * 3)))
+    frames = decode_frames(clip, info, max(8, budget // (info.width * info.height * 3)), settings.temp_path)
     thumbs = [thumbnail(frame) for frame in frames]
     options = job_options(settings)
     gate = batch.new_gate()
     calls = batch.engine.detector_calls()
     batch.timings = timings = Timings()
-    started = time.perf_counter()
+    started, cpu_before = time.perf_counter(), cpu_seconds()
     planned = ((frame, *gate.plan(index, thumb, info.width))
                for index, (frame, thumb) in enumerate(zip(frames, thumbs)))
     with ThreadPoolExecutor(options.threads, thread_name_prefix="ffb-frame") as pool:
         done = sum(1 for _ in ordered_map(pool, batch, planned, options.in_flight))
-    seconds = time.perf_counter() - started
-    return {"fps": done / seconds, "frames": done, "stages": timings.snapshot(),
+    seconds, cpu_after = time.perf_counter() - started, cpu_seconds()
+    cpu_ms = None if cpu_before is None or cpu_after is None else (cpu_after[0] - cpu_before[0]) * 1000 / done
+    return {"fps": done / seconds, "frames": done, "stages": timings.snapshot(), "cpu_ms": cpu_ms,
             "detector_calls_per_frame": (batch.engine.detector_calls() - calls) / done}
 
 
-def decode_frames(clip: Path, width: int, height: int, limit: int) -> list[np.ndarray]:
-    """Up to `limit` frames of `clip`, each its own array."""
-    process = subprocess.Popen(ffmpeg.decode_command(clip), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+def decode_frames(clip: Path, info: VideoInfo, limit: int, temp_root: Path) -> list[np.ndarray]:
+    """Up to `limit` frames of `clip`, each its own array, decoded as the pipeline decodes them."""
+    temp_root.mkdir(parents=True, exist_ok=True)
+    decoder = Decoder(info, temp_root)
     frames: list[np.ndarray] = []
     try:
-        for frame in read_frames(process.stdout, width, height, buffers=1):  # type: ignore[arg-type]
+        for frame in decoder.frames(buffers=1):
             frames.append(frame.copy())
             if len(frames) >= limit:
                 break
     finally:
-        process.kill()
-        process.wait()
-        process.stdout.close()  # type: ignore[union-attr]
+        decoder.stop(kill=True)
     if not frames:
         raise MediaError(f"{clip}: no frames could be decoded")
     return frames

@@ -20,6 +20,7 @@ from facefusion_batch.models.store import sha256_of
 from facefusion_batch.pipeline.engine import FaceEngine, Selection, build_engine, build_selection
 from facefusion_batch.pipeline.journal import FINISHED, Journal, settings_key
 from facefusion_batch.pipeline.lock import RunLock
+from facefusion_batch.pipeline.lookahead import Lookahead
 from facefusion_batch.pipeline.progress import Reporter
 from facefusion_batch.pipeline.source_cache import Record
 from facefusion_batch.pipeline.video_job import JobOptions, process_video
@@ -131,12 +132,13 @@ def os_reason(target: Target, exc: OSError) -> str:
     return f"{target.path}: {exc.strerror or exc} ({where})" if where != target.path else f"{target.path}: {exc}"
 
 
-def claim(journal: Journal, target: Target, output_key: str, force: bool, retry_failed: bool
-          ) -> tuple[Outcome | None, str, str]:
+def claim(journal: Journal, target: Target, output_key: str, force: bool, retry_failed: bool,
+          hashed: str | None = None) -> tuple[Outcome | None, str, str]:
     """The journal's decision on a target: (an outcome when it is skipped or can't be read, else None; its
-    content hash; its resume key). A target to be done is recorded as `running` (the caller records the end)."""
+    content hash; its resume key). A target to be done is recorded as `running` (the caller records the end).
+    `hashed` is the file's sha256 when it was computed ahead of time."""
     try:
-        content = journal.content_hash(target.path)
+        content = journal.content_hash(target.path, hashed)
     except OSError as exc:
         return Outcome(str(target.path), "failed", reason=os_reason(target, exc)), "", ""
     entry = None if force else journal.is_current(target.path, target.output, content, output_key)
@@ -173,6 +175,10 @@ class Batch:
         self.selection: Selection = build_selection(settings, self.engine)
         self.tags = marking_tags(self.engine.name, self.engine.models) if settings.output_marking else {}
         self.output_key = settings_key(self._output_shaping(source))
+        # Set while `run` goes through its targets: the next video is made ready during the current one.
+        self._lookahead: Lookahead | None = None
+        self._following: Target | None = None
+        self._journal: Journal | None = None
 
     def _output_shaping(self, source: Path) -> dict:
         """Everything an output depends on besides the target itself (the journal's settings key)."""
@@ -232,20 +238,26 @@ class Batch:
         result.outcomes += [Outcome(str(r.path), "failed", reason=r.reason) for r in rejected]
         for r in rejected:
             self.reporter.message(f"{r.path}: {r.reason}")
+        self._journal = journal
         try:
-            for target in targets:
-                result.outcomes.append(self.journaled(target, journal, force, retry_failed) if journal
-                                       else self.one(target))
+            with Lookahead(self.settings.temp_path) as self._lookahead:
+                for index, target in enumerate(targets):
+                    self._following = next((t for t in targets[index + 1:] if t.kind == "video"), None)
+                    result.outcomes.append(self.journaled(target, journal, force, retry_failed) if journal
+                                           else self.one(target))
         except KeyboardInterrupt:
             result.interrupted = True
             result.outcomes.append(Outcome("(batch)", "failed", reason=INTERRUPTED))
+        finally:
+            self._lookahead = self._following = self._journal = None
         result.source_embeddings_computed = self.engine.cache.computed
         result.detector_calls = self.engine.detector_calls()
         result.providers = self.engine.pool.active_providers()
         return result
 
     def journaled(self, target: Target, journal: Journal, force: bool, retry_failed: bool) -> Outcome:
-        skip, content, resume = claim(journal, target, self.output_key, force, retry_failed)
+        hashed = self._lookahead.content_hash(target.path) if self._lookahead else None
+        skip, content, resume = claim(journal, target, self.output_key, force, retry_failed, hashed)
         if skip is not None:
             return skip
         try:
@@ -260,15 +272,20 @@ class Batch:
     def one(self, target: Target, resume_key: str | None = None) -> Outcome:
         started = time.perf_counter()
         calls = self.engine.detector_calls()
-        target.output.parent.mkdir(parents=True, exist_ok=True)
+        lookahead = self._lookahead
         try:
+            prepared = lookahead.take(target.path) if lookahead and target.kind == "video" else None
+            if lookahead and self._following:
+                lookahead.prepare(self._following.path, hash_content=self._needs_hash(self._following))
+            target.output.parent.mkdir(parents=True, exist_ok=True)
             if target.kind == "image":
                 self.reporter.start(str(target.path), 1)
                 swapped, frames, note = self.image(target), 1, ""
             else:
                 counters = process_video(target.path, target.output, self, self.tags,
                                          job_options(self.settings, self.timings), self.reporter.advance,
-                                         lambda total: self.reporter.start(str(target.path), total), resume_key)
+                                         lambda total: self.reporter.start(str(target.path), total), resume_key,
+                                         prepared, lookahead.current_decoded if lookahead else None)
                 swapped, frames, note = counters.frames_with_faces, counters.frames, counters.note
                 if counters.resumed_frames:
                     note = "; ".join(filter(None, [f"resumed: {counters.resumed_frames} frames reused from an "
@@ -285,6 +302,15 @@ class Batch:
         self.reporter.finish(status)
         return Outcome(str(target.path), status, str(target.output), reason, frames,
                        time.perf_counter() - started, self.engine.detector_calls() - calls)
+
+    def _needs_hash(self, target: Target) -> bool:
+        """Whether the journal will have to hash `target` (it has no current value for the file)."""
+        if self._journal is None:
+            return False
+        try:
+            return self._journal.cached_hash(target.path) is None
+        except OSError:
+            return False
 
     def image(self, target: Target) -> int:
         frame = read_image(target.path, error=MediaError)

@@ -1,4 +1,4 @@
-"""Frame flow: a decoder reader with reused buffers, optional spooling through the temp dir, and an
+"""Frame flow: decoded frames run ahead on a reader thread, optionally spooled through the temp dir, into an
 order-preserving executor with a bounded number of frames in flight."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import queue
 import threading
 from concurrent.futures import Executor, Future
 from pathlib import Path
-from typing import IO, Callable, Iterator, Literal, TypeVar, Union
+from typing import Callable, Iterator, Literal, TypeVar, Union
 
 import cv2
 import numpy as np
@@ -21,41 +21,19 @@ Item = Union[np.ndarray, Path]
 _DONE = object()
 
 
-def read_frames(stream: IO[bytes], width: int, height: int, buffers: int) -> Iterator[np.ndarray]:
-    """Yield frames from a raw BGR pipe into a ring of `buffers` reused arrays.
-
-    A yielded array is overwritten `buffers` frames later, so callers keep fewer than that alive.
-    """
-    ring = [np.empty((height, width, 3), dtype=np.uint8) for _ in range(buffers)]
-    index = 0
-    while True:
-        frame = ring[index % buffers]
-        view = memoryview(frame).cast("B")
-        filled = 0
-        while filled < len(view):
-            got = stream.readinto(view[filled:])
-            if not got:
-                break
-            filled += got
-        if filled == 0:
-            return
-        if filled < len(view):
-            raise MediaError(f"decoder stopped mid-frame ({filled} of {len(view)} bytes)")
-        yield frame
-        index += 1
-
-
 class Spool:
     """Runs the frame source on its own thread, ahead of processing by at most `ahead` frames.
 
     Yields (payload, thumbnail): `memory` passes arrays; `temp` writes each frame to the temp dir (so at
     most `ahead` frames sit on disk) and passes its path; the consumer deletes the file once the frame is
-    processed. The thumbnail (for motion checks) is made here, off the dispatching thread.
+    processed. The thumbnail (for motion checks) is made here, off the dispatching thread. `on_end` is
+    called on the reader thread once `frames` is exhausted (not when it fails or the spool is closed).
     """
 
     def __init__(self, frames: Iterator[np.ndarray], transport: Literal["memory", "temp"], directory: Path,
-                 frame_format: str, ahead: int, timings: Timings | None = None) -> None:
-        self._frames, self._transport, self._timings = frames, transport, timings
+                 frame_format: str, ahead: int, timings: Timings | None = None,
+                 on_end: Callable[[], None] | None = None) -> None:
+        self._frames, self._transport, self._timings, self._on_end = frames, transport, timings, on_end
         self._directory, self._format = directory, frame_format
         self._queue: queue.Queue = queue.Queue(maxsize=ahead)
         self._stop = threading.Event()
@@ -75,6 +53,8 @@ class Spool:
                             raise MediaError(f"{item}: can't write extracted frame (temp disk full?)")
                 if not self._put((item, thumb)):
                     return
+            if self._on_end is not None:
+                self._on_end()
         except BaseException as exc:  # handed to the consumer thread
             self._error = exc
         self._put(_DONE)

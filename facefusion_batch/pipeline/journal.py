@@ -83,13 +83,18 @@ class Journal:
         for row in self._db.execute("SELECT * FROM targets ORDER BY target"):
             yield Entry(*row)
 
-    def content_hash(self, target: Path) -> str:
-        """sha256 of the file, reusing the journal's value while size and mtime are unchanged."""
+    def cached_hash(self, target: Path) -> str | None:
+        """The journal's sha256 of the file while its size and mtime are unchanged, else None."""
         stat = target.stat()
         entry = self.get(target)
         if entry and (entry.size, entry.mtime_ns) == (stat.st_size, stat.st_mtime_ns):
             return entry.content_hash
-        return sha256_of(target)
+        return None
+
+    def content_hash(self, target: Path, hashed: str | None = None) -> str:
+        """sha256 of the file: the journal's value while size and mtime are unchanged, else `hashed` (when
+        it was computed ahead of time), else hashed now."""
+        return self.cached_hash(target) or hashed or sha256_of(target)
 
     def is_current(self, target: Path, output: Path, content: str, key: str) -> Entry | None:
         """The entry when the target finished with this content and settings and its output is intact."""

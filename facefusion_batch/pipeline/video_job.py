@@ -19,9 +19,11 @@ import numpy as np
 from facefusion_batch.errors import MediaError, TargetError
 from facefusion_batch.media import temp_name
 from facefusion_batch.pipeline.analysis import MotionGate, Reference
-from facefusion_batch.pipeline.frames import Spool, load, ordered_map, read_frames
+from facefusion_batch.pipeline.frames import Spool, load, ordered_map
+from facefusion_batch.pipeline.lookahead import Prepared
 from facefusion_batch.timing import Timings, timed, timed_iter
 from facefusion_batch.video import ffmpeg
+from facefusion_batch.video.decoder import Decoder
 from facefusion_batch.video.ffmpeg import EncodeOptions
 from facefusion_batch.video.probe import VideoInfo, probe
 
@@ -95,10 +97,12 @@ class VideoPlan:
         return max(1, -(-self.info.frame_count // self.options.chunk_size))
 
 
-def plan_video(path: Path, out: Path, options: JobOptions) -> VideoPlan:
-    """Probe and check one video target before any work: encoder for the container, disk space."""
-    with timed(options.timings, "probe"):
-        info = probe(path)
+def plan_video(path: Path, out: Path, options: JobOptions, info: VideoInfo | None = None) -> VideoPlan:
+    """Probe (unless `info` is given) and check one video target before any work: encoder for the
+    container, disk space."""
+    if info is None:
+        with timed(options.timings, "probe"):
+            info = probe(path)
     container = ffmpeg.container_of(out)
     encode = dataclasses.replace(options.encode, encoder=ffmpeg.resolve_encoder(options.encode.encoder, container))
     reason = ffmpeg.check_encoder(container, encode.encoder)
@@ -114,33 +118,40 @@ def plan_video(path: Path, out: Path, options: JobOptions) -> VideoPlan:
 
 def process_video(path: Path, out: Path, frame_fn: FrameProcessor, tags: dict[str, str], options: JobOptions,
                   on_frames: Callable[[int], None], on_start: Callable[[int], None],
-                  resume_key: str | None = None) -> Counters:
+                  resume_key: str | None = None, prepared: Prepared | None = None,
+                  on_decoded: Callable[[], None] | None = None) -> Counters:
     """Swap faces through a whole video into `out` (written under a temp name, renamed on success).
 
     With a `resume_key` (a hash of the input's content and every setting that shapes the output) the
     workspace is `ffb-<key>` in the temp dir: chunks encoded by an earlier, interrupted run with the same
-    key are reused, and an interruption keeps this run's finished chunks for the next.
+    key are reused, and an interruption keeps this run's finished chunks for the next. `prepared` is the
+    video probed (and its decoder started) ahead of time; `on_decoded` is called once it is all decoded.
     """
-    plan = plan_video(path, out, options)
-    on_start(plan.info.frame_count)
-    if resume_key:
-        workspace = options.temp_root / f"ffb-{resume_key}"
-        workspace.mkdir(exist_ok=True)
-    else:
-        workspace = Path(tempfile.mkdtemp(prefix="ffb-", dir=options.temp_root))
-    keep_chunks = False
+    decoder = prepared.decoder if prepared else None
     try:
-        counters = encode_chunks(plan, workspace, frame_fn, on_frames)
-        counters.note = finish_video(plan, workspace, tags)
-        return counters
-    except KeyboardInterrupt:
-        keep_chunks = resume_key is not None  # finished chunks wait for the next run; the rest goes
-        raise
-    finally:
-        if keep_chunks:
-            tidy_workspace(workspace)
+        plan = plan_video(path, out, options, prepared.info if prepared else None)
+        on_start(plan.info.frame_count)
+        if resume_key:
+            workspace = options.temp_root / f"ffb-{resume_key}"
+            workspace.mkdir(exist_ok=True)
         else:
-            shutil.rmtree(workspace, ignore_errors=True)
+            workspace = Path(tempfile.mkdtemp(prefix="ffb-", dir=options.temp_root))
+        keep_chunks = False
+        try:
+            counters = encode_chunks(plan, workspace, frame_fn, on_frames, decoder=decoder, on_decoded=on_decoded)
+            counters.note = finish_video(plan, workspace, tags)
+            return counters
+        except KeyboardInterrupt:
+            keep_chunks = resume_key is not None  # finished chunks wait for the next run; the rest goes
+            raise
+        finally:
+            if keep_chunks:
+                tidy_workspace(workspace)
+            else:
+                shutil.rmtree(workspace, ignore_errors=True)
+    finally:
+        if decoder is not None:  # not needed after all (every chunk was finished), or already stopped
+            decoder.stop(kill=True)
 
 
 def tidy_workspace(workspace: Path) -> None:
@@ -185,9 +196,12 @@ def end_frames(workspace: Path) -> int | None:
 
 
 def encode_chunks(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_frames: Callable[[int], None],
-                  first: int = 0, last: int | None = None) -> Counters:
+                  first: int = 0, last: int | None = None, decoder: Decoder | None = None,
+                  on_decoded: Callable[[], None] | None = None) -> Counters:
     """Process and encode chunks `first` .. `last` - 1 (None: to the end of the video) into `workspace`,
-    skipping those already finished. Reaching the end writes `end.json` with the video's frame count."""
+    skipping those already finished. Reaching the end writes `end.json` with the video's frame count.
+    `decoder` is one already started on the video (from its first frame); `on_decoded` is called once the
+    video has been decoded to its end."""
     options = plan.options
     counters = Counters()
     resume = first
@@ -201,7 +215,7 @@ def encode_chunks(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on
     on_frames(counters.frames)
     if (last is not None and resume >= last) or (end_frames(workspace) or -1) == resume * options.chunk_size:
         return counters  # nothing left in the range, or the video ended exactly with the last finished chunk
-    processed = _transcode(plan, workspace, frame_fn, on_frames, resume, last)
+    processed = _transcode(plan, workspace, frame_fn, on_frames, resume, last, decoder, on_decoded)
     counters.frames += processed.frames
     counters.frames_with_faces += processed.frames_with_faces
     return counters
@@ -243,7 +257,8 @@ def finish_video(plan: VideoPlan, workspace: Path, tags: dict[str, str]) -> str:
 
 
 def _transcode(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_frames: Callable[[int], None],
-               first: int, last: int | None) -> Counters:
+               first: int, last: int | None, decoder: Decoder | None, on_decoded: Callable[[], None] | None
+               ) -> Counters:
     """Decode the video, process frames of chunks `first` .. `last` - 1 on the pool, encode each chunk."""
     info, options = plan.info, plan.options
     counters = Counters()
@@ -253,16 +268,15 @@ def _transcode(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_fr
     frames_dir = workspace / "frames"
     shutil.rmtree(frames_dir, ignore_errors=True)
     frames_dir.mkdir()
-    log_path = workspace / f"decode_{first:05d}.log"
-    with open(log_path, "wb") as log:
-        decoder = subprocess.Popen(ffmpeg.decode_command(info.path), stdout=subprocess.PIPE, stderr=log)
+    decoder = decoder or Decoder(info, options.temp_root)
     # Spooled frames are copied to disk at once, so two buffers do; in memory every frame ahead or in
     # flight holds its buffer until it is encoded.
     buffers = ahead + options.in_flight + 3 if options.transport == "memory" else 2
-    decoded = read_frames(decoder.stdout, info.width, info.height, buffers=buffers)
+    decoded = decoder.frames(buffers)
     # Frames before the range are decoded and dropped: exact, and far cheaper than processing them.
     frames = timed_iter(itertools.islice(decoded, start, stop), options.timings, "decode")
-    spool = Spool(frames, options.transport, frames_dir, options.frame_format, ahead, options.timings)
+    spool = Spool(frames, options.transport, frames_dir, options.frame_format, ahead, options.timings,
+                  on_end=on_decoded if stop is None else None)
     encoder: _Encoder | None = None
     gates: list[MotionGate] = []
 
@@ -300,12 +314,12 @@ def _transcode(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_fr
             encoder = None
         finished = True
     finally:
-        reached_end = decoder.poll() is not None or stop is None
-        _stop(decoder, kill=not finished or not reached_end)
+        reached_end = decoder.finished or stop is None
+        decoder.stop(kill=not finished or not reached_end)
         spool.close()
         if encoder:
             encoder.kill()
-    log = log_path.read_bytes()
+    log = decoder.messages()
     if stop is None or index < stop:  # the decoder ran out: this was the end of the video
         if decoder.returncode != 0 or index == 0:
             raise MediaError(f"{info.path}: decoding failed after {index} frames ({ffmpeg.error_line(log)})")
@@ -314,19 +328,6 @@ def _transcode(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_fr
                              f"could be decoded ({ffmpeg.error_line(log) if log.strip() else 'missing data'})")
         write_json(workspace / "end.json", {"frames": index})
     return counters
-
-
-def _stop(process: subprocess.Popen, kill: bool) -> None:
-    if process.poll() is None:
-        if kill:
-            process.kill()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-    if process.stdout:
-        process.stdout.close()
 
 
 class _Encoder:

@@ -77,10 +77,11 @@ def packets_command(path: Path) -> list[str]:
             "-f", "framecrc", "-"]
 
 
-def decode_command(path: Path) -> list[str]:
-    """Raw BGR frames of the first video stream on stdout, rotation applied, one per source frame."""
+def decode_command(path: Path, pixel_format: str = "bgr24") -> list[str]:
+    """Raw frames (`pixel_format`) of the first video stream on stdout, rotation applied, one per source
+    frame."""
     return [ffmpeg_binary(), "-v", "error", "-nostdin", "-i", str(path), "-map", "0:v:0", *SWS_FLAGS,
-            "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "bgr24", "-"]
+            "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", pixel_format, "-"]
 
 
 def colour_args(colour: Colour) -> list[str]:

@@ -37,7 +37,8 @@ def test_benchmark_json_has_every_metric_with_sane_values(env, capsys):
         for stage in ("decode", "detect", "track", "swap", "encode"):
             assert run[f"{stage}_ms"] > 0
         assert run["paste_ms"] is None  # inside swap in both engines
-        assert 0 < run["second_target_probe_ms"] < run["second_target_start_ms"]
+        assert 0 < run["second_target_start_ms"] < run["second_target_first_frame_ms"]
+        assert run["second_target_probe_ms"] == 0  # probed while the first target ran
         assert run["startup_ms"] > 0
     assert compare["settings"]["frame_transport"] == "memory"
     assert base["peak_temp_mb"] > compare["peak_temp_mb"] >= 0  # temp transport spools frames, memory doesn't

@@ -1,4 +1,3 @@
-import io
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -7,7 +6,7 @@ import numpy as np
 import pytest
 
 from facefusion_batch.errors import MediaError
-from facefusion_batch.pipeline.frames import Spool, load, ordered_map, read_frames
+from facefusion_batch.pipeline.frames import Spool, load, ordered_map
 
 
 def test_ordered_map_keeps_order_and_bounds_in_flight():
@@ -36,14 +35,6 @@ def test_ordered_map_keeps_order_and_bounds_in_flight():
             assert len(consumed) - len(results) <= 3, "never more than in_flight items pulled ahead"
     assert results == [i * i for i in range(40)]
     assert peak[0] <= 3
-
-
-def test_read_frames_reuses_buffers_and_rejects_partial_frames():
-    frames = np.arange(5 * 2 * 3 * 3, dtype=np.uint8).reshape(5, 2, 3, 3)
-    out = [f.copy() for f in read_frames(io.BytesIO(frames.tobytes()), 3, 2, buffers=2)]
-    assert np.array_equal(np.stack(out), frames)
-    with pytest.raises(MediaError, match="mid-frame"):
-        list(read_frames(io.BytesIO(frames.tobytes()[:-1]), 3, 2, buffers=2))
 
 
 def test_temp_spool_writes_frames_and_load_removes_them(tmp_path):
