@@ -14,6 +14,7 @@ from typing import Union
 from facefusion_batch.pipeline.batch import Outcome
 from facefusion_batch.pipeline.progress import Reporter
 from facefusion_batch.targets import Target
+from facefusion_batch.video.probe import VideoInfo
 
 
 @dataclass(frozen=True)
@@ -29,12 +30,14 @@ class Whole:
 @dataclass(frozen=True)
 class Segment:
     """Chunks `first` .. `last` - 1 of a video (`last` None: to its end), encoded into the shared workspace
-    `ffb-<key>` where the segments of that video meet."""
+    `ffb-<key>` where the segments of that video meet. `info` is the driver's probe of the video: a worker
+    need not read the whole file again to count its packets."""
 
     target: Target
     key: str
     first: int
     last: int | None
+    info: VideoInfo | None = None
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,7 @@ class Join:
     target: Target
     key: str
     staged: Path
+    info: VideoInfo | None = None
 
 
 Item = Union[Whole, Segment, Join]

@@ -33,7 +33,7 @@ from facefusion_batch.pipeline.journal import Journal
 from facefusion_batch.pipeline.progress import Reporter
 from facefusion_batch.settings import Settings
 from facefusion_batch.targets import Target, discover
-from facefusion_batch.video.probe import probe
+from facefusion_batch.video.probe import VideoInfo, probe
 
 POLL_S = 0.5
 
@@ -83,6 +83,7 @@ class _Job:
     inflight: int = 0
     calls: int = 0
     done: bool = False
+    info: VideoInfo | None = None  # the driver's probe of a split video, handed to its segments and join
 
 
 @dataclass
@@ -220,13 +221,14 @@ class _Driver:
             self.queue.append(_Task(job, Whole(remote, remote.output, key)))
             return
         try:
-            frames = probe(target.path).frame_count
+            info = probe(remote.path)
         except (FfbError, OSError) as exc:
             job.shown = self.display.add(str(target.path), 0)
             self._fail(job, str(exc) if isinstance(exc, FfbError) else os_reason(target, exc))
             return
-        job.shown = self.display.add(str(target.path), frames)
-        chunks = chunk_count(frames, self.settings.chunk_size)
+        job.shown = self.display.add(str(target.path), info.frame_count)
+        job.info = info
+        chunks = chunk_count(info.frame_count, self.settings.chunk_size)
         length = segment_length(chunks, self.settings.ray_segment_chunks, self.pool.free())
         parts = segments(chunks, length)
         if len(parts) == 1:
@@ -234,7 +236,7 @@ class _Driver:
             return
         self.reporter.message(f"{target.path}: split into {len(parts)} segments of up to {length} chunks")
         job.split, job.pieces = True, len(parts)
-        self.queue.extend(_Task(job, Segment(remote, job.key, first, last)) for first, last in parts)
+        self.queue.extend(_Task(job, Segment(remote, job.key, first, last, info)) for first, last in parts)
 
     def _claim(self, target: Target) -> tuple[Outcome, str | None, str | None]:
         """The journal's decision for a target: `running` (with its resume key and content hash) when it is
@@ -283,7 +285,7 @@ class _Driver:
         if isinstance(sent, Segment):
             job.pieces -= 1
             if job.pieces == 0:  # every segment is in: join them next, before new work
-                self.queue.appendleft(_Task(job, Join(job.remote, job.key, job.remote.output)))
+                self.queue.appendleft(_Task(job, Join(job.remote, job.key, job.remote.output, job.info)))
             return
         assert isinstance(sent, (Whole, Join))
         try:

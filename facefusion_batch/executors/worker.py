@@ -168,7 +168,7 @@ def encode_segment(batch: Batch, item: Segment, shared: Path, on_frames: Callabl
     target = item.target
     scratch = batch.settings.temp_path / f"ffb-{item.key}-s{item.first:05d}"
     try:
-        plan = plan_video(target.path, target.output, job_options(batch.settings, batch.timings))
+        plan = plan_video(target.path, target.output, job_options(batch.settings, batch.timings), item.info)
         shared.mkdir(parents=True, exist_ok=True)
         start, frames, ended = published(plan, shared, item)
         on_frames(frames)
@@ -238,7 +238,7 @@ def join_segments(batch: Batch, item: Join, shared: Path) -> Outcome:
     started = time.perf_counter()
     target = item.target
     try:
-        plan = plan_video(target.path, target.output, job_options(batch.settings, batch.timings))
+        plan = plan_video(target.path, target.output, job_options(batch.settings, batch.timings), item.info)
         note = finish_video(dataclasses.replace(plan, out=item.staged), shared, batch.tags)
         frames, faces = _totals(shared, plan.options.chunk_size)
     except (FfbError, OSError) as exc:

@@ -272,9 +272,10 @@ def _transcode(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_fr
     # Spooled frames are copied to disk at once, so two buffers do; in memory every frame ahead or in
     # flight holds its buffer until it is encoded.
     buffers = ahead + options.in_flight + 3 if options.transport == "memory" else 2
-    decoded = decoder.frames(buffers)
-    # Frames before the range are decoded and dropped: exact, and far cheaper than processing them.
-    frames = timed_iter(itertools.islice(decoded, start, stop), options.timings, "decode")
+    # Frames before the range are decoded and dropped unconverted: exact, and far cheaper than processing.
+    decoded = decoder.frames(buffers, skip=start)
+    frames = timed_iter(decoded if stop is None else itertools.islice(decoded, stop - start), options.timings,
+                        "decode")
     spool = Spool(frames, options.transport, frames_dir, options.frame_format, ahead, options.timings,
                   on_end=on_decoded if stop is None else None)
     encoder: _Encoder | None = None

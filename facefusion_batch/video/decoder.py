@@ -65,21 +65,26 @@ def read_exact(stream: IO[bytes], view: memoryview) -> int:
     return filled
 
 
-def read_frames(stream: IO[bytes], width: int, height: int, buffers: int) -> Iterator[np.ndarray]:
-    """Yield frames from a raw BGR pipe into a ring of `buffers` reused arrays.
+def read_frames(stream: IO[bytes], width: int, height: int, buffers: int, skip: int = 0,
+                convert: Yuv420Converter | None = None) -> Iterator[np.ndarray]:
+    """Yield BGR frames from a raw pipe of BGR frames, or of I420 planes when `convert` is given, into a
+    ring of `buffers` reused arrays; the first `skip` frames are read past without being converted.
 
     A yielded array is overwritten `buffers` frames later, so callers keep fewer than that alive.
     """
+    raw = np.empty((height * 3 // 2, width) if convert else (height, width, 3), np.uint8)
+    scratch = memoryview(raw).cast("B")
     ring = [np.empty((height, width, 3), dtype=np.uint8) for _ in range(buffers)]
     for index in range(1 << 62):
         frame = ring[index % buffers]
-        view = memoryview(frame).cast("B")
-        filled = read_exact(stream, view)
+        into = scratch if convert or index < skip else memoryview(frame).cast("B")
+        filled = read_exact(stream, into)
         if filled == 0:
             return
-        if filled < len(view):
-            raise MediaError(f"decoder stopped mid-frame ({filled} of {len(view)} bytes)")
-        yield frame
+        if filled < len(into):
+            raise MediaError(f"decoder stopped mid-frame ({filled} of {len(into)} bytes)")
+        if index >= skip:
+            yield convert(raw, frame) if convert else frame
 
 
 class Yuv420Converter:
@@ -120,24 +125,14 @@ class Decoder:
                                          stdout=subprocess.PIPE, stderr=self._log)
         self._messages: bytes | None = None
 
-    def frames(self, buffers: int) -> Iterator[np.ndarray]:
-        """BGR frames in a ring of `buffers` reused arrays (see read_frames)."""
+    def frames(self, buffers: int, skip: int = 0) -> Iterator[np.ndarray]:
+        """BGR frames in a ring of `buffers` reused arrays, after the first `skip` (see read_frames)."""
         info, stream = self.info, self._process.stdout
         assert stream is not None
-        if self.pixel_format == "bgr24":
-            yield from read_frames(stream, info.width, info.height, buffers)
-            return
-        convert = Yuv420Converter(info.width, info.height, info.colour.matrix, full_range(info))
-        planes = np.empty((info.height * 3 // 2, info.width), np.uint8)
-        view = memoryview(planes).cast("B")
-        ring = [np.empty((info.height, info.width, 3), dtype=np.uint8) for _ in range(buffers)]
-        for index in range(1 << 62):
-            filled = read_exact(stream, view)
-            if filled == 0:
-                return
-            if filled < len(view):
-                raise MediaError(f"decoder stopped mid-frame ({filled} of {len(view)} bytes)")
-            yield convert(planes, ring[index % buffers])
+        convert = None
+        if self.pixel_format != "bgr24":
+            convert = Yuv420Converter(info.width, info.height, info.colour.matrix, full_range(info))
+        return read_frames(stream, info.width, info.height, buffers, skip, convert)
 
     @property
     def finished(self) -> bool:

@@ -3,13 +3,14 @@ import io
 import subprocess
 from fractions import Fraction
 
+import cv2
 import numpy as np
 import pytest
 
 from conftest import decode_all, make_clip
 from facefusion_batch.errors import MediaError
 from facefusion_batch.video import ffmpeg
-from facefusion_batch.video.decoder import Decoder, read_frames, yuv_to_bgr_matrix
+from facefusion_batch.video.decoder import Decoder, Yuv420Converter, read_frames, yuv_to_bgr_matrix
 from facefusion_batch.video.ffmpeg import EncodeOptions
 from facefusion_batch.video.probe import probe
 
@@ -23,6 +24,17 @@ def test_read_frames_reuses_buffers_and_rejects_partial_frames():
     assert np.array_equal(np.stack(out), frames)
     with pytest.raises(MediaError, match="mid-frame"):
         list(read_frames(io.BytesIO(frames.tobytes()[:-1]), 3, 2, buffers=2))
+    rest = [f.copy() for f in read_frames(io.BytesIO(frames.tobytes()), 3, 2, buffers=1, skip=3)]
+    assert np.array_equal(np.stack(rest), frames[3:])
+
+
+def test_read_frames_converts_planes_after_the_skipped_ones():
+    rng = np.random.default_rng(0)
+    planes = rng.integers(16, 236, (4, 6, 4), dtype=np.uint8)  # four 4x4 frames of I420
+    convert = Yuv420Converter(4, 4, None, False)
+    out = [f.copy() for f in read_frames(io.BytesIO(planes.tobytes()), 4, 4, buffers=2, skip=1, convert=convert)]
+    expected = [cv2.cvtColor(p, cv2.COLOR_YUV2BGR_I420) for p in planes[1:]]
+    assert np.array_equal(np.stack(out), np.stack(expected))
 
 
 @pytest.mark.parametrize("matrix", [None, "bt709", "bt2020nc"])
