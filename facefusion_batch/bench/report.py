@@ -29,6 +29,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("model_cpu_ms", "CPU ms/frame, model-bound pass", 1),
     Metric("cores_busy", "cores busy on average", 2),
     Metric("detector_calls_per_frame", "detector calls/frame", 3),
+    Metric("faces_per_frame", "faces swapped/frame (clip has 1)", 2),
     Metric("peak_rss_mb", "peak RSS MB", 0),
     Metric("peak_temp_mb", "peak temp disk MB", 1),
     Metric("second_target_start_ms", "2nd target start ms (to 1st frame in)", 0),

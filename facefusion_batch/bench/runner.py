@@ -113,6 +113,10 @@ def run(plan: Plan, progress: Callable[[str], None]) -> dict[str, Any]:
             metrics = runs[config.label][resolution] = run_worker(clip, plan, config)
             progress(f"{resolution} {config.label}: {metrics['e2e_fps']:.1f} fps end-to-end, "
                      f"{metrics['model_fps']:.1f} fps model-bound")
+            if abs(metrics["faces_per_frame"] - 1) > 0.005:
+                progress(f"{resolution} {config.label}: warning: {metrics['faces_per_frame']:.2f} faces swapped "
+                         "per frame in a one-face clip (a missed face or a false detection): stage times "
+                         "cover a different amount of work than the other runs")
     compare = runs.get("compare")
     return {
         "resolutions": list(plan.resolutions), "seconds": plan.seconds, "fps": clips.FPS,

@@ -56,7 +56,8 @@ class _ObservedBatch(Batch):
         self._lock = threading.Lock()
 
     def one(self, target: Target, resume_key: str | None = None) -> Outcome:
-        entry: dict[str, Any] = {"started": time.perf_counter(), "first_in": None, "first_out": None}
+        entry: dict[str, Any] = {"started": time.perf_counter(), "first_in": None, "first_out": None,
+                                 "faces": 0}
         before = self.timings.snapshot()
         self.targets.append(entry)
         outcome = super().one(target, resume_key)
@@ -67,6 +68,8 @@ class _ObservedBatch(Batch):
         self._note("first_in")
         result = super().__call__(frame, reference, is_new)
         self._note("first_out")
+        with self._lock:
+            self.targets[-1]["faces"] += result[1]
         return result
 
     def _note(self, key: str) -> None:
@@ -126,6 +129,7 @@ def _measure(settings: Settings, source: Path, targets: list[Path], model_budget
             raise MediaError(outcome.reason or f"{outcome.target}: {outcome.status}")
     frames = sum(o.frames for o in result.outcomes)
     stages = timings.snapshot()
+    faces = sum(t["faces"] for t in batch.targets)  # before the model-bound pass calls the batch again
     model = model_bound(batch, targets[0], settings, model_budget)
     second = batch.targets[1]
     metrics: dict[str, Any] = {
@@ -136,6 +140,7 @@ def _measure(settings: Settings, source: Path, targets: list[Path], model_budget
         "model_cpu_ms": model["cpu_ms"],
         **{f"{name}_ms": _per_frame_ms(stages, name, frames) for name in STAGES},
         "detector_calls_per_frame": sum(o.detector_calls for o in result.outcomes) / frames,
+        "faces_per_frame": faces / frames,
         "model_detector_calls_per_frame": model["detector_calls_per_frame"],
         "peak_rss_mb": None if rss is None else rss / 1e6,
         "peak_temp_mb": disk.peak / 1e6,

@@ -1,8 +1,10 @@
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from facefusion_batch.bench import clips
+from facefusion_batch.media import read_image
 
 SOURCE = Path(__file__).resolve().parents[2] / "examples" / "source.jpg"
 
@@ -31,3 +33,14 @@ def test_cache_name_depends_on_everything_the_clip_depends_on(tmp_path):
              clips.clip_path(tmp_path, "240p", 3, other, True)}
     assert len(names) == 5
     assert clips.clip_path(tmp_path, "240p", 3, SOURCE, True) == clips.clip_path(tmp_path, "240p", 3.0, SOURCE, True)
+
+
+@pytest.mark.parametrize("resolution", ["240p", "720p", "1080p"])
+def test_the_only_face_in_a_clip_is_the_photo(tmp_path, resolution):
+    """The backdrop must not draw false detections: runs would swap different numbers of faces."""
+    from facefusion_batch.pipeline.engine import build_engine
+    from facefusion_batch.settings import Settings
+
+    engine = build_engine(Settings(engine="offline", cache_path=tmp_path))
+    still = clips.compose(read_image(SOURCE)[:, ::-1], clips.RESOLUTIONS[resolution])
+    assert [len(engine.detect(frame)) for frame in clips.frames(still, 8)] == [1] * 8

@@ -40,6 +40,8 @@ def test_benchmark_json_has_every_metric_with_sane_values(env, capsys):
         assert 0 < run["second_target_start_ms"] < run["second_target_first_frame_ms"]
         assert run["second_target_probe_ms"] == 0  # probed while the first target ran
         assert run["startup_ms"] > 0
+        assert run["faces_per_frame"] == 1.0  # the clip's one face, found on every frame
+        assert 0 < run["ffmpeg_cpu_ms"] and 0 < run["model_cpu_ms"] < run["cpu_ms"] and 0 < run["cores_busy"] <= 2.5
     assert compare["settings"]["frame_transport"] == "memory"
     assert base["peak_temp_mb"] > compare["peak_temp_mb"] >= 0  # temp transport spools frames, memory doesn't
     assert result["ratios"]["240p"]["e2e_fps"] == pytest.approx(compare["e2e_fps"] / base["e2e_fps"])
