@@ -18,7 +18,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -55,14 +55,14 @@ class _ObservedBatch(Batch):
         self.targets: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
-    def one(self, target: Target, resume_key: str | None = None) -> Outcome:
+    def begin(self, target: Target, resume_key: str | None = None) -> Callable[[], Outcome]:
         entry: dict[str, Any] = {"started": time.perf_counter(), "first_in": None, "first_out": None,
                                  "faces": 0}
         before = self.timings.snapshot()
         self.targets.append(entry)
-        outcome = super().one(target, resume_key)
-        entry["stages"] = delta(self.timings.snapshot(), before)
-        return outcome
+        completion = super().begin(target, resume_key)
+        entry["stages"] = delta(self.timings.snapshot(), before)  # up to its last frame: not its finishing
+        return completion
 
     def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool) -> tuple[np.ndarray, int]:
         self._note("first_in")

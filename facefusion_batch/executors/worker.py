@@ -111,7 +111,7 @@ class _Forwarder:
                 self._box_name = None
         self._pending = 0
 
-    def finish(self, status: str) -> None:
+    def finish(self, status: str, name: str | None = None) -> None:
         pass
 
     def close(self) -> None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 import contextlib
 import shutil
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -23,7 +24,7 @@ from facefusion_batch.pipeline.lock import RunLock
 from facefusion_batch.pipeline.lookahead import Lookahead
 from facefusion_batch.pipeline.progress import Reporter
 from facefusion_batch.pipeline.source_cache import Record
-from facefusion_batch.pipeline.video_job import JobOptions, process_video
+from facefusion_batch.pipeline.video_job import JobOptions, encode_video
 from facefusion_batch.settings import Settings
 from facefusion_batch.targets import Target, discover
 from facefusion_batch.timing import Timings, timed
@@ -45,6 +46,15 @@ class Outcome:
     frames: int = 0
     seconds: float = 0.0
     detector_calls: int = 0
+
+
+@dataclass
+class _Finishing:
+    """A video being finished on the batch's finishing thread."""
+
+    target: Target
+    content: str  # the journal's content hash ("" without a journal)
+    future: Future
 
 
 @dataclass
@@ -232,19 +242,34 @@ class Batch:
     def run(self, specs: Sequence[str], journal: Journal | None = None, force: bool = False,
             retry_failed: bool = False) -> BatchResult:
         """Process every target. With a journal, unchanged finished targets are skipped (`force` redoes
-        them), earlier failures are skipped until their file changes, and `retry_failed` runs only those."""
+        them), earlier failures are skipped until their file changes, and `retry_failed` runs only those.
+
+        While one video is being processed the next is prepared (see Lookahead), and once its frames are
+        done it is joined, verified and renamed on a thread of its own while the next one starts."""
         targets, rejected = discover(specs, self.settings.output_path)
         result = BatchResult(self.engine.name, list(self.engine.models), self.engine.pool.active_providers())
         result.outcomes += [Outcome(str(r.path), "failed", reason=r.reason) for r in rejected]
         for r in rejected:
             self.reporter.message(f"{r.path}: {r.reason}")
         self._journal = journal
+        finishing: _Finishing | None = None
         try:
-            with Lookahead(self.settings.temp_path) as self._lookahead:
-                for index, target in enumerate(targets):
-                    self._following = next((t for t in targets[index + 1:] if t.kind == "video"), None)
-                    result.outcomes.append(self.journaled(target, journal, force, retry_failed) if journal
-                                           else self.one(target))
+            with Lookahead(self.settings.temp_path) as self._lookahead, \
+                    ThreadPoolExecutor(1, thread_name_prefix="ffb-finish") as finisher:
+                try:
+                    for index, target in enumerate(targets):
+                        self._following = next((t for t in targets[index + 1:] if t.kind == "video"), None)
+                        begun = self._claim_and_begin(target, journal, force, retry_failed)
+                        if finishing is not None:
+                            result.outcomes.append(self._settle(finishing, journal))
+                            finishing = None
+                        if isinstance(begun, Outcome):
+                            result.outcomes.append(begun)
+                        else:
+                            finishing = _Finishing(target, begun[1], finisher.submit(begun[0]))
+                finally:
+                    if finishing is not None:  # also on Ctrl-C: the output being joined is completed
+                        result.outcomes.append(self._settle(finishing, journal))
         except KeyboardInterrupt:
             result.interrupted = True
             result.outcomes.append(Outcome("(batch)", "failed", reason=INTERRUPTED))
@@ -255,24 +280,58 @@ class Batch:
         result.providers = self.engine.pool.active_providers()
         return result
 
-    def journaled(self, target: Target, journal: Journal, force: bool, retry_failed: bool) -> Outcome:
+    def _claim_and_begin(self, target: Target, journal: Journal | None, force: bool, retry_failed: bool
+                         ) -> Outcome | tuple[Callable[[], Outcome], str]:
+        """A skipped target's outcome, or (the completion of the begun target, its content hash)."""
+        if journal is None:
+            return self.begin(target), ""
         hashed = self._lookahead.content_hash(target.path) if self._lookahead else None
         skip, content, resume = claim(journal, target, self.output_key, force, retry_failed, hashed)
         if skip is not None:
             return skip
         try:
-            outcome = self.one(target, resume)
+            return self.begin(target, resume), content
         except KeyboardInterrupt:
             journal.record(target.path, target.output, content, self.output_key, "interrupted", "interrupted")
             raise
-        journal.record(target.path, target.output, content, self.output_key, outcome.status, outcome.reason,
-                       outcome.frames, outcome.seconds)
+
+    def _settle(self, finishing: _Finishing, journal: Journal | None) -> Outcome:
+        """Wait for a target's completion, then report and journal its outcome (on the batch's thread)."""
+        outcome = finishing.future.result()
+        self._report(outcome)
+        if journal is not None:
+            target = finishing.target
+            journal.record(target.path, target.output, finishing.content, self.output_key, outcome.status,
+                           outcome.reason, outcome.frames, outcome.seconds)
         return outcome
 
+    def _report(self, outcome: Outcome) -> None:
+        self.reporter.finish(outcome.status, outcome.target)
+        if outcome.status == "failed":
+            self.reporter.message(outcome.reason)
+
     def one(self, target: Target, resume_key: str | None = None) -> Outcome:
+        """Process one target to the end and report it."""
+        outcome = self.begin(target, resume_key)()
+        self._report(outcome)
+        return outcome
+
+    def begin(self, target: Target, resume_key: str | None = None) -> Callable[[], Outcome]:
+        """Process a target's frames; returns its completion: a call (safe on another thread, and to be
+        made exactly once) that finishes the output and gives the outcome. Nothing is reported here."""
         started = time.perf_counter()
         calls = self.engine.detector_calls()
         lookahead = self._lookahead
+
+        def failed(exc: BaseException) -> Outcome:
+            reason = str(exc) if isinstance(exc, FfbError) else os_reason(target, exc)  # type: ignore[arg-type]
+            return Outcome(str(target.path), "failed", reason=reason, seconds=time.perf_counter() - started)
+
+        def outcome(swapped: int, frames: int, note: str) -> Outcome:
+            status = "done" if swapped else "no_face"
+            return Outcome(str(target.path), status, str(target.output), note if swapped else NO_FACE, frames,
+                           time.perf_counter() - started, calls_made)
+
         try:
             prepared = lookahead.take(target.path) if lookahead and target.kind == "video" else None
             if lookahead and self._following:
@@ -280,28 +339,32 @@ class Batch:
             target.output.parent.mkdir(parents=True, exist_ok=True)
             if target.kind == "image":
                 self.reporter.start(str(target.path), 1)
-                swapped, frames, note = self.image(target), 1, ""
-            else:
-                counters = process_video(target.path, target.output, self, self.tags,
-                                         job_options(self.settings, self.timings), self.reporter.advance,
-                                         lambda total: self.reporter.start(str(target.path), total), resume_key,
-                                         prepared, lookahead.current_decoded if lookahead else None)
-                swapped, frames, note = counters.frames_with_faces, counters.frames, counters.note
-                if counters.resumed_frames:
-                    note = "; ".join(filter(None, [f"resumed: {counters.resumed_frames} frames reused from an "
-                                                   "interrupted run", note]))
+                swapped = self.image(target)
+                calls_made = self.engine.detector_calls() - calls
+                return lambda: outcome(swapped, 1, "")
+            encoded = encode_video(target.path, target.output, self, self.tags,
+                                   job_options(self.settings, self.timings), self.reporter.advance,
+                                   lambda total: self.reporter.start(str(target.path), total), resume_key,
+                                   prepared, lookahead.current_decoded if lookahead else None)
+            calls_made = self.engine.detector_calls() - calls
         except (FfbError, OSError) as exc:
-            reason = str(exc) if isinstance(exc, FfbError) else os_reason(target, exc)
-            self.reporter.finish("failed")
-            self.reporter.message(reason)
-            return Outcome(str(target.path), "failed", reason=reason, seconds=time.perf_counter() - started)
+            result = failed(exc)
+            return lambda: result
         finally:
             self.engine.pool.after_target()
-        status = "done" if swapped else "no_face"
-        reason = note if swapped else NO_FACE
-        self.reporter.finish(status)
-        return Outcome(str(target.path), status, str(target.output), reason, frames,
-                       time.perf_counter() - started, self.engine.detector_calls() - calls)
+
+        def complete() -> Outcome:
+            try:
+                counters = encoded.finish()
+            except (FfbError, OSError) as exc:
+                return failed(exc)
+            note = counters.note
+            if counters.resumed_frames:
+                note = "; ".join(filter(None, [f"resumed: {counters.resumed_frames} frames reused from an "
+                                               "interrupted run", note]))
+            return outcome(counters.frames_with_faces, counters.frames, note)
+
+        return complete
 
     def _needs_hash(self, target: Target) -> bool:
         """Whether the journal will have to hash `target` (it has no current value for the file)."""

@@ -4,7 +4,10 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import IO, Protocol
+from typing import IO, TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
 
 
 class Reporter(Protocol):
@@ -14,7 +17,9 @@ class Reporter(Protocol):
 
     def advance(self, frames: int) -> None: ...
 
-    def finish(self, status: str) -> None: ...
+    def finish(self, status: str, name: str | None = None) -> None:
+        """The end of target `name` (default: the one started last). A batch starts the next target while
+        the previous one is being finished, so `name` need not be the current one."""
 
     def close(self) -> None: ...
 
@@ -31,7 +36,7 @@ class QuietReporter:
     def advance(self, frames: int) -> None:
         pass
 
-    def finish(self, status: str) -> None:
+    def finish(self, status: str, name: str | None = None) -> None:
         pass
 
     def close(self) -> None:
@@ -67,8 +72,8 @@ class PlainReporter:
                 fps = self._done / max(now - self._began, 1e-9)
                 self._print(f"{self._name}: {self._done}/{self._total} frames, {fps:.1f} fps")
 
-    def finish(self, status: str) -> None:
-        self._print(f"{self._name}: {status}")
+    def finish(self, status: str, name: str | None = None) -> None:
+        self._print(f"{name or self._name}: {status}")
 
     def close(self) -> None:
         pass
@@ -87,23 +92,28 @@ class RichReporter:
                                   TimeElapsedColumn(), TimeRemainingColumn(),
                                   console=self._console, transient=False)
         self._progress.start()
-        self._task = None
+        self._tasks: dict[str, TaskID] = {}  # started and not finished, by name
+        self._task: TaskID | None = None  # the one frames advance
 
     def message(self, text: str) -> None:
         self._progress.console.print(text, markup=False, highlight=False)
 
     def start(self, name: str, total: int) -> None:
-        self._task = self._progress.add_task(name, total=max(total, 1))
+        self._task = self._tasks[name] = self._progress.add_task(name, total=max(total, 1))
 
     def advance(self, frames: int) -> None:
         if self._task is not None:
             self._progress.advance(self._task, frames)
 
-    def finish(self, status: str) -> None:
-        if self._task is not None:
-            task = self._progress.tasks[-1]
-            self._progress.update(self._task, completed=task.total, description=f"{task.description} [{status}]")
+    def finish(self, status: str, name: str | None = None) -> None:
+        task_id = self._task if name is None else self._tasks.get(name)
+        if task_id is None:
+            return
+        self._tasks = {k: v for k, v in self._tasks.items() if v != task_id}
+        if task_id == self._task:
             self._task = None
+        task = next(t for t in self._progress.tasks if t.id == task_id)
+        self._progress.update(task_id, completed=task.total, description=f"{task.description} [{status}]")
 
     def close(self) -> None:
         self._progress.stop()

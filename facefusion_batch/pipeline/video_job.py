@@ -1,4 +1,5 @@
-"""One video: probe, decode, process frames on the pool, encode in chunks, mux audio, verify, rename."""
+"""One video: probe, decode, process frames on the pool, encode in chunks; then (`Encoded.finish`) mux audio,
+verify, rename."""
 from __future__ import annotations
 
 import contextlib
@@ -116,11 +117,30 @@ def plan_video(path: Path, out: Path, options: JobOptions, info: VideoInfo | Non
     return VideoPlan(info, out, container, options)
 
 
-def process_video(path: Path, out: Path, frame_fn: FrameProcessor, tags: dict[str, str], options: JobOptions,
-                  on_frames: Callable[[int], None], on_start: Callable[[int], None],
-                  resume_key: str | None = None, prepared: Prepared | None = None,
-                  on_decoded: Callable[[], None] | None = None) -> Counters:
-    """Swap faces through a whole video into `out` (written under a temp name, renamed on success).
+@dataclass
+class Encoded:
+    """A video whose frames are all processed and encoded into chunks in `workspace`; `finish` joins them
+    into the output. Finishing needs no frame worker, so a batch does it while the next video starts."""
+
+    plan: VideoPlan
+    workspace: Path
+    counters: Counters
+    tags: dict[str, str]
+
+    def finish(self) -> Counters:
+        """Join, verify and rename into place (see finish_video); the workspace goes either way."""
+        try:
+            self.counters.note = finish_video(self.plan, self.workspace, self.tags)
+            return self.counters
+        finally:
+            shutil.rmtree(self.workspace, ignore_errors=True)
+
+
+def encode_video(path: Path, out: Path, frame_fn: FrameProcessor, tags: dict[str, str], options: JobOptions,
+                 on_frames: Callable[[int], None], on_start: Callable[[int], None],
+                 resume_key: str | None = None, prepared: Prepared | None = None,
+                 on_decoded: Callable[[], None] | None = None) -> Encoded:
+    """Swap faces through a whole video into encoded chunks, ready to be joined into `out`.
 
     With a `resume_key` (a hash of the input's content and every setting that shapes the output) the
     workspace is `ffb-<key>` in the temp dir: chunks encoded by an earlier, interrupted run with the same
@@ -136,18 +156,18 @@ def process_video(path: Path, out: Path, frame_fn: FrameProcessor, tags: dict[st
             workspace.mkdir(exist_ok=True)
         else:
             workspace = Path(tempfile.mkdtemp(prefix="ffb-", dir=options.temp_root))
-        keep_chunks = False
+        keep_chunks = encoded = False
         try:
             counters = encode_chunks(plan, workspace, frame_fn, on_frames, decoder=decoder, on_decoded=on_decoded)
-            counters.note = finish_video(plan, workspace, tags)
-            return counters
+            encoded = True
+            return Encoded(plan, workspace, counters, tags)
         except KeyboardInterrupt:
             keep_chunks = resume_key is not None  # finished chunks wait for the next run; the rest goes
             raise
         finally:
             if keep_chunks:
                 tidy_workspace(workspace)
-            else:
+            elif not encoded:
                 shutil.rmtree(workspace, ignore_errors=True)
     finally:
         if decoder is not None:  # not needed after all (every chunk was finished), or already stopped

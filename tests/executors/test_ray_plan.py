@@ -59,7 +59,7 @@ class Recorder:
         if frames:
             self.events.append(("advance", frames))
 
-    def finish(self, status: str) -> None:
+    def finish(self, status: str, name: str | None = None) -> None:
         self.events.append(("finish", status))
 
 
