@@ -7,3 +7,4 @@ here=$(dirname "$0")
 ffb benchmark 240p 360p 720p --engine offline "$@"
 ffb benchmark 720p --engine offline --compare "$here/profiles/frame_transport_memory.ini" "$@"
 ffb benchmark 720p --engine offline --compare "$here/profiles/no_keypoint_reuse.ini" "$@"
+python "$here/batch_throughput.py" 720p "$@"
