@@ -120,13 +120,16 @@ def track(faces: list[Face], patches: list[Patch], frame: np.ndarray) -> list[Fa
 class MotionGate:
     """Decides, frame by frame in order, whether a frame starts a new reference or reuses the last one.
 
-    Motion is measured around the faces of the reference *before* the current one: that detection has long
-    finished, so the decision never depends on thread timing and a re-run makes the same choices.
+    Motion is measured around the faces of the reference *before* the current one: that detection has
+    usually finished, so the decision never depends on thread timing and a re-run makes the same choices.
+    Its faces are waited for only when a later frame's motion is measured (never when reuse is off), so
+    planning a new reference does not wait for the one before it.
     """
 
     def __init__(self, enabled: bool, threshold: float, interval: int) -> None:
         self._enabled, self._threshold, self._interval = enabled, threshold, interval
         self._reference: Reference | None = None
+        self._previous: Reference | None = None  # whose faces `_boxes` will be, not fetched yet
         self._boxes: np.ndarray | None = None  # faces of the previous reference; None: look everywhere
         self.references = 0
 
@@ -134,7 +137,7 @@ class MotionGate:
         """(reference to use, whether this frame is a new reference and must be detected)."""
         ref = self._reference
         if ref is None or not self._enabled or self._needs_detection(index, thumb, ref, frame_width):
-            self._boxes = _boxes_of(ref)
+            self._previous, self._boxes = (ref if self._enabled else None), None
             ref = self._reference = Reference(index, thumb)
             self.references += 1
             return ref, True
@@ -145,6 +148,8 @@ class MotionGate:
             return True
         if motion(thumb, ref.thumb, None, frame_width) > SCENE_CUT * self._threshold:
             return True
+        if self._previous is not None:
+            self._boxes, self._previous = _boxes_of(self._previous), None
         return motion(thumb, ref.thumb, self._boxes, frame_width) > self._threshold
 
 

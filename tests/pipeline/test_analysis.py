@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor, TimeoutError
 
 import cv2
 import numpy as np
@@ -58,6 +59,31 @@ def test_gate_looks_around_the_previous_references_faces():
 def test_gate_disabled_detects_every_frame():
     gate = MotionGate(False, 4.0, 12)
     assert all(plan(gate, i, face_frame()) for i in range(5))
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_planning_a_new_reference_does_not_wait_for_the_one_before(enabled):
+    """Detections of consecutive references may run side by side: only measuring motion around the faces of
+    the reference before the current one waits for them (and never when reuse is off)."""
+    gate = MotionGate(enabled, threshold=4.0, interval=2)
+    frame, thumb = face_frame(), thumbnail(face_frame())
+    first, is_new = gate.plan(0, thumb, frame.shape[1])  # its detection never finishes in this test
+    assert is_new
+    gate.plan(1, thumb, frame.shape[1])  # motion around "everywhere": nothing to wait for
+    pool = ThreadPoolExecutor(1)  # the interval makes frame 2 a new reference, without waiting
+    try:
+        second, is_new = pool.submit(gate.plan, 2, thumb, frame.shape[1]).result(timeout=10)
+    except TimeoutError:
+        first.result.set_result(([FACE], []))  # let the stuck planner go before failing
+        raise
+    finally:
+        pool.shutdown(wait=False)
+    assert is_new and second is not first and not first.result.done()
+    if enabled:
+        first.result.set_result(([FACE], []))  # frame 3 measures motion around `first`'s faces
+        assert gate.plan(3, thumb, frame.shape[1]) == (second, False)
+    else:
+        assert gate.plan(3, thumb, frame.shape[1])[1]
 
 
 def test_motion_is_measured_around_the_faces():
