@@ -54,6 +54,7 @@ class Reference:
     index: int
     thumb: np.ndarray
     result: Future = field(default_factory=Future)  # -> (faces, their patches)
+    ahead: bool = False  # analysed by a task of its own, ahead of its frame's turn
 
 
 @dataclass(frozen=True)

@@ -205,18 +205,26 @@ class Batch:
         s = self.settings
         return MotionGate(s.keypoint_reuse, s.reuse_motion_threshold, s.redetect_interval)
 
+    def analyse(self, frame: np.ndarray, reference: Reference) -> None:
+        """Detect the faces of a new reference frame and keep what tracking needs; frames waiting on the
+        reference get the result, or the failure."""
+        try:
+            with timed(self.timings, "detect"):
+                faces = self.engine.detect(frame)
+            with timed(self.timings, "track"):
+                patches = face_patches(frame, faces) if self.settings.keypoint_reuse else []
+        except BaseException as exc:
+            reference.result.set_exception(exc)
+            raise
+        reference.result.set_result((faces, patches))
+
     def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool) -> tuple[np.ndarray, int]:
-        """Process one video frame: detect on a new reference, else track the reference's faces."""
+        """Process one video frame: a new reference is analysed (unless that was done ahead), any other
+        frame tracks the reference's faces."""
         if is_new:
-            try:
-                with timed(self.timings, "detect"):
-                    faces = self.engine.detect(frame)
-                with timed(self.timings, "track"):
-                    patches = face_patches(frame, faces) if self.settings.keypoint_reuse else []
-            except BaseException as exc:
-                reference.result.set_exception(exc)  # frames waiting on this reference fail too
-                raise
-            reference.result.set_result((faces, patches))
+            if not reference.ahead:
+                self.analyse(frame, reference)
+            faces = reference.result.result()[0]
         else:
             ref_faces, patches = reference.result.result()
             with timed(self.timings, "track"):

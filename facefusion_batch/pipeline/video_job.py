@@ -2,6 +2,7 @@
 verify, rename."""
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import itertools
@@ -10,7 +11,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Callable, Protocol
@@ -28,9 +29,13 @@ from facefusion_batch.video.decoder import Decoder
 from facefusion_batch.video.ffmpeg import EncodeOptions
 from facefusion_batch.video.probe import VideoInfo, probe
 
+
 class FrameProcessor(Protocol):
     def new_gate(self) -> MotionGate:
         """A motion gate for one video."""
+
+    def analyse(self, frame: np.ndarray, reference: Reference) -> None:
+        """Detect a new reference's faces and set its result (a task of its own, ahead of its frame)."""
 
     def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool) -> tuple[np.ndarray, int]:
         """Swap faces in `frame`; returns (frame, faces swapped)."""
@@ -289,9 +294,9 @@ def _transcode(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_fr
     shutil.rmtree(frames_dir, ignore_errors=True)
     frames_dir.mkdir()
     decoder = decoder or Decoder(info, options.temp_root)
-    # Spooled frames are copied to disk at once, so two buffers do; in memory every frame ahead or in
-    # flight holds its buffer until it is encoded.
-    buffers = ahead + options.in_flight + 3 if options.transport == "memory" else 2
+    # Spooled frames are copied to disk at once, so two buffers do; in memory every frame ahead, planned
+    # or in flight holds its buffer until it is encoded.
+    buffers = ahead + 2 * options.in_flight + 3 if options.transport == "memory" else 2
     # Frames before the range are decoded and dropped unconverted: exact, and far cheaper than processing.
     decoded = decoder.frames(buffers, skip=start)
     frames = timed_iter(decoded if stop is None else itertools.islice(decoded, stop - start), options.timings,
@@ -308,27 +313,65 @@ def _transcode(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_fr
                 gates.append(frame_fn.new_gate())
             yield (payload, *gates[-1].plan(index, thumb, info.width))
 
+    preloaded: dict[int, np.ndarray] = {}  # reference frames loaded by their analysis, by frame index
+
+    def analyse(payload, reference: Reference) -> None:
+        try:
+            with timed(options.timings, "decode"):
+                frame = load(payload)
+        except BaseException as exc:
+            reference.result.set_exception(exc)
+            raise
+        preloaded[reference.index] = frame
+        frame_fn.analyse(frame, reference)
+
     def work(payload, reference: Reference, is_new: bool) -> tuple[np.ndarray, int]:
-        with timed(options.timings, "decode"):
-            frame = load(payload)
+        if is_new and reference.ahead:
+            failure = reference.result.exception()  # waits for the analysis
+            if failure is not None:
+                raise failure
+            frame = preloaded.pop(reference.index)
+        else:
+            with timed(options.timings, "decode"):
+                frame = load(payload)
         return frame_fn(frame, reference, is_new)
+
+    analyses: list[tuple[Future, Reference]] = []
+
+    def analysed_ahead(pool: ThreadPoolExecutor):
+        """The planned frames, `in_flight` behind planning: a new reference is queued for analysis as it is
+        planned, so frames after it rarely wait for its faces."""
+        window: collections.deque = collections.deque()
+        for payload, reference, is_new in planned():
+            if is_new:
+                reference.ahead = True
+                analyses.append((pool.submit(analyse, payload, reference), reference))
+            window.append((payload, reference, is_new))
+            if len(window) > options.in_flight:
+                yield window.popleft()
+        yield from window
 
     finished = False
     index = start
     try:
         with ThreadPoolExecutor(options.threads, thread_name_prefix="ffb-frame") as pool:
-            for frame, swapped in ordered_map(pool, work, planned(), options.in_flight):
-                with timed(options.timings, "encode"):
-                    if index % options.chunk_size == 0:
-                        if encoder:
-                            encoder.close()
-                        encoder = _Encoder(chunk_path(workspace, index // options.chunk_size), info,
-                                           options.encode, workspace, plan.container)
-                    encoder.write(frame, swapped > 0)
-                index += 1
-                counters.frames += 1
-                counters.frames_with_faces += swapped > 0
-                on_frames(1)
+            try:
+                for frame, swapped in ordered_map(pool, work, analysed_ahead(pool), options.in_flight):
+                    with timed(options.timings, "encode"):
+                        if index % options.chunk_size == 0:
+                            if encoder:
+                                encoder.close()
+                            encoder = _Encoder(chunk_path(workspace, index // options.chunk_size), info,
+                                               options.encode, workspace, plan.container)
+                        encoder.write(frame, swapped > 0)
+                    index += 1
+                    counters.frames += 1
+                    counters.frames_with_faces += swapped > 0
+                    on_frames(1)
+            finally:  # stopped early: analyses not started are dropped, and whoever waits on them is told
+                for analysis, reference in analyses:
+                    if analysis.cancel():
+                        reference.result.set_exception(CancelledError())
         if encoder:
             with timed(options.timings, "encode"):
                 encoder.close()
