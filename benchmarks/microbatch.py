@@ -1,8 +1,10 @@
 """Swap-stage style throughput: single model calls from worker threads vs micro-batched calls.
 
-    python benchmarks/microbatch.py [--threads 2] [--items 256] [--batch 8]
+    python benchmarks/microbatch.py [--threads 2] [--items 256] [--batch 8] [--provider cpu|cuda]
 
-For each dynamic-batch model, `--threads` worker threads push `--items` inputs through the model:
+First, for each model, the ceiling any batcher can reach: items/s of one caller running batches of 1..16
+straight through the session (no threads, no batcher), as a ratio to batch 1. Then `--threads` worker
+threads push `--items` inputs through the model:
   single      each worker calls the session itself (intra-op threads = cores / workers, as ffb does)
   batched-1   workers submit to one MicroBatcher; its calls use cores / workers intra-op threads
   batched-N   the same with all cores for the batcher's calls
@@ -30,12 +32,31 @@ from facefusion_batch.offline.mediapipe import MODEL_FILES, asset_path  # noqa: 
 from facefusion_batch.pipeline.batcher import MicroBatcher  # noqa: E402
 
 
+PROVIDERS = ["CPUExecutionProvider"]
+
+
 def session(path: Path, threads: int):
     rt = ort()
     options = rt.SessionOptions()
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.intra_op_num_threads = threads
-    return rt.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    return rt.InferenceSession(str(path), options, providers=PROVIDERS)
+
+
+def kernel_ceiling(path: Path, items: int) -> dict[int, float]:
+    """items/s of batches of 1..16 run straight through one session by one caller."""
+    sess = session(path, os.cpu_count() or 1)
+    rng = np.random.default_rng(0)
+    rates = {}
+    for size in (1, 2, 4, 8, 16):
+        feeds = {i.name: rng.random([size, *i.shape[1:]], dtype=np.float32) for i in sess.get_inputs()}
+        sess.run(None, feeds)  # warm up
+        calls = max(2, items // size)
+        started = time.perf_counter()
+        for _ in range(calls):
+            sess.run(None, feeds)
+        rates[size] = calls * size / (time.perf_counter() - started)
+    return rates
 
 
 def inputs_for(sess, count: int) -> list[dict[str, np.ndarray]]:
@@ -91,8 +112,12 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--items", type=int, default=256)
     parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--provider", choices=("cpu", "cuda"), default="cpu")
     args = parser.parse_args()
     import standins
+
+    if args.provider == "cuda":
+        PROVIDERS.insert(0, "CUDAExecutionProvider")
 
     work = Path(tempfile.mkdtemp())
     swapper = work / "inswapper_dynamic.onnx"
@@ -100,7 +125,14 @@ def main() -> int:
     models = {"mediapipe face mesh": asset_path(MODEL_FILES["landmarks"]),
               "mediapipe full-range detector": asset_path(MODEL_FILES["long_range"]),
               "inswapper stand-in": swapper}
-    print(f"{args.threads} worker threads, {args.items} items, batch <= {args.batch}, {os.cpu_count()} cores")
+    print(f"{args.provider}: {os.cpu_count()} cores; active providers "
+          f"{session(models['mediapipe face mesh'], 1).get_providers()}")
+    print("ceiling (one caller, batch b straight through the session, items/s and ratio to batch 1):")
+    for name, path in models.items():
+        rates = kernel_ceiling(path, args.items)
+        print(f"  {name}: " + ", ".join(f"b{size} {rate:.0f}/s ({rate / rates[1]:.2f}x)"
+                                        for size, rate in rates.items()))
+    print(f"{args.threads} worker threads, {args.items} items, batch <= {args.batch}")
     for name, path in models.items():
         result = measure(path, args.threads, args.items, args.batch)
         base = result["single"]

@@ -64,6 +64,10 @@ class _ObservedBatch(Batch):
         entry["stages"] = delta(self.timings.snapshot(), before)  # up to its last frame: not its finishing
         return completion
 
+    def analyse(self, frame: np.ndarray, reference: Reference) -> None:
+        self._note("first_in")  # a video's first frame is a reference, analysed by a task of its own
+        super().analyse(frame, reference)
+
     def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool) -> tuple[np.ndarray, int]:
         self._note("first_in")
         result = super().__call__(frame, reference, is_new)
