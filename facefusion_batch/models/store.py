@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,10 +36,13 @@ def crc32_of(path: Path) -> str:
     return f"{value & 0xFFFFFFFF:08x}"
 
 
-def sha256_of(path: Path) -> str:
+def sha256_of(path: Path, stop: threading.Event | None = None) -> str:
+    """The file's sha256; with `stop`, hashing gives up (raising InterruptedError) once it is set."""
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         while block := handle.read(_BLOCK):
+            if stop is not None and stop.is_set():
+                raise InterruptedError(f"{path}: hashing stopped")
             digest.update(block)
     return digest.hexdigest()
 

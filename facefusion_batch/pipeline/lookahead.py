@@ -47,6 +47,7 @@ class Lookahead:
         self._worker = ThreadPoolExecutor(1, thread_name_prefix="ffb-lookahead")
         self._lock = threading.Lock()
         self._pending: _Pending | None = None
+        self._closing = threading.Event()  # a big file's hash must not hold up the end of a run
 
     def __enter__(self) -> Lookahead:
         return self
@@ -62,7 +63,7 @@ class Lookahead:
                 return
             self._pending = None
         self._drop(pending)
-        content = self._worker.submit(sha256_of, path) if hash_content else None
+        content = self._worker.submit(sha256_of, path, self._closing) if hash_content else None
         with self._lock:
             self._pending = _Pending(path, _stamp(path), self._worker.submit(probe, path), content)
 
@@ -120,7 +121,8 @@ class Lookahead:
             decoder.stop(kill=True)
 
     def close(self) -> None:
+        self._closing.set()
         with self._lock:
             pending, self._pending = self._pending, None
         self._drop(pending)
-        self._worker.shutdown(wait=True)
+        self._worker.shutdown(wait=True, cancel_futures=True)

@@ -86,6 +86,18 @@ def test_content_hash_is_given_only_while_the_file_is_unchanged(tmp_path):
         assert ahead.content_hash(clip) is None
 
 
+def test_closing_does_not_wait_for_a_big_file_to_be_hashed(tmp_path):
+    big = tmp_path / "big.mp4"
+    with big.open("wb") as handle:
+        handle.truncate(64 * 1024 ** 3)  # sparse: minutes of hashing, no disk
+    ahead = Lookahead(tmp_path)
+    ahead.prepare(big, hash_content=True)
+    time.sleep(0.2)  # hashing has begun
+    started = time.monotonic()
+    ahead.close()
+    assert time.monotonic() - started < 5
+
+
 def test_batch_prepares_each_next_video_and_outputs_are_unchanged(env, source_image, monkeypatch):
     (env / "in").mkdir()
     clips = [make_clip(env / "in" / f"{name}.mp4", frames=frames) for name, frames in (("a", 12), ("b", 9), ("c", 7))]
