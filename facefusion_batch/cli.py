@@ -132,7 +132,7 @@ def run(
     if source is None or not target:
         raise SettingsError("ffb run needs --source FACE_IMAGE and at least one --target; see ffb run --help")
 
-    from facefusion_batch.pipeline.batch import Batch, open_state
+    from facefusion_batch.pipeline.batch import Batch, open_state, prepare_first
     from facefusion_batch.pipeline.progress import make_reporter
 
     settings = resolved.settings
@@ -150,9 +150,14 @@ def run(
 
             result = run_batch(settings, source, target, journal, reporter, force=force, retry_failed=retry_failed)
         else:
-            batch = Batch(settings, source, reporter)
+            lookahead = prepare_first(settings, target, journal)  # while the models load
+            try:
+                batch = Batch(settings, source, reporter)
+            except BaseException:
+                lookahead.close()
+                raise
             reporter.message(f"engine: {batch.engine.name} ({', '.join(batch.engine.models)})")
-            result = batch.run(target, journal, force=force, retry_failed=retry_failed)
+            result = batch.run(target, journal, force=force, retry_failed=retry_failed, lookahead=lookahead)
     finally:
         reporter.close()
         if journal:

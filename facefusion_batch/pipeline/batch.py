@@ -168,6 +168,31 @@ def claim(journal: Journal, target: Target, output_key: str, force: bool, retry_
     return None, content, settings_key({"content": content, "settings": output_key, "output": str(target.output)})
 
 
+def needs_hash(journal: Journal | None, target: Target) -> bool:
+    """Whether the journal will have to hash `target` (it has no current value for the file)."""
+    if journal is None:
+        return False
+    try:
+        return journal.cached_hash(target.path) is None
+    except OSError:
+        return False
+
+
+def prepare_first(settings: Settings, specs: Sequence[str], journal: Journal | None) -> Lookahead:
+    """A Lookahead already preparing the batch's first video (hash, probe, decoder), to be handed to
+    `Batch.run`: started before the engine is built, it is ready when the models have loaded."""
+    lookahead = Lookahead(settings.temp_path)
+    try:
+        targets, _ = discover(specs, settings.output_path)
+    except (FfbError, OSError):
+        return lookahead  # run() reports it
+    first = next((t for t in targets if t.kind == "video"), None)
+    if first is not None:
+        lookahead.prepare(first.path, hash_content=needs_hash(journal, first))
+        lookahead.current_decoded()  # no decoder runs yet
+    return lookahead
+
+
 class Batch:
     """Holds the engine, the prepared source and the selection for a run over many targets."""
 
@@ -248,11 +273,12 @@ class Batch:
         return frame, len(faces)
 
     def run(self, specs: Sequence[str], journal: Journal | None = None, force: bool = False,
-            retry_failed: bool = False) -> BatchResult:
+            retry_failed: bool = False, lookahead: Lookahead | None = None) -> BatchResult:
         """Process every target. With a journal, unchanged finished targets are skipped (`force` redoes
         them), earlier failures are skipped until their file changes, and `retry_failed` runs only those.
 
-        While one video is being processed the next is prepared (see Lookahead), and once its frames are
+        While one video is being processed the next is prepared (see Lookahead; pass one from
+        `prepare_first` to have the first video prepared while the engine loaded), and once its frames are
         done it is joined, verified and renamed on a thread of its own while the next one starts."""
         targets, rejected = discover(specs, self.settings.output_path)
         result = BatchResult(self.engine.name, list(self.engine.models), self.engine.pool.active_providers())
@@ -262,7 +288,7 @@ class Batch:
         self._journal = journal
         finishing: _Finishing | None = None
         try:
-            with Lookahead(self.settings.temp_path) as self._lookahead, \
+            with lookahead or Lookahead(self.settings.temp_path) as self._lookahead, \
                     ThreadPoolExecutor(1, thread_name_prefix="ffb-finish") as finisher:
                 try:
                     for index, target in enumerate(targets):
@@ -375,13 +401,7 @@ class Batch:
         return complete
 
     def _needs_hash(self, target: Target) -> bool:
-        """Whether the journal will have to hash `target` (it has no current value for the file)."""
-        if self._journal is None:
-            return False
-        try:
-            return self._journal.cached_hash(target.path) is None
-        except OSError:
-            return False
+        return needs_hash(self._journal, target)
 
     def image(self, target: Target) -> int:
         frame = read_image(target.path, error=MediaError)
