@@ -68,13 +68,31 @@ class EncodeOptions:
 
 
 def probe_command(path: Path) -> list[str]:
-    return [ffmpeg_binary(), "-hide_banner", "-nostdin", "-i", str(path)]
+    """One run that describes the input on stderr (every line tagged with its log level, so the
+    description and the errors can be told apart) and writes the first video stream's per-packet
+    timestamps to stdout without decoding (exact frame count and rate)."""
+    return [ffmpeg_binary(), "-hide_banner", "-nostdin", "-nostats", "-loglevel", "level+info", "-i", str(path),
+            "-map", "0:v:0", "-c", "copy", "-f", "framecrc", "-"]
 
 
-def packets_command(path: Path) -> list[str]:
-    """Per-packet timestamps of the first video stream without decoding (exact frame count and rate)."""
-    return [ffmpeg_binary(), "-v", "error", "-nostdin", "-i", str(path), "-map", "0:v:0", "-c", "copy",
-            "-f", "framecrc", "-"]
+_LEVEL = re.compile(r"^((?:\[[^\]]*@ 0x[0-9a-f]+\] ?)*)\[(\w+)\] ?")
+
+
+def split_levels(stderr: bytes) -> tuple[str, bytes]:
+    """(the info-level text without tags, the error lines as ffmpeg's `-v error` would print them) of a
+    log written with `-loglevel level+...`."""
+    info, errors = [], []
+    for line in stderr.decode("utf-8", "replace").splitlines():
+        match = _LEVEL.match(line)
+        if match is None:
+            info.append(line)
+            continue
+        prefix, level = match.group(1), match.group(2)
+        if level in ("error", "fatal", "panic"):
+            errors.append(prefix + line[match.end():])
+        else:
+            info.append(line[match.end():])
+    return "\n".join(info), "\n".join(errors).encode()
 
 
 def decode_command(path: Path, pixel_format: str = "bgr24") -> list[str]:

@@ -1,7 +1,7 @@
 """Probe a video with ffmpeg alone (the wheel's ffmpeg ships without ffprobe).
 
-Stream facts come from `ffmpeg -i`'s description; frame count and exact frame rate come from the packet
-timestamps of a stream copy, which costs no decoding.
+One ffmpeg run: stream facts come from its description of the input; frame count and exact frame rate
+come from the packet timestamps of a stream copy, which costs no decoding.
 """
 from __future__ import annotations
 
@@ -48,23 +48,23 @@ def probe(path: Path) -> VideoInfo:
         raise MediaError(f"{path}: broken symbolic link")
     if path.is_file() and path.stat().st_size == 0:
         raise MediaError(f"{path}: file is empty")
-    described = subprocess.run(ffmpeg.probe_command(path), capture_output=True)
-    text = described.stderr.decode("utf-8", "replace")
+    run = subprocess.run(ffmpeg.probe_command(path), capture_output=True)
+    text, errors = ffmpeg.split_levels(run.stderr)
+    text = text.split("Stream mapping:")[0]  # the input's description; the output's follows
     video = _VIDEO.search(text)
     if video is None:
         if "Input #0" in text:
             raise MediaError(f"{path}: has no video stream (audio only?)")
-        raise MediaError(f"{path}: not a readable video, or damaged ({ffmpeg.error_line(described.stderr)})")
+        raise MediaError(f"{path}: not a readable video, or damaged ({ffmpeg.error_line(errors)})")
     codec, pix_fmt, colour_text = video.group(2), video.group(3), video.group(4) or ""
     width, height = int(video.group(5)), int(video.group(6))
     rotation = _rotation(text[video.start():])
     if rotation % 180:
         width, height = height, width
     audio = _AUDIO.search(text)
-    packets = subprocess.run(ffmpeg.packets_command(path), capture_output=True)
-    if packets.returncode != 0:
-        raise MediaError(f"{path}: damaged video stream ({ffmpeg.error_line(packets.stderr)})")
-    count, fps, vfr, shift = frame_timing(packets.stdout.decode("ascii", "replace"))
+    if run.returncode != 0:
+        raise MediaError(f"{path}: damaged video stream ({ffmpeg.error_line(errors)})")
+    count, fps, vfr, shift = frame_timing(run.stdout.decode("ascii", "replace"))
     if count == 0:
         raise MediaError(f"{path}: the video stream has no frames")
     return VideoInfo(path=path, width=width, height=height, fps=fps, frame_count=count,

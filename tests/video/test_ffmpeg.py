@@ -104,3 +104,17 @@ def test_best_quality_maps_to_lowest_rate_factor(encoder, flag, value):
 def test_container_names():
     assert ffmpeg.container_of(Path("a.M4V")) == "mp4"
     assert ffmpeg.container_of(Path("a.mkv")) == "mkv"
+
+
+def test_level_tagged_log_splits_into_description_and_errors():
+    log = (b"[info] Input #0, mov,mp4, from 'a.mp4':\n"
+           b"[info]   Stream #0:0[0x1](und): Video: h264 (High), yuv420p(progressive), 64x48\n"
+           b"[h264 @ 0x55d0c0] [warning] deprecated pixel format\n"
+           b"[h264 @ 0x55d0c0] [error] Invalid NAL unit size (3321 > 82).\n"
+           b"[fatal] Error opening input files: Invalid data\n")
+    text, errors = ffmpeg.split_levels(log)
+    assert text.splitlines() == ["Input #0, mov,mp4, from 'a.mp4':",
+                                 "  Stream #0:0[0x1](und): Video: h264 (High), yuv420p(progressive), 64x48",
+                                 "deprecated pixel format"]
+    assert ffmpeg.error_line(errors) == "Invalid NAL unit size (3321 > 82)."
+    assert b"[error]" not in errors and b"Error opening input files" in errors
