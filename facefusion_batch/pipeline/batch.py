@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import shutil
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -151,21 +152,40 @@ def claim(journal: Journal, target: Target, output_key: str, force: bool, retry_
         content = journal.content_hash(target.path, hashed)
     except OSError as exc:
         return Outcome(str(target.path), "failed", reason=os_reason(target, exc)), "", ""
-    entry = None if force else journal.is_current(target.path, target.output, content, output_key)
-    last_failed = entry is not None and entry.status == "failed"
-    skip = None
-    if entry and entry.status in FINISHED:
-        skip = Outcome(str(target.path), "skipped", str(target.output),
-                       f"unchanged since it was {entry.status} ({_when(entry.updated)}); --force redoes it")
-    elif last_failed and not retry_failed:
-        skip = Outcome(str(target.path), "skipped",
-                       reason=f"failed before and unchanged; --retry-failed tries again: {entry.reason}")
-    elif retry_failed and not last_failed and not force:
-        skip = Outcome(str(target.path), "skipped", reason="not a previous failure (--retry-failed)")
+    skip = _skip(journal, target, content, output_key, force, retry_failed)
     if skip is not None:
         return skip, content, ""
     journal.record(target.path, target.output, content, output_key, "running")
     return None, content, settings_key({"content": content, "settings": output_key, "output": str(target.output)})
+
+
+def _skip(journal: Journal, target: Target, content: str | None, output_key: str, force: bool,
+          retry_failed: bool) -> Outcome | None:
+    """The skip outcome the journal gives a target with this content hash (None: unknown, i.e. changed)."""
+    entry = None if force or content is None else journal.is_current(target.path, target.output, content,
+                                                                       output_key)
+    last_failed = entry is not None and entry.status == "failed"
+    if entry and entry.status in FINISHED:
+        return Outcome(str(target.path), "skipped", str(target.output),
+                       f"unchanged since it was {entry.status} ({_when(entry.updated)}); --force redoes it")
+    if last_failed and not retry_failed:
+        return Outcome(str(target.path), "skipped",
+                       reason=f"failed before and unchanged; --retry-failed tries again: {entry.reason}")
+    if retry_failed and not last_failed and not force:
+        return Outcome(str(target.path), "skipped", reason="not a previous failure (--retry-failed)")
+    return None
+
+
+def will_run(journal: Journal | None, target: Target, output_key: str, force: bool, retry_failed: bool) -> bool:
+    """Whether `claim` is expected to let the target run, judged without hashing it (a file whose size or
+    mtime changed counts as changed): so the lookahead prepares the next video that will really run."""
+    if journal is None:
+        return True
+    try:
+        content = journal.cached_hash(target.path)
+    except OSError:
+        return True  # claim will report it
+    return _skip(journal, target, content, output_key, force, retry_failed) is None
 
 
 def needs_hash(journal: Journal | None, target: Target) -> bool:
@@ -212,7 +232,7 @@ class Batch:
         self.output_key = settings_key(self._output_shaping(source))
         # Set while `run` goes through its targets: the next video is made ready during the current one.
         self._lookahead: Lookahead | None = None
-        self._following: Target | None = None
+        self._following: Callable[[], Target | None] | None = None  # the next video to prepare
         self._journal: Journal | None = None
 
     def _output_shaping(self, source: Path) -> dict:
@@ -292,7 +312,8 @@ class Batch:
                     ThreadPoolExecutor(1, thread_name_prefix="ffb-finish") as finisher:
                 try:
                     for index, target in enumerate(targets):
-                        self._following = next((t for t in targets[index + 1:] if t.kind == "video"), None)
+                        self._following = functools.partial(self._next_to_run, targets[index + 1:], journal,
+                                                            force, retry_failed)
                         begun = self._claim_and_begin(target, journal, force, retry_failed)
                         if finishing is not None:
                             result.outcomes.append(self._settle(finishing, journal))
@@ -313,6 +334,12 @@ class Batch:
         result.detector_calls = self.engine.detector_calls()
         result.providers = self.engine.pool.active_providers()
         return result
+
+    def _next_to_run(self, rest: Sequence[Target], journal: Journal | None, force: bool, retry_failed: bool
+                     ) -> Target | None:
+        """The next video of the batch that the journal is expected to let run."""
+        return next((t for t in rest if t.kind == "video"
+                     and will_run(journal, t, self.output_key, force, retry_failed)), None)
 
     def _claim_and_begin(self, target: Target, journal: Journal | None, force: bool, retry_failed: bool
                          ) -> Outcome | tuple[Callable[[], Outcome], str]:
@@ -368,8 +395,9 @@ class Batch:
 
         try:
             prepared = lookahead.take(target.path) if lookahead and target.kind == "video" else None
-            if lookahead and self._following:
-                lookahead.prepare(self._following.path, hash_content=self._needs_hash(self._following))
+            following = self._following() if lookahead and self._following else None
+            if lookahead and following:
+                lookahead.prepare(following.path, hash_content=self._needs_hash(following))
             target.output.parent.mkdir(parents=True, exist_ok=True)
             if target.kind == "image":
                 self.reporter.start(str(target.path), 1)

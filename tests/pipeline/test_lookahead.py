@@ -120,3 +120,20 @@ def test_batch_prepares_each_next_video_and_outputs_are_unchanged(env, source_im
         assert all(journal.get(clip).content_hash == sha256_of(clip) for clip in clips)
     finally:
         journal.close()
+
+
+def test_a_video_the_journal_will_skip_is_not_the_one_prepared(env, source_image, monkeypatch):
+    (env / "in").mkdir()
+    clips = [make_clip(env / "in" / f"{name}.mp4", frames=5) for name in ("a", "b", "c")]
+    assert main(["run", "-s", str(source_image), "-t", str(clips[1]), "-o", str(env / "out"), "-q"]) == 0
+    taken: list[tuple[str, bool]] = []
+    real_take = Lookahead.take
+
+    def take(self, path):
+        prepared = real_take(self, path)
+        taken.append((path.name, prepared is not None and prepared.decoder is not None))
+        return prepared
+
+    monkeypatch.setattr(Lookahead, "take", take)
+    assert main(["run", "-s", str(source_image), "-t", str(env / "in"), "-o", str(env / "out"), "-q"]) == 0
+    assert taken == [("a.mp4", True), ("c.mp4", True)]  # b is done and unchanged: skipped, never prepared
