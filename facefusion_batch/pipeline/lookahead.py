@@ -111,7 +111,12 @@ class Lookahead:
 
     @staticmethod
     def _drop(pending: _Pending | None) -> None:
-        if pending is None or pending.decoder is None or pending.decoder.cancel():
+        if pending is None:
+            return
+        for work in (pending.content, pending.probe):
+            if work is not None:
+                work.cancel()  # only what has not started
+        if pending.decoder is None or pending.decoder.cancel():
             return
         try:
             decoder = pending.decoder.result()

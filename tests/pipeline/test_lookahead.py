@@ -98,18 +98,24 @@ def test_closing_does_not_wait_for_a_big_file_to_be_hashed(tmp_path):
     assert time.monotonic() - started < 5
 
 
-def test_batch_prepares_each_next_video_and_outputs_are_unchanged(env, source_image, monkeypatch):
-    (env / "in").mkdir()
-    clips = [make_clip(env / "in" / f"{name}.mp4", frames=frames) for name, frames in (("a", 12), ("b", 9), ("c", 7))]
-    taken: list[tuple[str, bool]] = []
+@pytest.fixture
+def taken(monkeypatch) -> list[tuple[str, bool]]:
+    """(name, whether its decoder was already running) of every video a batch takes from its lookahead."""
+    seen: list[tuple[str, bool]] = []
     real_take = Lookahead.take
 
     def take(self, path):
         prepared = real_take(self, path)
-        taken.append((path.name, prepared is not None and prepared.decoder is not None))
+        seen.append((path.name, prepared is not None and prepared.decoder is not None))
         return prepared
 
     monkeypatch.setattr(Lookahead, "take", take)
+    return seen
+
+
+def test_batch_prepares_each_next_video_and_outputs_are_unchanged(env, source_image, taken):
+    (env / "in").mkdir()
+    clips = [make_clip(env / "in" / f"{name}.mp4", frames=frames) for name, frames in (("a", 12), ("b", 9), ("c", 7))]
     assert main(["run", "-s", str(source_image), "-t", str(env / "in"), "-o", str(env / "batch"), "-q"]) == 0
     assert taken == [("a.mp4", True), ("b.mp4", True), ("c.mp4", True)]  # a: while the engine loaded
     for clip in clips:  # each alone in its own batch: nothing prepared
@@ -122,18 +128,10 @@ def test_batch_prepares_each_next_video_and_outputs_are_unchanged(env, source_im
         journal.close()
 
 
-def test_a_video_the_journal_will_skip_is_not_the_one_prepared(env, source_image, monkeypatch):
+def test_a_video_the_journal_will_skip_is_not_the_one_prepared(env, source_image, taken):
     (env / "in").mkdir()
     clips = [make_clip(env / "in" / f"{name}.mp4", frames=5) for name in ("a", "b", "c")]
     assert main(["run", "-s", str(source_image), "-t", str(clips[1]), "-o", str(env / "out"), "-q"]) == 0
-    taken: list[tuple[str, bool]] = []
-    real_take = Lookahead.take
-
-    def take(self, path):
-        prepared = real_take(self, path)
-        taken.append((path.name, prepared is not None and prepared.decoder is not None))
-        return prepared
-
-    monkeypatch.setattr(Lookahead, "take", take)
+    taken.clear()
     assert main(["run", "-s", str(source_image), "-t", str(env / "in"), "-o", str(env / "out"), "-q"]) == 0
     assert taken == [("a.mp4", True), ("c.mp4", True)]  # b is done and unchanged: skipped, never prepared
