@@ -131,14 +131,23 @@ class Encoded:
     workspace: Path
     counters: Counters
     tags: dict[str, str]
+    resumable: bool = False  # the workspace is keyed for resuming: an interruption keeps its chunks
 
     def finish(self) -> Counters:
-        """Join, verify and rename into place (see finish_video); the workspace goes either way."""
+        """Join, verify and rename into place (see finish_video); the workspace goes either way, except
+        for the finished chunks of a resumable one when interrupted."""
+        keep_chunks = False
         try:
             self.counters.note = finish_video(self.plan, self.workspace, self.tags)
             return self.counters
+        except KeyboardInterrupt:
+            keep_chunks = self.resumable
+            raise
         finally:
-            shutil.rmtree(self.workspace, ignore_errors=True)
+            if keep_chunks:
+                tidy_workspace(self.workspace)
+            else:
+                shutil.rmtree(self.workspace, ignore_errors=True)
 
 
 def encode_video(path: Path, out: Path, frame_fn: FrameProcessor, tags: dict[str, str], options: JobOptions,
@@ -165,7 +174,7 @@ def encode_video(path: Path, out: Path, frame_fn: FrameProcessor, tags: dict[str
         try:
             counters = encode_chunks(plan, workspace, frame_fn, on_frames, decoder=decoder, on_decoded=on_decoded)
             encoded = True
-            return Encoded(plan, workspace, counters, tags)
+            return Encoded(plan, workspace, counters, tags, resumable=resume_key is not None)
         except KeyboardInterrupt:
             keep_chunks = resume_key is not None  # finished chunks wait for the next run; the rest goes
             raise

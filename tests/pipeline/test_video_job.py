@@ -70,3 +70,25 @@ def test_a_failed_analysis_fails_the_video_without_hanging(tmp_path):
         job = runner.submit(video_job.encode_chunks, plan, tmp_path / "ws", recorder, lambda n: None)
         with pytest.raises(MediaError, match="detector failed"):
             job.result(timeout=60)
+
+
+@pytest.mark.parametrize("resumable", [True, False])
+def test_an_interrupted_finish_keeps_the_chunks_of_a_resumable_workspace(tmp_path, monkeypatch, resumable):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    video_job.chunk_path(workspace, 0).write_bytes(b"chunk")
+    video_job.write_json(video_job.chunk_path(workspace, 0).with_suffix(".json"), {"frames": 3, "faces": 3})
+    (workspace / "chunks.txt").write_text("a stray file")
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(video_job, "finish_video", interrupted)
+    encoded = video_job.Encoded(plan=None, workspace=workspace, counters=video_job.Counters(), tags={},
+                                resumable=resumable)
+    with pytest.raises(KeyboardInterrupt):
+        encoded.finish()
+    if resumable:
+        assert sorted(p.name for p in workspace.iterdir()) == ["chunk_00000.json", "chunk_00000.mp4"]
+    else:
+        assert not workspace.exists()
