@@ -372,9 +372,10 @@ def benchmark(
     pipeline, then the frame processor alone (detect/track + swap) over the clip's frames decoded into
     memory first, with the same threads: the model-bound limit.
 
-    Reports end-to-end and model-bound fps, ms per frame per stage (summed over threads), detector calls per
-    frame, peak RSS of the run's process, peak temp disk (sampled every 20 ms), and how long the second
-    target takes from its start to its first processed frame (and the probe within that).
+    Reports end-to-end and model-bound fps, ms per frame per stage (summed over threads), CPU ms per frame
+    of ffb and of its ffmpeg processes (where a small machine's time goes) and the cores kept busy,
+    detector calls and faces swapped per frame, peak RSS of the run's process, peak temp disk (sampled every
+    20 ms), and how long the second target takes from its start to its first frame in and done.
 
     Example: ffb benchmark 720p --engine offline --compare memory.ini
     """
