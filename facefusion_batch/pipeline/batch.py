@@ -176,18 +176,6 @@ def _skip(journal: Journal, target: Target, content: str | None, output_key: str
     return None
 
 
-def will_run(journal: Journal | None, target: Target, output_key: str, force: bool, retry_failed: bool) -> bool:
-    """Whether `claim` is expected to let the target run, judged without hashing it (a file whose size or
-    mtime changed counts as changed): so the lookahead prepares the next video that will really run."""
-    if journal is None:
-        return True
-    try:
-        content = journal.cached_hash(target.path)
-    except OSError:
-        return True  # claim will report it
-    return _skip(journal, target, content, output_key, force, retry_failed) is None
-
-
 def needs_hash(journal: Journal | None, target: Target) -> bool:
     """Whether the journal will have to hash `target` (it has no current value for the file)."""
     if journal is None:
@@ -232,8 +220,8 @@ class Batch:
         self.output_key = settings_key(self._output_shaping(source))
         # Set while `run` goes through its targets: the next video is made ready during the current one.
         self._lookahead: Lookahead | None = None
-        self._following: Callable[[], Target | None] | None = None  # the next video to prepare
-        self._journal: Journal | None = None
+        # The next video to prepare, and whether it needs hashing.
+        self._following: Callable[[], tuple[Target, bool] | None] | None = None
 
     def _output_shaping(self, source: Path) -> dict:
         """Everything an output depends on besides the target itself (the journal's settings key)."""
@@ -305,7 +293,6 @@ class Batch:
         result.outcomes += [Outcome(str(r.path), "failed", reason=r.reason) for r in rejected]
         for r in rejected:
             self.reporter.message(f"{r.path}: {r.reason}")
-        self._journal = journal
         finishing: _Finishing | None = None
         try:
             with lookahead or Lookahead(self.settings.temp_path) as self._lookahead, \
@@ -329,17 +316,28 @@ class Batch:
             result.interrupted = True
             result.outcomes.append(Outcome("(batch)", "failed", reason=INTERRUPTED))
         finally:
-            self._lookahead = self._following = self._journal = None
+            self._lookahead = self._following = None
         result.source_embeddings_computed = self.engine.cache.computed
         result.detector_calls = self.engine.detector_calls()
         result.providers = self.engine.pool.active_providers()
         return result
 
     def _next_to_run(self, rest: Sequence[Target], journal: Journal | None, force: bool, retry_failed: bool
-                     ) -> Target | None:
-        """The next video of the batch that the journal is expected to let run."""
-        return next((t for t in rest if t.kind == "video"
-                     and will_run(journal, t, self.output_key, force, retry_failed)), None)
+                     ) -> tuple[Target, bool] | None:
+        """The next video of the batch that `claim` is expected to let run, judged without hashing it (a file
+        whose size or mtime changed counts as changed), and whether the journal will have to hash it."""
+        for target in rest:
+            if target.kind != "video":
+                continue
+            if journal is None:
+                return target, False
+            try:
+                cached = journal.cached_hash(target.path)
+            except OSError:
+                return target, False  # claim will report it
+            if _skip(journal, target, cached, self.output_key, force, retry_failed) is None:
+                return target, cached is None
+        return None
 
     def _claim_and_begin(self, target: Target, journal: Journal | None, force: bool, retry_failed: bool
                          ) -> Outcome | tuple[Callable[[], Outcome], str]:
@@ -397,7 +395,7 @@ class Batch:
             prepared = lookahead.take(target.path) if lookahead and target.kind == "video" else None
             following = self._following() if lookahead and self._following else None
             if lookahead and following:
-                lookahead.prepare(following.path, hash_content=self._needs_hash(following))
+                lookahead.prepare(following[0].path, hash_content=following[1])
             target.output.parent.mkdir(parents=True, exist_ok=True)
             if target.kind == "image":
                 self.reporter.start(str(target.path), 1)
@@ -427,9 +425,6 @@ class Batch:
             return outcome(counters.frames_with_faces, counters.frames, note)
 
         return complete
-
-    def _needs_hash(self, target: Target) -> bool:
-        return needs_hash(self._journal, target)
 
     def image(self, target: Target) -> int:
         frame = read_image(target.path, error=MediaError)
