@@ -349,8 +349,10 @@ def detect_gpus(
 @app.command()
 @reports_errors
 def benchmark(
-    resolutions: Optional[list[str]] = typer.Argument(None, help="Clip sizes: 240p 360p 540p 720p 1080p 1440p 4k "
-                                                      "(default: 360p 720p)."),
+    resolutions: Optional[list[str]] = typer.Argument(None, help="Clip sizes: 240p 360p 480p 540p 720p 1080p 1440p "
+                                                      "4k, or a range such as 240p..4k (every size of the ladder "
+                                                      "240p 360p 480p 720p 1080p 1440p 4k in between; the whole "
+                                                      "ladder takes minutes). Default: 360p 720p."),
     engine: Optional[Engine] = typer.Option(None, help="auto, neural or offline, for both runs of a comparison."),
     profile: Optional[Path] = typer.Option(None, "--profile", "-p", help="Settings of the base run (default: "
                                            "built-in defaults, plus FFB_* environment)."),
@@ -377,7 +379,8 @@ def benchmark(
     detector calls and faces swapped per frame, peak RSS of the run's process, peak temp disk (sampled every
     20 ms), and how long the second target takes from its start to its first frame in and done.
 
-    Example: ffb benchmark 720p --engine offline --compare memory.ini
+    Examples: ffb benchmark 720p --engine offline --compare memory.ini
+              ffb benchmark 240p..4k
     """
     from facefusion_batch.bench import runner
 
