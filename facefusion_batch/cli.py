@@ -142,6 +142,12 @@ def run(
         require_ray()  # before the lock: say at once how to install it
     signal.signal(signal.SIGTERM, _interrupt)  # cron's kill: clean up like Ctrl-C
     reporter = make_reporter(quiet=quiet or settings.log_level == "error")
+    if settings.executor != "ray":  # Ray workers check on their own machines
+        from facefusion_batch.models.sessions import usable_settings
+
+        settings, dropped = usable_settings(settings)
+        for line in dropped:
+            reporter.message(f"ffb: {line}")
     lock = journal = None
     try:
         lock, journal = open_state(settings, wait, reporter)

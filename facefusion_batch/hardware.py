@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
+import io
 import os
 import re
 import shutil
@@ -15,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -23,6 +25,8 @@ from facefusion_batch.errors import FfbError
 
 CPU, CUDA, TENSORRT = "CPUExecutionProvider", "CUDAExecutionProvider", "TensorrtExecutionProvider"
 PROBED_PROVIDERS: tuple[str, ...] = (TENSORRT, CUDA, CPU)
+ORT_NAMES: Mapping[str, str] = {"cpu": CPU, "cuda": CUDA, "tensorrt": TENSORRT}  # settings name -> ONNX Runtime's
+NOT_BUILT_IN = "not in this ONNX Runtime build"
 _NOT_A_VALUE = {"", "n/a", "[n/a]", "not supported", "[not supported]", "unknown error", "[unknown error]"}
 _NUMBER = re.compile(r"\s*(-?\d+(?:\.\d+)?)")
 
@@ -145,19 +149,98 @@ def onnxruntime_providers() -> ProviderReport:
 
     rt = ort()  # sets the logger to errors only; the errors themselves are captured below
     installed = tuple(rt.get_available_providers())
-    model = _probe_model()
     loadable: list[str] = []
     errors: dict[str, str] = {}
     for provider in PROBED_PROVIDERS:
-        if provider not in installed:
-            errors[provider] = "not in this ONNX Runtime build"
-            continue
-        error = _probe(rt, model, provider)
+        error = provider_error(provider, 0)
         if error is None:
             loadable.append(provider)
         else:
             errors[provider] = error
     return ProviderReport(rt.__version__, installed, tuple(loadable), errors)
+
+
+@dataclass(frozen=True)
+class ProviderCheck:
+    """The providers asked for (settings names such as 'cuda') split into those that load and those that don't.
+
+    `kept` is in the order asked and always ends with 'cpu'; `dropped` maps each other one to why not.
+    """
+
+    kept: tuple[str, ...]
+    dropped: Mapping[str, str]
+
+
+def check_providers(requested: Sequence[str], device_id: int) -> ProviderCheck:
+    """Which of the requested providers really load on GPU `device_id` (each tried once per process)."""
+    kept: list[str] = []
+    dropped: dict[str, str] = {}
+    for name in dict.fromkeys([*requested, "cpu"]):
+        error = None if name == "cpu" else provider_error(ORT_NAMES[name], device_id)
+        if error is None:
+            kept.append(name)
+        else:
+            dropped[name] = error
+    kept.remove("cpu")
+    return ProviderCheck((*kept, "cpu"), dropped)
+
+
+@functools.lru_cache(maxsize=None)
+def provider_error(provider: str, device_id: int) -> Optional[str]:
+    """None if ONNX Runtime's `provider` loads on GPU `device_id` here; else why not, in one line.
+
+    Cached for the process: what a provider needs (its libraries, the GPU) does not come and go during a run.
+    """
+    from facefusion_batch.models.sessions import ort
+
+    rt = ort()
+    if provider not in rt.get_available_providers():
+        return NOT_BUILT_IN
+    if provider == CPU:
+        return _probe(rt, _probe_model(), provider)
+    preload_cuda_libraries()
+    return _probe(rt, _probe_model(), provider, {"device_id": str(device_id)})
+
+
+@functools.lru_cache(maxsize=None)
+def preload_cuda_libraries() -> None:
+    """Load the CUDA and cuDNN libraries of NVIDIA's PyPI wheels (`pip install 'onnxruntime-gpu[cuda,cudnn]'`)
+    where ONNX Runtime can find them: it does not look in site-packages by itself.
+
+    `onnxruntime.preload_dlls` (1.21 and later) prints what it can't find on stdout, which belongs to --json;
+    a missing library shows anyway when the provider is tried, so its output is dropped.
+    """
+    from facefusion_batch.models.sessions import ort
+
+    rt = ort()
+    if not hasattr(rt, "preload_dlls"):
+        return
+    with contextlib.redirect_stdout(io.StringIO()), _stderr_into([]):
+        try:
+            rt.preload_dlls()
+        except Exception:  # nothing to preload, or a directory it expects is missing: the probe says what fails
+            pass
+
+
+_MISSING_LIBRARY = re.compile(r"(lib[\w.+-]+\.so[\w.]*): cannot open shared object file")
+_CUDA_LIBRARY = re.compile(r"^lib(?:cu|nvrtc|nvJitLink)")
+
+
+def fix_for(name: str, error: str, ort_version: str) -> str:
+    """One line for a provider that does not load: what is missing and the command that installs it."""
+    if error == NOT_BUILT_IN:
+        return (f"{name} is not in this ONNX Runtime build: pip uninstall onnxruntime && pip install "
+                f"'onnxruntime-gpu[cuda,cudnn]'")
+    missing = _MISSING_LIBRARY.search(error)
+    if missing and _CUDA_LIBRARY.match(missing.group(1)):
+        return (f"{name} does not load ({missing.group(1)} not found): pip install "
+                f"'onnxruntime-gpu[cuda,cudnn]=={ort_version}' installs CUDA and cuDNN from PyPI "
+                f"(in an ffb checkout: pip install -e '.[cuda]')")
+    if missing:
+        return (f"{name} does not load ({missing.group(1)} not found): install that library (TensorRT: NVIDIA's "
+                f"TensorRT for the CUDA of onnxruntime-gpu {ort_version}) and put its directory on "
+                f"LD_LIBRARY_PATH")
+    return f"{name} does not load ({error}); see ffb detect-gpus"
 
 
 def _probe_model() -> bytes:
@@ -172,14 +255,14 @@ def _probe_model() -> bytes:
     return model.SerializeToString()
 
 
-def _probe(rt: Any, model: bytes, provider: str) -> Optional[str]:
+def _probe(rt: Any, model: bytes, provider: str, options: Optional[dict[str, str]] = None) -> Optional[str]:
     """None if a session with `provider` keeps it first; else why not.
 
     ONNX Runtime doesn't raise when CUDA fails to load: it logs the reason from C++ to fd 2 and quietly
     falls back to CPU. So fd 2 is captured, and `enable_fallback=0` turns the Python-level retry (which
     prints to stdout) into an exception.
     """
-    providers = [provider] if provider == CPU else [provider, CPU]
+    providers: list[Any] = [provider] if provider == CPU else [(provider, options or {}), CPU]
     log: list[str] = []
     error: Optional[BaseException] = None
     with _stderr_into(log):
@@ -273,7 +356,9 @@ def _advice(best: Optional[Gpu], providers: ProviderReport) -> str:
                f"until then {on_cpu}"
     if best is not None:
         return f"NVIDIA GPU found but ONNX Runtime's CUDA provider does not load (see the CUDA error): install " \
-               f"the CUDA and cuDNN libraries onnxruntime-gpu {providers.version} needs; until then {on_cpu}"
+               f"the CUDA and cuDNN libraries onnxruntime-gpu {providers.version} needs with pip install " \
+               f"'onnxruntime-gpu[cuda,cudnn]=={providers.version}' (in an ffb checkout: pip install -e " \
+               f"'.[cuda]'); until then {on_cpu}"
     if cuda:
         return "nvidia-smi is unavailable but CUDA loads: use --execution-providers 'cuda cpu' " \
                "--execution-device-id 0"
