@@ -60,7 +60,10 @@ def _print_json(data: Any) -> None:
 def run(
     source: Optional[Path] = typer.Option(None, "--source", "-s", help="Image of the face to put into the targets."),
     target: Optional[list[str]] = typer.Option(None, "--target", "-t", help="Video, image, directory (searched "
-                                               "recursively) or glob; repeat for more."),
+                                               "recursively) or quoted glob ('clips/**/*.mp4': outputs mirror the "
+                                               "tree below clips/); repeat, or list more after it."),
+    more_targets: Optional[list[str]] = typer.Argument(None, metavar="TARGET", help="More targets, e.g. "
+                                                       "what an unquoted clips/*.mp4 expands to.", show_default=False),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Output directory (mirrors the target tree). "
                                           "Default: output_path from the profile, else ./output"),
     profile: Optional[Path] = typer.Option(None, "--profile", "-p", help="Settings file: facefusion.ini-style .ini "
@@ -129,6 +132,7 @@ def run(
         else:
             _settings_table(rows)
         return 0
+    target = [*(target or []), *(more_targets or [])]
     if source is None or not target:
         raise SettingsError("ffb run needs --source FACE_IMAGE and at least one --target; see ffb run --help")
 
