@@ -188,28 +188,23 @@ def _interrupt(signum: int, frame: Any) -> None:
 
 
 def _settings_table(rows: list[dict[str, Any]]) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from facefusion_batch.tables import print_table
 
-    table = Table("section", "key", "value", "from")
-    for row in rows:
-        table.add_row(row["section"], row["key"], row["value"], row["origin"])
-    Console().print(table)
+    print_table(("section", "key", "value", "from"),
+                [(row["section"], row["key"], row["value"], row["origin"]) for row in rows],
+                line=lambda r: f"[{r[0]}] {r[1]} = {r[2]}  (from {r[3]})")
 
 
 def _summary_table(result) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from facefusion_batch.tables import print_line, print_table
 
-    table = Table("target", "status", "frames", "seconds", "output / reason",
-                  title=f"engine {result.engine} on {', '.join(result.providers) or 'no session'}")
-    for o in result.outcomes:
-        table.add_row(o.target, o.status, str(o.frames), f"{o.seconds:.1f}", o.reason or (o.output or ""))
-    console = Console(width=max(120, Console().width))
-    console.print(table)
+    rows = [(o.target, o.status, o.frames, f"{o.seconds:.1f}", o.reason or (o.output or "")) for o in result.outcomes]
+    print_table(("target", "status", "frames", "seconds", "output / reason"), rows,
+                title=f"engine {result.engine} on {', '.join(result.providers) or 'no session'}",
+                line=lambda r: f"{r[0]}: {r[1]}, {r[2]} frames, {r[3]} s" + (f": {r[4]}" if r[4] else ""))
     counts = result.to_dict()["counts"]
-    console.print(f"done {counts['done']}, no face {counts['no_face']}, skipped {counts['skipped']}, "
-                  f"failed {counts['failed']}")
+    print_line(f"done {counts['done']}, no face {counts['no_face']}, skipped {counts['skipped']}, "
+               f"failed {counts['failed']}")
 
 
 @models_app.command("list")
@@ -247,13 +242,11 @@ def _report_models(profile: Optional[Path], models_path: Optional[Path], as_json
     if as_json:
         _print_json(rows)
     else:
-        from rich.console import Console
-        from rich.table import Table
+        from facefusion_batch.tables import print_table
 
-        table = Table("name", "family", "status", "detail", title=f"models in {settings.models_path}")
-        for row in rows:
-            table.add_row(row["name"], row["family"], row["status"], row["detail"])
-        Console(width=max(120, Console().width)).print(table)
+        print_table(("name", "family", "status", "detail"),
+                    [(row["name"], row["family"], row["status"], row["detail"]) for row in rows],
+                    title=f"models in {settings.models_path}")
     corrupt = any(s.status == "corrupt" for s in states)
     return 3 if fail_on_corrupt and corrupt else 0
 
@@ -320,13 +313,12 @@ def status(
     if as_json:
         _print_json(rows)
         return 0
-    from rich.console import Console
-    from rich.table import Table
+    from facefusion_batch.tables import print_table
 
-    table = Table("target", "status", "attempts", "updated", "reason", title=f"journal of {settings.output_path}")
-    for row in rows:
-        table.add_row(row["target"], row["status"], str(row["attempts"]), row["updated"], row["reason"])
-    Console(width=max(120, Console().width)).print(table)
+    print_table(("target", "status", "attempts", "updated", "reason"),
+                [(row["target"], row["status"], row["attempts"], row["updated"], row["reason"]) for row in rows],
+                title=f"journal of {settings.output_path}",
+                line=lambda r: f"{r[0]}: {r[1]}, {r[2]} attempts, {r[3]}" + (f": {r[4]}" if r[4] else ""))
     return 0
 
 

@@ -46,7 +46,7 @@ def discover(specs: Sequence[str], output_dir: Path) -> tuple[list[Target], list
     skip = output_dir.resolve()
     for spec in specs:
         found = len(targets)
-        if glob.has_magic(spec):
+        if glob.has_magic(spec) and not os.path.lexists(spec):  # a file may be named a[1].mp4
             base: Path | None = glob_base(spec)
             matches = sorted(Path(p) for p in glob.glob(spec, recursive=True))
             if not matches:

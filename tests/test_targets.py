@@ -95,3 +95,10 @@ def test_shell_expanded_names_that_collide_suggest_quoting_the_glob(tmp_path):
     a, b = touch(tmp_path / "a" / "x.mp4"), touch(tmp_path / "b" / "x.mp4")
     _, [rejected] = discover([str(a), str(b)], tmp_path / "out")
     assert rejected.path == b and "quote a glob" in rejected.reason
+
+
+def test_an_existing_name_that_looks_like_a_glob_is_taken_literally(tmp_path):
+    odd = touch(tmp_path / "[bold]a[1].mp4")
+    touch(tmp_path / "1.mp4")  # what the pattern would match
+    targets, rejected = discover([str(odd)], tmp_path / "out")
+    assert [t.path for t in targets] == [odd] and rejected == []
