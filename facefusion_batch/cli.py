@@ -318,7 +318,7 @@ def status(
     print_table(("target", "status", "attempts", "updated", "reason"),
                 [(row["target"], row["status"], row["attempts"], row["updated"], row["reason"]) for row in rows],
                 title=f"journal of {settings.output_path}",
-                line=lambda r: f"{r[0]}: {r[1]}, {r[2]} attempts, {r[3]}" + (f": {r[4]}" if r[4] else ""))
+                line=lambda r: f"{r[0]}: {r[1]}, attempts {r[2]}, {r[3]}" + (f": {r[4]}" if r[4] else ""))
     return 0
 
 
