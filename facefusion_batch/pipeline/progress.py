@@ -73,7 +73,7 @@ class BatchCount:
 
     def seconds_left(self, now: float, running: float) -> Optional[float]:
         """`running`: the fraction of their frames the targets now running have done, summed."""
-        if not self.total or self.began is None:
+        if not self.total or self.began is None or self.finished >= self.total:
             return None
         worked = self.finished - self.ended.get("skipped", 0) + running
         to_do = self.total - self.finished - running
