@@ -7,7 +7,7 @@ Session options, and why:
 - VRAM strategy: `strict` builds sessions without memory arenas and drops them after every target;
   `moderate` keeps sessions and lets the GPU arena shrink back after each call (ONNX Runtime's
   `memory.enable_memory_arena_shrinkage`); `tolerant` keeps sessions and arenas as they grow.
-- Providers: only those that really load here are passed (hardware.check_providers tries each once), and
+- Providers: only those that really load here are passed (providers.check_providers tries each once), and
   options that only fit a GPU session follow the providers a session really got, never the settings: ONNX
   Runtime falls back to CPU quietly, and a GPU run option on a CPU session fails every call.
 """
@@ -19,15 +19,8 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from facefusion_batch.errors import ModelError
+from facefusion_batch.models.providers import check_providers, fix_for, ort  # ort: imported from here by others
 from facefusion_batch.settings import Settings
-
-
-def ort():
-    """Import onnxruntime quietly (a CPU-only machine logs CUDA load errors otherwise)."""
-    import onnxruntime
-
-    onnxruntime.set_default_logger_severity(3)
-    return onnxruntime
 
 
 def usable_settings(settings: Settings) -> tuple[Settings, list[str]]:
@@ -35,13 +28,11 @@ def usable_settings(settings: Settings) -> tuple[Settings, list[str]]:
     (what is missing and how to install it)."""
     import dataclasses
 
-    from facefusion_batch import hardware
-
-    check = hardware.check_providers(settings.execution_providers, settings.execution_device_id)
+    check = check_providers(settings.execution_providers, settings.execution_device_id)
     if not check.dropped:
         return settings, []
     version = ort().__version__
-    lines = [f"{hardware.fix_for(name, error, version)}; running on {' '.join(check.kept)}"
+    lines = [f"{fix_for(name, error, version)}; running on {' '.join(check.kept)}"
              for name, error in check.dropped.items()]
     return dataclasses.replace(settings, execution_providers=check.kept), lines
 
@@ -95,10 +86,7 @@ class SessionPool:
 
     def _usable_providers(self) -> list[Any]:
         if self._providers is None:
-            from facefusion_batch import hardware
-
-            check = hardware.check_providers(self._settings.execution_providers,
-                                             self._settings.execution_device_id)
+            check = check_providers(self._settings.execution_providers, self._settings.execution_device_id)
             self._providers = provider_list(self._settings, check.kept)
         return self._providers
 

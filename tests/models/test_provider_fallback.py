@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from conftest import grace_hopper, make_clip
-from facefusion_batch import hardware
+from facefusion_batch.models import providers
 from facefusion_batch.cli import main
 from facefusion_batch.models.sessions import GuardedSession, SessionPool, ort, usable_settings
 from facefusion_batch.settings import load_settings
@@ -22,7 +22,7 @@ def settings(**flags):
 @pytest.fixture(scope="module")
 def cuda_fails() -> str:
     """Why CUDA does not load here; the tests need a machine where it doesn't (like CI's)."""
-    error = hardware.provider_error(hardware.CUDA, 0)
+    error = providers.provider_error(providers.CUDA, 0)
     if error is None:
         pytest.skip("CUDA loads on this machine")
     return error
@@ -30,7 +30,7 @@ def cuda_fails() -> str:
 
 def identity_model(tmp_path):
     path = tmp_path / "identity.onnx"
-    path.write_bytes(hardware._probe_model())
+    path.write_bytes(providers._probe_model())
     return path
 
 
@@ -60,11 +60,11 @@ def test_usable_settings_leave_loadable_providers_alone():
 
 
 def test_check_keeps_the_order_asked_and_cpu_last(monkeypatch):
-    monkeypatch.setattr(hardware, "provider_error", lambda provider, device: None)
-    assert hardware.check_providers(("tensorrt", "cuda", "cpu"), 0).kept == ("tensorrt", "cuda", "cpu")
-    assert hardware.check_providers(("cpu", "cuda"), 0).kept == ("cuda", "cpu")
-    monkeypatch.setattr(hardware, "provider_error", lambda provider, device: "no" if provider == hardware.CUDA else None)
-    check = hardware.check_providers(("tensorrt", "cuda"), 1)
+    monkeypatch.setattr(providers, "provider_error", lambda provider, device: None)
+    assert providers.check_providers(("tensorrt", "cuda", "cpu"), 0).kept == ("tensorrt", "cuda", "cpu")
+    assert providers.check_providers(("cpu", "cuda"), 0).kept == ("cuda", "cpu")
+    monkeypatch.setattr(providers, "provider_error", lambda provider, device: "no" if provider == providers.CUDA else None)
+    check = providers.check_providers(("tensorrt", "cuda"), 1)
     assert check.kept == ("tensorrt", "cpu") and check.dropped == {"cuda": "no"}
 
 
@@ -78,11 +78,11 @@ def test_check_keeps_the_order_asked_and_cpu_last(monkeypatch):
     ("tensorrt", "Failed to load library libonnxruntime_providers_tensorrt.so with error: libnvinfer.so.10: cannot "
                  "open shared object file: No such file or directory",
      ["libnvinfer.so.10 not found", "TensorRT", "LD_LIBRARY_PATH"]),
-    ("cuda", hardware.NOT_BUILT_IN, ["pip uninstall onnxruntime && pip install 'onnxruntime-gpu[cuda,cudnn]'"]),
+    ("cuda", providers.NOT_BUILT_IN, ["pip uninstall onnxruntime && pip install 'onnxruntime-gpu[cuda,cudnn]'"]),
     ("cuda", "CUDA failure 100: no CUDA-capable device is detected", ["no CUDA-capable device", "ffb detect-gpus"]),
 ])
 def test_fix_for_names_what_is_missing_and_the_command(name, error, words):
-    line = hardware.fix_for(name, error, "1.31.1")
+    line = providers.fix_for(name, error, "1.31.1")
     assert "\n" not in line and line.startswith(f"{name} ")
     for word in words:
         assert word in line
