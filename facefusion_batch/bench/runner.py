@@ -56,7 +56,7 @@ def _expand(name: str) -> list[str]:
               f"{clips.LADDER[0]}..{clips.LADDER[-1]}"
     if ".." not in name:
         if name not in clips.RESOLUTIONS:
-            raise SettingsError(f"unknown resolution {name!r}; {choices}")
+            raise SettingsError(f"unknown resolution {name}; {choices}")
         return [name]
     low, _, high = name.partition("..")
     off = [end for end in (low, high) if end not in clips.LADDER]
