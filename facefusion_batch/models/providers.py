@@ -99,9 +99,10 @@ def fix_for(name: str, error: str, ort_version: str) -> str:
                 f"'onnxruntime-gpu[cuda,cudnn]'")
     missing = _MISSING_LIBRARY.search(error)
     if missing and _CUDA_LIBRARY.match(missing.group(1)):
+        also = "; TensorRT's own libraries are needed too" if name == "tensorrt" else ""
         return (f"{name} does not load ({missing.group(1)} not found): pip install "
                 f"'onnxruntime-gpu[cuda,cudnn]=={ort_version}' installs CUDA and cuDNN from PyPI "
-                f"(in an ffb checkout: pip install -e '.[cuda]')")
+                f"(in an ffb checkout: pip install -e '.[cuda]'){also}")
     if missing:
         return (f"{name} does not load ({missing.group(1)} not found): install that library (TensorRT: NVIDIA's "
                 f"TensorRT for the CUDA of onnxruntime-gpu {ort_version}) and put its directory on "
