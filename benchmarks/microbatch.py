@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from facefusion_batch.models.sessions import ort  # noqa: E402
 from facefusion_batch.offline.mediapipe import MODEL_FILES, asset_path  # noqa: E402
-from facefusion_batch.pipeline.batcher import MicroBatcher  # noqa: E402
+from facefusion_batch.models.batcher import MicroBatcher  # noqa: E402
 
 
 PROVIDERS = ["CPUExecutionProvider"]

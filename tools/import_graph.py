@@ -30,12 +30,11 @@ FLOORS: tuple[tuple[str, int], ...] = (
     ("facefusion_batch.provenance", 5),
     ("facefusion_batch.pipeline", 5),
     ("facefusion_batch.engines", 4),
-    ("facefusion_batch.offline", 4),
-    ("facefusion_batch.swap", 4),
     ("facefusion_batch.processors", 4),
     ("facefusion_batch.hardware", 3),
     ("facefusion_batch.models", 3),
     ("facefusion_batch.faces", 3),
+    ("facefusion_batch.offline", 3),  # MediaPipe adapters and the classical swapper
     ("facefusion_batch.video", 3),
     ("facefusion_batch.targets", 2),
     ("facefusion_batch.settings", 2),

@@ -19,12 +19,13 @@ from facefusion_batch.media import read_image, temp_name, write_image
 from facefusion_batch.memory import apply_memory_limit
 from facefusion_batch.pipeline.analysis import MotionGate, Reference, face_patches, track
 from facefusion_batch.models.store import sha256_of
-from facefusion_batch.pipeline.engine import FaceEngine, Selection, build_engine, build_selection
+from facefusion_batch.engines import build_engine
+from facefusion_batch.engines.base import FaceEngine, Selection, build_selection
 from facefusion_batch.pipeline.journal import FINISHED, Journal, settings_key
 from facefusion_batch.pipeline.lock import RunLock
 from facefusion_batch.pipeline.lookahead import Lookahead
 from facefusion_batch.pipeline.progress import Reporter
-from facefusion_batch.pipeline.source_cache import Record
+from facefusion_batch.engines.source_cache import Record
 from facefusion_batch.pipeline.video_job import JobOptions, encode_video
 from facefusion_batch.settings import Settings
 from facefusion_batch.targets import Target, discover

@@ -38,7 +38,7 @@ def test_cache_name_depends_on_everything_the_clip_depends_on(tmp_path):
 @pytest.mark.parametrize("resolution", ["240p", "720p", "1080p"])
 def test_the_only_face_in_a_clip_is_the_photo(tmp_path, resolution):
     """The backdrop must not draw false detections: runs would swap different numbers of faces."""
-    from facefusion_batch.pipeline.engine import build_engine
+    from facefusion_batch.engines import build_engine
     from facefusion_batch.settings import Settings
 
     engine = build_engine(Settings(engine="offline", cache_path=tmp_path))

@@ -8,7 +8,7 @@ from facefusion_batch.faces.detectors import ScrfdDetector, YoloFaceDetector
 from facefusion_batch.faces.recognizer import ArcFaceRecognizer
 from facefusion_batch.faces.types import Face
 from facefusion_batch.models.catalog import CATALOG
-from facefusion_batch.swap.inswapper import InSwapper, read_emap
+from facefusion_batch.engines.inswapper import InSwapper, read_emap
 
 
 session = cpu_session

@@ -7,7 +7,7 @@ from conftest import FACE_BOX, FACE_KPS, cpu_session, face_frame
 from facefusion_batch.faces.types import Face
 from facefusion_batch.models.catalog import CATALOG
 from facefusion_batch.models.dynamic_batch import dynamic_batch_model, has_dynamic_batch
-from facefusion_batch.swap.inswapper import InSwapper, read_emap
+from facefusion_batch.engines.inswapper import InSwapper, read_emap
 
 
 def test_fixed_batch_swapper_is_patched_checked_and_cached(tmp_path):

@@ -56,3 +56,10 @@ def test_relative_and_type_checking_imports(tmp_path):
     assert edges["facefusion_batch.models.catalog"] == {"facefusion_batch.errors"}
     assert graph_tool.upward(edges) == [] and graph_tool.cycles(edges) == []
     assert graph_tool.main(["--root", str(root)]) == 0
+
+
+def test_the_package_has_no_cycle_and_no_upward_import():
+    edges = graph_tool.graph(ROOT)
+    assert "facefusion_batch.engines.base" in edges
+    assert graph_tool.cycles(edges) == []
+    assert graph_tool.upward(edges) == []

@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from facefusion_batch.pipeline.batcher import MicroBatcher
+from facefusion_batch.models.batcher import MicroBatcher
 
 
 def test_items_from_many_threads_share_calls_and_keep_their_results():

@@ -12,7 +12,7 @@ from facefusion_batch.faces.recognizer import crop_tensor
 from facefusion_batch.faces.types import Face
 from facefusion_batch.models.catalog import TEMPLATES, ModelSpec
 from facefusion_batch.models.dynamic_batch import has_dynamic_batch
-from facefusion_batch.pipeline.batcher import MicroBatcher
+from facefusion_batch.models.batcher import MicroBatcher
 
 
 def read_emap(path: Path) -> np.ndarray:

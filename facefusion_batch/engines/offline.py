@@ -11,14 +11,15 @@ from typing import Sequence
 
 import numpy as np
 
+from facefusion_batch.engines.base import source_face
+from facefusion_batch.engines.source_cache import Record, SourceCache
 from facefusion_batch.errors import SettingsError
 from facefusion_batch.faces.types import Face
+from facefusion_batch.models.batcher import MicroBatcher
 from facefusion_batch.models.sessions import Counter, GuardedSession, SessionPool
 from facefusion_batch.offline import classic
 from facefusion_batch.offline.mediapipe import (MODEL_FILES, MediaPipeDetector, MediaPipeLandmarker, asset_path,
                                                 five_points)
-from facefusion_batch.pipeline.batcher import MicroBatcher
-from facefusion_batch.pipeline.source_cache import Record, SourceCache
 from facefusion_batch.settings import Settings
 
 _PRESENCE = 0.5  # face-mesh presence below this means the detection was not a face
@@ -68,8 +69,6 @@ class OfflineEngine:
         raise SettingsError("the offline engine has no face recogniser; reference mode needs --engine neural")
 
     def prepare_source(self, path: Path) -> Record:
-        from facefusion_batch.pipeline.engine import source_face
-
         def compute() -> Record:
             image, face, count = source_face(path, self)
             x1, y1, x2, y2 = _crop_box(face.box, image.shape, _SOURCE_MARGIN)

@@ -1,0 +1,28 @@
+"""Engines: the `FaceEngine` protocol (`base`), the neural and offline engines, the source-face cache.
+
+`build_engine` is the one place that chooses between them.
+"""
+from __future__ import annotations
+
+import threading
+
+from facefusion_batch.engines.base import FaceEngine
+from facefusion_batch.engines.source_cache import SourceCache
+from facefusion_batch.models import store
+from facefusion_batch.models.sessions import SessionPool
+from facefusion_batch.settings import Settings
+
+
+def build_engine(settings: Settings, slots: threading.Semaphore | None = None) -> FaceEngine:
+    """The engine the settings ask for; `auto` picks neural when its model files are usable."""
+    pool = SessionPool(settings)
+    cache = SourceCache(settings.cache_path)
+    slots = slots or threading.Semaphore(settings.inference_slots())
+    from facefusion_batch.engines.neural import NeuralEngine, neural_model_states
+    from facefusion_batch.engines.offline import OfflineEngine
+
+    if settings.engine == "neural":
+        return NeuralEngine(settings, pool, cache, slots)
+    if settings.engine == "auto" and all(store.usable(s) for s in neural_model_states(settings)):
+        return NeuralEngine(settings, pool, cache, slots)
+    return OfflineEngine(settings, pool, cache, slots)

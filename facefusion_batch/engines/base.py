@@ -1,0 +1,81 @@
+"""The engine protocol and what every engine shares: face selection, the source face, building an engine.
+
+An engine is everything loaded once per process (sessions, adapters, source cache, semaphore). It turns a
+frame into faces and swaps a prepared source into them. The pipeline only talks to the `FaceEngine`
+protocol, so the neural (`engines.neural`) and offline (`engines.offline`) engines share every other line.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, Sequence
+
+import numpy as np
+
+from facefusion_batch.engines.source_cache import Record, SourceCache
+from facefusion_batch.errors import SettingsError, SourceError
+from facefusion_batch.faces.types import Face
+from facefusion_batch.media import read_image
+from facefusion_batch.models.sessions import SessionPool
+from facefusion_batch.settings import Settings
+
+
+class FaceEngine(Protocol):
+    name: str
+    models: tuple[str, ...]
+    model_files: tuple[Path, ...]
+    cache: SourceCache
+    pool: SessionPool
+
+    def detect(self, frame: np.ndarray) -> list[Face]: ...
+
+    def embed(self, frame: np.ndarray, faces: Sequence[Face]) -> np.ndarray: ...
+
+    def prepare_source(self, path: Path) -> Record: ...
+
+    def swap(self, frame: np.ndarray, faces: Sequence[Face], source: Record) -> np.ndarray: ...
+
+    def detector_calls(self) -> int: ...
+
+
+def largest(faces: Sequence[Face]) -> Face:
+    return max(faces, key=lambda f: f.area)
+
+
+def source_face(path: Path, engine: FaceEngine) -> tuple[np.ndarray, Face, int]:
+    """The image and its largest face; SourceError when it has none."""
+    image = read_image(path)
+    faces = engine.detect(image)
+    if not faces:
+        raise SourceError(f"{path}: no face found in the source image; use a photo in which one face is "
+                          "clearly visible and at least ~100 px wide")
+    return image, largest(faces), len(faces)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """How to pick the faces to swap in each frame."""
+
+    mode: str
+    reference: np.ndarray | None = None  # unit embedding, reference mode only
+    distance: float = 0.6
+
+    def pick(self, frame: np.ndarray, faces: list[Face], engine: FaceEngine) -> list[Face]:
+        if not faces or self.mode == "many":
+            return faces
+        if self.mode == "one":
+            return [largest(faces)]
+        embeddings = engine.embed(frame, faces)
+        distances = 1.0 - embeddings @ self.reference
+        return [face for face, d in zip(faces, distances) if d <= self.distance]
+
+
+def build_selection(settings: Settings, engine: FaceEngine) -> Selection:
+    if settings.face_selector_mode != "reference":
+        return Selection(settings.face_selector_mode)
+    if engine.name != "neural":
+        raise SettingsError("face_selector_mode reference needs the neural engine's face recogniser; use "
+                            "--engine neural with its models, or --many-faces / one")
+    assert settings.reference_face_path is not None
+    image, face, _ = source_face(settings.reference_face_path, engine)
+    return Selection("reference", engine.embed(image, [face])[0], settings.reference_face_distance)
