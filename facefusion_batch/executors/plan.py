@@ -82,7 +82,7 @@ class WorkerInfo:
 
 
 def chunk_count(frames: int, chunk_size: int) -> int:
-    """Chunks of a video by its probed frame count, as `VideoPlan.chunk_count` counts them."""
+    """Chunks of a video by its probed frame count (the decoder decides the last one's length)."""
     return max(1, -(-frames // chunk_size))
 
 

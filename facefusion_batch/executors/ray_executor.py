@@ -14,7 +14,6 @@ import dataclasses
 import glob
 import itertools
 import os
-import shutil
 import sys
 import time
 import uuid
@@ -28,7 +27,8 @@ from facefusion_batch.executors import require_ray
 from facefusion_batch.executors.plan import (Item, Join, OrderedProgress, Segment, StorageCheck, Whole, WorkerInfo,
                                              chunk_count, segment_length, segments, staged_name)
 from facefusion_batch.executors.ray_pool import Done, WorkerPool, connect
-from facefusion_batch.pipeline.batch import INTERRUPTED, BatchResult, Outcome, claim, os_reason, remove_stale_workspaces
+from facefusion_batch.pipeline.batch import INTERRUPTED, BatchResult, Outcome, claim, os_reason
+from facefusion_batch.pipeline.workspace import Workspace, remove_stale
 from facefusion_batch.pipeline.journal import Journal
 from facefusion_batch.pipeline.progress import Reporter
 from facefusion_batch.settings import Settings
@@ -179,7 +179,7 @@ class _Driver:
             directory.mkdir(parents=True, exist_ok=True)
             check.probe_file(directory).write_text(self.token)
         if check.shared != settings.temp_path:
-            remove_stale_workspaces(check.shared)
+            remove_stale(check.shared)
         return check
 
     # ---- handing out work ------------------------------------------------------------------------------
@@ -341,7 +341,7 @@ class _Driver:
         """Once nothing of a finished split video is in flight, remove its shared workspace (a failure's
         too, as the local executor does)."""
         if job.done and job.split and job.inflight == 0:
-            shutil.rmtree(shared_root(self.remote_settings) / f"ffb-{job.key}", ignore_errors=True)
+            Workspace.of(shared_root(self.remote_settings), job.key).remove()
 
     def _abandon(self) -> None:
         """No worker is left: what is left of the batch fails in the summary, and is journaled as

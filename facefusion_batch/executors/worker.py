@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 import socket
 import threading
 import time
@@ -17,9 +16,9 @@ from typing import Callable
 
 from facefusion_batch.errors import FfbError, SettingsError
 from facefusion_batch.executors.plan import Item, Join, Segment, StorageCheck, WorkerInfo, Whole
-from facefusion_batch.pipeline.batch import NO_FACE, Batch, Outcome, job_options, os_reason, remove_stale_workspaces
-from facefusion_batch.pipeline.video_job import (VideoPlan, chunk_meta, chunk_path, encode_chunks, end_frames,
-                                                 finish_video, plan_video, write_json)
+from facefusion_batch.pipeline.batch import NO_FACE, Batch, Outcome, job_options, os_reason
+from facefusion_batch.pipeline.video_job import encode_chunks, finish_video, plan_video
+from facefusion_batch.pipeline.workspace import Workspace, remove_stale
 from facefusion_batch.settings import Settings
 
 
@@ -141,7 +140,7 @@ class FfbWorker:
     def _ready(self) -> Batch:
         if self._batch is None:
             check_storage(self._check, self._node)
-            remove_stale_workspaces(self._settings.temp_path)
+            remove_stale(self._settings.temp_path)
             self._batch = Batch(self._settings, self._source, self._reporter)
         return self._batch
 
@@ -152,7 +151,7 @@ class FfbWorker:
         try:
             if isinstance(item, Whole):
                 return batch.one(dataclasses.replace(item.target, output=item.staged), item.resume_key)
-            shared = self._check.shared / f"ffb-{item.key}"
+            shared = Workspace.of(self._check.shared, item.key)
             if isinstance(item, Segment):
                 return encode_segment(batch, item, shared, self._reporter.advance)
             return join_segments(batch, item, shared)
@@ -160,99 +159,42 @@ class FfbWorker:
             self._reporter.flush()
 
 
-def encode_segment(batch: Batch, item: Segment, shared: Path, on_frames: Callable[[int], None]) -> Outcome:
+def encode_segment(batch: Batch, item: Segment, shared: Workspace, on_frames: Callable[[int], None]) -> Outcome:
     """Encode a segment's chunks in a scratch workspace on this node's temp_path (spooled frames stay on
     local disk), then publish the finished chunks to the shared workspace. Chunks another attempt already
     published are not done again; a retry on the same node also reuses the scratch's finished chunks."""
     started, calls = time.perf_counter(), batch.engine.detector_calls()
     target = item.target
-    scratch = batch.settings.temp_path / f"ffb-{item.key}-s{item.first:05d}"
+    scratch = Workspace.scratch(batch.settings.temp_path, item.key, item.first)
     try:
         plan = plan_video(target.path, target.output, job_options(batch.settings, batch.timings), item.info)
-        shared.mkdir(parents=True, exist_ok=True)
-        start, frames, ended = published(plan, shared, item)
-        on_frames(frames)
-        if not ended:
-            scratch.mkdir(parents=True, exist_ok=True)
-            frames += encode_chunks(plan, scratch, batch, on_frames, start, item.last).frames
-            publish(plan, scratch, shared, start, item.last)
+        size = plan.options.chunk_size
+        done = shared.make().resume(size, item.first, item.last)
+        on_frames(done.frames)
+        frames = done.frames
+        if not done.done:
+            frames += encode_chunks(plan, scratch.make(), batch, on_frames, done.index, item.last).frames
+            scratch.publish(shared, size, done.index, item.last)
     except (FfbError, OSError) as exc:
         reason = str(exc) if isinstance(exc, FfbError) else os_reason(target, exc)
         return Outcome(str(target.path), "failed", reason=reason, seconds=time.perf_counter() - started)
     finally:
         batch.engine.pool.after_target()
-    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.remove()
     return Outcome(str(target.path), "done", frames=frames, seconds=time.perf_counter() - started,
                    detector_calls=batch.engine.detector_calls() - calls)
 
 
-def published(plan: VideoPlan, shared: Path, item: Segment) -> tuple[int, int, bool]:
-    """(first chunk still to do, frames of the segment's chunks already published, whether the rest of the
-    segment is done: its range is published or the video's end was reached)."""
-    size = plan.options.chunk_size
-    end = end_frames(shared)
-    index, frames = item.first, 0
-    while item.last is None or index < item.last:
-        if end is not None and index * size >= end:
-            return index, frames, True
-        meta = chunk_meta(shared, index)
-        if meta is None:
-            return index, frames, False
-        frames += meta["frames"]
-        index += 1
-        if meta["frames"] < size:
-            return index, frames, True
-    return index, frames, True
-
-
-def publish(plan: VideoPlan, scratch: Path, shared: Path, first: int, last: int | None) -> None:
-    """Move the finished chunks `first` .. `last` - 1 (and the end marker) from scratch to the shared
-    workspace. Each file lands by an atomic rename, the chunk before its JSON sidecar, so a chunk counts as
-    finished there only once complete, as in the scratch."""
-    size = plan.options.chunk_size
-    if (scratch / "end.json").is_file():
-        _place(scratch / "end.json", shared / "end.json")
-    index = first
-    while (last is None or index < last) and (meta := chunk_meta(scratch, index)) is not None:
-        if meta["frames"] < size and end_frames(shared) is None:  # the end marker was lost in a crash
-            write_json(shared / "end.json", {"frames": index * size + meta["frames"]})
-        _place(chunk_path(scratch, index), chunk_path(shared, index))
-        sidecar = chunk_path(scratch, index).with_suffix(".json")
-        _place(sidecar, chunk_path(shared, index).with_suffix(".json"))
-        index += 1
-
-
-def _place(source: Path, destination: Path) -> None:
-    """Rename when both are on one file system, else copy under a temp name and rename."""
-    try:
-        source.replace(destination)
-    except OSError:
-        tmp = destination.with_name(f".{destination.name}.{os.getpid()}.tmp")
-        shutil.copyfile(source, tmp)
-        tmp.replace(destination)
-        source.unlink(missing_ok=True)
-
-
-def join_segments(batch: Batch, item: Join, shared: Path) -> Outcome:
+def join_segments(batch: Batch, item: Join, shared: Workspace) -> Outcome:
     """Join the shared workspace's chunks with the original audio into `item.staged` and verify it."""
     started = time.perf_counter()
     target = item.target
     try:
         plan = plan_video(target.path, target.output, job_options(batch.settings, batch.timings), item.info)
         note = finish_video(dataclasses.replace(plan, out=item.staged), shared, batch.tags)
-        frames, faces = _totals(shared, plan.options.chunk_size)
+        frames, faces = shared.totals(plan.options.chunk_size)
     except (FfbError, OSError) as exc:
         reason = str(exc) if isinstance(exc, FfbError) else os_reason(target, exc)
         return Outcome(str(target.path), "failed", reason=reason, seconds=time.perf_counter() - started)
     status, reason = ("done", note) if faces else ("no_face", NO_FACE)
     return Outcome(str(target.path), status, str(item.staged), reason, frames, time.perf_counter() - started)
-
-
-def _totals(shared: Path, chunk_size: int) -> tuple[int, int]:
-    """(frames, frames with faces) of the joined video, from its end marker and chunk sidecars."""
-    total = end_frames(shared) or 0
-    faces, index = 0, 0
-    while index * chunk_size < total and (meta := chunk_meta(shared, index)) is not None:
-        faces += meta["faces"]
-        index += 1
-    return total, faces

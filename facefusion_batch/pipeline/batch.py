@@ -1,7 +1,6 @@
 """A batch: one engine and one source for many targets; each target's failure is recorded, not fatal."""
 from __future__ import annotations
 
-import contextlib
 import functools
 import shutil
 import time
@@ -27,6 +26,7 @@ from facefusion_batch.pipeline.lookahead import Lookahead
 from facefusion_batch.pipeline.progress import Reporter
 from facefusion_batch.engines.source_cache import Record
 from facefusion_batch.pipeline.video_job import JobOptions, encode_video
+from facefusion_batch.pipeline.workspace import remove_stale
 from facefusion_batch.settings import Settings
 from facefusion_batch.targets import Target, discover
 from facefusion_batch.timing import Timings, timed
@@ -34,7 +34,6 @@ from facefusion_batch.video.ffmpeg import EncodeOptions
 
 
 STATUSES = ("done", "no_face", "skipped", "failed")
-STALE_WORKSPACE_DAYS = 7
 NO_FACE = "no face found; copied through unchanged"
 INTERRUPTED = "interrupted; finished chunks are kept for the next run, partial outputs removed"
 
@@ -103,18 +102,8 @@ def open_state(settings: Settings, wait: bool, reporter: Reporter) -> tuple[RunL
     for partial in settings.output_path.rglob(".*.tmp*"):
         if ".ffb-" in partial.name and partial.is_file():
             partial.unlink(missing_ok=True)
-    remove_stale_workspaces(settings.temp_path)
+    remove_stale(settings.temp_path)
     return lock, Journal(state_dir(settings) / "journal.sqlite")
-
-
-def remove_stale_workspaces(root: Path) -> None:
-    """Remove workspaces (`ffb-*`) abandoned for STALE_WORKSPACE_DAYS: their targets will not resume."""
-    cutoff = time.time() - STALE_WORKSPACE_DAYS * 86400
-    with contextlib.suppress(OSError):
-        for workspace in root.glob("ffb-*"):
-            with contextlib.suppress(OSError):
-                if workspace.is_dir() and workspace.stat().st_mtime < cutoff:
-                    shutil.rmtree(workspace, ignore_errors=True)
 
 
 def job_options(settings: Settings, timings: Timings | None = None) -> JobOptions:

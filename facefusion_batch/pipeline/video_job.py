@@ -6,11 +6,8 @@ import collections
 import contextlib
 import dataclasses
 import itertools
-import json
-import os
 import shutil
 import subprocess
-import tempfile
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +20,7 @@ from facefusion_batch.media import temp_name
 from facefusion_batch.pipeline.analysis import MotionGate, Reference
 from facefusion_batch.pipeline.frames import Spool, load, ordered_map
 from facefusion_batch.pipeline.lookahead import Prepared
+from facefusion_batch.pipeline.workspace import Workspace
 from facefusion_batch.timing import Timings, timed, timed_iter
 from facefusion_batch.video import ffmpeg
 from facefusion_batch.video.decoder import Decoder
@@ -97,11 +95,6 @@ class VideoPlan:
     container: str
     options: JobOptions
 
-    @property
-    def chunk_count(self) -> int:
-        """Chunks by the probe's frame count (the decoder decides the last one's length)."""
-        return max(1, -(-self.info.frame_count // self.options.chunk_size))
-
 
 def plan_video(path: Path, out: Path, options: JobOptions, info: VideoInfo | None = None) -> VideoPlan:
     """Probe (unless `info` is given) and check one video target before any work: encoder for the
@@ -128,7 +121,7 @@ class Encoded:
     into the output. Finishing needs no frame worker, so a batch does it while the next video starts."""
 
     plan: VideoPlan
-    workspace: Path
+    workspace: Workspace
     counters: Counters
     tags: dict[str, str]
     resumable: bool = False  # the workspace is keyed for resuming: an interruption keeps its chunks
@@ -145,9 +138,9 @@ class Encoded:
             raise
         finally:
             if keep_chunks:
-                tidy_workspace(self.workspace)
+                self.workspace.tidy()
             else:
-                shutil.rmtree(self.workspace, ignore_errors=True)
+                self.workspace.remove()
 
 
 def encode_video(path: Path, out: Path, frame_fn: FrameProcessor, tags: dict[str, str], options: JobOptions,
@@ -166,10 +159,9 @@ def encode_video(path: Path, out: Path, frame_fn: FrameProcessor, tags: dict[str
         plan = plan_video(path, out, options, prepared.info if prepared else None)
         on_start(plan.info.frame_count)
         if resume_key:
-            workspace = options.temp_root / f"ffb-{resume_key}"
-            workspace.mkdir(exist_ok=True)
+            workspace = Workspace.of(options.temp_root, resume_key).make()
         else:
-            workspace = Path(tempfile.mkdtemp(prefix="ffb-", dir=options.temp_root))
+            workspace = Workspace.fresh(options.temp_root)
         keep_chunks = encoded = False
         try:
             counters = encode_chunks(plan, workspace, frame_fn, on_frames, decoder=decoder, on_decoded=on_decoded)
@@ -180,96 +172,38 @@ def encode_video(path: Path, out: Path, frame_fn: FrameProcessor, tags: dict[str
             raise
         finally:
             if keep_chunks:
-                tidy_workspace(workspace)
+                workspace.tidy()
             elif not encoded:
-                shutil.rmtree(workspace, ignore_errors=True)
+                workspace.remove()
     finally:
         if decoder is not None:  # not needed after all (every chunk was finished), or already stopped
             decoder.stop(kill=True)
 
 
-def tidy_workspace(workspace: Path) -> None:
-    """Keep only finished chunks (and the end marker): what a later run can reuse."""
-    keep = {p for index in range(len(list(workspace.glob("chunk_*.json"))) + 1)
-            if chunk_meta(workspace, index) for p in (chunk_path(workspace, index),
-                                                      chunk_path(workspace, index).with_suffix(".json"))}
-    keep.add(workspace / "end.json")
-    shutil.rmtree(workspace / "frames", ignore_errors=True)
-    for stray in set(workspace.iterdir()) - keep:
-        if stray.is_file():
-            stray.unlink(missing_ok=True)
-
-
-def chunk_path(workspace: Path, index: int) -> Path:
-    return workspace / f"chunk_{index:05d}.mp4"
-
-
-def chunk_meta(workspace: Path, index: int) -> dict | None:
-    """{"frames", "faces"} of a finished chunk, or None when it isn't finished."""
-    chunk = chunk_path(workspace, index)
-    try:
-        meta = json.loads(chunk.with_suffix(".json").read_text())
-    except (OSError, ValueError):
-        return None
-    return meta if chunk.is_file() else None
-
-
-def write_json(path: Path, data: dict) -> None:
-    """Write JSON under a temp name and rename: a reader sees the whole file or none."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data))
-    tmp.replace(path)
-
-
-def end_frames(workspace: Path) -> int | None:
-    """The video's frame count once a run has decoded to its end, else None."""
-    try:
-        return int(json.loads((workspace / "end.json").read_text())["frames"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def encode_chunks(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_frames: Callable[[int], None],
+def encode_chunks(plan: VideoPlan, workspace: Workspace, frame_fn: FrameProcessor, on_frames: Callable[[int], None],
                   first: int = 0, last: int | None = None, decoder: Decoder | None = None,
                   on_decoded: Callable[[], None] | None = None) -> Counters:
     """Process and encode chunks `first` .. `last` - 1 (None: to the end of the video) into `workspace`,
     skipping those already finished. Reaching the end writes `end.json` with the video's frame count.
     `decoder` is one already started on the video (from its first frame); `on_decoded` is called once the
     video has been decoded to its end."""
-    options = plan.options
-    counters = Counters()
-    resume = first
-    while (last is None or resume < last) and (meta := chunk_meta(workspace, resume)):
-        counters.frames += meta["frames"]
-        counters.frames_with_faces += meta["faces"]
-        resume += 1
-        if meta["frames"] < options.chunk_size:
-            return counters  # that was the video's last chunk
-    counters.resumed_frames = counters.frames
-    on_frames(counters.frames)
-    if (last is not None and resume >= last) or (end_frames(workspace) or -1) == resume * options.chunk_size:
-        return counters  # nothing left in the range, or the video ended exactly with the last finished chunk
-    processed = _transcode(plan, workspace, frame_fn, on_frames, resume, last, decoder, on_decoded)
+    resume = workspace.resume(plan.options.chunk_size, first, last)
+    counters = Counters(resume.frames, resume.faces, resumed_frames=resume.frames)
+    on_frames(resume.frames)
+    if resume.done:
+        return counters  # nothing left in the range, or the video ended with the last finished chunk
+    processed = _transcode(plan, workspace, frame_fn, on_frames, resume.index, last, decoder, on_decoded)
     counters.frames += processed.frames
     counters.frames_with_faces += processed.frames_with_faces
     return counters
 
 
-def finish_video(plan: VideoPlan, workspace: Path, tags: dict[str, str]) -> str:
+def finish_video(plan: VideoPlan, workspace: Workspace, tags: dict[str, str]) -> str:
     """Join the finished chunks with the original audio into the output (or copy the original through
     when no frame had a face), verify it, and rename it into place. Returns a note for the summary."""
     info = plan.info
-    total = end_frames(workspace)
-    if total is None:
-        raise MediaError(f"{info.path}: the video's last chunk is missing; run again to finish it")
-    metas, chunks, index = [], [], 0
-    while sum(m["frames"] for m in metas) < total:
-        meta = chunk_meta(workspace, index)
-        if meta is None:
-            raise MediaError(f"{info.path}: chunk {index} is missing; run again to finish it")
-        metas.append(meta)
-        chunks.append(chunk_path(workspace, index))
-        index += 1
+    chunks, metas = workspace.chunks(str(info.path))
+    total = workspace.end()
     partial = temp_name(plan.out)
     note = ""
     try:
@@ -290,7 +224,7 @@ def finish_video(plan: VideoPlan, workspace: Path, tags: dict[str, str]) -> str:
     return note
 
 
-def _transcode(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_frames: Callable[[int], None],
+def _transcode(plan: VideoPlan, workspace: Workspace, frame_fn: FrameProcessor, on_frames: Callable[[int], None],
                first: int, last: int | None, decoder: Decoder | None, on_decoded: Callable[[], None] | None
                ) -> Counters:
     """Decode the video, process frames of chunks `first` .. `last` - 1 on the pool, encode each chunk."""
@@ -299,7 +233,7 @@ def _transcode(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_fr
     start = first * options.chunk_size
     stop = None if last is None else last * options.chunk_size
     ahead = spool_ahead(info, options)
-    frames_dir = workspace / "frames"
+    frames_dir = workspace.frames_dir
     shutil.rmtree(frames_dir, ignore_errors=True)
     frames_dir.mkdir()
     decoder = decoder or Decoder(info, options.temp_root)
@@ -370,8 +304,8 @@ def _transcode(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_fr
                         if index % options.chunk_size == 0:
                             if encoder:
                                 encoder.close()
-                            encoder = _Encoder(chunk_path(workspace, index // options.chunk_size), info,
-                                               options.encode, workspace, plan.container)
+                            encoder = _Encoder(workspace, index // options.chunk_size, info, options.encode,
+                                               plan.container)
                         encoder.write(frame, swapped > 0)
                     index += 1
                     counters.frames += 1
@@ -399,7 +333,7 @@ def _transcode(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_fr
         if index < info.frame_count - 1 or b"partial file" in log:
             raise MediaError(f"{info.path}: damaged or truncated: only {index} of {info.frame_count} frames "
                              f"could be decoded ({ffmpeg.error_line(log) if log.strip() else 'missing data'})")
-        write_json(workspace / "end.json", {"frames": index})
+        workspace.mark_end(index)
     return counters
 
 
@@ -408,12 +342,14 @@ class _Encoder:
     `.part` name and, once the encoder succeeded, renamed and described in a JSON sidecar: only then does it
     count as finished for a resumed run."""
 
-    def __init__(self, out: Path, info: VideoInfo, options: EncodeOptions, workspace: Path, container: str) -> None:
+    def __init__(self, workspace: Workspace, index: int, info: VideoInfo, options: EncodeOptions,
+                 container: str) -> None:
         self._path = info.path
-        self._out = out
+        self._workspace, self._index = workspace, index
+        self._out = out = workspace.chunk(index)
         self._part = out.with_name(f"{out.stem}.part{out.suffix}")
         self._frames = self._faces = 0
-        self._log_path = workspace / f"{out.stem}.log"
+        self._log_path = workspace.path / f"{out.stem}.log"
         pixel_format = ffmpeg.output_pixel_format(info.width, info.height, info.pixel_format)
         with open(self._log_path, "wb") as log:
             command = ffmpeg.encode_command(self._part, info.width, info.height, info.fps, options, info.colour,
@@ -438,7 +374,7 @@ class _Encoder:
         if self._process.wait() != 0:
             raise self._failure()
         self._part.replace(self._out)
-        write_json(self._out.with_suffix(".json"), {"frames": self._frames, "faces": self._faces})
+        self._workspace.record_chunk(self._index, self._frames, self._faces)
 
     def _failure(self) -> MediaError:
         return MediaError(f"{self._path}: encoding failed ({ffmpeg.error_line(self._log_path.read_bytes())})")
@@ -449,9 +385,9 @@ class _Encoder:
             self._process.wait()
 
 
-def _mux(info: VideoInfo, chunks: list[Path], workspace: Path, partial: Path, container: str,
+def _mux(info: VideoInfo, chunks: list[Path], workspace: Workspace, partial: Path, container: str,
          tags: dict[str, str]) -> None:
-    listing = workspace / "chunks.txt"
+    listing = workspace.path / "chunks.txt"
     listing.write_text(ffmpeg.concat_list(chunks), encoding="utf-8")
     ffmpeg.run(ffmpeg.mux_command(listing, info.path, partial, container, info.audio_codec, tags),
                f"{info.path}: joining chunks and audio")

@@ -12,14 +12,13 @@ import pytest
 
 from facefusion_batch.cli import main
 from facefusion_batch.errors import SettingsError
-from facefusion_batch.executors.plan import (OrderedProgress, Segment, StorageCheck, segment_length, segments,
+from facefusion_batch.executors.plan import (OrderedProgress, StorageCheck, segment_length, segments,
                                              staged_name)
 from facefusion_batch.executors.ray_pool import connect, worker_count
-from facefusion_batch.executors.worker import StorageError, check_storage, publish, published
+from facefusion_batch.executors.worker import StorageError, check_storage
 from facefusion_batch.pipeline.batch import Outcome, open_state
-from facefusion_batch.pipeline.video_job import chunk_meta
+from facefusion_batch.pipeline.workspace import Resume, Workspace
 from facefusion_batch.settings import Settings, load_settings
-from facefusion_batch.targets import Target
 
 
 def test_segments_cover_every_chunk_and_the_last_runs_to_the_end():
@@ -106,22 +105,17 @@ def chunk(workspace: Path, index: int, frames: int) -> None:
 
 
 def test_publishing_moves_finished_chunks_and_a_retry_skips_them(tmp_path):
-    plan = SimpleNamespace(options=SimpleNamespace(chunk_size=10))
-    scratch, shared = tmp_path / "scratch", tmp_path / "shared"
-    shared.mkdir()
-    target = Target(tmp_path / "v.mp4", "video", tmp_path / "o.mp4")
-    last = Segment(target, "k", 2, None)
-    assert published(plan, shared, last) == (2, 0, False)
-    chunk(scratch, 2, 10)
-    chunk(scratch, 3, 4)  # the video's short last chunk; the end marker was lost with a killed worker
-    chunk(scratch, 4, 10)  # not this segment's (a stale leftover): never published past the end
-    publish(plan, scratch, shared, 2, None)
-    assert chunk_meta(shared, 2) == {"frames": 10, "faces": 10} and chunk_meta(shared, 3)["frames"] == 4
-    assert json.loads((shared / "end.json").read_text()) == {"frames": 34}
-    assert published(plan, shared, last) == (4, 14, True), "a retry finds the segment done"
-    middle = Segment(target, "k", 0, 2)
-    chunk(shared, 0, 10)
-    assert published(plan, shared, middle) == (1, 10, False), "a retry starts at the first unfinished chunk"
+    scratch, shared = Workspace(tmp_path / "scratch"), Workspace(tmp_path / "shared").make()
+    assert shared.resume(10, 2, None) == Resume(2, 0, 0, False)
+    chunk(scratch.path, 2, 10)
+    chunk(scratch.path, 3, 4)  # the video's short last chunk; the end marker was lost with a killed worker
+    chunk(scratch.path, 4, 10)  # not this segment's (a stale leftover): never published past the end
+    scratch.publish(shared, 10, 2, None)
+    assert shared.finished(2) == {"frames": 10, "faces": 10} and shared.finished(3)["frames"] == 4
+    assert json.loads((shared.path / "end.json").read_text()) == {"frames": 34}
+    assert shared.resume(10, 2, None) == Resume(4, 14, 14, True), "a retry finds the segment done"
+    chunk(shared.path, 0, 10)
+    assert shared.resume(10, 0, 2) == Resume(1, 10, 10, False), "a retry starts at the first unfinished chunk"
 
 
 def test_worker_count_follows_the_cluster_or_the_setting():

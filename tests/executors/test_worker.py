@@ -12,6 +12,7 @@ from facefusion_batch.executors.worker import encode_segment, join_segments
 from facefusion_batch.pipeline import video_job
 from facefusion_batch.pipeline.batch import Batch
 from facefusion_batch.pipeline.progress import QuietReporter
+from facefusion_batch.pipeline.workspace import Workspace
 from facefusion_batch.settings import load_settings
 from facefusion_batch.targets import Target
 from facefusion_batch.video.probe import probe
@@ -26,7 +27,7 @@ def test_segments_and_join_use_the_drivers_probe(env, source_image, monkeypatch)
     probed = []
     real = video_job.probe
     monkeypatch.setattr(video_job, "probe", lambda path: probed.append(path) or real(path))
-    target, shared = Target(clip, "video", env / "out" / "v.mp4"), env / "shared"
+    target, shared = Target(clip, "video", env / "out" / "v.mp4"), Workspace(env / "shared")
     for first, last in ((0, 2), (2, None)):
         assert encode_segment(batch, Segment(target, "k", first, last, info), shared, lambda n: None).status == "done"
     staged = env / "out" / ".v.staged.mp4"

@@ -12,6 +12,7 @@ from conftest import make_clip
 from facefusion_batch.errors import MediaError
 from facefusion_batch.pipeline import video_job
 from facefusion_batch.pipeline.analysis import MotionGate, Reference
+from facefusion_batch.pipeline.workspace import Workspace
 from facefusion_batch.video.ffmpeg import EncodeOptions
 
 
@@ -55,8 +56,7 @@ def plan_for(tmp_path: Path, transport: str) -> video_job.VideoPlan:
 @pytest.mark.parametrize("transport", ["temp", "memory"])
 def test_every_reference_is_analysed_ahead_once(tmp_path, transport):
     plan, recorder = plan_for(tmp_path, transport), Recorder()
-    (tmp_path / "ws").mkdir()
-    counters = video_job.encode_chunks(plan, tmp_path / "ws", recorder, lambda n: None)
+    counters = video_job.encode_chunks(plan, Workspace(tmp_path / "ws").make(), recorder, lambda n: None)
     assert counters.frames == 18
     # Static frames: a reference every 4 frames, and one at each chunk start (a fresh gate per chunk).
     assert sorted(recorder.analysed) == [0, 4, 8, 10, 14]
@@ -65,20 +65,18 @@ def test_every_reference_is_analysed_ahead_once(tmp_path, transport):
 
 def test_a_failed_analysis_fails_the_video_without_hanging(tmp_path):
     plan, recorder = plan_for(tmp_path, "temp"), Recorder(fail_at=8)
-    (tmp_path / "ws").mkdir()
     with ThreadPoolExecutor(1) as runner:
-        job = runner.submit(video_job.encode_chunks, plan, tmp_path / "ws", recorder, lambda n: None)
+        job = runner.submit(video_job.encode_chunks, plan, Workspace(tmp_path / "ws").make(), recorder, lambda n: None)
         with pytest.raises(MediaError, match="detector failed"):
             job.result(timeout=60)
 
 
 @pytest.mark.parametrize("resumable", [True, False])
 def test_an_interrupted_finish_keeps_the_chunks_of_a_resumable_workspace(tmp_path, monkeypatch, resumable):
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    video_job.chunk_path(workspace, 0).write_bytes(b"chunk")
-    video_job.write_json(video_job.chunk_path(workspace, 0).with_suffix(".json"), {"frames": 3, "faces": 3})
-    (workspace / "chunks.txt").write_text("a stray file")
+    workspace = Workspace(tmp_path / "ws").make()
+    workspace.chunk(0).write_bytes(b"chunk")
+    workspace.record_chunk(0, 3, 3)
+    (workspace.path / "chunks.txt").write_text("a stray file")
 
     def interrupted(*args):
         raise KeyboardInterrupt
@@ -89,6 +87,6 @@ def test_an_interrupted_finish_keeps_the_chunks_of_a_resumable_workspace(tmp_pat
     with pytest.raises(KeyboardInterrupt):
         encoded.finish()
     if resumable:
-        assert sorted(p.name for p in workspace.iterdir()) == ["chunk_00000.json", "chunk_00000.mp4"]
+        assert sorted(p.name for p in workspace.path.iterdir()) == ["chunk_00000.json", "chunk_00000.mp4"]
     else:
-        assert not workspace.exists()
+        assert not workspace.path.exists()
