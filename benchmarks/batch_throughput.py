@@ -4,7 +4,7 @@
 
 `ffb benchmark` runs two targets; a batch of many short clips (the template-clip use case) also pays each
 clip's start (probe, hash, decoder start) and end (join, verify, rename). This measures that: N hard links
-to the cached benchmark clip of a resolution, one Batch, one run. To compare with another revision, run
+to the cached benchmark clip of a resolution, one engine, one run. To compare with another revision, run
 the same command with that revision's package first on PYTHONPATH, e.g.
     git worktree add /tmp/base <commit> && PYTHONPATH=/tmp/base python benchmarks/batch_throughput.py 720p
 Ratios between runs made one after another are what count on a noisy machine.
@@ -19,7 +19,9 @@ import time
 from pathlib import Path
 
 from facefusion_batch.bench import clips
-from facefusion_batch.pipeline.batch import Batch
+from facefusion_batch.driver import run_batch
+from facefusion_batch.executors.local import LocalExecutor
+from facefusion_batch.pipeline.processor import prepare
 from facefusion_batch.pipeline.progress import QuietReporter
 from facefusion_batch.settings import load_settings
 
@@ -44,10 +46,12 @@ def main() -> int:
             os.link(clip, work / "in" / f"clip{index:03d}{clip.suffix}")
         settings = load_settings(None, os.environ, {"engine": args.engine, "temp_path": work / "temp",
                                                     "output_path": work / "out"}).settings
-        batch = Batch(settings, source, QuietReporter())
-        started = time.perf_counter()
-        result = batch.run([str(work / "in")])
-        wall = time.perf_counter() - started
+        processor = prepare(settings, source, print)
+        with LocalExecutor(settings, source, processor=processor) as executor:
+            started = time.perf_counter()
+            result = run_batch(settings, [str(work / "in")], executor, QuietReporter())
+            wall = time.perf_counter() - started
+        processor.engine.close()
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if result.failed:

@@ -24,7 +24,9 @@ from typing import Any
 
 from facefusion_batch.bench import clips
 from facefusion_batch.bench.runner import default_source
-from facefusion_batch.pipeline.batch import Batch
+from facefusion_batch.driver import run_batch
+from facefusion_batch.executors.local import LocalExecutor
+from facefusion_batch.executors.ray_executor import RayExecutor
 from facefusion_batch.pipeline.progress import QuietReporter
 from facefusion_batch.settings import load_settings
 
@@ -46,12 +48,8 @@ def run_once(executor: str, workers: int, threads: int, batch_dir: Path, source:
     settings = load_settings(None, {}, flags).settings
     reporter = _FirstStart()
     started = time.perf_counter()
-    if executor == "ray":
-        from facefusion_batch.executors.ray_executor import run_batch
-
-        result = run_batch(settings, source, [str(batch_dir)], None, reporter)
-    else:
-        result = Batch(settings, source, reporter).run([str(batch_dir)])
+    with (RayExecutor(settings, source) if executor == "ray" else LocalExecutor(settings, source)) as chosen:
+        result = run_batch(settings, [str(batch_dir)], chosen, reporter)
     ended = time.perf_counter()
     if result.failed:
         raise SystemExit(f"the {executor} run failed: {[o.reason for o in result.outcomes if o.reason]}")

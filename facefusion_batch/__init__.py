@@ -1,1 +1,20 @@
+"""ffb: batch face swap for videos and images. `facefusion_batch.run(...)` runs one batch (see `api`)."""
+from __future__ import annotations
+
+from typing import Any
+
 __version__ = "0.1.0"
+__all__ = ["run", "Summary", "Settings", "load_settings", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    # Loaded on first use: `import facefusion_batch` (and the CLI's start) stays light.
+    if name in ("run", "Summary"):
+        from facefusion_batch import api
+
+        return getattr(api, name)
+    if name in ("Settings", "load_settings"):
+        from facefusion_batch import settings
+
+        return getattr(settings, name)
+    raise AttributeError(f"module 'facefusion_batch' has no attribute {name!r}")

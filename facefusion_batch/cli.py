@@ -126,7 +126,9 @@ def run(
         flags["face_selector_mode"] = "reference"
     resolved = _load(profile, flags)
     if print_settings:
-        rows = describe(resolved)
+        from facefusion_batch.concurrency import plan
+
+        rows = describe(resolved) + plan(resolved.settings).rows()
         if as_json:
             _print_json(rows)
         else:
@@ -136,44 +138,17 @@ def run(
     if source is None or not target:
         raise SettingsError("ffb run needs --source FACE_IMAGE and at least one --target; see ffb run --help")
 
-    from facefusion_batch.pipeline.batch import Batch, open_state, prepare_first
+    from facefusion_batch.api import run as run_batch
     from facefusion_batch.pipeline.progress import make_reporter
 
     settings = resolved.settings
-    if settings.executor == "ray":
-        from facefusion_batch.executors import require_ray
-
-        require_ray()  # before the lock: say at once how to install it
     signal.signal(signal.SIGTERM, _interrupt)  # cron's kill: clean up like Ctrl-C
     reporter = make_reporter(quiet=quiet or settings.log_level == "error")
-    if settings.executor != "ray":  # Ray workers check on their own machines
-        from facefusion_batch.models.sessions import usable_settings
-
-        settings, dropped = usable_settings(settings)
-        for line in dropped:
-            reporter.message(f"ffb: {line}")
-    lock = journal = None
     try:
-        lock, journal = open_state(settings, wait, reporter)
-        if settings.executor == "ray":
-            from facefusion_batch.executors.ray_executor import run_batch
-
-            result = run_batch(settings, source, target, journal, reporter, force=force, retry_failed=retry_failed)
-        else:
-            lookahead = prepare_first(settings, target, journal)  # while the models load
-            try:
-                batch = Batch(settings, source, reporter)
-            except BaseException:
-                lookahead.close()
-                raise
-            reporter.message(f"engine: {batch.engine.name} ({', '.join(batch.engine.models)})")
-            result = batch.run(target, journal, force=force, retry_failed=retry_failed, lookahead=lookahead)
+        result = run_batch(source, target, settings=settings, force=force, retry_failed=retry_failed, wait=wait,
+                           reporter=reporter)
     finally:
         reporter.close()
-        if journal:
-            journal.close()
-        if lock:
-            lock.release()
     if as_json:
         _print_json(result.to_dict())
     else:

@@ -147,19 +147,7 @@ class Settings:
     log_level: LogLevel = _spec("logging", "info: progress and notes on stderr; error: only errors and the summary.",
                               "info")
 
-    def micro_batch(self) -> int:
-        """Max items per micro-batched model call (1: micro-batching off)."""
-        if self.batch_size > 0:
-            return self.batch_size
-        return 8 if any(p != "cpu" for p in self.execution_providers) else 1
-
-    def inference_slots(self) -> int:
-        """Width of the semaphore that bounds concurrent model calls."""
-        if self.execution_inference_slots > 0:
-            return self.execution_inference_slots
-        if any(p != "cpu" for p in self.execution_providers):
-            return 1
-        return max(1, self.execution_thread_count)
+    # What runs at once (threads, frames in flight, slots, batches) is derived in facefusion_batch.concurrency.
 
 
 FIELDS: dict[str, dataclasses.Field] = {f.name: f for f in dataclasses.fields(Settings)}

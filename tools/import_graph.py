@@ -17,6 +17,9 @@ from pathlib import Path
 
 PACKAGE = "facefusion_batch"
 
+# The package's face (`facefusion_batch/__init__.py`) hands on the public API: it stands on the API's floor.
+PACKAGE_FLOOR = 7
+
 # First matching prefix wins; the number is the floor (higher = closer to the user).
 FLOORS: tuple[tuple[str, int], ...] = (
     ("facefusion_batch.__main__", 9),
@@ -38,12 +41,15 @@ FLOORS: tuple[tuple[str, int], ...] = (
     ("facefusion_batch.video", 3),
     ("facefusion_batch.targets", 2),
     ("facefusion_batch.settings", 2),
+    ("facefusion_batch.concurrency", 2),
     ("facefusion_batch.media", 2),
-    ("facefusion_batch", 1),  # foundations: errors, timing, memory, marking, __init__
+    ("facefusion_batch", 1),  # foundations: errors, timing, memory, marking
 )
 
 
 def floor_of(module: str) -> int:
+    if module == PACKAGE:
+        return PACKAGE_FLOOR
     for prefix, floor in FLOORS:
         if module == prefix or module.startswith(prefix + "."):
             return floor

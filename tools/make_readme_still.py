@@ -5,14 +5,12 @@ Run from the repository root:  python tools/make_readme_still.py
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import cv2
 import numpy as np
 
-from facefusion_batch.pipeline.batch import Batch
-from facefusion_batch.pipeline.progress import PlainReporter
+from facefusion_batch.pipeline.processor import prepare
 from facefusion_batch.settings import load_settings
 from facefusion_batch.video.ffmpeg import SWS_FLAGS, ffmpeg_binary
 
@@ -33,11 +31,11 @@ def main() -> int:
     settings = load_settings(None, {}, {"engine": "offline", "face_selector_mode": "many",
                                         "output_path": Path("/tmp/ffb-still"), "cache_path": Path("/tmp/ffb-still")}
                              ).settings
-    batch = Batch(settings, ROOT / "examples" / "source.jpg", PlainReporter(sys.stderr, quiet=True))
+    processor = prepare(settings, ROOT / "examples" / "source.jpg", lambda text: None)
     rows = []
     for name in CLIPS:
         before = frame_of(ROOT / "examples" / "clips" / name, FRAME)
-        after, _ = batch.frame(before.copy())
+        after, _ = processor.frame(before.copy())
         height = round(before.shape[0] * WIDTH / before.shape[1])
         rows.append(np.hstack([cv2.resize(img, (WIDTH, height), interpolation=cv2.INTER_AREA)
                                for img in (before, after)]))

@@ -9,6 +9,7 @@ the metrics as JSON to OUT.json. Errors go to stderr as one line, with ffb's exi
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -17,19 +18,25 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import numpy as np
 
 from facefusion_batch.bench.measure import DiskSampler, cpu_seconds, peak_rss_bytes
 from facefusion_batch.errors import FfbError, MediaError
 from facefusion_batch.pipeline.analysis import Reference, thumbnail
-from facefusion_batch.pipeline.batch import Batch, Outcome, job_options
+from facefusion_batch.driver import run_batch
+from facefusion_batch.executors.base import Claim, Work
+from facefusion_batch.executors.local import LocalExecutor
+from facefusion_batch.pipeline.batch import job_options
+from facefusion_batch.pipeline.job import Completion
+from facefusion_batch.pipeline.lookahead import Lookahead
+from facefusion_batch.pipeline.processor import FrameProcessor, prepare
 from facefusion_batch.pipeline.frames import ordered_map
 from facefusion_batch.pipeline.progress import QuietReporter
 from facefusion_batch.settings import Settings, describe, load_settings
-from facefusion_batch.targets import Target
 from facefusion_batch.timing import Timings, delta
 from facefusion_batch.video.decoder import Decoder
 from facefusion_batch.video.probe import VideoInfo, probe
@@ -45,24 +52,13 @@ class _Messages(QuietReporter):
         print(f"  {text}", file=sys.stderr, flush=True)
 
 
-class _ObservedBatch(Batch):
-    """A batch that notes per target when it started, when its first frame reached the frame processor
-    and when it left it, and the stage times spent on it."""
+@dataclass(frozen=True, eq=False)
+class _ObservedProcessor(FrameProcessor):
+    """A frame processor that notes per target when its first frame reached the processor and when it
+    left it, and the faces it swapped."""
 
-    def __init__(self, settings: Settings, source: Path, timings: Timings) -> None:
-        super().__init__(settings, source, _Messages())
-        self.timings: Timings = timings
-        self.targets: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-
-    def begin(self, target: Target, resume_key: str | None = None) -> Callable[[], Outcome]:
-        entry: dict[str, Any] = {"started": time.perf_counter(), "first_in": None, "first_out": None,
-                                 "faces": 0}
-        before = self.timings.snapshot()
-        self.targets.append(entry)
-        completion = super().begin(target, resume_key)
-        entry["stages"] = delta(self.timings.snapshot(), before)  # up to its last frame: not its finishing
-        return completion
+    targets: list[dict[str, Any]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def analyse(self, frame: np.ndarray, reference: Reference) -> None:
         self._note("first_in")  # a video's first frame is a reference, analysed by a task of its own
@@ -72,16 +68,31 @@ class _ObservedBatch(Batch):
         self._note("first_in")
         result = super().__call__(frame, reference, is_new)
         self._note("first_out")
-        with self._lock:
+        with self.lock:
             self.targets[-1]["faces"] += result[1]
         return result
 
     def _note(self, key: str) -> None:
         entry = self.targets[-1] if self.targets else None
         if entry is not None and entry[key] is None:
-            with self._lock:
+            with self.lock:
                 if entry[key] is None:
                     entry[key] = time.perf_counter()
+
+
+class _ObservedExecutor(LocalExecutor):
+    """The local executor, noting per target when it started and the stage times spent on its frames."""
+
+    def begin(self, claim: Claim, work: Work, lookahead: Lookahead) -> Completion:
+        processor = self.processor
+        assert isinstance(processor, _ObservedProcessor) and processor.timings is not None
+        entry: dict[str, Any] = {"started": time.perf_counter(), "first_in": None, "first_out": None,
+                                 "faces": 0}
+        before = processor.timings.snapshot()
+        processor.targets.append(entry)
+        completion = super().begin(claim, work, lookahead)
+        entry["stages"] = delta(processor.timings.snapshot(), before)  # up to its last frame: not its finishing
+        return completion
 
 
 def run_worker(clip: Path, source: Path, profile: Optional[Path], engine: Optional[str],
@@ -116,11 +127,13 @@ def _link(clip: Path, path: Path) -> Path:
 def _measure(settings: Settings, source: Path, targets: list[Path], model_budget: int) -> dict[str, Any]:
     timings = Timings()
     started = time.perf_counter()
-    batch = _ObservedBatch(settings, source, timings)
+    plain = prepare(settings, source, _Messages().message)
+    processor = _ObservedProcessor(**{**{f.name: getattr(plain, f.name) for f in dataclasses.fields(plain)},
+                                      "timings": timings})
     startup = time.perf_counter() - started
-    with DiskSampler(settings.temp_path) as disk:
+    with DiskSampler(settings.temp_path) as disk, _ObservedExecutor(settings, source, processor=processor) as run:
         started, cpu_before = time.perf_counter(), cpu_seconds()
-        result = batch.run([str(t) for t in targets])
+        result = run_batch(settings, [str(t) for t in targets], run, _Messages())
         wall, cpu_after = time.perf_counter() - started, cpu_seconds()
     rss = peak_rss_bytes()  # before the model-bound pass, which holds decoded frames
     if result.interrupted:
@@ -133,9 +146,12 @@ def _measure(settings: Settings, source: Path, targets: list[Path], model_budget
             raise MediaError(outcome.reason or f"{outcome.target}: {outcome.status}")
     frames = sum(o.frames for o in result.outcomes)
     stages = timings.snapshot()
-    faces = sum(t["faces"] for t in batch.targets)  # before the model-bound pass calls the batch again
-    model = model_bound(batch, targets[0], settings, model_budget)
-    second = batch.targets[1]
+    faces = sum(t["faces"] for t in processor.targets)  # before the model-bound pass calls it again
+    try:
+        model = model_bound(processor, targets[0], settings, model_budget)
+    finally:
+        plain.engine.close()
+    second = processor.targets[1]
     metrics: dict[str, Any] = {
         "engine": result.engine, "models": result.models, "providers": result.providers,
         "threads": settings.execution_thread_count, "targets": len(targets), "frames": frames,
@@ -171,25 +187,26 @@ def _per_frame_ms(stages: dict[str, dict[str, float]], name: str, frames: int) -
     return stages[name]["seconds"] * 1000 / frames if name in stages else None
 
 
-def model_bound(batch: Batch, clip: Path, settings: Settings, budget: int) -> dict[str, Any]:
+def model_bound(processor: FrameProcessor, clip: Path, settings: Settings, budget: int) -> dict[str, Any]:
     """Frames per second of the frame processor alone (detect/track + swap) on frames already in memory,
     with the pipeline's thread count and frames in flight."""
     info = probe(clip)
     frames = decode_frames(clip, info, max(8, budget // (info.width * info.height * 3)), settings.temp_path)
     thumbs = [thumbnail(frame) for frame in frames]
     options = job_options(settings)
-    gate = batch.new_gate()
-    calls = batch.engine.detector_calls()
-    batch.timings = timings = Timings()
+    timings = Timings()
+    processor = processor.timed_by(timings)
+    gate = processor.new_gate()
+    calls = processor.engine.detector_calls()
     started, cpu_before = time.perf_counter(), cpu_seconds()
     planned = ((frame, *gate.plan(index, thumb, info.width))
                for index, (frame, thumb) in enumerate(zip(frames, thumbs)))
     with ThreadPoolExecutor(options.threads, thread_name_prefix="ffb-frame") as pool:
-        done = sum(1 for _ in ordered_map(pool, batch, planned, options.in_flight))
+        done = sum(1 for _ in ordered_map(pool, processor, planned, options.in_flight))
     seconds, cpu_after = time.perf_counter() - started, cpu_seconds()
     cpu_ms = None if cpu_before is None or cpu_after is None else (cpu_after[0] - cpu_before[0]) * 1000 / done
     return {"fps": done / seconds, "frames": done, "stages": timings.snapshot(), "cpu_ms": cpu_ms,
-            "detector_calls_per_frame": (batch.engine.detector_calls() - calls) / done}
+            "detector_calls_per_frame": (processor.engine.detector_calls() - calls) / done}
 
 
 def decode_frames(clip: Path, info: VideoInfo, limit: int, temp_root: Path) -> list[np.ndarray]:

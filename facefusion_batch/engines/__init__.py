@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 
+from facefusion_batch.concurrency import plan
 from facefusion_batch.engines.base import FaceEngine
 from facefusion_batch.engines.source_cache import SourceCache
 from facefusion_batch.models import store
@@ -17,7 +18,7 @@ def build_engine(settings: Settings, slots: threading.Semaphore | None = None) -
     """The engine the settings ask for; `auto` picks neural when its model files are usable."""
     pool = SessionPool(settings)
     cache = SourceCache(settings.cache_path)
-    slots = slots or threading.Semaphore(settings.inference_slots())
+    slots = slots or threading.Semaphore(plan(settings).inference_slots)
     from facefusion_batch.engines.neural import NeuralEngine, neural_model_states
     from facefusion_batch.engines.offline import OfflineEngine
 

@@ -37,6 +37,9 @@ class FaceEngine(Protocol):
 
     def detector_calls(self) -> int: ...
 
+    def close(self) -> None:
+        """Stop the engine's threads (micro-batchers) and drop its sessions; safe to call more than once."""
+
 
 def largest(faces: Sequence[Face]) -> Face:
     return max(faces, key=lambda f: f.area)

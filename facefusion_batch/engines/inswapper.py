@@ -40,6 +40,10 @@ class InSwapper:
         if batch_size > 1 and has_dynamic_batch(session):
             self.batcher = MicroBatcher(self._run_batch, batch_size, batch_wait, "ffb-swap-batcher", producers)
 
+    def close(self) -> None:
+        if self.batcher is not None:
+            self.batcher.close()
+
     def latent(self, embedding: np.ndarray) -> np.ndarray:
         """Source latent from an (unnormalised or unit) ArcFace embedding: emb @ emap / |emb|."""
         emb = embedding.reshape(1, -1).astype(np.float32)

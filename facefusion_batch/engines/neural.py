@@ -8,6 +8,7 @@ from typing import Sequence
 
 import numpy as np
 
+from facefusion_batch.concurrency import plan
 from facefusion_batch.engines.base import source_face
 from facefusion_batch.engines.inswapper import InSwapper, read_emap
 from facefusion_batch.engines.source_cache import Record, SourceCache
@@ -46,7 +47,8 @@ class NeuralEngine:
         self.model_files = tuple(state.path for state in states)
         swapper_state, recognizer_state, detector_state = states
         swapper_path = swapper_state.path
-        if settings.micro_batch() > 1:
+        concurrency = plan(settings)
+        if concurrency.micro_batch > 1:
             swapper_path = dynamic_batch_model(swapper_path, settings.cache_path / "dynamic") or swapper_path
         swapper = GuardedSession(pool, swapper_path, slots)
         recognizer, detector = (GuardedSession(pool, state.path, slots) for state in states[1:])
@@ -55,8 +57,8 @@ class NeuralEngine:
         self._detector = detector_class(detector, detector_state.spec, settings.face_detector_size,
                                         settings.face_detector_score)
         self._recognizer = ArcFaceRecognizer(recognizer, recognizer_state.spec)
-        self._swapper = InSwapper(swapper, swapper_state.spec, read_emap(swapper_state.path), settings.micro_batch(),
-                                  settings.batch_wait_ms / 1000, settings.execution_thread_count)
+        self._swapper = InSwapper(swapper, swapper_state.spec, read_emap(swapper_state.path),
+                                  concurrency.micro_batch, settings.batch_wait_ms / 1000, concurrency.batcher_producers)
 
     def detect(self, frame: np.ndarray) -> list[Face]:
         return self._detector.detect([frame])[0]
@@ -77,3 +79,7 @@ class NeuralEngine:
     def detector_calls(self) -> int:
         """Frames on which detection ran (the neural detectors take one frame per call)."""
         return self._detector_session.calls.value
+
+    def close(self) -> None:
+        self._swapper.close()
+        self.pool.close()

@@ -11,6 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
+from facefusion_batch.concurrency import plan
 from facefusion_batch.engines.base import source_face
 from facefusion_batch.engines.source_cache import Record, SourceCache
 from facefusion_batch.errors import SettingsError
@@ -45,9 +46,10 @@ class OfflineEngine:
                                            min_face_size=settings.face_detector_min_size or None)
         self._landmarker = MediaPipeLandmarker(guard("landmarks"))
         # The detectors take a batch of frames: frames from all worker threads share one call.
-        batch = settings.micro_batch()
+        concurrency = plan(settings)
+        batch = concurrency.micro_batch
         self._detect_batcher = (MicroBatcher(self._detector.detect, batch, settings.batch_wait_ms / 1000,
-                                             "ffb-detect-batcher", settings.execution_thread_count)
+                                             "ffb-detect-batcher", concurrency.batcher_producers)
                                 if batch > 1 else None)
         self._textures: dict[int, tuple[Record, classic.SourceTexture]] = {}
         self._lock = threading.Lock()
@@ -96,6 +98,11 @@ class OfflineEngine:
     def detector_calls(self) -> int:
         """Frames on which detection ran (several may share one batched model call)."""
         return self._frames_detected.value
+
+    def close(self) -> None:
+        if self._detect_batcher is not None:
+            self._detect_batcher.close()
+        self.pool.close()
 
 
 def _crop_box(box: np.ndarray, shape: tuple[int, ...], margin: float) -> tuple[int, int, int, int]:

@@ -1,4 +1,4 @@
-"""Work items of a distributed batch, how a video is cut into segments, and progress shown in batch order.
+"""Work items of a distributed batch and how a video is cut into segments.
 
 Everything here is plain data and pure functions: the Ray driver and its workers exchange these objects,
 and the tests check them without Ray.
@@ -11,8 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Union
 
-from facefusion_batch.pipeline.batch import Outcome
-from facefusion_batch.pipeline.progress import Reporter
 from facefusion_batch.targets import Target
 from facefusion_batch.video.probe import VideoInfo
 
@@ -109,59 +107,3 @@ def staged_name(output: Path, token: str) -> Path:
         digest = hashlib.sha1(output.name.encode()).hexdigest()[:16]
         name = f".ffb-ray-{digest}-{token}.tmp{output.suffix}"
     return output.with_name(name)
-
-
-@dataclass
-class _Shown:
-    name: str
-    total: int
-    frames: int = 0
-    outcome: Outcome | None = None
-
-
-class OrderedProgress:
-    """Shows targets to a Reporter one after another in batch order, the way the local executor does,
-    while several run at once: frames of targets further on are held back until their turn."""
-
-    def __init__(self, reporter: Reporter) -> None:
-        self._reporter = reporter
-        self._shown: list[_Shown] = []
-        self._cursor = 0
-        self._started = False
-
-    def add(self, name: str, total: int) -> int:
-        """Register the next target in batch order; returns its index for `advance` and `complete`."""
-        self._shown.append(_Shown(name, total))
-        self._flush()
-        return len(self._shown) - 1
-
-    def advance(self, index: int, frames: int) -> None:
-        shown = self._shown[index]
-        if shown.outcome is not None:
-            return  # late progress of a finished target
-        shown.frames += frames
-        if index == self._cursor and self._started:
-            self._reporter.advance(frames)
-
-    def complete(self, index: int, outcome: Outcome) -> None:
-        self._shown[index].outcome = outcome
-        self._flush()
-
-    def _flush(self) -> None:
-        while self._cursor < len(self._shown):
-            shown = self._shown[self._cursor]
-            if not self._started:
-                if shown.total or shown.outcome is None or shown.outcome.status != "failed":
-                    self._reporter.start(shown.name, shown.total)
-                    self._reporter.advance(shown.frames)
-                self._started = True
-            if shown.outcome is None:
-                return
-            outcome = shown.outcome
-            if outcome.status != "failed":
-                self._reporter.advance(max(0, outcome.frames - shown.frames))
-            self._reporter.finish(outcome.status)
-            if outcome.status == "failed":
-                self._reporter.message(outcome.reason)
-            self._cursor += 1
-            self._started = False

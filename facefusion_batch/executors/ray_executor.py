@@ -1,11 +1,12 @@
-"""The Ray executor: one batch spread over a Ray cluster, with the local executor's journal, progress and summary.
+"""The Ray executor: one batch spread over a Ray cluster.
 
-The driver (this process) holds the output tree's lock and journal, decides what to do with each target by
-the journal's own rules, and hands work items to the Ray actors of a `WorkerPool`, each of which loads the
-engine once. Ray places the actors by their CPU/GPU requests and restarts one whose process or node died;
-the driver gives the item lost with it to another worker, up to `ray_max_retries` times, and records every
-attempt in the journal. Workers write only hidden staged names; the driver renames the one successful
-result of each target into place, so no output path is ever written twice.
+The run driver (`facefusion_batch.driver`, in this process) holds the output tree's lock and journal and
+decides what to do with each target; this executor pulls the claimed targets as workers get free and hands
+work items to the Ray actors of a `WorkerPool`, each of which loads the engine once. Ray places the actors
+by their CPU/GPU requests and restarts one whose process or node died; the item lost with it goes to another
+worker, up to `ray_max_retries` times, and each retry is told to the driver (which journals it). Workers
+write only hidden staged names; this process renames the one successful result of each target into place,
+so no output path is ever written twice.
 """
 from __future__ import annotations
 
@@ -20,39 +21,22 @@ import uuid
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from types import ModuleType
+from typing import Iterator, Sequence
 
 from facefusion_batch.errors import FfbError
 from facefusion_batch.executors import require_ray
-from facefusion_batch.executors.plan import (Item, Join, OrderedProgress, Segment, StorageCheck, Whole, WorkerInfo,
+from facefusion_batch.executors.base import Claim, EngineInfo, Stats, Work
+from facefusion_batch.executors.plan import (Item, Join, Segment, StorageCheck, Whole, WorkerInfo,
                                              chunk_count, segment_length, segments, staged_name)
 from facefusion_batch.executors.ray_pool import Done, WorkerPool, connect
-from facefusion_batch.pipeline.batch import INTERRUPTED, BatchResult, Outcome, claim, os_reason
+from facefusion_batch.pipeline.batch import Outcome, os_reason
 from facefusion_batch.pipeline.workspace import Workspace, remove_stale
-from facefusion_batch.pipeline.journal import Journal
-from facefusion_batch.pipeline.progress import Reporter
 from facefusion_batch.settings import Settings
-from facefusion_batch.targets import Target, discover
+from facefusion_batch.targets import Target
 from facefusion_batch.video.probe import VideoInfo, probe
 
 POLL_S = 0.5
-
-
-def run_batch(settings: Settings, source: Path, specs: Sequence[str], journal: Journal | None, reporter: Reporter,
-              force: bool = False, retry_failed: bool = False) -> BatchResult:
-    """Process every target on Ray workers; the same result as `Batch.run` gives for the local executor."""
-    ray = require_ray()
-    # Ray prints what its workers and raylets report (a worker died, ...) on stdout; send it to stderr so
-    # that stdout carries only the summary (--json).
-    with contextlib.redirect_stdout(sys.stderr):
-        started_here = connect(ray, settings)
-        try:
-            driver = _Driver(settings, source, reporter, journal, force, retry_failed)
-            driver.pool = WorkerPool(ray, driver.remote_settings, reporter, driver.first_worker)
-            return driver.run(specs)
-        finally:
-            if started_here:
-                ray.shutdown()
 
 
 def absolute(settings: Settings) -> Settings:
@@ -74,10 +58,8 @@ class _Job:
     index: int  # position among the batch's targets
     target: Target  # as discovered (the summary names it so)
     remote: Target  # absolute paths, for the workers
-    content: str | None
     key: str  # resume key: the workspace is ffb-<key>
     started: float = field(default_factory=time.perf_counter)
-    shown: int = -1  # index in the ordered progress
     split: bool = False  # processed as segments in the shared workspace, then joined
     pieces: int = 0  # segments not finished yet
     inflight: int = 0
@@ -100,76 +82,93 @@ class _Task:
     shown: int = 0  # frames shown for this task over all attempts
 
 
-class _Driver:
-    pool: WorkerPool
+class RayExecutor:
+    concurrent_targets = True
 
-    def __init__(self, settings: Settings, source: Path, reporter: Reporter, journal: Journal | None,
-                 force: bool, retry_failed: bool) -> None:
-        self.settings, self.reporter, self.journal = settings, reporter, journal
-        self.force, self.retry_failed = force, retry_failed
+    def __init__(self, settings: Settings, source: Path) -> None:
+        self.settings = settings
         self.remote_settings = absolute(settings)
         self.source = Path(os.path.abspath(source))
         self.token = uuid.uuid4().hex[:12]
-        self.display = OrderedProgress(reporter)
-        self.pending: deque[tuple[int, Target]] = deque()
         self.queue: deque[_Task] = deque()
         self.attempts: dict[int, _Task] = {}  # dispatch -> task, while in flight
         self.active: dict[int, _Job] = {}
-        self.outcomes: dict[int, Outcome] = {}
-        self.rejected: list[Outcome] = []
         self.dispatches = itertools.count()
         self.drained_at = 0.0
+        self._ray: ModuleType | None = None
+        self._started_here = False
+        self._pool: WorkerPool | None = None
+        self._check: StorageCheck | None = None
+        self._claims: Iterator[Claim] | None = None
+        self._work: Work | None = None
 
-    def run(self, specs: Sequence[str]) -> BatchResult:
-        targets, rejected = discover(specs, self.settings.output_path)
-        self.rejected = [Outcome(str(r.path), "failed", reason=r.reason) for r in rejected]
-        self.reporter.expect(len(targets))
-        self.pending = deque(enumerate(targets))
-        check = self._storage_check(targets)
-        interrupted = False
-        try:
-            self.pool.start(self.source, check)
-            while self.pending or self.queue or self.attempts:
-                self._dispatch()
-                for done in self.pool.wait(POLL_S):
-                    self._done(done)
-                self._progress()
-                if self.pool.stranded():
-                    self._abandon()
-        except KeyboardInterrupt:
-            interrupted = True
-            for job in list(self.active.values()):
-                self._record(job, "interrupted", "interrupted")
-        finally:
-            self.pool.stop()  # first, so that no worker writes after the clean-up
-            for task in self.attempts.values():
-                if task.sent is not None:
-                    _discard(task.sent)
-            for directory in (check.shared, check.output):
-                check.probe_file(directory).unlink(missing_ok=True)
-        return self._summary(len(targets), interrupted)
+    @property
+    def pool(self) -> WorkerPool:
+        assert self._pool is not None, "start() first"
+        return self._pool
 
-    def first_worker(self, info: WorkerInfo) -> None:
-        """What the local executor says once its engine is loaded, said once the first worker is ready."""
-        for text in info.messages:
-            self.reporter.message(text)
-        self.reporter.message(f"engine: {info.engine} ({', '.join(info.models)})")
-        for outcome in self.rejected:
-            self.reporter.message(f"{outcome.target}: {outcome.reason}")
-
-    def _summary(self, count: int, interrupted: bool) -> BatchResult:
+    def start(self, targets: Sequence[Target], work: Work) -> EngineInfo:
+        """Join or start Ray, start the workers, and wait for the first one to be ready."""
+        self._ray = ray = require_ray()
+        self._work = work
+        # Ray prints what its workers and raylets report (a worker died, ...) on stdout; send it to stderr so
+        # that stdout carries only the summary (--json).
+        with contextlib.redirect_stdout(sys.stderr):
+            self._started_here = connect(ray, self.settings)
+            self._pool = WorkerPool(ray, self.remote_settings, work.message)
+            self._check = self._storage_check(targets)
+            self.pool.start(self.source, self._check)
+            while self.pool.first is None:
+                self.pool.wait(POLL_S)
+                self.pool.stranded()  # raises when no worker starts
         first = self.pool.first
-        result = BatchResult(first.engine if first else "", list(first.models) if first else [],
-                             sorted({p for s in self.pool.slots if s.info for p in s.info.providers}))
-        result.outcomes = self.rejected + [self.outcomes[i] for i in range(count) if i in self.outcomes]
-        if interrupted:
-            result.interrupted = True
-            result.outcomes.append(Outcome("(batch)", "failed", reason=INTERRUPTED))
-        result.source_embeddings_computed = self.pool.embeddings
-        result.detector_calls = sum(o.detector_calls for o in result.outcomes)
-        return result
+        return EngineInfo(first.engine, tuple(first.models), first.output_key, tuple(first.messages))
 
-    def _storage_check(self, targets: list[Target]) -> StorageCheck:
+    def run(self, work: Work) -> None:
+        self._work = work
+        self._claims = work.claims()
+        with contextlib.redirect_stdout(sys.stderr):
+            try:
+                while self._claims is not None or self.queue or self.attempts:
+                    self._dispatch()
+                    for done in self.pool.wait(POLL_S):
+                        self._done(done)
+                    self._progress()
+                    if self.pool.stranded():
+                        self._abandon()
+            finally:
+                self._stop()
+
+    def stats(self) -> Stats:
+        if self._pool is None:
+            return Stats([], 0, None)
+        providers = sorted({p for s in self.pool.slots if s.info for p in s.info.providers})
+        return Stats(providers, self.pool.embeddings, None)
+
+    def close(self) -> None:
+        self._stop()
+        if self._started_here and self._ray is not None:
+            self._started_here = False
+            self._ray.shutdown()
+
+    def __enter__(self) -> RayExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _stop(self) -> None:
+        """Stop the workers (first, so that none writes after the clean-up) and remove what they left."""
+        if self._pool is not None:
+            self._pool.stop()
+        for task in self.attempts.values():
+            if task.sent is not None:
+                _discard(task.sent)
+        if self._check is not None:
+            for directory in (self._check.shared, self._check.output):
+                self._check.probe_file(directory).unlink(missing_ok=True)
+
+    def _storage_check(self, targets: Sequence[Target]) -> StorageCheck:
         """Write the token files workers must see, and list the inputs they must read."""
         settings = self.remote_settings
         inputs = [self.source] + [Path(os.path.abspath(t.path)) for t in targets]
@@ -205,29 +204,33 @@ class _Driver:
                 if task.avoid != slot or not others:
                     self.queue.remove(task)
                     return task
-            if not self.pending:
+            if self._claims is None:
                 return None
-            self._pull()
+            claim = next(self._claims, None)
+            if claim is None:
+                self._claims = None
+                return None
+            self._pull(claim)
 
-    def _pull(self) -> None:
-        index, target = self.pending.popleft()
-        outcome, key, content = self._claim(target)
-        if outcome.status != "running":
-            self.outcomes[index] = outcome
-            return
+    @property
+    def work(self) -> Work:
+        assert self._work is not None
+        return self._work
+
+    def _pull(self, claim: Claim) -> None:
+        index, target, key = claim.index, claim.target, claim.resume_key
         remote = Target(Path(os.path.abspath(target.path)), target.kind, Path(os.path.abspath(target.output)))
-        job = self.active[index] = _Job(index, target, remote, content, key or uuid.uuid4().hex[:20])
+        job = self.active[index] = _Job(index, target, remote, key or uuid.uuid4().hex[:20])
         if target.kind == "image":
-            job.shown = self.display.add(str(target.path), 1)
+            self.work.started(index, 1)
             self.queue.append(_Task(job, Whole(remote, remote.output, key)))
             return
         try:
             info = probe(remote.path)
         except (FfbError, OSError) as exc:
-            job.shown = self.display.add(str(target.path), 0)
             self._fail(job, str(exc) if isinstance(exc, FfbError) else os_reason(target, exc))
             return
-        job.shown = self.display.add(str(target.path), info.frame_count)
+        self.work.started(index, info.frame_count)
         job.info = info
         chunks = chunk_count(info.frame_count, self.settings.chunk_size)
         length = segment_length(chunks, self.settings.ray_segment_chunks, self.pool.free())
@@ -235,21 +238,9 @@ class _Driver:
         if len(parts) == 1:
             self.queue.append(_Task(job, Whole(remote, remote.output, key)))
             return
-        self.reporter.message(f"{target.path}: split into {len(parts)} segments of up to {length} chunks")
+        self.work.message(f"{target.path}: split into {len(parts)} segments of up to {length} chunks")
         job.split, job.pieces = True, len(parts)
         self.queue.extend(_Task(job, Segment(remote, job.key, first, last, info)) for first, last in parts)
-
-    def _claim(self, target: Target) -> tuple[Outcome, str | None, str | None]:
-        """The journal's decision for a target: `running` (with its resume key and content hash) when it is
-        to be done."""
-        if self.journal is None:
-            return Outcome(str(target.path), "running"), None, None
-        assert self.pool.first is not None
-        skip, content, resume = claim(self.journal, target, self.pool.first.output_key, self.force,
-                                      self.retry_failed)
-        if skip is not None:
-            return skip, None, None
-        return Outcome(str(target.path), "running"), resume, content
 
     # ---- what comes back -------------------------------------------------------------------------------
 
@@ -263,7 +254,7 @@ class _Driver:
                 continue  # a lost attempt, or a finished target
             task.frames += frames
             if task.frames > task.shown:  # a retry shows only frames beyond what earlier attempts showed
-                self.display.advance(task.job.shown, task.frames - task.shown)
+                self.work.advance(task.job.index, task.frames - task.shown)
                 task.shown = task.frames
 
     def _done(self, done: Done) -> None:
@@ -313,8 +304,8 @@ class _Driver:
             self._fail(job, f"{job.target.path}: {what}; workers died {task.deaths} times on it, more than "
                             f"ray_max_retries = {limit}")
         else:
-            self._record(job, "retrying", f"{what}; retrying on another worker")
-            self.reporter.message(f"{job.target.path}: {what}; retrying on another worker (retry {task.deaths} "
+            self.work.retrying(job.index, f"{what}; retrying on another worker")
+            self.work.message(f"{job.target.path}: {what}; retrying on another worker (retry {task.deaths} "
                                   f"of {limit})")
             task.avoid = done.slot.id
             self.queue.appendleft(task)
@@ -328,14 +319,7 @@ class _Driver:
     def _complete(self, job: _Job, outcome: Outcome, journal_status: str | None = None) -> None:
         job.done = True
         self.active.pop(job.index, None)
-        self.outcomes[job.index] = outcome
-        self._record(job, journal_status or outcome.status, outcome.reason, outcome.frames, outcome.seconds)
-        self.display.complete(job.shown, outcome)
-
-    def _record(self, job: _Job, status: str, reason: str, frames: int = 0, seconds: float = 0.0) -> None:
-        if self.journal is not None and job.content is not None and self.pool.first is not None:
-            self.journal.record(job.target.path, job.target.output, job.content, self.pool.first.output_key,
-                                status, reason, frames, seconds)
+        self.work.finished(job.index, outcome, journal_status)
 
     def _tidy(self, job: _Job) -> None:
         """Once nothing of a finished split video is in flight, remove its shared workspace (a failure's
@@ -344,16 +328,14 @@ class _Driver:
             Workspace.of(shared_root(self.remote_settings), job.key).remove()
 
     def _abandon(self) -> None:
-        """No worker is left: what is left of the batch fails in the summary, and is journaled as
-        interrupted so the next run does it (finished chunks of split videos are kept for it)."""
-        reason = "no Ray worker left to process it; run again when the cluster is back"
-        for job in list(self.active.values()):
-            self._complete(job, Outcome(str(job.target.path), "failed", reason=f"{job.target.path}: {reason}"),
-                           journal_status="interrupted")
-        while self.pending:
-            index, target = self.pending.popleft()
-            self.outcomes[index] = Outcome(str(target.path), "failed", reason=f"{target.path}: {reason}")
+        """No worker is left: what is left of the batch fails in the summary, and what was begun is
+        journaled as interrupted so the next run does it (finished chunks of split videos are kept for it)."""
+        for job in self.active.values():
+            job.done = True
+        self.active.clear()
         self.queue.clear()
+        self._claims = None
+        self.work.abandon("no Ray worker left to process it; run again when the cluster is back")
 
 
 def _discard(item: Item) -> None:

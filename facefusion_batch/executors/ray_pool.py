@@ -18,11 +18,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
+from facefusion_batch.concurrency import plan
 from facefusion_batch.errors import FfbError, SettingsError
 from facefusion_batch.executors.plan import Item, StorageCheck, WorkerInfo
 from facefusion_batch.executors.worker import FfbWorker, ProgressBox
 from facefusion_batch.pipeline.batch import Outcome
-from facefusion_batch.pipeline.progress import Reporter
 from facefusion_batch.settings import Settings
 
 WORKER_WAIT_S = 600.0  # with no worker started for this long, the pool gives up
@@ -62,7 +62,7 @@ def worker_count(settings: Settings, cpus: float, gpus: float) -> int:
         return settings.ray_workers
     if settings.ray_num_gpus:
         return int(gpus // settings.ray_num_gpus)
-    return max(1, int(cpus // settings.execution_thread_count))
+    return max(1, int(cpus // plan(settings).frame_threads))
 
 
 @dataclass
@@ -94,9 +94,8 @@ class Done:
 
 
 class WorkerPool:
-    def __init__(self, ray: ModuleType, settings: Settings, reporter: Reporter,
-                 on_first: Callable[[WorkerInfo], None]) -> None:
-        self.ray, self.settings, self.reporter, self._on_first = ray, settings, reporter, on_first
+    def __init__(self, ray: ModuleType, settings: Settings, message: Callable[[str], None]) -> None:
+        self.ray, self.settings, self.message = ray, settings, message
         self.slots: list[Slot] = []
         self.first: WorkerInfo | None = None
         self.embeddings = 0  # source embeddings the workers computed
@@ -116,7 +115,7 @@ class WorkerPool:
             slot = Slot(index, actor.remote(s, source, check, box_name))
             slot.ref = slot.handle.start.remote()
             self.slots.append(slot)
-        self.reporter.message(f"ray: {count} workers, each {s.ray_num_cpus:g} CPUs and {s.ray_num_gpus:g} GPUs "
+        self.message(f"ray: {count} workers, each {s.ray_num_cpus:g} CPUs and {s.ray_num_gpus:g} GPUs "
                               f"(cluster: {resources.get('CPU', 0):g} CPUs, {resources.get('GPU', 0):g} GPUs)")
 
     def idle(self) -> list[Slot]:
@@ -194,7 +193,7 @@ class WorkerPool:
             cause = exc.cause
             if slot.deaths and self.first is not None:  # a restarted worker, e.g. on a node without the mounts
                 slot.state = "gone"
-                self.reporter.message(f"ray: {slot.where} could not start again ({_line(cause)}); going on "
+                self.message(f"ray: {slot.where} could not start again ({_line(cause)}); going on "
                                       "without it")
                 return
             if isinstance(cause, FfbError):  # a start-up check failed: stop the run with its message
@@ -203,13 +202,12 @@ class WorkerPool:
         first = self.first
         if first is None:
             self.first = info
-            self._on_first(info)
         elif (info.engine, info.models) != (first.engine, first.models):
             raise SettingsError(f"the Ray worker on {info.node} loaded the {info.engine} engine "
                                 f"({', '.join(info.models)}) but the one on {first.node} loaded {first.engine} "
                                 f"({', '.join(first.models)}); give every node the same models, or pass --engine")
         elif info.output_key != first.output_key:
-            self.reporter.message(f"ray: the model files on {info.node} differ in size or time from those on "
+            self.message(f"ray: the model files on {info.node} differ in size or time from those on "
                                   f"{first.node}; the journal keys outputs by the first worker's, so a later run "
                                   "may redo finished targets: give every node the same models_path")
         slot.info, slot.state = info, "idle"
@@ -222,7 +220,7 @@ class WorkerPool:
             slot.state = "gone"
             with contextlib.suppress(Exception):
                 self.ray.kill(slot.handle, no_restart=True)
-            self.reporter.message(f"ray: {slot.where} died {slot.deaths} times; going on without it")
+            self.message(f"ray: {slot.where} died {slot.deaths} times; going on without it")
             return
         slot.state = "starting"
         slot.ref = slot.handle.start.remote()

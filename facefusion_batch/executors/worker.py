@@ -16,7 +16,10 @@ from typing import Callable
 
 from facefusion_batch.errors import FfbError, SettingsError
 from facefusion_batch.executors.plan import Item, Join, Segment, StorageCheck, WorkerInfo, Whole
-from facefusion_batch.pipeline.batch import NO_FACE, Batch, Outcome, job_options, os_reason
+from facefusion_batch.memory import apply_memory_limit
+from facefusion_batch.pipeline import job
+from facefusion_batch.pipeline.batch import NO_FACE, Outcome, check_output_dir, job_options, os_reason
+from facefusion_batch.pipeline.processor import FrameProcessor, prepare
 from facefusion_batch.pipeline.video_job import encode_chunks, finish_video, plan_video
 from facefusion_batch.pipeline.workspace import Workspace, remove_stale
 from facefusion_batch.settings import Settings
@@ -69,7 +72,7 @@ class ProgressBox:
 
 
 class _Forwarder:
-    """The worker's Reporter: frames go to the progress box (a named actor) at most every `every` seconds;
+    """The worker's progress: frames go to the progress box (a named actor) at most every `every` seconds;
     messages are kept for the start-up report (the driver prints target outcomes itself, in batch order)."""
 
     def __init__(self, box_name: str | None, every: float = 0.5) -> None:
@@ -84,7 +87,7 @@ class _Forwarder:
         if self.dispatch < 0:  # only what start-up said; outcomes of items go back in their results
             self.messages.append(text)
 
-    def start(self, name: str, total: int) -> None:
+    def start(self, total: int) -> None:
         pass
 
     def advance(self, frames: int) -> None:
@@ -110,11 +113,6 @@ class _Forwarder:
                 self._box_name = None
         self._pending = 0
 
-    def finish(self, status: str, name: str | None = None) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 class FfbWorker:
@@ -126,72 +124,77 @@ class FfbWorker:
         # object store, from where a restart can't be sure to get them back.
         self._settings, self._source, self._check = settings, source, check
         self._reporter = _Forwarder(box_name)
-        self._batch: Batch | None = None
+        self._processor: FrameProcessor | None = None
         self._node = socket.gethostname()
 
     def start(self) -> WorkerInfo:
         """Check storage, load the engine and prepare the source; typed errors go back to the driver."""
-        batch = self._ready()
-        engine = batch.engine
+        processor = self._ready()
+        engine = processor.engine
         return WorkerInfo(self._node, os.getpid(), engine.name, tuple(engine.models),
-                          tuple(engine.pool.active_providers()), batch.output_key, engine.cache.computed,
+                          tuple(engine.pool.active_providers()), processor.output_key, engine.cache.computed,
                           tuple(self._reporter.messages))
 
-    def _ready(self) -> Batch:
-        if self._batch is None:
+    def _ready(self) -> FrameProcessor:
+        if self._processor is None:
             check_storage(self._check, self._node)
             remove_stale(self._settings.temp_path)
-            self._batch = Batch(self._settings, self._source, self._reporter)
-        return self._batch
+            check_output_dir(self._settings.output_path)
+            apply_memory_limit(self._settings.system_memory_limit)
+            self._processor = prepare(self._settings, self._source, self._reporter.message)
+        return self._processor
 
     def run(self, item: Item, dispatch: int) -> Outcome:
         """Process one work item; failures of the target come back as a `failed` Outcome."""
-        batch = self._ready()
+        processor = self._ready()
         self._reporter.dispatch = dispatch
         try:
             if isinstance(item, Whole):
-                return batch.one(dataclasses.replace(item.target, output=item.staged), item.resume_key)
+                staged = dataclasses.replace(item.target, output=item.staged)
+                return job.begin(processor, staged, self._reporter, item.resume_key)()
             shared = Workspace.of(self._check.shared, item.key)
             if isinstance(item, Segment):
-                return encode_segment(batch, item, shared, self._reporter.advance)
-            return join_segments(batch, item, shared)
+                return encode_segment(processor, item, shared, self._reporter.advance)
+            return join_segments(processor, item, shared)
         finally:
             self._reporter.flush()
 
 
-def encode_segment(batch: Batch, item: Segment, shared: Workspace, on_frames: Callable[[int], None]) -> Outcome:
+def encode_segment(processor: FrameProcessor, item: Segment, shared: Workspace, on_frames: Callable[[int], None]) -> Outcome:
     """Encode a segment's chunks in a scratch workspace on this node's temp_path (spooled frames stay on
     local disk), then publish the finished chunks to the shared workspace. Chunks another attempt already
     published are not done again; a retry on the same node also reuses the scratch's finished chunks."""
-    started, calls = time.perf_counter(), batch.engine.detector_calls()
+    engine, settings = processor.engine, processor.settings
+    started, calls = time.perf_counter(), engine.detector_calls()
     target = item.target
-    scratch = Workspace.scratch(batch.settings.temp_path, item.key, item.first)
+    scratch = Workspace.scratch(settings.temp_path, item.key, item.first)
     try:
-        plan = plan_video(target.path, target.output, job_options(batch.settings, batch.timings), item.info)
+        plan = plan_video(target.path, target.output, job_options(settings, processor.timings), item.info)
         size = plan.options.chunk_size
         done = shared.make().resume(size, item.first, item.last)
         on_frames(done.frames)
         frames = done.frames
         if not done.done:
-            frames += encode_chunks(plan, scratch.make(), batch, on_frames, done.index, item.last).frames
+            frames += encode_chunks(plan, scratch.make(), processor, on_frames, done.index, item.last).frames
             scratch.publish(shared, size, done.index, item.last)
     except (FfbError, OSError) as exc:
         reason = str(exc) if isinstance(exc, FfbError) else os_reason(target, exc)
         return Outcome(str(target.path), "failed", reason=reason, seconds=time.perf_counter() - started)
     finally:
-        batch.engine.pool.after_target()
+        engine.pool.after_target()
     scratch.remove()
     return Outcome(str(target.path), "done", frames=frames, seconds=time.perf_counter() - started,
-                   detector_calls=batch.engine.detector_calls() - calls)
+                   detector_calls=engine.detector_calls() - calls)
 
 
-def join_segments(batch: Batch, item: Join, shared: Workspace) -> Outcome:
+def join_segments(processor: FrameProcessor, item: Join, shared: Workspace) -> Outcome:
     """Join the shared workspace's chunks with the original audio into `item.staged` and verify it."""
     started = time.perf_counter()
     target = item.target
     try:
-        plan = plan_video(target.path, target.output, job_options(batch.settings, batch.timings), item.info)
-        note = finish_video(dataclasses.replace(plan, out=item.staged), shared, batch.tags)
+        plan = plan_video(target.path, target.output, job_options(processor.settings, processor.timings),
+                          item.info)
+        note = finish_video(dataclasses.replace(plan, out=item.staged), shared, processor.tags)
         frames, faces = shared.totals(plan.options.chunk_size)
     except (FfbError, OSError) as exc:
         reason = str(exc) if isinstance(exc, FfbError) else os_reason(target, exc)

@@ -44,8 +44,16 @@ class MicroBatcher(Generic[T, R]):
         return [f.result() for f in futures]
 
     def close(self) -> None:
-        self._queue.put(_STOP)
-        self._thread.join(timeout=5)
+        """Stop the batching thread once the items already queued are done; safe to call more than once."""
+        if self._thread.is_alive():
+            self._queue.put(_STOP)
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> MicroBatcher[T, R]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _loop(self) -> None:
         while True:

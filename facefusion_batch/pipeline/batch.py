@@ -1,35 +1,23 @@
-"""A batch: one engine and one source for many targets; each target's failure is recorded, not fatal."""
+"""What a batch is made of besides its frames: outcomes and the summary, the journal's decision on each target,
+the output tree's lock and state, the first video prepared while the engine loads."""
 from __future__ import annotations
 
-import functools
-import shutil
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
-import numpy as np
-
-from facefusion_batch import __version__
-from facefusion_batch.errors import FfbError, MediaError, OutputError
-from facefusion_batch.marking import marking_tags
-from facefusion_batch.media import read_image, temp_name, write_image
-from facefusion_batch.memory import apply_memory_limit
-from facefusion_batch.pipeline.analysis import MotionGate, Reference, face_patches, track
-from facefusion_batch.models.store import sha256_of
-from facefusion_batch.engines import build_engine
-from facefusion_batch.engines.base import FaceEngine, Selection, build_selection
+from facefusion_batch.concurrency import plan
+from facefusion_batch.errors import FfbError, OutputError
 from facefusion_batch.pipeline.journal import FINISHED, Journal, settings_key
 from facefusion_batch.pipeline.lock import RunLock
 from facefusion_batch.pipeline.lookahead import Lookahead
 from facefusion_batch.pipeline.progress import Reporter
-from facefusion_batch.engines.source_cache import Record
-from facefusion_batch.pipeline.video_job import JobOptions, encode_video
+from facefusion_batch.pipeline.video_job import JobOptions
 from facefusion_batch.pipeline.workspace import remove_stale
 from facefusion_batch.settings import Settings
 from facefusion_batch.targets import Target, discover
-from facefusion_batch.timing import Timings, timed
+from facefusion_batch.timing import Timings
 from facefusion_batch.video.ffmpeg import EncodeOptions
 
 
@@ -47,15 +35,6 @@ class Outcome:
     frames: int = 0
     seconds: float = 0.0
     detector_calls: int = 0
-
-
-@dataclass
-class _Finishing:
-    """A video being finished on the batch's finishing thread."""
-
-    target: Target
-    content: str  # the journal's content hash ("" without a journal)
-    future: Future
 
 
 @dataclass
@@ -107,19 +86,12 @@ def open_state(settings: Settings, wait: bool, reporter: Reporter) -> tuple[RunL
 
 
 def job_options(settings: Settings, timings: Timings | None = None) -> JobOptions:
-    threads = settings.execution_thread_count
+    concurrency = plan(settings)
     return JobOptions(temp_root=settings.temp_path, chunk_size=settings.chunk_size,
-                      frame_format=settings.temp_frame_format, threads=threads,
-                      in_flight=threads * settings.execution_queue_count, transport=settings.frame_transport,
+                      frame_format=settings.temp_frame_format, threads=concurrency.frame_threads,
+                      in_flight=concurrency.frames_in_flight, transport=settings.frame_transport,
                       encode=EncodeOptions(settings.output_video_encoder, settings.output_video_preset,
                                            settings.output_video_quality), timings=timings)
-
-
-# Settings that shape an output (the rest only change speed, paths or logging).
-_SHAPING = ("face_swapper_model", "face_detector_model", "face_detector_size", "face_detector_score",
-            "face_detector_min_size", "keypoint_reuse", "reuse_motion_threshold", "redetect_interval",
-            "face_selector_mode", "reference_face_distance", "output_video_encoder", "output_video_preset",
-            "output_video_quality", "output_image_quality", "output_marking", "chunk_size")
 
 
 def _when(timestamp: float) -> str:
@@ -142,14 +114,14 @@ def claim(journal: Journal, target: Target, output_key: str, force: bool, retry_
         content = journal.content_hash(target.path, hashed)
     except OSError as exc:
         return Outcome(str(target.path), "failed", reason=os_reason(target, exc)), "", ""
-    skip = _skip(journal, target, content, output_key, force, retry_failed)
+    skip = skip_outcome(journal, target, content, output_key, force, retry_failed)
     if skip is not None:
         return skip, content, ""
     journal.record(target.path, target.output, content, output_key, "running")
     return None, content, settings_key({"content": content, "settings": output_key, "output": str(target.output)})
 
 
-def _skip(journal: Journal, target: Target, content: str | None, output_key: str, force: bool,
+def skip_outcome(journal: Journal, target: Target, content: str | None, output_key: str, force: bool,
           retry_failed: bool) -> Outcome | None:
     """The skip outcome the journal gives a target with this content hash (None: unknown, i.e. changed)."""
     entry = None if force or content is None else journal.is_current(target.path, target.output, content,
@@ -177,8 +149,8 @@ def needs_hash(journal: Journal | None, target: Target) -> bool:
 
 
 def prepare_first(settings: Settings, specs: Sequence[str], journal: Journal | None) -> Lookahead:
-    """A Lookahead already preparing the batch's first video (hash, probe, decoder), to be handed to
-    `Batch.run`: started before the engine is built, it is ready when the models have loaded."""
+    """A Lookahead already preparing the batch's first video (hash, probe, decoder): started before the
+    engine is built, it is ready when the models have loaded."""
     lookahead = Lookahead(settings.temp_path)
     try:
         targets, _ = discover(specs, settings.output_path)
@@ -189,243 +161,3 @@ def prepare_first(settings: Settings, specs: Sequence[str], journal: Journal | N
         lookahead.prepare(first.path, hash_content=needs_hash(journal, first))
         lookahead.current_decoded()  # no decoder runs yet
     return lookahead
-
-
-class Batch:
-    """Holds the engine, the prepared source and the selection for a run over many targets."""
-
-    def __init__(self, settings: Settings, source: Path, reporter: Reporter,
-                 engine: FaceEngine | None = None) -> None:
-        self.settings, self.reporter = settings, reporter
-        self.timings: Timings | None = None  # set by callers that measure stages (ffb benchmark)
-        check_output_dir(settings.output_path)
-        apply_memory_limit(settings.system_memory_limit)
-        self.engine = engine or build_engine(settings)
-        self.source: Record = self.engine.prepare_source(source)
-        faces_in_source = int(self.source.get("faces", 1))
-        if faces_in_source > 1:
-            reporter.message(f"{source}: {faces_in_source} faces in the source image; using the largest")
-        self.selection: Selection = build_selection(settings, self.engine)
-        self.tags = marking_tags(self.engine.name, self.engine.models) if settings.output_marking else {}
-        self.output_key = settings_key(self._output_shaping(source))
-        # Set while `run` goes through its targets: the next video is made ready during the current one.
-        self._lookahead: Lookahead | None = None
-        # The next video to prepare, and whether it needs hashing.
-        self._following: Callable[[], tuple[Target, bool] | None] | None = None
-
-    def _output_shaping(self, source: Path) -> dict:
-        """Everything an output depends on besides the target itself (the journal's settings key)."""
-        s = self.settings
-        models = [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in self.engine.model_files]
-        reference = s.reference_face_path
-        return {
-            "version": __version__, "engine": self.engine.name, "models": models,
-            "source": sha256_of(source), "reference": sha256_of(reference) if reference else None,
-            **{name: getattr(s, name) for name in _SHAPING},
-        }
-
-    def new_gate(self) -> MotionGate:
-        s = self.settings
-        return MotionGate(s.keypoint_reuse, s.reuse_motion_threshold, s.redetect_interval)
-
-    def analyse(self, frame: np.ndarray, reference: Reference) -> None:
-        """Detect the faces of a new reference frame and keep what tracking needs; frames waiting on the
-        reference get the result, or the failure."""
-        try:
-            with timed(self.timings, "detect"):
-                faces = self.engine.detect(frame)
-            with timed(self.timings, "track"):
-                patches = face_patches(frame, faces) if self.settings.keypoint_reuse else []
-        except BaseException as exc:
-            reference.result.set_exception(exc)
-            raise
-        reference.result.set_result((faces, patches))
-
-    def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool) -> tuple[np.ndarray, int]:
-        """Process one video frame: a new reference is analysed (unless that was done ahead), any other
-        frame tracks the reference's faces."""
-        if is_new:
-            if not reference.ahead:
-                self.analyse(frame, reference)
-            faces = reference.result.result()[0]
-        else:
-            ref_faces, patches = reference.result.result()
-            with timed(self.timings, "track"):
-                faces = track(ref_faces, patches, frame) if ref_faces else []
-            if faces is None:
-                with timed(self.timings, "detect"):
-                    faces = self.engine.detect(frame)
-        return self.swap(frame, faces)
-
-    def frame(self, frame: np.ndarray) -> tuple[np.ndarray, int]:
-        """Process a single picture: detect, select, swap."""
-        with timed(self.timings, "detect"):
-            faces = self.engine.detect(frame)
-        return self.swap(frame, faces)
-
-    def swap(self, frame: np.ndarray, faces: list) -> tuple[np.ndarray, int]:
-        with timed(self.timings, "swap"):
-            faces = self.selection.pick(frame, faces, self.engine)
-            if faces:
-                frame = self.engine.swap(frame, faces, self.source)
-        return frame, len(faces)
-
-    def run(self, specs: Sequence[str], journal: Journal | None = None, force: bool = False,
-            retry_failed: bool = False, lookahead: Lookahead | None = None) -> BatchResult:
-        """Process every target. With a journal, unchanged finished targets are skipped (`force` redoes
-        them), earlier failures are skipped until their file changes, and `retry_failed` runs only those.
-
-        While one video is being processed the next is prepared (see Lookahead; pass one from
-        `prepare_first` to have the first video prepared while the engine loaded), and once its frames are
-        done it is joined, verified and renamed on a thread of its own while the next one starts."""
-        targets, rejected = discover(specs, self.settings.output_path)
-        result = BatchResult(self.engine.name, list(self.engine.models), self.engine.pool.active_providers())
-        result.outcomes += [Outcome(str(r.path), "failed", reason=r.reason) for r in rejected]
-        for r in rejected:
-            self.reporter.message(f"{r.path}: {r.reason}")
-        self.reporter.expect(len(targets))
-        finishing: _Finishing | None = None
-        try:
-            with lookahead or Lookahead(self.settings.temp_path) as self._lookahead, \
-                    ThreadPoolExecutor(1, thread_name_prefix="ffb-finish") as finisher:
-                try:
-                    for index, target in enumerate(targets):
-                        self._following = functools.partial(self._next_to_run, targets[index + 1:], journal,
-                                                            force, retry_failed)
-                        begun = self._claim_and_begin(target, journal, force, retry_failed)
-                        if finishing is not None:
-                            result.outcomes.append(self._settle(finishing, journal))
-                            finishing = None
-                        if isinstance(begun, Outcome):  # skipped, or unreadable before it began
-                            self._report(begun)
-                            result.outcomes.append(begun)
-                        else:
-                            finishing = _Finishing(target, begun[1], finisher.submit(begun[0]))
-                finally:
-                    if finishing is not None:  # also on Ctrl-C: the output being joined is completed
-                        result.outcomes.append(self._settle(finishing, journal))
-        except KeyboardInterrupt:
-            result.interrupted = True
-            result.outcomes.append(Outcome("(batch)", "failed", reason=INTERRUPTED))
-        finally:
-            self._lookahead = self._following = None
-        result.source_embeddings_computed = self.engine.cache.computed
-        result.detector_calls = self.engine.detector_calls()
-        result.providers = self.engine.pool.active_providers()
-        return result
-
-    def _next_to_run(self, rest: Sequence[Target], journal: Journal | None, force: bool, retry_failed: bool
-                     ) -> tuple[Target, bool] | None:
-        """The next video of the batch that `claim` is expected to let run, judged without hashing it (a file
-        whose size or mtime changed counts as changed), and whether the journal will have to hash it."""
-        for target in rest:
-            if target.kind != "video":
-                continue
-            if journal is None:
-                return target, False
-            try:
-                cached = journal.cached_hash(target.path)
-            except OSError:
-                return target, False  # claim will report it
-            if _skip(journal, target, cached, self.output_key, force, retry_failed) is None:
-                return target, cached is None
-        return None
-
-    def _claim_and_begin(self, target: Target, journal: Journal | None, force: bool, retry_failed: bool
-                         ) -> Outcome | tuple[Callable[[], Outcome], str]:
-        """A skipped target's outcome, or (the completion of the begun target, its content hash)."""
-        if journal is None:
-            return self.begin(target), ""
-        hashed = self._lookahead.content_hash(target.path) if self._lookahead else None
-        skip, content, resume = claim(journal, target, self.output_key, force, retry_failed, hashed)
-        if skip is not None:
-            return skip
-        try:
-            return self.begin(target, resume), content
-        except KeyboardInterrupt:
-            journal.record(target.path, target.output, content, self.output_key, "interrupted", "interrupted")
-            raise
-
-    def _settle(self, finishing: _Finishing, journal: Journal | None) -> Outcome:
-        """Wait for a target's completion, then report and journal its outcome (on the batch's thread)."""
-        outcome = finishing.future.result()
-        self._report(outcome)
-        if journal is not None:
-            target = finishing.target
-            journal.record(target.path, target.output, finishing.content, self.output_key, outcome.status,
-                           outcome.reason, outcome.frames, outcome.seconds)
-        return outcome
-
-    def _report(self, outcome: Outcome) -> None:
-        self.reporter.finish(outcome.status, outcome.target)
-        if outcome.status == "failed":
-            self.reporter.message(outcome.reason)
-
-    def one(self, target: Target, resume_key: str | None = None) -> Outcome:
-        """Process one target to the end and report it."""
-        outcome = self.begin(target, resume_key)()
-        self._report(outcome)
-        return outcome
-
-    def begin(self, target: Target, resume_key: str | None = None) -> Callable[[], Outcome]:
-        """Process a target's frames; returns its completion: a call (safe on another thread, and to be
-        made exactly once) that finishes the output and gives the outcome. Nothing is reported here."""
-        started = time.perf_counter()
-        calls = self.engine.detector_calls()
-        lookahead = self._lookahead
-
-        def failed(exc: BaseException) -> Outcome:
-            reason = str(exc) if isinstance(exc, FfbError) else os_reason(target, exc)  # type: ignore[arg-type]
-            return Outcome(str(target.path), "failed", reason=reason, seconds=time.perf_counter() - started)
-
-        def outcome(swapped: int, frames: int, note: str) -> Outcome:
-            status = "done" if swapped else "no_face"
-            return Outcome(str(target.path), status, str(target.output), note if swapped else NO_FACE, frames,
-                           time.perf_counter() - started, calls_made)
-
-        try:
-            prepared = lookahead.take(target.path) if lookahead and target.kind == "video" else None
-            following = self._following() if lookahead and self._following else None
-            if lookahead and following:
-                lookahead.prepare(following[0].path, hash_content=following[1])
-            target.output.parent.mkdir(parents=True, exist_ok=True)
-            if target.kind == "image":
-                self.reporter.start(str(target.path), 1)
-                swapped = self.image(target)
-                calls_made = self.engine.detector_calls() - calls
-                return lambda: outcome(swapped, 1, "")
-            encoded = encode_video(target.path, target.output, self, self.tags,
-                                   job_options(self.settings, self.timings), self.reporter.advance,
-                                   lambda total: self.reporter.start(str(target.path), total), resume_key,
-                                   prepared, lookahead.current_decoded if lookahead else None)
-            calls_made = self.engine.detector_calls() - calls
-        except (FfbError, OSError) as exc:
-            result = failed(exc)
-            return lambda: result
-        finally:
-            self.engine.pool.after_target()
-
-        def complete() -> Outcome:
-            try:
-                counters = encoded.finish()
-            except (FfbError, OSError) as exc:
-                return failed(exc)
-            note = counters.note
-            if counters.resumed_frames:
-                note = "; ".join(filter(None, [f"resumed: {counters.resumed_frames} frames reused from an "
-                                               "interrupted run", note]))
-            return outcome(counters.frames_with_faces, counters.frames, note)
-
-        return complete
-
-    def image(self, target: Target) -> int:
-        frame = read_image(target.path, error=MediaError)
-        frame, swapped = self.frame(frame)
-        if swapped:
-            write_image(frame, target.output, self.settings.output_image_quality, self.tags or None)
-        else:
-            partial = temp_name(target.output)
-            shutil.copyfile(target.path, partial)
-            partial.replace(target.output)
-        self.reporter.advance(1)
-        return swapped

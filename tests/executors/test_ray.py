@@ -152,13 +152,13 @@ def test_a_worker_that_cannot_see_an_input_stops_the_run_with_the_path(ray_env, 
 
     image = ray_env / "t.png"
     cv2.imwrite(str(image), face_frame())
-    original = ray_executor._Driver._storage_check
+    original = ray_executor.RayExecutor._storage_check
 
     def elsewhere(self, targets):  # an input the driver sees but the workers' nodes don't
         check = original(self, targets)
         return dataclasses.replace(check, inputs=check.inputs + (ray_env / "only-on-the-driver.png",))
 
-    monkeypatch.setattr(ray_executor._Driver, "_storage_check", elsewhere)
+    monkeypatch.setattr(ray_executor.RayExecutor, "_storage_check", elsewhere)
     code, _, err = run(["-s", str(source_image), "-t", str(image), "-o", str(ray_env / "out"), "-q"], capsys, "ray")
     assert code == 2
     assert "only-on-the-driver.png: the Ray worker on" in err and "can't read this input" in err

@@ -12,7 +12,8 @@ import pytest
 
 from facefusion_batch.cli import main
 from facefusion_batch.errors import SettingsError
-from facefusion_batch.executors.plan import (OrderedProgress, StorageCheck, segment_length, segments,
+from facefusion_batch.driver import OrderedProgress
+from facefusion_batch.executors.plan import (StorageCheck, segment_length, segments,
                                              staged_name)
 from facefusion_batch.executors.ray_pool import connect, worker_count
 from facefusion_batch.executors.worker import StorageError, check_storage
@@ -64,8 +65,10 @@ class Recorder:
 
 def test_progress_is_shown_target_after_target_in_batch_order():
     recorder = Recorder()
-    progress = OrderedProgress(recorder)
-    a, b, c = progress.add("a", 10), progress.add("b", 5), progress.add("c", 0)
+    progress = OrderedProgress(recorder, ["a", "b", "c", "d"])
+    a, b, c, d = range(4)
+    progress.start(b, 5)
+    progress.start(a, 10)
     progress.advance(a, 4)
     progress.advance(b, 5)  # b runs on another worker: held back until a is done
     progress.complete(b, Outcome("b", "done", frames=5))
@@ -74,6 +77,8 @@ def test_progress_is_shown_target_after_target_in_batch_order():
     progress.complete(a, Outcome("a", "done", frames=10))
     assert recorder.events[2:] == [("advance", 6), ("finish", "done"), ("start", "b", 5), ("advance", 5),
                                    ("finish", "done"), ("finish", "failed"), ("message", "c: damaged")]
+    progress.complete(d, Outcome("d", "skipped", reason="unchanged"))  # skipped: never started
+    assert recorder.events[-1] == ("finish", "skipped")
 
 
 def storage(tmp_path: Path, inputs: tuple[Path, ...] = ()) -> StorageCheck:

@@ -10,8 +10,7 @@ from facefusion_batch.cli import main
 from facefusion_batch.executors.plan import Join, Segment
 from facefusion_batch.executors.worker import encode_segment, join_segments
 from facefusion_batch.pipeline import video_job
-from facefusion_batch.pipeline.batch import Batch
-from facefusion_batch.pipeline.progress import QuietReporter
+from facefusion_batch.pipeline.processor import prepare
 from facefusion_batch.pipeline.workspace import Workspace
 from facefusion_batch.settings import load_settings
 from facefusion_batch.targets import Target
@@ -23,7 +22,8 @@ def test_segments_and_join_use_the_drivers_probe(env, source_image, monkeypatch)
     clip = make_clip(env / "v.mp4", frames=25)
     info = probe(clip)
     settings = load_settings(None, os.environ, {"chunk_size": 10, "output_path": env / "out"}).settings
-    batch = Batch(settings, source_image, QuietReporter())
+    batch = prepare(settings, source_image, print)
+    (env / "out").mkdir()
     probed = []
     real = video_job.probe
     monkeypatch.setattr(video_job, "probe", lambda path: probed.append(path) or real(path))

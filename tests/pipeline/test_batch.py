@@ -4,13 +4,14 @@ from __future__ import annotations
 import io
 import os
 import threading
+from types import SimpleNamespace
 
 import pytest
 
-from conftest import make_clip
+from conftest import make_clip, run_local
 from facefusion_batch.errors import MediaError
 from facefusion_batch.pipeline import video_job
-from facefusion_batch.pipeline.batch import Batch, open_state
+from facefusion_batch.pipeline.batch import open_state
 from facefusion_batch.pipeline.progress import PlainReporter
 from facefusion_batch.settings import load_settings
 
@@ -21,7 +22,7 @@ def batch_of_two(env, source_image):
     clips = [make_clip(env / "in" / name, frames=6) for name in ("a.mp4", "b.mp4")]
     settings = load_settings(None, os.environ, {"output_path": env / "out"}).settings
     log = io.StringIO()
-    return Batch(settings, source_image, PlainReporter(log)), clips, log
+    return SimpleNamespace(settings=settings, source=source_image, reporter=PlainReporter(log)), clips, log
 
 
 def test_a_video_is_finished_while_the_next_one_starts(batch_of_two, monkeypatch):
@@ -43,7 +44,7 @@ def test_a_video_is_finished_while_the_next_one_starts(batch_of_two, monkeypatch
 
     monkeypatch.setattr(video_job, "finish_video", finish)
     monkeypatch.setattr(batch.reporter, "start", start)
-    result = batch.run([str(clip) for clip in clips])
+    result = run_local(batch.settings, batch.source, [str(clip) for clip in clips], batch.reporter)
     assert [o.status for o in result.outcomes] == ["done", "done"]
     assert seen == {"thread": seen["thread"], "overlapped": True} and seen["thread"].startswith("ffb-finish")
     lines = log.getvalue().splitlines()
@@ -63,7 +64,7 @@ def test_a_failure_while_finishing_is_reported_and_journaled_under_its_own_name(
     monkeypatch.setattr(video_job, "finish_video", finish)
     lock, journal = open_state(batch.settings, False, batch.reporter)
     try:
-        result = batch.run([str(clip) for clip in clips], journal)
+        result = run_local(batch.settings, batch.source, [str(clip) for clip in clips], batch.reporter, journal)
         assert [o.status for o in result.outcomes] == ["failed", "done"]
         assert journal.get(clips[0]).status == "failed" and "disk gone" in journal.get(clips[0]).reason
         assert journal.get(clips[1]).status == "done"

@@ -161,14 +161,15 @@ def test_kill_9_at_random_moments_then_rerun_gives_every_output_once(env, source
 
 def test_finished_chunks_are_not_decoded_again(env, source_image, monkeypatch):
     from facefusion_batch.pipeline import video_job
-    from facefusion_batch.pipeline.batch import Batch, job_options
-    from facefusion_batch.pipeline.progress import PlainReporter
+    from facefusion_batch.pipeline.batch import job_options
+    from facefusion_batch.pipeline.processor import prepare
     from facefusion_batch.pipeline.workspace import Workspace
     from facefusion_batch.settings import load_settings
 
     clip = make_clip(env / "a.mp4", frames=40)
     settings = load_settings(None, os.environ, {"chunk_size": 20, "output_path": env / "out"}).settings
-    batch = Batch(settings, source_image, PlainReporter(open(os.devnull, "w")))
+    batch = prepare(settings, source_image, print)
+    (env / "out").mkdir()
     plan = video_job.plan_video(clip, env / "out" / "a.mp4", job_options(settings))
     workspace = Workspace(env / "ws").make()
     assert video_job.encode_chunks(plan, workspace, batch, lambda n: None).frames == 40

@@ -9,7 +9,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from conftest import FACE_BOX, decode_all, face_frame, make_clip
+from conftest import FACE_BOX, decode_all, face_frame, make_clip, run_local
 from facefusion_batch.cli import main
 from facefusion_batch.video.ffmpeg import ffmpeg_binary
 from facefusion_batch.video.probe import probe
@@ -82,8 +82,6 @@ def test_chunking_does_not_change_frames(env, source_image, capsys):
 
 
 def test_memory_transport_matches_temp(env, source_image):
-    from facefusion_batch.pipeline.batch import Batch
-    from facefusion_batch.pipeline.progress import PlainReporter
     from facefusion_batch.settings import load_settings
 
     clip = make_clip(env / "a.mp4", frames=10)
@@ -91,7 +89,7 @@ def test_memory_transport_matches_temp(env, source_image):
     for transport in ("temp", "memory"):
         settings = load_settings(None, os.environ, {"engine": "neural", "output_path": env / transport,
                                                     "frame_transport": transport}).settings
-        result = Batch(settings, source_image, PlainReporter(open(os.devnull, "w"))).run([str(clip)])
+        result = run_local(settings, source_image, [str(clip)])
         assert result.failed == 0
         outputs.append(decode_all(env / transport / "a.mp4"))
     assert np.array_equal(outputs[0], outputs[1])
@@ -221,8 +219,7 @@ def test_rotated_phone_video_keeps_display_orientation(env, source_image, capsys
 
 
 def test_strict_memory_strategy_reloads_sessions_per_target(env, source_image):
-    from facefusion_batch.pipeline.batch import Batch
-    from facefusion_batch.pipeline.progress import PlainReporter
+    from facefusion_batch.pipeline.processor import prepare
     from facefusion_batch.settings import load_settings
 
     images = []
@@ -234,14 +231,13 @@ def test_strict_memory_strategy_reloads_sessions_per_target(env, source_image):
     for strategy, loads in (("tolerant", 3), ("strict", 5)):
         settings = load_settings(None, os.environ, {"engine": "neural", "video_memory_strategy": strategy,
                                                     "output_path": env / strategy}).settings
-        batch = Batch(settings, source_image, PlainReporter(open(os.devnull, "w")))
-        assert batch.run(images).failed == 0
-        assert batch.engine.pool.loads == loads
+        processor = prepare(settings, source_image, print)
+        assert run_local(settings, source_image, images, processor=processor).failed == 0
+        assert processor.engine.pool.loads == loads
 
 
 def test_micro_batched_swapper_through_the_engine(env, source_image, monkeypatch):
-    from facefusion_batch.pipeline.batch import Batch
-    from facefusion_batch.pipeline.progress import PlainReporter
+    from facefusion_batch.pipeline.processor import prepare
     from facefusion_batch.settings import load_settings
 
     clip = make_clip(env / "a.mp4", frames=8)
@@ -249,9 +245,9 @@ def test_micro_batched_swapper_through_the_engine(env, source_image, monkeypatch
     for batch_size in (1, 8):
         settings = load_settings(None, os.environ, {"engine": "neural", "batch_size": batch_size,
                                                     "output_path": env / f"b{batch_size}"}).settings
-        batch = Batch(settings, source_image, PlainReporter(open(os.devnull, "w")))
-        assert batch.run([str(clip)]).failed == 0
-        batcher = batch.engine._swapper.batcher
+        processor = prepare(settings, source_image, print)
+        assert run_local(settings, source_image, [str(clip)], processor=processor).failed == 0
+        batcher = processor.engine._swapper.batcher
         assert (batcher is None) == (batch_size == 1)
         outputs.append(decode_all(env / f"b{batch_size}" / "a.mp4"))
     assert list((env / "cache" / "dynamic").glob("inswapper_128.dynamic-*.onnx")), "patched model cached"

@@ -1,0 +1,71 @@
+"""The public Python API: one batch, the way `ffb run` does it, for programs that embed ffb.
+
+    import facefusion_batch as ffb
+
+    summary = ffb.run("face.jpg", ["clips/"], "swapped/")
+    print(summary.counts, summary.failed)
+
+Everything a run opens (the output lock, the journal, engines, threads, Ray) is closed when it returns, so
+a program can call `run` any number of times. Errors are the typed exceptions of `facefusion_batch.errors`
+(each carries the CLI's `exit_code`); one target's failure is not an exception but a `failed` outcome.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Sequence, Union
+
+from facefusion_batch.driver import run_batch
+from facefusion_batch.errors import SettingsError
+from facefusion_batch.executors.base import Executor
+from facefusion_batch.pipeline.batch import BatchResult, open_state
+from facefusion_batch.pipeline.journal import Journal
+from facefusion_batch.pipeline.progress import QuietReporter, Reporter
+from facefusion_batch.settings import Settings, load_settings
+
+Summary = BatchResult
+PathLike = Union[str, Path]
+
+
+def run(source: PathLike, targets: PathLike | Sequence[PathLike], output: PathLike | None = None,
+        settings: Settings | None = None, *, force: bool = False, retry_failed: bool = False, wait: bool = False,
+        reporter: Reporter | None = None) -> Summary:
+    """Swap the face of `source` into every video and image of `targets` (files, directories, globs), writing
+    to `output` (else `settings.output_path`). `settings` defaults to ffb's defaults (no profile, no
+    environment: use `load_settings` for those). `wait`: wait for another run holding the output instead of
+    raising `LockedError`. `reporter` gets progress (default: none)."""
+    settings = settings or load_settings(None, {}, {}).settings
+    if output is not None:
+        settings = dataclasses.replace(settings, output_path=Path(output))
+    specs = [str(targets)] if isinstance(targets, (str, Path)) else [str(t) for t in targets]
+    if not specs:
+        raise SettingsError("no targets given: pass at least one video, image, directory or glob")
+    reporter = reporter or QuietReporter()
+    if settings.executor == "ray":
+        from facefusion_batch.executors import require_ray
+
+        require_ray()  # before the lock: say at once how to install it
+    else:  # Ray workers check on their own machines
+        from facefusion_batch.models.sessions import usable_settings
+
+        settings, dropped = usable_settings(settings)
+        for line in dropped:
+            reporter.message(f"ffb: {line}")
+    lock, journal = open_state(settings, wait, reporter)
+    try:
+        with _executor(settings, Path(source), journal) as executor:
+            return run_batch(settings, specs, executor, reporter, journal, force, retry_failed)
+    finally:
+        journal.close()
+        lock.release()
+
+
+def _executor(settings: Settings, source: Path, journal: Journal) -> Executor:
+    """The executor the settings choose; the only place that knows them all."""
+    if settings.executor == "ray":
+        from facefusion_batch.executors.ray_executor import RayExecutor
+
+        return RayExecutor(settings, source)
+    from facefusion_batch.executors.local import LocalExecutor
+
+    return LocalExecutor(settings, source, journal)

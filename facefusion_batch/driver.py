@@ -1,0 +1,227 @@
+"""The run driver: one batch over any executor.
+
+It alone owns the run's bookkeeping: it finds the targets, asks the journal about each one as the executor
+pulls it (skip, or claim it as `running`), records every end, shows progress and builds the summary. The
+executor (`executors.local`, `executors.ray_executor`, ...) only turns claimed targets into outcomes. The
+output lock and the journal are opened by the caller (`facefusion_batch.api`), before any model loads.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+from facefusion_batch.executors.base import Claim, Executor, Work
+from facefusion_batch.pipeline.batch import INTERRUPTED, BatchResult, Outcome, claim, skip_outcome
+from facefusion_batch.pipeline.journal import Journal
+from facefusion_batch.pipeline.progress import Reporter
+from facefusion_batch.settings import Settings
+from facefusion_batch.targets import Target, discover
+
+
+def run_batch(settings: Settings, specs: Sequence[str], executor: Executor, reporter: Reporter,
+              journal: Journal | None = None, force: bool = False, retry_failed: bool = False) -> BatchResult:
+    """Process every target of `specs` on `executor`. With a journal, unchanged finished targets are skipped
+    (`force` redoes them), earlier failures are skipped until their file changes, and `retry_failed` runs
+    only those. Ctrl-C ends the batch with `interrupted` set; what was claimed and not finished is journaled
+    as interrupted, so the next run does it (resuming from its finished chunks)."""
+    targets, rejected = discover(specs, settings.output_path)
+    run = _Run(targets, journal, reporter, force, retry_failed, executor.concurrent_targets)
+    info = executor.start(targets, run)
+    run.output_key = info.output_key
+    for text in info.messages:
+        reporter.message(text)
+    reporter.message(f"engine: {info.engine} ({', '.join(info.models)})")
+    for r in rejected:
+        reporter.message(f"{r.path}: {r.reason}")
+    reporter.expect(len(targets))
+    interrupted = False
+    try:
+        executor.run(run)
+    except KeyboardInterrupt:
+        interrupted = True
+        run.interrupted()
+    stats = executor.stats()
+    result = BatchResult(info.engine, list(info.models), stats.providers)
+    result.outcomes = [Outcome(str(r.path), "failed", reason=r.reason) for r in rejected]
+    result.outcomes += [run.outcomes[i] for i in range(len(targets)) if i in run.outcomes]
+    if interrupted:
+        result.interrupted = True
+        result.outcomes.append(Outcome("(batch)", "failed", reason=INTERRUPTED))
+    result.source_embeddings_computed = stats.source_embeddings_computed
+    result.detector_calls = (sum(o.detector_calls for o in result.outcomes) if stats.detector_calls is None
+                             else stats.detector_calls)
+    return result
+
+
+@dataclass
+class _Claimed:
+    content: str  # the journal's content hash
+    done: bool = False
+
+
+class _Run(Work):
+    """The driver's side of one run: claims, journal records, progress and the outcomes by target index."""
+
+    def __init__(self, targets: list[Target], journal: Journal | None, reporter: Reporter, force: bool,
+                 retry_failed: bool, ordered: bool) -> None:
+        self.targets = targets
+        self.journal, self.reporter = journal, reporter
+        self.force, self.retry_failed = force, retry_failed
+        self.output_key = ""
+        self.outcomes: dict[int, Outcome] = {}
+        self._claimed: dict[int, _Claimed] = {}
+        self._abandoned = False
+        self._display = OrderedProgress(reporter, [str(t.path) for t in targets]) if ordered else None
+
+    # ---- claims ----------------------------------------------------------------------------------------
+
+    def claims(self, hashes: Callable[[Path], str | None] | None = None) -> Iterator[Claim]:
+        for index, target in enumerate(self.targets):
+            if self._abandoned:
+                return
+            if self.journal is None:
+                self._claimed[index] = _Claimed("")
+                yield Claim(index, target, None)
+                continue
+            hashed = hashes(target.path) if hashes else None
+            skip, content, resume = claim(self.journal, target, self.output_key, self.force, self.retry_failed,
+                                          hashed)
+            if skip is not None:
+                self._settle(index, skip)
+                continue
+            self._claimed[index] = _Claimed(content)
+            yield Claim(index, target, resume)
+
+    def upcoming(self, after: int) -> tuple[Target, bool] | None:
+        for target in self.targets[after + 1:]:
+            if target.kind != "video":
+                continue
+            if self.journal is None:
+                return target, False
+            try:
+                cached = self.journal.cached_hash(target.path)
+            except OSError:
+                return target, False  # its claim will report it
+            if skip_outcome(self.journal, target, cached, self.output_key, self.force, self.retry_failed) is None:
+                return target, cached is None
+        return None
+
+    # ---- what the executor says ------------------------------------------------------------------------
+
+    def started(self, index: int, total: int) -> None:
+        if self._display is not None:
+            self._display.start(index, total)
+        else:
+            self.reporter.start(str(self.targets[index].path), total)
+
+    def advance(self, index: int, frames: int) -> None:
+        if self._display is not None:
+            self._display.advance(index, frames)
+        else:
+            self.reporter.advance(frames)
+
+    def message(self, text: str) -> None:
+        self.reporter.message(text)
+
+    def finished(self, index: int, outcome: Outcome, journal_status: str | None = None) -> None:
+        if index in self.outcomes:
+            return
+        claimed = self._claimed.get(index)
+        if claimed is not None:
+            claimed.done = True
+            self._record(index, claimed, journal_status or outcome.status, outcome.reason, outcome.frames,
+                         outcome.seconds)
+        self._settle(index, outcome)
+
+    def retrying(self, index: int, reason: str) -> None:
+        claimed = self._claimed.get(index)
+        if claimed is not None:
+            self._record(index, claimed, "retrying", reason)
+
+    def abandon(self, reason: str) -> None:
+        self._abandoned = True
+        for index, target in enumerate(self.targets):
+            if index not in self.outcomes:
+                outcome = Outcome(str(target.path), "failed", reason=f"{target.path}: {reason}")
+                self.finished(index, outcome, "interrupted")
+
+    def interrupted(self) -> None:
+        """Journal every claimed target that did not finish as interrupted."""
+        for index, claimed in self._claimed.items():
+            if not claimed.done and index not in self.outcomes:
+                self._record(index, claimed, "interrupted", "interrupted")
+
+    def _settle(self, index: int, outcome: Outcome) -> None:
+        self.outcomes[index] = outcome
+        if self._display is not None:
+            self._display.complete(index, outcome)
+            return
+        self.reporter.finish(outcome.status, outcome.target)
+        if outcome.status == "failed":
+            self.reporter.message(outcome.reason)
+
+    def _record(self, index: int, claimed: _Claimed, status: str, reason: str, frames: int = 0,
+                seconds: float = 0.0) -> None:
+        if self.journal is not None:
+            target = self.targets[index]
+            self.journal.record(target.path, target.output, claimed.content, self.output_key, status, reason,
+                                frames, seconds)
+
+
+@dataclass
+class _Shown:
+    name: str
+    total: int = 0
+    frames: int = 0
+    begun: bool = False
+    outcome: Outcome | None = None
+
+
+class OrderedProgress:
+    """Shows targets to a Reporter one after another in batch order while several run at once: frames of
+    targets further on are held back until their turn."""
+
+    def __init__(self, reporter: Reporter, names: list[str]) -> None:
+        self._reporter = reporter
+        self._shown = [_Shown(name) for name in names]
+        self._cursor = 0
+        self._started = False
+
+    def start(self, index: int, total: int) -> None:
+        shown = self._shown[index]
+        shown.total, shown.begun = total, True
+        self._flush()
+
+    def advance(self, index: int, frames: int) -> None:
+        shown = self._shown[index]
+        if shown.outcome is not None:
+            return  # late progress of a finished target
+        shown.frames += frames
+        if index == self._cursor and self._started:
+            self._reporter.advance(frames)
+
+    def complete(self, index: int, outcome: Outcome) -> None:
+        self._shown[index].outcome = outcome
+        self._flush()
+
+    def _flush(self) -> None:
+        while self._cursor < len(self._shown):
+            shown = self._shown[self._cursor]
+            if not self._started:
+                if not shown.begun and shown.outcome is None:
+                    return  # its turn, but nothing is known about it yet
+                if shown.begun and (shown.total or shown.outcome is None or shown.outcome.status != "failed"):
+                    self._reporter.start(shown.name, shown.total)
+                    self._reporter.advance(shown.frames)
+                self._started = True
+            if shown.outcome is None:
+                return
+            outcome = shown.outcome
+            if outcome.status != "failed":
+                self._reporter.advance(max(0, outcome.frames - shown.frames))
+            self._reporter.finish(outcome.status, shown.name)
+            if outcome.status == "failed":
+                self._reporter.message(outcome.reason)
+            self._cursor += 1
+            self._started = False

@@ -1,0 +1,92 @@
+"""One target through the pipeline with a frame processor: an image at once, a video in two steps (its frames
+into encoded chunks, then `complete()` joins, verifies and renames; the local executor overlaps the second
+step with the next target's first). Nothing here reports an outcome or touches the journal: the run driver
+does that."""
+from __future__ import annotations
+
+import shutil
+import time
+from typing import Callable, Protocol
+
+from facefusion_batch.errors import FfbError, MediaError
+from facefusion_batch.media import read_image, temp_name, write_image
+from facefusion_batch.pipeline.batch import NO_FACE, Outcome, job_options, os_reason
+from facefusion_batch.pipeline.lookahead import Prepared
+from facefusion_batch.pipeline.processor import FrameProcessor
+from facefusion_batch.pipeline.video_job import encode_video
+from facefusion_batch.targets import Target
+
+Completion = Callable[[], Outcome]
+
+
+class TargetProgress(Protocol):
+    def start(self, total: int) -> None:
+        """The target's frame count is known (1 for an image)."""
+
+    def advance(self, frames: int) -> None: ...
+
+
+def begin(processor: FrameProcessor, target: Target, progress: TargetProgress, resume_key: str | None = None,
+          ready: Callable[[], Prepared | None] | None = None, on_decoded: Callable[[], None] | None = None
+          ) -> Completion:
+    """Process a target's frames; returns its completion: a call (safe on another thread, and to be made
+    exactly once) that finishes the output and gives the outcome. `ready` gives the video probed and its
+    decoder started ahead of time (its failure is the target's); `on_decoded` is called once it is all
+    decoded."""
+    engine = processor.engine
+    started = time.perf_counter()
+    calls = engine.detector_calls()
+
+    def failed(exc: BaseException) -> Outcome:
+        reason = str(exc) if isinstance(exc, FfbError) else os_reason(target, exc)  # type: ignore[arg-type]
+        return Outcome(str(target.path), "failed", reason=reason, seconds=time.perf_counter() - started)
+
+    def outcome(swapped: int, frames: int, note: str) -> Outcome:
+        status = "done" if swapped else "no_face"
+        return Outcome(str(target.path), status, str(target.output), note if swapped else NO_FACE, frames,
+                       time.perf_counter() - started, calls_made)
+
+    try:
+        prepared = ready() if ready else None
+        target.output.parent.mkdir(parents=True, exist_ok=True)
+        if target.kind == "image":
+            progress.start(1)
+            swapped = process_image(processor, target)
+            progress.advance(1)
+            calls_made = engine.detector_calls() - calls
+            return lambda: outcome(swapped, 1, "")
+        encoded = encode_video(target.path, target.output, processor, processor.tags,
+                               job_options(processor.settings, processor.timings), progress.advance,
+                               progress.start, resume_key, prepared, on_decoded)
+        calls_made = engine.detector_calls() - calls
+    except (FfbError, OSError) as exc:
+        result = failed(exc)
+        return lambda: result
+    finally:
+        engine.pool.after_target()
+
+    def complete() -> Outcome:
+        try:
+            counters = encoded.finish()
+        except (FfbError, OSError) as exc:
+            return failed(exc)
+        note = counters.note
+        if counters.resumed_frames:
+            note = "; ".join(filter(None, [f"resumed: {counters.resumed_frames} frames reused from an "
+                                           "interrupted run", note]))
+        return outcome(counters.frames_with_faces, counters.frames, note)
+
+    return complete
+
+
+def process_image(processor: FrameProcessor, target: Target) -> int:
+    """Swap the faces of a picture into its output (a copy when it has none); returns the faces swapped."""
+    frame = read_image(target.path, error=MediaError)
+    frame, swapped = processor.frame(frame)
+    if swapped:
+        write_image(frame, target.output, processor.settings.output_image_quality, processor.tags or None)
+    else:
+        partial = temp_name(target.output)
+        shutil.copyfile(target.path, partial)
+        partial.replace(target.output)
+    return swapped

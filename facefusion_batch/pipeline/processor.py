@@ -1,0 +1,118 @@
+"""The frame processor: what one batch does to every frame, with nothing that changes while it runs.
+
+A `FrameProcessor` holds the engine, the prepared source, the face selection and the output tags. It keeps
+no per-run or per-target state (that lives in the executor's run and in each video's gate and references),
+so the local executor, the Ray worker and the benchmark share one, and any number of threads call it.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from facefusion_batch import __version__
+from facefusion_batch.engines import build_engine
+from facefusion_batch.engines.base import FaceEngine, Selection, build_selection
+from facefusion_batch.engines.source_cache import Record
+from facefusion_batch.marking import marking_tags
+from facefusion_batch.models.store import sha256_of
+from facefusion_batch.pipeline.analysis import MotionGate, Reference, face_patches, track
+from facefusion_batch.pipeline.journal import settings_key
+from facefusion_batch.settings import Settings
+from facefusion_batch.timing import Timings, timed
+
+# Settings that shape an output (the rest only change speed, paths or logging).
+_SHAPING = ("face_swapper_model", "face_detector_model", "face_detector_size", "face_detector_score",
+            "face_detector_min_size", "keypoint_reuse", "reuse_motion_threshold", "redetect_interval",
+            "face_selector_mode", "reference_face_distance", "output_video_encoder", "output_video_preset",
+            "output_video_quality", "output_image_quality", "output_marking", "chunk_size")
+
+
+@dataclass(frozen=True, eq=False)
+class FrameProcessor:
+    """Frame in, frame out: detect or track, select, swap. `timings` (ffb benchmark) collects stage times."""
+
+    settings: Settings
+    engine: FaceEngine
+    source: Record
+    selection: Selection
+    tags: dict[str, str]
+    output_key: str  # the journal's key for everything an output depends on besides the target
+    timings: Timings | None = None
+
+    def timed_by(self, timings: Timings | None) -> FrameProcessor:
+        """The same processor, with its stage times going to `timings`."""
+        return dataclasses.replace(self, timings=timings)
+
+    def new_gate(self) -> MotionGate:
+        s = self.settings
+        return MotionGate(s.keypoint_reuse, s.reuse_motion_threshold, s.redetect_interval)
+
+    def analyse(self, frame: np.ndarray, reference: Reference) -> None:
+        """Detect the faces of a new reference frame and keep what tracking needs; frames waiting on the
+        reference get the result, or the failure."""
+        try:
+            with timed(self.timings, "detect"):
+                faces = self.engine.detect(frame)
+            with timed(self.timings, "track"):
+                patches = face_patches(frame, faces) if self.settings.keypoint_reuse else []
+        except BaseException as exc:
+            reference.result.set_exception(exc)
+            raise
+        reference.result.set_result((faces, patches))
+
+    def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool) -> tuple[np.ndarray, int]:
+        """Process one video frame: a new reference is analysed (unless that was done ahead), any other
+        frame tracks the reference's faces."""
+        if is_new:
+            if not reference.ahead:
+                self.analyse(frame, reference)
+            faces = reference.result.result()[0]
+        else:
+            ref_faces, patches = reference.result.result()
+            with timed(self.timings, "track"):
+                faces = track(ref_faces, patches, frame) if ref_faces else []
+            if faces is None:
+                with timed(self.timings, "detect"):
+                    faces = self.engine.detect(frame)
+        return self.swap(frame, faces)
+
+    def frame(self, frame: np.ndarray) -> tuple[np.ndarray, int]:
+        """Process a single picture: detect, select, swap."""
+        with timed(self.timings, "detect"):
+            faces = self.engine.detect(frame)
+        return self.swap(frame, faces)
+
+    def swap(self, frame: np.ndarray, faces: list) -> tuple[np.ndarray, int]:
+        with timed(self.timings, "swap"):
+            faces = self.selection.pick(frame, faces, self.engine)
+            if faces:
+                frame = self.engine.swap(frame, faces, self.source)
+        return frame, len(faces)
+
+
+def prepare(settings: Settings, source: Path, on_message: Callable[[str], None],
+            engine: FaceEngine | None = None) -> FrameProcessor:
+    """Load the engine (unless given), prepare the source face and the selection: once per process."""
+    engine = engine or build_engine(settings)
+    record = engine.prepare_source(source)
+    faces_in_source = int(record.get("faces", 1))
+    if faces_in_source > 1:
+        on_message(f"{source}: {faces_in_source} faces in the source image; using the largest")
+    selection = build_selection(settings, engine)
+    tags = marking_tags(engine.name, engine.models) if settings.output_marking else {}
+    return FrameProcessor(settings, engine, record, selection, tags, output_key(settings, source, engine))
+
+
+def output_key(settings: Settings, source: Path, engine: FaceEngine) -> str:
+    """The journal's settings key: everything an output depends on besides the target itself."""
+    models = [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in engine.model_files]
+    reference = settings.reference_face_path
+    return settings_key({
+        "version": __version__, "engine": engine.name, "models": models,
+        "source": sha256_of(source), "reference": sha256_of(reference) if reference else None,
+        **{name: getattr(settings, name) for name in _SHAPING},
+    })
