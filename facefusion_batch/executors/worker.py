@@ -31,7 +31,7 @@ class StorageError(SettingsError):
 
 
 SHARED_FIX = ("inputs, outputs and shared_path must be on storage every Ray node mounts at the same path "
-              "(see README, 'Scale-out on Ray')")
+              "(see docs/ray.md, 'Scale-out on Ray')")
 
 
 def check_storage(check: StorageCheck, node: str) -> None:
