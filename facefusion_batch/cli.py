@@ -155,13 +155,15 @@ def run(
     from facefusion_batch.pipeline.progress import make_reporter
 
     settings = resolved.settings
-    _check_signing(settings)  # a broken certificate: one error before any work
+    signing = _check_signing(settings)  # a broken certificate: one error before any work
     if settings.executor == "ray":
         from facefusion_batch.executors import require_ray
 
         require_ray()  # before the lock: say at once how to install it
     signal.signal(signal.SIGTERM, _interrupt)  # cron's kill: clean up like Ctrl-C
     reporter = make_reporter(quiet=quiet or settings.log_level == "error")
+    if signing:
+        reporter.message(signing)
     lock = journal = None
     try:
         lock, journal = open_state(settings, wait, reporter)
@@ -197,14 +199,21 @@ def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def _check_signing(settings) -> None:
-    """Load (or create) the C2PA credential and sign a tiny image with it when this run signs."""
+def _check_signing(settings) -> str:
+    """Load (or create) the C2PA credential and sign a tiny image with it when this run signs; returns a
+    note for the user when outputs are signed with the local certificate."""
     from facefusion_batch.provenance import credentials
     from facefusion_batch.provenance.sign import check_credential, mode_of
 
-    if mode_of(settings) == "c2pa":
-        check_credential(credentials.load(settings.c2pa_certificate, settings.c2pa_private_key,
-                                          settings.cache_path))
+    if mode_of(settings) != "c2pa":
+        return ""
+    credential = credentials.load(settings.c2pa_certificate, settings.c2pa_private_key, settings.cache_path)
+    check_credential(credential)
+    if not credential.local:
+        return ""
+    root = credentials.local_paths(settings.cache_path)[1]
+    return (f"C2PA: signing with this machine's local certificate: verifiers show the signer as untrusted "
+            f"unless they trust {root}; --c2pa-certificate signs as your organisation")
 
 
 def _settings_table(rows: list[dict[str, Any]]) -> None:
