@@ -24,7 +24,6 @@ from facefusion_batch.provenance import credentials
 from facefusion_batch.provenance.label import VisibleLabel
 from facefusion_batch.provenance.manifest import Stamp
 from facefusion_batch.provenance.sign import Marker
-from facefusion_batch.marking import marking_tags
 from facefusion_batch.video.ffmpeg import ffmpeg_binary
 
 
