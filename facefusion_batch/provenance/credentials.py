@@ -19,6 +19,11 @@ LOCAL_DIR = "c2pa"
 LOCAL_SIGNER = "local-signer.pem"  # end-entity certificate, root certificate and the end-entity's key
 LOCAL_ROOT = "local-root.pem"
 _LOCAL_YEARS = 10
+# Extended key usages a C2PA signing certificate may carry (those of the C2PA trust list's configuration):
+# emailProtection, documentSigning, timeStamping, OCSPSigning, Microsoft C2PA signing, C2PA claim signing.
+# The c2pa library accepts only emailProtection unless told; signing and `ffb verify` both tell it.
+SIGNING_EKUS = ("1.3.6.1.5.5.7.3.4", "1.3.6.1.5.5.7.3.36", "1.3.6.1.5.5.7.3.8", "1.3.6.1.5.5.7.3.9",
+                "1.3.6.1.4.1.311.76.59.1.9", "1.3.6.1.4.1.62558.2.1")
 
 
 @dataclass(frozen=True)
@@ -154,14 +159,15 @@ def _create_bundle(bundle: Path) -> None:
     _write_new(bundle, chain + key)  # mkstemp creates it 0600: the key stays private
 
 
-def make_local_chain(organisation: str, years: int = _LOCAL_YEARS) -> tuple[bytes, bytes]:
+def make_local_chain(organisation: str, years: int = _LOCAL_YEARS, eku: str = SIGNING_EKUS[0]
+                     ) -> tuple[bytes, bytes]:
     """A P-256 root CA and an end-entity certificate it signs: (end-entity + root PEM, end-entity key PEM).
-    The end-entity has KeyUsage digitalSignature and EKU emailProtection, which C2PA accepts without any
-    trust settings (the C2PA claim-signing EKU alone would need one)."""
+    The end-entity has KeyUsage digitalSignature and the EKU `eku`: by default emailProtection, which any
+    C2PA verifier accepts, even one without the C2PA trust list's EKU configuration."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    from cryptography.x509.oid import NameOID
 
     now = datetime.datetime.now(datetime.timezone.utc)
     start, end = now - datetime.timedelta(days=1), now + datetime.timedelta(days=365 * years)
@@ -191,7 +197,7 @@ def make_local_chain(organisation: str, years: int = _LOCAL_YEARS) -> tuple[byte
             .not_valid_before(start).not_valid_after(end)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(usage(True), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.EMAIL_PROTECTION]), critical=False)
+            .add_extension(x509.ExtendedKeyUsage([x509.ObjectIdentifier(eku)]), critical=False)
             .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
             .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(root_key.public_key()),
                            critical=False)

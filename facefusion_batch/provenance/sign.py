@@ -46,6 +46,23 @@ def place(staged: Path, output: Path) -> None:
     staged.replace(output)
 
 
+def c2pa_config(anchors: str | None = None) -> dict:
+    """Settings of the c2pa library for signing and reading: offline, no thumbnails, the C2PA signing EKUs,
+    and `anchors` (PEM roots) trusted besides the library's own list."""
+    from facefusion_batch.provenance.credentials import SIGNING_EKUS
+
+    config: dict = {"builder": {"thumbnail": {"enabled": False}},
+                    "verify": {"remote_manifest_fetch": False, "ocsp_fetch": False},
+                    "trust": {"trust_config": "\n".join(SIGNING_EKUS) + "\n"}}
+    if anchors:
+        config["trust"]["user_anchors"] = anchors
+    return config
+
+
+def one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
 def mode_of(settings: Settings) -> str:
     """c2pa | metadata | off, with --no-marking (output_marking = false) overriding all."""
     return settings.output_provenance if settings.output_marking else "off"
@@ -106,7 +123,7 @@ class Marker:
             except (KeyboardInterrupt, SystemExit):
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure of the native signer fails the signing
-                reason = str(exc).strip() or type(exc).__name__
+                reason = one_line(exc) or type(exc).__name__
                 if self.on_failure != "metadata":
                     raise MediaError(f"{parent}: C2PA signing failed ({reason}); nothing was written to "
                                      f"{output}. Fix the signing certificate, or set c2pa_on_failure = metadata "
@@ -127,8 +144,7 @@ class Marker:
         named = output.with_name(_final_name(output.name))
         embed = mf.embeds(output)
         extra = [] if embed else [mf.data_hash(_sha256(partial))]
-        context = c2pa.Context.from_dict({"builder": {"thumbnail": {"enabled": False}},
-                                          "verify": {"remote_manifest_fetch": False, "ocsp_fetch": False}})
+        context = c2pa.Context.from_dict(c2pa_config())
         with context, _builder(context, self.stamp, named, parent, digest, extra) as builder, \
                 _signer(self.credential) as signer:
             if embed:
@@ -193,14 +209,15 @@ def check_credential(credential: Credential) -> None:
     stamp = mf.Stamp("check", (), "check", "0" * 64)
     definition = mf.definition(stamp, Path("check.png"), Path("check.png"), "0" * 64, False)
     try:
-        context = c2pa.Context.from_dict({"builder": {"thumbnail": {"enabled": False}}})
+        context = c2pa.Context.from_dict(c2pa_config())
         with context, c2pa.Builder.from_json(definition, context=context) as builder, _signer(credential) as signer:
             builder.sign(signer, "image/png", io.BytesIO(image.getvalue()), io.BytesIO())
     except c2pa.C2paError as exc:
-        reason = str(exc).split(": ", 1)[-1]
+        reason = one_line(str(exc).split(": ", 1)[-1])
         raise SettingsError(f"{credential.origin}: can't sign C2PA manifests with it ({reason}); the signing "
-                            "certificate needs KeyUsage digitalSignature and an EKU such as emailProtection, and "
-                            "the chain must not end at the signing certificate itself") from None
+                            "certificate needs KeyUsage digitalSignature and a C2PA signing EKU (emailProtection, "
+                            "documentSigning or C2PA claim signing), and must be issued by a CA, not self-signed") \
+            from None
 
 
 def _signed_name(partial: Path) -> Path:

@@ -15,7 +15,7 @@ from facefusion_batch.errors import SettingsError
 from facefusion_batch.marking import read_mark
 from facefusion_batch.media import kind_of
 from facefusion_batch.provenance import manifest as mf
-from facefusion_batch.provenance.sign import SIDECAR_SUFFIX, sidecar_of
+from facefusion_batch.provenance.sign import SIDECAR_SUFFIX, c2pa_config, one_line, sidecar_of
 
 UNTRUSTED = "signingCredential.untrusted"
 
@@ -98,9 +98,7 @@ def inspect(path: Path, anchors: str | None = None) -> Finding:
 def _read_manifest(path: Path, anchors: str | None, finding: Finding) -> None:
     import c2pa
 
-    config: dict[str, Any] = {"verify": {"remote_manifest_fetch": False, "ocsp_fetch": False}}
-    if anchors:
-        config["trust"] = {"user_anchors": anchors}
+    config = c2pa_config(anchors)
     sidecar = sidecar_of(path)
     if not sidecar.is_file():
         sidecar = path.with_suffix(SIDECAR_SUFFIX)  # the C2PA convention for the same name
@@ -121,7 +119,7 @@ def _read_manifest(path: Path, anchors: str | None, finding: Finding) -> None:
     except c2pa.C2paError as exc:
         finding.c2pa = finding.c2pa if finding.c2pa != "none" else "embedded"
         finding.validation = "invalid"
-        finding.problems.append(f"unreadable manifest: {exc}")
+        finding.problems.append(f"unreadable manifest: {one_line(exc)}")
     except OSError as exc:
         finding.validation = "invalid" if finding.c2pa != "none" else ""
         finding.problems.append(f"can't read: {exc.strerror}")
@@ -131,7 +129,7 @@ def _describe(reader, finding: Finding) -> None:
     state = (reader.get_validation_state() or "").lower()
     results = reader.get_validation_results() or {}
     failures = (results.get("activeManifest") or {}).get("failure", [])
-    problems = [f"{f.get('code')}: {f.get('explanation', '')}".strip() for f in failures
+    problems = [one_line(f"{f.get('code')}: {f.get('explanation', '')}") for f in failures
                 if f.get("code") != UNTRUSTED]
     if state == "invalid" or problems:
         finding.validation = "invalid"

@@ -162,8 +162,10 @@ def test_signing_leaves_frames_and_audio_unchanged(env, source_image, capsys):
     assert c2pa.Reader.try_create("video/mp4", open(plain, "rb")) is None
 
 
-def test_organisation_certificate_is_used(env, source_image, capsys):
-    chain, key = credentials.make_local_chain("Example Newsroom")
+@pytest.mark.parametrize("eku", ["1.3.6.1.5.5.7.3.4", "1.3.6.1.5.5.7.3.36", "1.3.6.1.4.1.62558.2.1"],
+                         ids=["emailProtection", "documentSigning", "c2paClaimSigning"])
+def test_organisation_certificate_is_used(env, source_image, capsys, eku):
+    chain, key = credentials.make_local_chain("Example Newsroom", eku=eku)
     (env / "org.pem").write_bytes(chain)
     (env / "org.key").write_bytes(key)
     (env / "root.pem").write_bytes(chain[chain.rindex(b"-----BEGIN CERTIFICATE-----"):])
@@ -173,9 +175,13 @@ def test_organisation_certificate_is_used(env, source_image, capsys):
     assert run(["-s", str(source_image), "-t", str(image), "-o", str(env / "out"),
                 "--c2pa-certificate", str(env / "org.pem"), "--c2pa-private-key", str(env / "org.key")],
                capsys)[0] == 0
-    with read(env / "out" / "p.jpg", (env / "root.pem").read_text()) as reader:
-        assert reader.get_validation_state() == "Trusted"
-        assert reader.get_active_manifest()["signature_info"]["issuer"] == "Example Newsroom"
+    if eku == "1.3.6.1.5.5.7.3.4":  # the others need the C2PA EKU configuration a plain Reader lacks
+        with read(env / "out" / "p.jpg", (env / "root.pem").read_text()) as reader:
+            assert reader.get_validation_state() == "Trusted"
+            assert reader.get_active_manifest()["signature_info"]["issuer"] == "Example Newsroom"
+    assert main(["verify", "--json", "--trust", str(env / "root.pem"), str(env / "out" / "p.jpg")]) == 0
+    finding = json.loads(capsys.readouterr().out)[0]
+    assert finding["validation"] == "trusted" and "Example Newsroom" in finding["signer"]
     assert not (env / "cache" / "c2pa").exists(), "no local credential is made when one is given"
 
 
