@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from facefusion_batch.errors import SettingsError
-from facefusion_batch.marking import read_mark
+from facefusion_batch.provenance.metadata import read_mark
 from facefusion_batch.media import kind_of
 from facefusion_batch.provenance import manifest as mf
 from facefusion_batch.provenance.sign import SIDECAR_SUFFIX, c2pa_config, one_line, sidecar_of

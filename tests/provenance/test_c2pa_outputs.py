@@ -14,7 +14,8 @@ import pytest
 
 from conftest import decode_all, face_frame, make_clip
 from facefusion_batch.cli import main
-from facefusion_batch.marking import DIGITAL_SOURCE_TYPE, read_mark
+from facefusion_batch.marking import DIGITAL_SOURCE_TYPE
+from facefusion_batch.provenance.metadata import read_mark
 from facefusion_batch.provenance import credentials
 from facefusion_batch.provenance.manifest import SWAP_ASSERTION
 from facefusion_batch.provenance.sign import sidecar_of
