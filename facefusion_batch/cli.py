@@ -162,14 +162,14 @@ def run(
         require_ray()  # before the lock: say at once how to install it
     signal.signal(signal.SIGTERM, _interrupt)  # cron's kill: clean up like Ctrl-C
     reporter = make_reporter(quiet=quiet or settings.log_level == "error")
-    if signing:
-        reporter.message(signing)
     lock = journal = None
     try:
         lock, journal = open_state(settings, wait, reporter)
         if settings.executor == "ray":
             from facefusion_batch.executors.ray_executor import run_batch
 
+            if signing:
+                reporter.message(signing)
             result = run_batch(settings, source, target, journal, reporter, force=force, retry_failed=retry_failed)
         else:
             lookahead = prepare_first(settings, target, journal)  # while the models load
@@ -179,6 +179,8 @@ def run(
                 lookahead.close()
                 raise
             reporter.message(f"engine: {batch.engine.name} ({', '.join(batch.engine.models)})")
+            if signing:
+                reporter.message(signing)
             result = batch.run(target, journal, force=force, retry_failed=retry_failed, lookahead=lookahead)
     finally:
         reporter.close()

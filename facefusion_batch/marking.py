@@ -24,4 +24,3 @@ def marking_tags(engine: str, models: Sequence[str], when: datetime | None = Non
         "ai_time": stamp,
         "digital_source_type": DIGITAL_SOURCE_TYPE,
     }
-
