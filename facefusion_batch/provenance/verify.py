@@ -18,6 +18,7 @@ from facefusion_batch.provenance import manifest as mf
 from facefusion_batch.provenance.sign import SIDECAR_SUFFIX, c2pa_config, one_line, sidecar_of
 
 UNTRUSTED = "signingCredential.untrusted"
+MAX_SIDECAR = 64 << 20  # a manifest is kilobytes; a sidecar beyond this is not one
 
 
 @dataclass
@@ -82,13 +83,17 @@ def files_of(paths: Sequence[Path]) -> Iterator[Path]:
         for root, dirs, names in os.walk(path):
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
             for name in sorted(names):
-                if not name.startswith(".") and kind_of(Path(name)) is not None:
-                    yield Path(root) / name
+                path_ = Path(root) / name
+                if not name.startswith(".") and kind_of(path_) is not None and path_.is_file():
+                    yield path_
 
 
 def inspect(path: Path, anchors: str | None = None) -> Finding:
     """Everything `ffb verify` says about one file."""
     finding = Finding(str(path))
+    if not path.is_file():  # a FIFO or device would block the readers
+        finding.problems.append("not a regular file; skipped")
+        return finding
     finding.metadata_mark = read_mark(path) is not None
     _read_manifest(path, anchors, finding)
     finding.journal = journal_record(path)
@@ -106,6 +111,8 @@ def _read_manifest(path: Path, anchors: str | None, finding: Finding) -> None:
         with c2pa.Context.from_dict(config) as context, open(path, "rb") as stream:
             if sidecar.is_file() and not mf.embeds(path):
                 finding.c2pa = "sidecar"
+                if sidecar.stat().st_size > MAX_SIDECAR:
+                    raise c2pa.C2paError(f"{sidecar.name} is {sidecar.stat().st_size >> 20} MB, not a manifest")
                 reader = c2pa.Reader(mf.mime_of(path), stream, sidecar.read_bytes(), context=context)
             else:
                 reader = c2pa.Reader.try_create(mf.mime_of(path), stream, None, context)
@@ -117,12 +124,32 @@ def _read_manifest(path: Path, anchors: str | None, finding: Finding) -> None:
     except c2pa.C2paError.NotSupported:
         return  # a format c2pa can't hold a manifest in, and no sidecar
     except c2pa.C2paError as exc:
+        if finding.c2pa == "none" and not _has_manifest_store(path):
+            # Not parseable as its format, and no manifest store inside: it claims nothing.
+            finding.problems.append(f"not readable as {mf.mime_of(path)} ({one_line(exc)})")
+            return
         finding.c2pa = finding.c2pa if finding.c2pa != "none" else "embedded"
         finding.validation = "invalid"
         finding.problems.append(f"unreadable manifest: {one_line(exc)}")
     except OSError as exc:
         finding.validation = "invalid" if finding.c2pa != "none" else ""
         finding.problems.append(f"can't read: {exc.strerror}")
+
+
+def _has_manifest_store(path: Path) -> bool:
+    """Whether the file's bytes hold a C2PA manifest store (a JUMBF box labelled c2pa) anywhere."""
+    tail = b""
+    try:
+        with open(path, "rb") as handle:
+            while chunk := handle.read(1 << 20):
+                window = tail + chunk
+                at = window.find(b"jumb")
+                if at >= 0 and b"c2pa" in window[at:at + 64]:
+                    return True
+                tail = window[-64:]
+    except OSError:
+        return False
+    return False
 
 
 def _describe(reader, finding: Finding) -> None:
