@@ -124,13 +124,18 @@ def local_credential(cache_path: Path) -> Credential:
                                 f"({exc.strerror}); set cache_path to a writable directory or pass "
                                 "c2pa_certificate and c2pa_private_key") from None
     text = _read(bundle, "local C2PA signer")
-    split = text.index(b"-----BEGIN PRIVATE KEY-----") if b"-----BEGIN PRIVATE KEY-----" in text else -1
+    damaged = f"{bundle}: the local C2PA signing certificate is damaged; delete it and run again (a new one is made)"
+    split = text.find(b"-----BEGIN PRIVATE KEY-----")
     if split < 0:
-        raise SettingsError(f"{bundle}: damaged local C2PA signer (no key); delete it and run again")
+        raise SettingsError(damaged)
     chain, key = text[:split], text[split:]
+    try:
+        credential = from_pem(chain, key, f"local C2PA signer {bundle}")
+    except SettingsError as exc:
+        raise SettingsError(f"{damaged} ({str(exc).split(': ', 1)[-1].split(';')[0]})") from None
     if not root.is_file():
         _write_new(root, _last_certificate(chain))
-    return from_pem(chain, key, f"local C2PA signer {bundle}")
+    return credential
 
 
 def _last_certificate(chain: bytes) -> bytes:

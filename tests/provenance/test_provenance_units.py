@@ -116,3 +116,21 @@ def test_encrypted_key_is_refused_with_the_fix(tmp_path):
                                      serialization.BestAvailableEncryption(b"secret"))
     with pytest.raises(Exception, match="password-protected"):
         credentials.from_pem(chain, encrypted, "test")
+
+
+def test_damaged_local_credential_says_delete_it(tmp_path, env, source_image, capsys):
+    bundle, _ = credentials.local_paths(tmp_path / "cache")
+    credentials.local_credential(tmp_path / "cache")
+    bundle.write_bytes(bundle.read_bytes()[:300] + b"\n-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")
+    assert main(["run", "-s", str(source_image), "-t", str(env), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "damaged; delete it and run again" in err and str(bundle) in err and len(err.splitlines()) == 1
+
+
+def test_unwritable_cache_is_one_error(tmp_path, source_image, capsys, monkeypatch):
+    (tmp_path / "file").write_text("a file where the cache directory should be")
+    monkeypatch.setenv("FFB_CACHE_PATH", str(tmp_path / "file" / "cache"))
+    assert main(["run", "-s", str(source_image), "-t", str(tmp_path), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "can't create the local C2PA signing certificate" in err and "c2pa_certificate" in err
+    assert not (tmp_path / "out").exists()
