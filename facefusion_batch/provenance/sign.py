@@ -132,9 +132,9 @@ class Marker:
                 return f"warning: C2PA signing failed ({reason}); written with metadata marking only"
             place(signed if mf.embeds(output) else partial, output)
             return note
-        finally:
+        finally:  # whatever was not moved into place
             signed.unlink(missing_ok=True)
-            sidecar_of(signed).unlink(missing_ok=True)
+            sidecar_of(partial).unlink(missing_ok=True)
 
     def _sign(self, partial: Path, signed: Path, output: Path, parent: Path, parent_sha256: str | None) -> str:
         """Sign into `signed` (embedded) or the sidecar of `partial`; returns the summary note."""
@@ -221,8 +221,10 @@ def check_credential(credential: Credential) -> None:
 
 
 def _signed_name(partial: Path) -> Path:
-    name = partial.name
-    return partial.with_name(name.replace(".tmp", ".sig.tmp", 1) if ".tmp" in name else f".sig.{name}")
+    """A second hidden name beside `partial` (`.clip.ffb-1.tmp.mp4` -> `.clip.ffb-1.sig.tmp.mp4`): it
+    matches what a run's start-up clears, so a killed run's leftovers go too."""
+    head, found, tail = partial.name.rpartition(".tmp")
+    return partial.with_name(f"{head}.sig.tmp{tail}" if found else f".sig.{partial.name}")
 
 
 def _final_name(name: str) -> str:

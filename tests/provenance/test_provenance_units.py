@@ -101,6 +101,18 @@ def test_place_moves_the_sidecar_first_and_drops_a_stale_one(tmp_path):
     assert not sidecar_of(output).exists() and output.read_bytes() == b"video 2"
 
 
+def test_signed_temp_name_is_cleared_by_a_later_run(tmp_path):
+    from facefusion_batch.media import temp_name
+    from facefusion_batch.provenance.sign import _signed_name
+
+    for name in ("clip.mp4", "a.tmp.b.mp4", "x" * 250 + ".jpg"):
+        partial = temp_name(tmp_path / name)
+        signed = _signed_name(partial)
+        assert signed != partial and signed.parent == partial.parent and signed.suffix == partial.suffix
+        assert signed.name.startswith(".") and ".ffb-" in signed.name and signed.match(".*.tmp*")
+        assert len(signed.name.encode()) <= 255
+
+
 def test_final_name_of_temp_names():
     assert _final_name(".clip.ffb-123.tmp.mp4") == "clip.mp4"
     assert _final_name(".my.clip.ffb-ray-ab12-3.tmp.webm") == "my.clip.webm"
