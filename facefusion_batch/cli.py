@@ -464,6 +464,10 @@ def verify(
         _print_json([f.to_dict() for f in findings])
     elif not findings:
         print("ffb verify: no images or videos found", file=sys.stderr)
+    elif any(f.validation.startswith("valid") for f in findings):
+        print("ffb verify: signer untrusted = signature and hashes check out, but the signer's root is not "
+              "trusted here; pass --trust ROOT.pem (ffb's local root: cache_path/c2pa/local-root.pem)",
+              file=sys.stderr)
     return 1 if any(f.failed for f in findings) else 0
 
 
