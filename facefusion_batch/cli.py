@@ -477,19 +477,14 @@ def verify(
 
 
 def _print_finding(finding) -> None:
-    from rich.console import Console
-    from rich.markup import escape
+    """One file's findings as indented lines, printed literally (file names are never markup)."""
+    from rich.text import Text
 
-    console = Console(highlight=False, width=max(120, Console().width))
-    if finding.c2pa == "none":
-        c2pa = "no C2PA manifest"
-    else:
-        c2pa = f"C2PA {finding.c2pa}: {finding.validation}"
-    colour = {"invalid": "red", "trusted": "green"}.get(finding.validation, "yellow" if finding.validation else "")
-    console.print(f"[bold]{escape(finding.file)}[/bold]")
-    console.print(f"  {'[' + colour + ']' if colour else ''}{escape(c2pa)}{'[/]' if colour else ''}")
-    for problem in finding.problems:
-        console.print(f"    {escape(problem)}")
+    from facefusion_batch.tables import stdout_console
+
+    console = stdout_console()
+    state = "no C2PA manifest" if finding.c2pa == "none" else f"C2PA {finding.c2pa}: {finding.validation}"
+    style = {"invalid": "bold red", "trusted": "green"}.get(finding.validation, "yellow" if finding.validation else "")
     rows = [("metadata mark", "yes" if finding.metadata_mark else "no"),
             ("source type", finding.digital_source_type), ("tool", finding.software_agent or finding.tool),
             ("model", finding.model), ("signer", finding.signer), ("parent", finding.parent),
@@ -498,9 +493,13 @@ def _print_finding(finding) -> None:
         j = finding.journal
         rows.append(("journal", f"{j['status']} from {j['target']}"
                                 f"{'' if j['output_unchanged'] else ' (file changed since it was written)'}"))
+    console.print(Text(finding.file, style="bold"), soft_wrap=True)
+    console.print(Text(f"  {state}", style=style), soft_wrap=True)
+    for problem in finding.problems:
+        console.print(Text(f"    {problem}"), soft_wrap=True)
     for name, value in rows:
         if value:
-            console.print(f"  {name + ':':15} {escape(str(value))}")
+            console.print(Text(f"  {name + ':':15} {value}"), soft_wrap=True)
 
 
 @app.command()
