@@ -108,3 +108,21 @@ def test_names_are_printed_literally(signed, capsys):
     shutil.copyfile(signed["jpg"], odd)
     assert main(["verify", str(odd)]) == 0
     assert "[bold red]x" in capsys.readouterr().out
+
+
+def test_a_signed_target_keeps_its_manifest_as_history(signed, tmp_path, capsys):
+    """Swapping into an output that already carries a manifest chains the two (the target's manifest is
+    the parent ingredient's), and the result validates."""
+    import c2pa
+
+    marker = Marker("c2pa", {}, Stamp("offline", ("ffb_classic_swap",), "ffb_classic_swap", "1" * 64),
+                    credentials.local_credential(tmp_path / "cache"))
+    partial = tmp_path / ".again.ffb-2.tmp.jpg"
+    shutil.copyfile(signed["jpg"], partial)
+    marker.place(partial, tmp_path / "again.jpg", parent=signed["jpg"])
+    with c2pa.Reader("image/jpeg", open(tmp_path / "again.jpg", "rb")) as reader:
+        store = json.loads(reader.json())
+        parent = reader.get_active_manifest()["ingredients"][0]
+    assert len(store["manifests"]) == 2 and parent["active_manifest"] in store["manifests"]
+    code, findings = verify([tmp_path / "again.jpg"], capsys)
+    assert code == 0 and findings[0]["model"] == "ffb_classic_swap"
