@@ -59,6 +59,19 @@ def c2pa_config(anchors: str | None = None) -> dict:
     return config
 
 
+def load_c2pa():
+    """The c2pa module; SettingsError with the fix when it can't be loaded (not installed, or no native
+    library for this platform)."""
+    try:
+        import c2pa
+    except (ImportError, OSError) as exc:
+        from facefusion_batch.errors import SettingsError
+
+        raise SettingsError(f"the C2PA library can't be loaded ({one_line(exc)}); pip install c2pa-python, or set "
+                            "output_provenance = metadata (--output-provenance metadata)") from None
+    return c2pa
+
+
 def one_line(text: str) -> str:
     return " ".join(str(text).split())
 
@@ -199,8 +212,9 @@ def _signer(credential: Credential):
 def check_credential(credential: Credential) -> None:
     """Sign a tiny in-memory image: the c2pa library's own checks of the certificate (EKU, chain, key)
     run before any work instead of failing every output. Raises SettingsError naming the credential."""
-    import c2pa
     from PIL import Image
+
+    c2pa = load_c2pa()
 
     from facefusion_batch.errors import SettingsError
 

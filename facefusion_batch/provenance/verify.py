@@ -15,7 +15,7 @@ from facefusion_batch.errors import SettingsError
 from facefusion_batch.provenance.metadata import read_mark
 from facefusion_batch.media import kind_of
 from facefusion_batch.provenance import manifest as mf
-from facefusion_batch.provenance.sign import SIDECAR_SUFFIX, c2pa_config, one_line, sidecar_of
+from facefusion_batch.provenance.sign import SIDECAR_SUFFIX, c2pa_config, load_c2pa, one_line, sidecar_of
 
 UNTRUSTED = "signingCredential.untrusted"
 MAX_SIDECAR = 64 << 20  # a manifest is kilobytes; a sidecar beyond this is not one
@@ -101,7 +101,7 @@ def inspect(path: Path, anchors: str | None = None) -> Finding:
 
 
 def _read_manifest(path: Path, anchors: str | None, finding: Finding) -> None:
-    import c2pa
+    c2pa = load_c2pa()
 
     config = c2pa_config(anchors)
     sidecar = sidecar_of(path)

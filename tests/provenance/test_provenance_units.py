@@ -146,3 +146,12 @@ def test_unwritable_cache_is_one_error(tmp_path, source_image, capsys, monkeypat
     err = capsys.readouterr().err
     assert "can't create the local C2PA signing certificate" in err and "c2pa_certificate" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_missing_c2pa_library_is_one_error_naming_the_fix(env, source_image, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "c2pa", None)  # import c2pa raises ImportError
+    assert main(["run", "-s", str(source_image), "-t", str(env), "-o", str(env / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "pip install c2pa-python" in err and "output_provenance = metadata" in err and len(err.splitlines()) == 1
