@@ -41,6 +41,7 @@ def run(source: PathLike, targets: PathLike | Sequence[PathLike], output: PathLi
     if not specs:
         raise SettingsError("no targets given: pass at least one video, image, directory or glob")
     reporter = reporter or QuietReporter()
+    signing = _check_signing(settings)  # a broken certificate: one error before any work
     if settings.executor == "ray":
         from facefusion_batch.executors import require_ray
 
@@ -54,10 +55,28 @@ def run(source: PathLike, targets: PathLike | Sequence[PathLike], output: PathLi
     lock, journal = open_state(settings, wait, reporter)
     try:
         with _executor(settings, Path(source), journal) as executor:
-            return run_batch(settings, specs, executor, reporter, journal, force, retry_failed)
+            return run_batch(settings, specs, executor, reporter, journal, force, retry_failed,
+                             notes=(signing,) if signing else ())
     finally:
         journal.close()
         lock.release()
+
+
+def _check_signing(settings: Settings) -> str:
+    """Load (or create) the C2PA credential and sign a tiny image with it when this run signs; returns a
+    note for the user when outputs are signed with the local certificate."""
+    from facefusion_batch.provenance import credentials
+    from facefusion_batch.provenance.sign import check_credential, mode_of
+
+    if mode_of(settings) != "c2pa":
+        return ""
+    credential = credentials.load(settings.c2pa_certificate, settings.c2pa_private_key, settings.cache_path)
+    check_credential(credential)
+    if not credential.local:
+        return ""
+    root = credentials.local_paths(settings.cache_path)[1]
+    return (f"C2PA: signing with this machine's local certificate: verifiers show the signer as untrusted "
+            f"unless they trust {root}; --c2pa-certificate signs as your organisation")
 
 
 def _executor(settings: Settings, source: Path, journal: Journal) -> Executor:

@@ -20,11 +20,13 @@ from facefusion_batch.targets import Target, discover
 
 
 def run_batch(settings: Settings, specs: Sequence[str], executor: Executor, reporter: Reporter,
-              journal: Journal | None = None, force: bool = False, retry_failed: bool = False) -> BatchResult:
+              journal: Journal | None = None, force: bool = False, retry_failed: bool = False,
+              notes: Sequence[str] = ()) -> BatchResult:
     """Process every target of `specs` on `executor`. With a journal, unchanged finished targets are skipped
     (`force` redoes them), earlier failures are skipped until their file changes, and `retry_failed` runs
     only those. Ctrl-C ends the batch with `interrupted` set; what was claimed and not finished is journaled
-    as interrupted, so the next run does it (resuming from its finished chunks)."""
+    as interrupted, so the next run does it (resuming from its finished chunks). `notes` are said after the
+    engine line."""
     targets, rejected = discover(specs, settings.output_path)
     run = _Run(targets, journal, reporter, force, retry_failed, executor.concurrent_targets)
     info = executor.start(targets, run)
@@ -32,6 +34,8 @@ def run_batch(settings: Settings, specs: Sequence[str], executor: Executor, repo
     for text in info.messages:
         reporter.message(text)
     reporter.message(f"engine: {info.engine} ({', '.join(info.models)})")
+    for text in notes:
+        reporter.message(text)
     for r in rejected:
         reporter.message(f"{r.path}: {r.reason}")
     reporter.expect(len(targets))
@@ -91,7 +95,7 @@ class _Run(Work):
                 self._settle(index, skip)
                 continue
             self._claimed[index] = _Claimed(content)
-            yield Claim(index, target, resume)
+            yield Claim(index, target, resume, content)
 
     def upcoming(self, after: int) -> tuple[Target, bool] | None:
         for target in self.targets[after + 1:]:

@@ -23,6 +23,7 @@ class Claim:
     index: int  # position among the run's targets
     target: Target
     resume_key: str | None
+    content: str | None = None  # the target's sha256, when the journal computed it
 
 
 @dataclass(frozen=True)

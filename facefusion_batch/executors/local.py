@@ -93,7 +93,7 @@ class LocalExecutor:
             return prepared
 
         return job.begin(self.processor, target, _Progress(work, claim.index), claim.resume_key, ready,
-                         lookahead.current_decoded)
+                         lookahead.current_decoded, claim.content)
 
     def stats(self) -> Stats:
         engine = self.processor.engine if self.processor else None

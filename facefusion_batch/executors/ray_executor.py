@@ -32,6 +32,7 @@ from facefusion_batch.executors.plan import (Item, Join, Segment, StorageCheck, 
 from facefusion_batch.executors.ray_pool import Done, WorkerPool, connect
 from facefusion_batch.pipeline.batch import Outcome, os_reason
 from facefusion_batch.pipeline.workspace import Workspace, remove_stale
+from facefusion_batch.provenance.sign import place
 from facefusion_batch.settings import Settings
 from facefusion_batch.targets import Target
 from facefusion_batch.video.probe import VideoInfo, probe
@@ -281,7 +282,7 @@ class RayExecutor:
             return
         assert isinstance(sent, (Whole, Join))
         try:
-            sent.staged.replace(job.remote.output)  # the one write to the output path
+            place(sent.staged, job.remote.output)  # the one write to the output path (sidecar manifest first)
         except OSError as exc:
             self._fail(job, f"{job.target.output}: can't move the finished output into place ({exc.strerror})")
             return

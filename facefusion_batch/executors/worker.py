@@ -194,7 +194,8 @@ def join_segments(processor: FrameProcessor, item: Join, shared: Workspace) -> O
     try:
         plan = plan_video(target.path, target.output, job_options(processor.settings, processor.timings),
                           item.info)
-        note = finish_video(dataclasses.replace(plan, out=item.staged), shared, processor.tags)
+        note = finish_video(dataclasses.replace(plan, out=item.staged), shared, processor.tags,
+                            processor.seal(target.path))
         frames, faces = shared.totals(plan.options.chunk_size)
     except (FfbError, OSError) as exc:
         reason = str(exc) if isinstance(exc, FfbError) else os_reason(target, exc)

@@ -27,12 +27,12 @@ class TargetProgress(Protocol):
 
 
 def begin(processor: FrameProcessor, target: Target, progress: TargetProgress, resume_key: str | None = None,
-          ready: Callable[[], Prepared | None] | None = None, on_decoded: Callable[[], None] | None = None
-          ) -> Completion:
+          ready: Callable[[], Prepared | None] | None = None, on_decoded: Callable[[], None] | None = None,
+          content: str | None = None) -> Completion:
     """Process a target's frames; returns its completion: a call (safe on another thread, and to be made
     exactly once) that finishes the output and gives the outcome. `ready` gives the video probed and its
     decoder started ahead of time (its failure is the target's); `on_decoded` is called once it is all
-    decoded."""
+    decoded. `content` is the target's sha256 when the journal has it (recorded in the output's manifest)."""
     engine = processor.engine
     started = time.perf_counter()
     calls = engine.detector_calls()
@@ -51,13 +51,13 @@ def begin(processor: FrameProcessor, target: Target, progress: TargetProgress, r
         target.output.parent.mkdir(parents=True, exist_ok=True)
         if target.kind == "image":
             progress.start(1)
-            swapped = process_image(processor, target)
+            swapped, note = process_image(processor, target, content)
             progress.advance(1)
             calls_made = engine.detector_calls() - calls
-            return lambda: outcome(swapped, 1, "")
+            return lambda: outcome(swapped, 1, note)
         encoded = encode_video(target.path, target.output, processor, processor.tags,
                                job_options(processor.settings, processor.timings), progress.advance,
-                               progress.start, resume_key, prepared, on_decoded)
+                               progress.start, resume_key, prepared, on_decoded, processor.seal(target.path, content))
         calls_made = engine.detector_calls() - calls
     except (FfbError, OSError) as exc:
         result = failed(exc)
@@ -79,14 +79,18 @@ def begin(processor: FrameProcessor, target: Target, progress: TargetProgress, r
     return complete
 
 
-def process_image(processor: FrameProcessor, target: Target) -> int:
-    """Swap the faces of a picture into its output (a copy when it has none); returns the faces swapped."""
+def process_image(processor: FrameProcessor, target: Target, content: str | None = None) -> tuple[int, str]:
+    """Swap the faces of a picture into its output (a copy when it has none); returns (faces swapped, note
+    for the summary)."""
     frame = read_image(target.path, error=MediaError)
     frame, swapped = processor.frame(frame)
+    notes: list[str] = []
     if swapped:
-        write_image(frame, target.output, processor.settings.output_image_quality, processor.tags or None)
+        seal = processor.seal(target.path, content)
+        write_image(frame, target.output, processor.settings.output_image_quality, processor.tags or None,
+                    lambda partial, output: notes.append(seal(partial, output, True)))
     else:
         partial = temp_name(target.output)
         shutil.copyfile(target.path, partial)
         partial.replace(target.output)
-    return swapped
+    return swapped, "; ".join(filter(None, notes))

@@ -7,6 +7,7 @@ so the local executor, the Ray worker and the benchmark share one, and any numbe
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -17,10 +18,12 @@ from facefusion_batch import __version__
 from facefusion_batch.engines import build_engine
 from facefusion_batch.engines.base import FaceEngine, Selection, build_selection
 from facefusion_batch.engines.source_cache import Record
-from facefusion_batch.marking import marking_tags
 from facefusion_batch.models.store import sha256_of
 from facefusion_batch.pipeline.analysis import MotionGate, Reference, face_patches, track
 from facefusion_batch.pipeline.journal import settings_key
+from facefusion_batch.pipeline.video_job import Seal
+from facefusion_batch.provenance.label import VisibleLabel
+from facefusion_batch.provenance.sign import Marker
 from facefusion_batch.settings import Settings
 from facefusion_batch.timing import Timings, timed
 
@@ -28,20 +31,29 @@ from facefusion_batch.timing import Timings, timed
 _SHAPING = ("face_swapper_model", "face_detector_model", "face_detector_size", "face_detector_score",
             "face_detector_min_size", "keypoint_reuse", "reuse_motion_threshold", "redetect_interval",
             "face_selector_mode", "reference_face_distance", "output_video_encoder", "output_video_preset",
-            "output_video_quality", "output_image_quality", "output_marking", "chunk_size")
+            "output_video_quality", "output_image_quality", "output_marking", "chunk_size",
+            "output_provenance", "visible_label", "visible_label_position", "visible_label_size",
+            "visible_label_opacity")
 
 
 @dataclass(frozen=True, eq=False)
 class FrameProcessor:
-    """Frame in, frame out: detect or track, select, swap. `timings` (ffb benchmark) collects stage times."""
+    """Frame in, frame out: detect or track, select, swap, label. `marker` marks and signs the outputs;
+    `timings` (ffb benchmark) collects stage times."""
 
     settings: Settings
     engine: FaceEngine
     source: Record
     selection: Selection
-    tags: dict[str, str]
+    marker: Marker
+    label: VisibleLabel | None
     output_key: str  # the journal's key for everything an output depends on besides the target
     timings: Timings | None = None
+
+    @property
+    def tags(self) -> dict[str, str]:
+        """Metadata tags every output carries."""
+        return self.marker.tags
 
     def timed_by(self, timings: Timings | None) -> FrameProcessor:
         """The same processor, with its stage times going to `timings`."""
@@ -91,7 +103,14 @@ class FrameProcessor:
             faces = self.selection.pick(frame, faces, self.engine)
             if faces:
                 frame = self.engine.swap(frame, faces, self.source)
+        if self.label is not None:
+            frame = self.label.draw(frame)
         return frame, len(faces)
+
+    def seal(self, target: Path, content: str | None = None) -> Seal:
+        """How a finished output of `target` is moved into place: signed first where this run signs
+        (`content` is the target's sha256 when known)."""
+        return functools.partial(self.marker.place, parent=target, parent_sha256=content or None)
 
 
 def prepare(settings: Settings, source: Path, on_message: Callable[[str], None],
@@ -103,16 +122,20 @@ def prepare(settings: Settings, source: Path, on_message: Callable[[str], None],
     if faces_in_source > 1:
         on_message(f"{source}: {faces_in_source} faces in the source image; using the largest")
     selection = build_selection(settings, engine)
-    tags = marking_tags(engine.name, engine.models) if settings.output_marking else {}
-    return FrameProcessor(settings, engine, record, selection, tags, output_key(settings, source, engine))
+    source_sha256 = sha256_of(source)
+    marker = Marker.for_run(settings, engine.name, engine.models, source_sha256)
+    label = (VisibleLabel(settings.visible_label, settings.visible_label_position, settings.visible_label_size,
+                          settings.visible_label_opacity) if settings.visible_label else None)
+    return FrameProcessor(settings, engine, record, selection, marker, label,
+                          output_key(settings, source_sha256, engine, marker))
 
 
-def output_key(settings: Settings, source: Path, engine: FaceEngine) -> str:
+def output_key(settings: Settings, source_sha256: str, engine: FaceEngine, marker: Marker) -> str:
     """The journal's settings key: everything an output depends on besides the target itself."""
     models = [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in engine.model_files]
     reference = settings.reference_face_path
     return settings_key({
         "version": __version__, "engine": engine.name, "models": models,
-        "source": sha256_of(source), "reference": sha256_of(reference) if reference else None,
-        **{name: getattr(settings, name) for name in _SHAPING},
+        "source": source_sha256, "reference": sha256_of(reference) if reference else None,
+        "provenance": marker.key, **{name: getattr(settings, name) for name in _SHAPING},
     })
