@@ -11,7 +11,7 @@ import subprocess
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Callable, Protocol
+from typing import IO, Callable, Iterator, Protocol
 
 import numpy as np
 
@@ -238,16 +238,45 @@ def finish_video(plan: VideoPlan, workspace: Workspace, tags: dict[str, str], se
 def _transcode(plan: VideoPlan, workspace: Workspace, frame_fn: FrameProcessor, on_frames: Callable[[int], None],
                first: int, last: int | None, decoder: Decoder | None, on_decoded: Callable[[], None] | None
                ) -> Counters:
-    """Decode the video, process frames of chunks `first` .. `last` - 1 on the pool, encode each chunk."""
+    """Process and encode the frames of chunks `first` .. `last` - 1, in stages connected by bounded
+    windows: decode (ffmpeg) -> spool (reader thread) -> plan references (motion gate) -> analyse them
+    ahead (pool) -> swap in order (pool, `in_flight` at most) -> chunk writer (one encoder per chunk)."""
     info, options = plan.info, plan.options
-    counters = Counters()
     start = first * options.chunk_size
     stop = None if last is None else last * options.chunk_size
-    ahead = spool_ahead(info, options)
-    frames_dir = workspace.frames_dir
-    shutil.rmtree(frames_dir, ignore_errors=True)
-    frames_dir.mkdir()
     decoder = decoder or Decoder(info, options.temp_root)
+    spool = _spool(plan, workspace, decoder, start, stop, on_decoded)
+    stages = _FrameStages(plan, frame_fn)
+    writer = _ChunkWriter(plan, workspace, start, on_frames)
+    finished = False
+    try:
+        with ThreadPoolExecutor(options.threads, thread_name_prefix="ffb-frame") as pool:
+            try:
+                planned = stages.analysed_ahead(pool, stages.planned(spool, start))
+                for frame, swapped in ordered_map(pool, stages.work, planned, options.in_flight):
+                    writer.write(frame, swapped)
+            finally:
+                stages.cancel_pending()
+        writer.close()
+        finished = True
+    finally:
+        reached_end = decoder.finished or stop is None
+        decoder.stop(kill=not finished or not reached_end)
+        spool.close()
+        writer.kill()
+    if stop is None or writer.index < stop:  # the decoder ran out: this was the end of the video
+        _check_complete(info, decoder, writer.index)
+        workspace.mark_end(writer.index)
+    return writer.counters
+
+
+def _spool(plan: VideoPlan, workspace: Workspace, decoder: Decoder, start: int, stop: int | None,
+           on_decoded: Callable[[], None] | None) -> Spool:
+    """Frames `start` .. `stop` - 1 decoded and spooled ahead of processing (to disk, or in memory)."""
+    info, options = plan.info, plan.options
+    ahead = spool_ahead(info, options)
+    shutil.rmtree(workspace.frames_dir, ignore_errors=True)
+    workspace.frames_dir.mkdir()
     # Spooled frames are copied to disk at once, so two buffers do; in memory every frame ahead, planned
     # or in flight holds its buffer until it is encoded.
     buffers = ahead + 2 * options.in_flight + 3 if options.transport == "memory" else 2
@@ -255,97 +284,115 @@ def _transcode(plan: VideoPlan, workspace: Workspace, frame_fn: FrameProcessor, 
     decoded = decoder.frames(buffers, skip=start)
     frames = timed_iter(decoded if stop is None else itertools.islice(decoded, stop - start), options.timings,
                         "decode")
-    spool = Spool(frames, options.transport, frames_dir, options.frame_format, ahead, options.timings,
-                  on_end=on_decoded if stop is None else None)
-    encoder: _Encoder | None = None
-    gates: list[MotionGate] = []
+    return Spool(frames, options.transport, workspace.frames_dir, options.frame_format, ahead, options.timings,
+                 on_end=on_decoded if stop is None else None)
 
-    def planned():
-        # A fresh gate per chunk: every chunk is analysed alone, so resumed and split runs choose alike.
+
+class _FrameStages:
+    """Planning, analysis ahead and processing of one range of frames (the middle stages of `_transcode`).
+    Reference frames loaded for their analysis wait in `preloaded` for their turn to be processed."""
+
+    def __init__(self, plan: VideoPlan, frame_fn: FrameProcessor) -> None:
+        self._info, self._options, self._frame_fn = plan.info, plan.options, frame_fn
+        self._preloaded: dict[int, np.ndarray] = {}  # reference frames loaded by their analysis, by index
+        self._analyses: list[tuple[Future, Reference]] = []
+
+    def planned(self, spool: Spool, start: int) -> Iterator[tuple[object, Reference, bool]]:
+        """(payload, reference, is_new) per frame. A fresh gate per chunk: every chunk is analysed alone, so
+        resumed and split runs choose alike."""
+        gate: MotionGate | None = None
         for index, (payload, thumb) in enumerate(spool, start):
-            if index % options.chunk_size == 0 or not gates:
-                gates.append(frame_fn.new_gate())
-            yield (payload, *gates[-1].plan(index, thumb, info.width))
+            if index % self._options.chunk_size == 0 or gate is None:
+                gate = self._frame_fn.new_gate()
+            yield (payload, *gate.plan(index, thumb, self._info.width))
 
-    preloaded: dict[int, np.ndarray] = {}  # reference frames loaded by their analysis, by frame index
+    def analysed_ahead(self, pool: ThreadPoolExecutor, planned: Iterator[tuple[object, Reference, bool]]
+                       ) -> Iterator[tuple[object, Reference, bool]]:
+        """The planned frames, `in_flight` behind planning: a new reference is queued for analysis as it is
+        planned, so frames after it rarely wait for its faces."""
+        window: collections.deque = collections.deque()
+        for payload, reference, is_new in planned:
+            if is_new:
+                reference.ahead = True
+                self._analyses.append((pool.submit(self._analyse, payload, reference), reference))
+            window.append((payload, reference, is_new))
+            if len(window) > self._options.in_flight:
+                yield window.popleft()
+        yield from window
 
-    def analyse(payload, reference: Reference) -> None:
-        try:
-            with timed(options.timings, "decode"):
-                frame = load(payload)
-        except BaseException as exc:
-            reference.result.set_exception(exc)
-            raise
-        preloaded[reference.index] = frame
-        frame_fn.analyse(frame, reference)
-
-    def work(payload, reference: Reference, is_new: bool) -> tuple[np.ndarray, int]:
+    def work(self, payload: object, reference: Reference, is_new: bool) -> tuple[np.ndarray, int]:
         if is_new and reference.ahead:
             failure = reference.result.exception()  # waits for the analysis
             if failure is not None:
                 raise failure
-            frame = preloaded.pop(reference.index)
+            frame = self._preloaded.pop(reference.index)
         else:
-            with timed(options.timings, "decode"):
+            with timed(self._options.timings, "decode"):
                 frame = load(payload)
-        return frame_fn(frame, reference, is_new)
+        return self._frame_fn(frame, reference, is_new)
 
-    analyses: list[tuple[Future, Reference]] = []
+    def cancel_pending(self) -> None:
+        """Stopped early: analyses not started are dropped, and whoever waits on them is told."""
+        for analysis, reference in self._analyses:
+            if analysis.cancel():
+                reference.result.set_exception(CancelledError())
 
-    def analysed_ahead(pool: ThreadPoolExecutor):
-        """The planned frames, `in_flight` behind planning: a new reference is queued for analysis as it is
-        planned, so frames after it rarely wait for its faces."""
-        window: collections.deque = collections.deque()
-        for payload, reference, is_new in planned():
-            if is_new:
-                reference.ahead = True
-                analyses.append((pool.submit(analyse, payload, reference), reference))
-            window.append((payload, reference, is_new))
-            if len(window) > options.in_flight:
-                yield window.popleft()
-        yield from window
+    def _analyse(self, payload: object, reference: Reference) -> None:
+        try:
+            with timed(self._options.timings, "decode"):
+                frame = load(payload)
+        except BaseException as exc:
+            reference.result.set_exception(exc)
+            raise
+        self._preloaded[reference.index] = frame
+        self._frame_fn.analyse(frame, reference)
 
-    finished = False
-    index = start
-    try:
-        with ThreadPoolExecutor(options.threads, thread_name_prefix="ffb-frame") as pool:
-            try:
-                for frame, swapped in ordered_map(pool, work, analysed_ahead(pool), options.in_flight):
-                    with timed(options.timings, "encode"):
-                        if index % options.chunk_size == 0:
-                            if encoder:
-                                encoder.close()
-                            encoder = _Encoder(workspace, index // options.chunk_size, info, options.encode,
-                                               plan.container)
-                        encoder.write(frame, swapped > 0)
-                    index += 1
-                    counters.frames += 1
-                    counters.frames_with_faces += swapped > 0
-                    on_frames(1)
-            finally:  # stopped early: analyses not started are dropped, and whoever waits on them is told
-                for analysis, reference in analyses:
-                    if analysis.cancel():
-                        reference.result.set_exception(CancelledError())
-        if encoder:
-            with timed(options.timings, "encode"):
-                encoder.close()
-            encoder = None
-        finished = True
-    finally:
-        reached_end = decoder.finished or stop is None
-        decoder.stop(kill=not finished or not reached_end)
-        spool.close()
-        if encoder:
-            encoder.kill()
+
+class _ChunkWriter:
+    """The last stage: frames in order into one encoder per chunk of the workspace, counted."""
+
+    def __init__(self, plan: VideoPlan, workspace: Workspace, start: int, on_frames: Callable[[int], None]) -> None:
+        self._plan, self._workspace, self._on_frames = plan, workspace, on_frames
+        self.index = start  # the next frame's index in the video
+        self.counters = Counters()
+        self._encoder: _Encoder | None = None
+
+    def write(self, frame: np.ndarray, swapped: int) -> None:
+        options = self._plan.options
+        with timed(options.timings, "encode"):
+            if self.index % options.chunk_size == 0:
+                if self._encoder:
+                    self._encoder.close()
+                self._encoder = _Encoder(self._workspace, self.index // options.chunk_size, self._plan.info,
+                                         options.encode, self._plan.container)
+            assert self._encoder is not None
+            self._encoder.write(frame, swapped > 0)
+        self.index += 1
+        self.counters.frames += 1
+        self.counters.frames_with_faces += swapped > 0
+        self._on_frames(1)
+
+    def close(self) -> None:
+        """Finish the last chunk."""
+        if self._encoder:
+            with timed(self._plan.options.timings, "encode"):
+                self._encoder.close()
+            self._encoder = None
+
+    def kill(self) -> None:
+        """Stop an unfinished chunk's encoder (nothing of it counts as finished)."""
+        if self._encoder:
+            self._encoder.kill()
+
+
+def _check_complete(info: VideoInfo, decoder: Decoder, frames: int) -> None:
+    """The decoder ran out after `frames` frames: MediaError unless that is the whole video."""
     log = decoder.messages()
-    if stop is None or index < stop:  # the decoder ran out: this was the end of the video
-        if decoder.returncode != 0 or index == 0:
-            raise MediaError(f"{info.path}: decoding failed after {index} frames ({ffmpeg.error_line(log)})")
-        if index < info.frame_count - 1 or b"partial file" in log:
-            raise MediaError(f"{info.path}: damaged or truncated: only {index} of {info.frame_count} frames "
-                             f"could be decoded ({ffmpeg.error_line(log) if log.strip() else 'missing data'})")
-        workspace.mark_end(index)
-    return counters
+    if decoder.returncode != 0 or frames == 0:
+        raise MediaError(f"{info.path}: decoding failed after {frames} frames ({ffmpeg.error_line(log)})")
+    if frames < info.frame_count - 1 or b"partial file" in log:
+        raise MediaError(f"{info.path}: damaged or truncated: only {frames} of {info.frame_count} frames "
+                         f"could be decoded ({ffmpeg.error_line(log) if log.strip() else 'missing data'})")
 
 
 class _Encoder:
