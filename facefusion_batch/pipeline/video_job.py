@@ -280,9 +280,15 @@ def finish_video(plan: VideoPlan, workspace: Path, tags: dict[str, str]) -> str:
                 _mux(info, chunks, workspace, partial, plan.container, tags)
             with timed(plan.options.timings, "verify"):
                 _verify(partial, info, total)
+            notes = []
             if info.variable_frame_rate:
-                note = (f"variable frame rate: written at a constant {float(info.fps):.3f} fps, frames moved by "
-                        f"up to {info.timing_shift * 1000:.0f} ms")
+                notes.append(f"variable frame rate: written at a constant {float(info.fps):.3f} fps, frames "
+                             f"moved by up to {info.timing_shift * 1000:.0f} ms")
+            dropped = ffmpeg.subtitle_args(plan.container, info.subtitle_codecs)[1]
+            if dropped:
+                notes.append(f"subtitles not kept: .{plan.container} can't hold {', '.join(dropped)}; "
+                             "write .mkv to keep them")
+            note = "; ".join(notes)
         partial.replace(plan.out)
     finally:
         with contextlib.suppress(OSError):
@@ -417,7 +423,7 @@ class _Encoder:
         pixel_format = ffmpeg.output_pixel_format(info.width, info.height, info.pixel_format)
         with open(self._log_path, "wb") as log:
             command = ffmpeg.encode_command(self._part, info.width, info.height, info.fps, options, info.colour,
-                                            pixel_format, container)
+                                            pixel_format, container, info.picture)
             self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stderr=log)
         self._stdin: IO[bytes] = self._process.stdin  # type: ignore[assignment]
 
@@ -453,7 +459,8 @@ def _mux(info: VideoInfo, chunks: list[Path], workspace: Path, partial: Path, co
          tags: dict[str, str]) -> None:
     listing = workspace / "chunks.txt"
     listing.write_text(ffmpeg.concat_list(chunks), encoding="utf-8")
-    ffmpeg.run(ffmpeg.mux_command(listing, info.path, partial, container, info.audio_codec, tags),
+    ffmpeg.run(ffmpeg.mux_command(listing, info.path, partial, container, info.audio_codec, tags,
+                                  info.subtitle_codecs, info.start_time),
                f"{info.path}: joining chunks and audio")
 
 

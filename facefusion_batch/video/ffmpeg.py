@@ -5,6 +5,7 @@ Builders return argument lists and never run anything, so unit tests check them 
 from __future__ import annotations
 
 import functools
+import os
 import re
 import shutil
 import subprocess
@@ -53,6 +54,21 @@ class Colour:
 
 
 @dataclass(frozen=True)
+class Picture:
+    """How the source's pictures are to be shown, kept on the output: sample aspect ratio (of the frames as
+    decoded, rotation applied) and interlacing ("progressive", "tt" top field first, "bb" bottom first)."""
+
+    sar: Fraction = Fraction(1)
+    field_order: str = "progressive"
+
+
+def local(path: Path) -> str:
+    """`path` as ffmpeg must be given it: absolute and `file:` prefixed, so that no name is read as a
+    protocol or URL (`concat:a|b`, `pipe:1`, `http://...`, `subfile,,...`, `data:...`)."""
+    return "file:" + os.path.abspath(path)
+
+
+@dataclass(frozen=True)
 class EncodeOptions:
     encoder: str
     preset: str
@@ -67,12 +83,17 @@ class EncodeOptions:
         return ["-cq", str(crf)]  # NVENC
 
 
+# The video stream ffb processes: the first that is not a cover picture (`V`, unlike `v`, skips those).
+VIDEO_STREAM = "0:V:0"
+
+
 def probe_command(path: Path) -> list[str]:
     """One run that describes the input on stderr (every line tagged with its log level, so the
-    description and the errors can be told apart) and writes the first video stream's per-packet
-    timestamps to stdout without decoding (exact frame count and rate)."""
-    return [ffmpeg_binary(), "-hide_banner", "-nostdin", "-nostats", "-loglevel", "level+info", "-i", str(path),
-            "-map", "0:v:0", "-c", "copy", "-f", "framecrc", "-"]
+    description and the errors can be told apart) and writes the video stream's facts (codec, size,
+    sample aspect ratio, time base) and per-packet timestamps and flags to stdout as framecrc, a
+    machine-readable format, without decoding."""
+    return [ffmpeg_binary(), "-hide_banner", "-nostdin", "-nostats", "-loglevel", "level+info", "-i", local(path),
+            "-map", VIDEO_STREAM, "-c", "copy", "-f", "framecrc", "pipe:1"]
 
 
 _LEVEL = re.compile(r"^((?:\[[^\]]*@ 0x[0-9a-f]+\] ?)*)\[(\w+)\] ?")
@@ -98,23 +119,44 @@ def split_levels(stderr: bytes) -> tuple[str, bytes]:
 def decode_command(path: Path, pixel_format: str = "bgr24") -> list[str]:
     """Raw frames (`pixel_format`) of the first video stream on stdout, rotation applied, one per source
     frame."""
-    return [ffmpeg_binary(), "-v", "error", "-nostdin", "-i", str(path), "-map", "0:v:0", *SWS_FLAGS,
-            "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", pixel_format, "-"]
+    return [ffmpeg_binary(), "-v", "error", "-nostdin", "-i", local(path), "-map", VIDEO_STREAM, *SWS_FLAGS,
+            "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", pixel_format, "pipe:1"]
 
 
 def colour_args(colour: Colour) -> list[str]:
-    """Convert RGB back with the source's matrix and range, and tag the output like the source."""
+    """Tag the output like the source (the conversion back with its matrix is in `video_filters`)."""
     args: list[str] = []
     if colour.matrix in _COLOUR_MATRICES:
-        out_range = "full" if colour.range == "pc" else "limited"
-        args += ["-vf", f"scale=out_color_matrix={colour.matrix}:out_range={out_range}",
-                 "-colorspace", colour.matrix]
+        args += ["-colorspace", colour.matrix]
     if colour.primaries:
         args += ["-color_primaries", colour.primaries]
     if colour.transfer:
         args += ["-color_trc", colour.transfer]
     if colour.range:
         args += ["-color_range", colour.range]
+    return args
+
+
+def video_filters(colour: Colour, picture: Picture) -> list[str]:
+    """The encoder's one filter chain: RGB back to YUV with the source's matrix and range, and the
+    source's sample aspect ratio."""
+    filters = []
+    if colour.matrix in _COLOUR_MATRICES:
+        out_range = "full" if colour.range == "pc" else "limited"
+        filters.append(f"scale=out_color_matrix={colour.matrix}:out_range={out_range}")
+    if picture.sar != 1:
+        filters.append(f"setsar={picture.sar.numerator}/{picture.sar.denominator}")
+    return ["-vf", ",".join(filters)] if filters else []
+
+
+def field_args(encoder: str, picture: Picture) -> list[str]:
+    """Interlaced sources stay interlaced: x264 codes the fields in the source's order (its frames keep
+    the two fields as they came); every encoder tags the order."""
+    if picture.field_order not in ("tt", "bb"):
+        return []
+    args = ["-field_order", picture.field_order]
+    if encoder == "libx264":
+        args = ["-x264-params", "tff=1" if picture.field_order == "tt" else "bff=1", *args]
     return args
 
 
@@ -134,21 +176,22 @@ def resolve_encoder(encoder: str, container: str) -> str:
 
 
 def encode_command(out: Path, width: int, height: int, fps: Fraction, options: EncodeOptions,
-                   colour: Colour, pixel_format: str, container: str) -> list[str]:
+                   colour: Colour, pixel_format: str, container: str, picture: Picture = Picture()) -> list[str]:
     """Encode raw BGR frames from stdin into a video-only file bound for `container`."""
     # AVI has no presentation timestamps: B-frames would show every frame late.
     no_bframes = ["-bf", "0"] if container == "avi" else []
     return [ffmpeg_binary(), "-v", "error", "-nostdin", "-y",
-            "-f", "rawvideo", "-pix_fmt", "bgr24", "-s", f"{width}x{height}", "-r", str(fps), "-i", "-",
-            *SWS_FLAGS, *colour_args(colour), "-c:v", options.encoder, *options.rate_args(), *no_bframes,
-            "-pix_fmt", pixel_format, str(out)]
+            "-f", "rawvideo", "-pix_fmt", "bgr24", "-s", f"{width}x{height}", "-r", str(fps), "-i", "pipe:0",
+            *SWS_FLAGS, *video_filters(colour, picture), *colour_args(colour), "-c:v", options.encoder,
+            *options.rate_args(), *no_bframes, *field_args(options.encoder, picture),
+            "-pix_fmt", pixel_format, local(out)]
 
 
 def concat_list(chunks: Sequence[Path]) -> str:
     """Text of an ffmpeg concat-demuxer list (paths quoted for the demuxer)."""
     lines = []
     for chunk in chunks:
-        escaped = str(chunk.resolve()).replace("'", "'\\''")
+        escaped = local(chunk).replace("'", "'\\''")
         lines.append(f"file '{escaped}'")
     return "\n".join(lines) + "\n"
 
@@ -176,18 +219,49 @@ def check_encoder(container: str, encoder: str) -> str | None:
     return None
 
 
+_TEXT_SUBTITLES = {"subrip", "srt", "ass", "ssa", "mov_text", "webvtt", "text", "microdvd", "subviewer",
+                   "sami", "realtext", "jacosub", "mpl2", "pjs", "vplayer", "stl", "eia_608"}
+# Subtitle codec each container stores text subtitles in (None: it keeps every codec as it is).
+_SUBTITLE_CODEC = {"mkv": None, "mp4": "mov_text", "mov": "mov_text", "webm": "webvtt"}
+
+
+def subtitle_args(container: str, codecs: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(ffmpeg args mapping the original's subtitle streams that `container` can hold, converted where it
+    needs; the codecs of those it can't hold). Picture subtitles (DVD, Blu-ray) only fit Matroska."""
+    if not codecs:
+        return [], []
+    if container not in _SUBTITLE_CODEC:
+        return [], list(codecs)
+    target = _SUBTITLE_CODEC[container]
+    args: list[str] = []
+    dropped: list[str] = []
+    for index, codec in enumerate(codecs):
+        if target is None:  # Matroska: anything but MP4's own text format goes in as it is
+            convert = "subrip" if codec == "mov_text" else "copy"
+            args += ["-map", f"1:s:{index}", f"-c:s:{len(args) // 4}", convert]
+        elif codec in _TEXT_SUBTITLES:
+            args += ["-map", f"1:s:{index}", f"-c:s:{len(args) // 4}", target]
+        else:
+            dropped.append(codec)
+    return args, dropped
+
+
 def mux_command(list_file: Path, original: Path, out: Path, container: str, audio_codec: str | None,
-                tags: Mapping[str, str]) -> list[str]:
-    """Join encoded chunks, add the original's audio and metadata plus `tags`, write `out`."""
+                tags: Mapping[str, str], subtitles: Sequence[str] = (), video_start: float = 0.0) -> list[str]:
+    """Join encoded chunks, add the original's audio, the `subtitles` (codecs of its subtitle streams) that
+    the container holds and its metadata plus `tags`, write `out`. The video starts at `video_start`
+    seconds, as in the original, so that it stays in sync with the audio and subtitles."""
     metadata: list[str] = []
     for key, value in tags.items():
         metadata += ["-metadata", f"{key}={value}"]
     flags = ["-movflags", "+faststart+use_metadata_tags"] if container in ("mp4", "mov") else []
     fmt = {"mkv": "matroska"}.get(container, container)
+    offset = ["-itsoffset", f"{video_start:.6f}"] if video_start else []
     return [ffmpeg_binary(), "-v", "error", "-nostdin", "-y",
-            "-f", "concat", "-safe", "0", "-i", str(list_file), "-i", str(original),
+            *offset, "-f", "concat", "-safe", "0", "-i", local(list_file), "-i", local(original),
             "-map", "0:v:0", "-map", "1:a?", "-map_metadata", "1", "-c:v", "copy",
-            *audio_args(container, audio_codec), *metadata, *flags, "-f", fmt, str(out)]
+            *audio_args(container, audio_codec), *subtitle_args(container, subtitles)[0], *metadata, *flags,
+            "-f", fmt, local(out)]
 
 
 def run(args: Sequence[str], what: str, timeout: float | None = None) -> subprocess.CompletedProcess:

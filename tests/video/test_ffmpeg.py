@@ -12,8 +12,8 @@ def test_decode_keeps_every_frame_as_raw_bgr():
     args = ffmpeg.decode_command(Path("in.mp4"))
     assert args[args.index("-fps_mode") + 1] == "passthrough"
     assert args[args.index("-pix_fmt") + 1] == "bgr24"
-    assert args[args.index("-map") + 1] == "0:v:0"
-    assert args[-1] == "-"
+    assert args[args.index("-map") + 1] == "0:V:0"  # not a cover picture
+    assert args[-1] == "pipe:1"
 
 
 def test_encode_uses_exact_rate_quality_and_source_colour():
@@ -26,7 +26,7 @@ def test_encode_uses_exact_rate_quality_and_source_colour():
     assert "scale=out_color_matrix=bt709:out_range=limited" in args
     assert args[args.index("-colorspace") + 1] == "bt709"
     assert args[args.index("-color_range") + 1] == "tv"
-    assert args[-1] == "c.mp4"
+    assert args[-1] == "file:" + str(Path("c.mp4").absolute())
     assert "-bf" not in args
 
 
@@ -84,13 +84,13 @@ def test_mux_maps_audio_metadata_and_marking_tags():
     assert "1:a?" in args and "-map_metadata" in args
     assert "ai_modified=true" in args and "comment=AI-modified" in args
     assert "+faststart+use_metadata_tags" in args
-    assert args[-3:] == ["-f", "mp4", "out.tmp.mp4"]
+    assert args[-3:] == ["-f", "mp4", "file:" + str(Path("out.tmp.mp4").absolute())]
 
 
 def test_concat_list_quotes_paths(tmp_path):
     chunk = tmp_path / "it's here.mp4"
     text = ffmpeg.concat_list([chunk])
-    assert text == f"file '{str(chunk.resolve()).replace(chr(39), chr(39) + chr(92) + chr(39) + chr(39))}'\n"
+    assert text == f"file 'file:{str(chunk.resolve()).replace(chr(39), chr(39) + chr(92) + chr(39) + chr(39))}'\n"
 
 
 @pytest.mark.parametrize("encoder, flag, value", [
