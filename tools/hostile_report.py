@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from hostile_media import Expected, build_corpus, build_multi_face_source  # noqa: E402
 
 from facefusion_batch.errors import MediaError  # noqa: E402
-from facefusion_batch.video.ffmpeg import ffmpeg_binary  # noqa: E402
+from facefusion_batch.video.ffmpeg import VIDEO_STREAM, ffmpeg_binary, local  # noqa: E402
 from facefusion_batch.video.probe import VideoInfo, probe  # noqa: E402
 
 SOURCE = ROOT / "examples" / "source.jpg"
@@ -55,7 +55,7 @@ def run_ffb(source: Path, target: Path, out: Path, temp: Path, quiet: bool = Tru
 
 def decoded_times(path: Path) -> list[float] | None:
     """Display time in seconds of every frame the decoder delivers (not probe's packet count), or None."""
-    proc = subprocess.run([ffmpeg_binary(), "-v", "error", "-nostdin", "-i", str(path), "-map", "0:v:0",
+    proc = subprocess.run([ffmpeg_binary(), "-v", "error", "-nostdin", "-i", local(path), "-map", VIDEO_STREAM,
                            "-fps_mode", "passthrough", "-f", "framecrc", "-"], capture_output=True, text=True)
     if proc.returncode != 0:
         return None
@@ -106,7 +106,30 @@ def compare_video(source: Path, output: Path) -> tuple[list[str], list[str]]:
         problems.append("duration changed")
     if before.variable_frame_rate and not after.variable_frame_rate:
         facts.append("VFR->CFR")
+    problems += picture_problems(before, after, facts)
     return facts, problems
+
+
+def picture_problems(before: VideoInfo, after: VideoInfo, facts: list[str]) -> list[str]:
+    """What the output shows differently from the input besides its pixels: aspect, interlacing, colour
+    tags, subtitles."""
+    problems = []
+    if before.sar != 1 or after.sar != 1:
+        facts.append(f"SAR {before.sar}->{after.sar}")
+    shown_before, shown_after = before.picture.sar, after.picture.sar  # of the frames as shown (rotated)
+    if shown_before * before.width / before.height != shown_after * after.width / after.height:
+        problems.append(f"display aspect changed (SAR {shown_before} -> {shown_after})")
+    if before.field_order != "progressive" or after.field_order != "progressive":
+        facts.append(f"fields {before.field_order}->{after.field_order}")
+    if before.field_order != after.field_order:
+        problems.append(f"field order {before.field_order} -> {after.field_order}")
+    if before.colour != after.colour:
+        problems.append(f"colour tags {before.colour} -> {after.colour}")
+    if before.subtitle_codecs:
+        facts.append(f"subtitles {','.join(before.subtitle_codecs)}->{','.join(after.subtitle_codecs) or 'none'}")
+        if len(after.subtitle_codecs) < len(before.subtitle_codecs):
+            problems.append("subtitles lost")
+    return problems
 
 
 def leftovers(out: Path, temp: Path) -> list[str]:

@@ -149,14 +149,24 @@ def video_filters(colour: Colour, picture: Picture) -> list[str]:
     return ["-vf", ",".join(filters)] if filters else []
 
 
+_FIELD_ORDERS = ("tt", "bb", "tb", "bt")  # ffmpeg's names: which field is coded first, which shown first
+
+
 def field_args(encoder: str, picture: Picture) -> list[str]:
     """Interlaced sources stay interlaced: x264 codes the fields in the source's order (its frames keep
     the two fields as they came); every encoder tags the order."""
-    if picture.field_order not in ("tt", "bb"):
+    if picture.field_order not in _FIELD_ORDERS:
         return []
     args = ["-field_order", picture.field_order]
     if encoder == "libx264":
-        args = ["-x264-params", "tff=1" if picture.field_order == "tt" else "bff=1", *args]
+        args = ["-x264-params", "tff=1" if picture.field_order.startswith("t") else "bff=1", *args]
+    return args
+
+
+def stream_tags(colour: Colour, picture: Picture) -> list[str]:
+    """The source's colour and field-order tags for the joined stream: containers that keep them outside
+    the bitstream (Matroska) take them from here, the bitstream alone can't say 'tv' range."""
+    args = field_args("copy", picture) + colour_args(colour)
     return args
 
 
@@ -247,10 +257,12 @@ def subtitle_args(container: str, codecs: Sequence[str]) -> tuple[list[str], lis
 
 
 def mux_command(list_file: Path, original: Path, out: Path, container: str, audio_codec: str | None,
-                tags: Mapping[str, str], subtitles: Sequence[str] = (), video_start: float = 0.0) -> list[str]:
+                tags: Mapping[str, str], subtitles: Sequence[str] = (), video_start: float = 0.0,
+                video_tags: Sequence[str] = ()) -> list[str]:
     """Join encoded chunks, add the original's audio, the `subtitles` (codecs of its subtitle streams) that
     the container holds and its metadata plus `tags`, write `out`. The video starts at `video_start`
-    seconds, as in the original, so that it stays in sync with the audio and subtitles."""
+    seconds, as in the original, so that it stays in sync with the audio and subtitles; `video_tags`
+    (see stream_tags) describe it."""
     metadata: list[str] = []
     for key, value in tags.items():
         metadata += ["-metadata", f"{key}={value}"]
@@ -259,7 +271,7 @@ def mux_command(list_file: Path, original: Path, out: Path, container: str, audi
     offset = ["-itsoffset", f"{video_start:.6f}"] if video_start else []
     return [ffmpeg_binary(), "-v", "error", "-nostdin", "-y",
             *offset, "-f", "concat", "-safe", "0", "-i", local(list_file), "-i", local(original),
-            "-map", "0:v:0", "-map", "1:a?", "-map_metadata", "1", "-c:v", "copy",
+            "-map", "0:v:0", "-map", "1:a?", "-map_metadata", "1", "-c:v", "copy", *video_tags,
             *audio_args(container, audio_codec), *subtitle_args(container, subtitles)[0], *metadata, *flags,
             "-f", fmt, local(out)]
 
