@@ -92,8 +92,11 @@ def temp_name(path: Path) -> Path:
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     tmp = temp_name(path)
+    tmp.unlink(missing_ok=True)
     try:
-        with tmp.open("wb") as handle:
+        # O_EXCL | O_NOFOLLOW: never write through a link planted under the temp name.
+        descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())

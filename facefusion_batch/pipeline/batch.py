@@ -23,6 +23,7 @@ from facefusion_batch.pipeline.engine import FaceEngine, Selection, build_engine
 from facefusion_batch.pipeline.journal import FINISHED, Journal, settings_key
 from facefusion_batch.pipeline.lock import RunLock
 from facefusion_batch.pipeline.lookahead import Lookahead
+from facefusion_batch.pipeline.output_guard import prepare_output
 from facefusion_batch.pipeline.progress import Reporter
 from facefusion_batch.pipeline.source_cache import Record
 from facefusion_batch.pipeline.video_job import JobOptions, encode_video
@@ -396,7 +397,7 @@ class Batch:
             following = self._following() if lookahead and self._following else None
             if lookahead and following:
                 lookahead.prepare(following[0].path, hash_content=following[1])
-            target.output.parent.mkdir(parents=True, exist_ok=True)
+            prepare_output(self.settings.output_path, target.output, target.path)
             if target.kind == "image":
                 self.reporter.start(str(target.path), 1)
                 swapped = self.image(target)
@@ -433,6 +434,7 @@ class Batch:
             write_image(frame, target.output, self.settings.output_image_quality, self.tags or None)
         else:
             partial = temp_name(target.output)
+            partial.unlink(missing_ok=True)  # copyfile would write through a link planted there
             shutil.copyfile(target.path, partial)
             partial.replace(target.output)
         self.reporter.advance(1)

@@ -271,6 +271,7 @@ def finish_video(plan: VideoPlan, workspace: Path, tags: dict[str, str]) -> str:
         chunks.append(chunk_path(workspace, index))
         index += 1
     partial = temp_name(plan.out)
+    partial.unlink(missing_ok=True)  # ffmpeg and copyfile would write through a link planted there
     note = ""
     try:
         if not any(m["faces"] for m in metas):
