@@ -272,6 +272,41 @@ def _with_subtitles(codec: str) -> Callable[[Path], None]:
     return build
 
 
+def _alpha_plane(height: int, width: int) -> np.ndarray:
+    """Opaque in the middle (where the face is), fading to transparent at the sides."""
+    ramp = np.clip(np.abs(np.linspace(-1.0, 1.0, width)) * -400 + 400, 0, 255).astype(np.uint8)
+    return np.repeat(ramp[None, :], height, axis=0)
+
+
+def _rgba(path: Path) -> None:
+    """A still with an alpha channel (a cut-out on a transparent background)."""
+    from PIL import Image
+
+    frame = face_frame()
+    rgba = np.dstack([frame[:, :, ::-1], _alpha_plane(*frame.shape[:2])])
+    Image.fromarray(rgba, "RGBA").save(path, **({"lossless": True} if path.suffix == ".webp" else {}))
+
+
+def _animated(path: Path) -> None:
+    """Four frames, 80 ms each, looping; with transparency where the format has it."""
+    from PIL import Image
+
+    frames = []
+    for frame in _frames(cv2.resize(face_frame(), (240, 136)), 4):
+        alpha = _alpha_plane(*frame.shape[:2])
+        if path.suffix == ".gif":  # Pillow drops RGBA's alpha when it makes the palette: mark index 255 ourselves
+            indices = np.asarray(Image.fromarray(frame[:, :, ::-1].copy()).quantize(255)).copy()
+            palette = Image.fromarray(frame[:, :, ::-1].copy()).quantize(255).getpalette()[:765]
+            indices[alpha < 128] = 255
+            paletted = Image.fromarray(indices, "P")
+            paletted.putpalette(palette + [0] * (768 - len(palette)))
+            frames.append(paletted)
+        else:
+            frames.append(Image.fromarray(np.dstack([frame[:, :, ::-1], alpha]), "RGBA"))
+    options = {"lossless": True} if path.suffix == ".webp" else {"transparency": 255} if path.suffix == ".gif" else {}
+    frames[0].save(path, save_all=True, append_images=frames[1:], duration=80, loop=0, **options)
+
+
 # (path relative to the corpus directory, builder, expectation)
 CASES: list[tuple[str, Callable[[Path], object], Expected]] = [
     ("plain.mp4", _face_clip, DONE),  # control: if this fails, nothing else means much
@@ -321,6 +356,12 @@ CASES: list[tuple[str, Callable[[Path], object], Expected]] = [
     ("subtitles.mkv", _with_subtitles("srt"), DONE),
     ("subtitles.mp4", _with_subtitles("mov_text"), DONE),
     ("subtitles.webm", _with_subtitles("webvtt"), DONE),
+    # Transparency and animation are kept (class 11): every frame processed, alpha put back.
+    ("rgba.png", _rgba, DONE),
+    ("rgba.webp", _rgba, DONE),
+    ("animated.gif", _animated, DONE),
+    ("animated.webp", _animated, DONE),
+    ("animated.png", _animated, DONE),
 ]
 
 

@@ -17,6 +17,8 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from fractions import Fraction
+
+import numpy as np
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -132,6 +134,39 @@ def picture_problems(before: VideoInfo, after: VideoInfo, facts: list[str]) -> l
     return problems
 
 
+IMAGES = (".png", ".jpg", ".jpeg", ".webp", ".gif")
+
+
+def image_facts(path: Path) -> tuple[int, bool, tuple[int, int]]:
+    """(frames, whether any pixel of any frame is see-through, size) of an image file."""
+    from PIL import Image
+
+    with Image.open(path) as image:
+        frames = getattr(image, "n_frames", 1)
+        alpha = False
+        for index in range(frames):
+            image.seek(index)
+            alpha = alpha or int(np.asarray(image.convert("RGBA"))[:, :, 3].min()) < 255
+        return frames, alpha, image.size
+
+
+def compare_image(source: Path, output: Path) -> tuple[list[str], list[str]]:
+    """(facts, problems): an image keeps its frame count, its transparency and its size."""
+    try:
+        before, after = image_facts(source), image_facts(output)
+    except OSError as exc:
+        return [], [f"image not readable ({exc})"]
+    facts = [f"frames {before[0]}->{after[0]}", f"alpha {before[1]}->{after[1]}"]
+    problems = []
+    if before[0] != after[0]:
+        problems.append(f"frame count {before[0]}->{after[0]}")
+    if before[1] and not after[1]:
+        problems.append("transparency lost")
+    if before[2] != after[2]:
+        problems.append(f"size {before[2]}->{after[2]}")
+    return facts, problems
+
+
 def leftovers(out: Path, temp: Path) -> list[str]:
     """Hidden or partial files under the output dir, and anything at all under the temp dir."""
     found = [f"out:{p.relative_to(out)}" for p in out.rglob("*")
@@ -152,7 +187,11 @@ def judge(row: Row, corpus: Path, out: Path) -> None:
         row.problems.append("output written for a failed target")
     if row.status in ("done", "no_face") and not output.exists():
         row.problems.append("no output file")
-    elif row.status == "done" and Path(row.name).suffix.lower() not in (".png", ".jpg", ".jpeg", ".webp"):
+    elif row.status == "done" and Path(row.name).suffix.lower() in IMAGES:
+        facts, problems = compare_image(corpus / row.name, output)
+        row.checks += facts
+        row.problems += problems
+    elif row.status == "done":
         facts, problems = compare_video(corpus / row.name, output)
         if "variable frame rate" in (expected.reason_contains or ""):  # moved frames are expected and reported
             problems = [p for p in problems if "off their original time" not in p]

@@ -15,7 +15,7 @@ import numpy as np
 from facefusion_batch import __version__
 from facefusion_batch.errors import FfbError, MediaError, OutputError
 from facefusion_batch.marking import marking_tags
-from facefusion_batch.media import read_image, temp_name, write_image
+from facefusion_batch.media import read_picture, temp_name, write_picture
 from facefusion_batch.memory import apply_memory_limit
 from facefusion_batch.pipeline.analysis import MotionGate, Reference, face_patches, track
 from facefusion_batch.models.store import sha256_of
@@ -428,10 +428,16 @@ class Batch:
         return complete
 
     def image(self, target: Target) -> int:
-        frame = read_image(target.path, error=MediaError)
-        frame, swapped = self.frame(frame)
+        """Swap the faces of an image target (every frame of an animated one; alpha kept, see media)."""
+        picture = read_picture(target.path, error=MediaError)
+        frames, swapped = [], 0
+        for frame in picture.frames:
+            frame, faces = self.frame(frame)
+            frames.append(frame)
+            swapped += faces
         if swapped:
-            write_image(frame, target.output, self.settings.output_image_quality, self.tags or None)
+            write_picture(picture.with_frames(frames), target.output, self.settings.output_image_quality,
+                          self.tags or None)
         else:
             partial = temp_name(target.output)
             partial.unlink(missing_ok=True)  # copyfile would write through a link planted there
