@@ -352,6 +352,8 @@ CASES: list[tuple[str, Callable[[Path], object], Expected]] = [
     ("cover_art_first.mp4", _cover_art_first, DONE),
     ("streams_before_video.mkv", _streams_before_video, DONE),
     ("start_offset.mp4", _start_offset, DONE),
+    # MPEG-TS content under an .mp4 name: streams under a program, timestamps starting at 1.4 s.
+    ("transport_stream.mp4", lambda p: _face_clip(p, output=["-f", "mpegts"]), DONE),
     # Subtitles are kept (class 11): converted to the container's own text format where needed.
     ("subtitles.mkv", _with_subtitles("srt"), DONE),
     ("subtitles.mp4", _with_subtitles("mov_text"), DONE),

@@ -10,6 +10,7 @@ Exits 1 when any case differs from its expectation. Needs no models and no netwo
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -125,8 +126,10 @@ def picture_problems(before: VideoInfo, after: VideoInfo, facts: list[str]) -> l
         facts.append(f"fields {before.field_order}->{after.field_order}")
     if before.field_order != after.field_order:
         problems.append(f"field order {before.field_order} -> {after.field_order}")
-    if before.colour != after.colour:
-        problems.append(f"colour tags {before.colour} -> {after.colour}")
+    # An RGB source's 'gbr' matrix can't be carried: the output is YUV, untagged unless the source was.
+    source_colour = dataclasses.replace(before.colour, matrix=None) if before.colour.matrix == "gbr" else before.colour
+    if source_colour != after.colour:
+        problems.append(f"colour tags {source_colour} -> {after.colour}")
     if before.subtitle_codecs:
         facts.append(f"subtitles {','.join(before.subtitle_codecs)}->{','.join(after.subtitle_codecs) or 'none'}")
         if len(after.subtitle_codecs) < len(before.subtitle_codecs):

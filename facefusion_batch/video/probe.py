@@ -24,7 +24,7 @@ from facefusion_batch.video import ffmpeg
 from facefusion_batch.video.ffmpeg import Colour, Picture
 
 _DURATION = re.compile(r"^\s*Duration: (\d+):(\d+):(\d+(?:\.\d+)?)")
-_STREAM = re.compile(r"^  Stream #0:(\d+)\S*: (\w+): (.*)$")
+_STREAM = re.compile(r"^( {2,})Stream #0:(\d+)\S*: (\w+): (.*)$")  # deeper under a "Program" in some builds
 _MAPPING = re.compile(r"^  Stream #0:(\d+) -> #0:0\b")
 _ROTATION = re.compile(r"^\s*display ?matrix: rotation of (-?\d+(?:\.\d+)?) degrees", re.IGNORECASE)
 _HEADER = re.compile(r"^#(\w+) 0: (.*)$")
@@ -84,6 +84,7 @@ class Timing(NamedTuple):
 class _Stream:
     kind: str  # Video, Audio, Subtitle, Data, Attachment
     description: str
+    indent: int = 2
     extra: list[str] = field(default_factory=list)  # the indented lines under it (metadata, side data)
 
 
@@ -153,8 +154,8 @@ def describe_input(text: str) -> tuple[dict[int, _Stream], int | None, float | N
             continue
         match = _STREAM.match(line)
         if match:
-            current = streams[int(match.group(1))] = _Stream(match.group(2), match.group(3))
-        elif line.startswith("    ") and current is not None:
+            current = streams[int(match.group(2))] = _Stream(match.group(3), match.group(4), len(match.group(1)))
+        elif current is not None and line.startswith(" " * (current.indent + 1)):
             current.extra.append(line)
         else:
             current = None

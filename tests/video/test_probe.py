@@ -195,3 +195,22 @@ def test_metadata_text_cannot_pose_as_a_stream():
     assert streams[1].kind == "Video" and streams[0].kind == "Audio"
     from facefusion_batch.video.probe import _rotation
     assert _rotation(streams[0].extra) == 0 and _rotation(streams[1].extra) == 270
+
+
+def test_streams_listed_under_a_program_are_found():
+    from facefusion_batch.video.probe import _rotation, describe_input
+
+    text = ("Input #0, mpegts, from 'x.mp4':\n"
+            "  Duration: 00:00:00.42, start: 1.400000, bitrate: 1258 kb/s\n"
+            "  Program 1 \n"
+            "    Metadata:\n"
+            "      service_name    : Service01\n"
+            "    Stream #0:0[0x100]: Video: h264 (Main), yuv420p(tv, top first), 320x240 [SAR 4:3 DAR 16:9]\n"
+            "      Side data:\n"
+            "        displaymatrix: rotation of 90.00 degrees\n"
+            "    Stream #0:1[0x101](und): Audio: aac (LC), 44100 Hz, mono, fltp, 70 kb/s\n"
+            "Stream mapping:\n"
+            "  Stream #0:0 -> #0:0 (copy)\n")
+    streams, mapped, duration = describe_input(text)
+    assert mapped == 0 and streams[1].kind == "Audio" and duration == 0.42
+    assert _rotation(streams[0].extra) == 90 and _rotation(streams[1].extra) == 0
