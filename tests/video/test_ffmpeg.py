@@ -118,3 +118,52 @@ def test_level_tagged_log_splits_into_description_and_errors():
                                  "deprecated pixel format"]
     assert ffmpeg.error_line(errors) == "Invalid NAL unit size (3321 > 82)."
     assert b"[error]" not in errors and b"Error opening input files" in errors
+
+
+@pytest.mark.parametrize("name", ["concat:a.mp4|b.mp4", "file:a.mp4", "pipe:1.mp4", "subfile,,start,0,end,0,,:a.mp4",
+                                  "data:video/mp4;base64,AAAA.mp4", "http://example.com/a.mp4", "-i.mp4"])
+def test_every_path_reaches_ffmpeg_as_an_absolute_file_url(name):
+    path = Path(name)
+    expected = "file:" + str(Path.cwd() / name)
+    assert ffmpeg.local(path) == expected
+    assert expected in ffmpeg.probe_command(path) and expected in ffmpeg.decode_command(path)
+    assert ffmpeg.encode_command(path, 64, 64, Fraction(25), EncodeOptions("libx264", "fast", 80), Colour(),
+                                 "yuv420p", "mp4")[-1] == expected
+    mux = ffmpeg.mux_command(path, path, path, "mp4", None, {})
+    assert mux[mux.index("-i") + 1] == expected and mux[-1] == expected
+    assert ffmpeg.concat_list([path]) == f"file '{expected}'\n"
+
+
+def test_encoder_keeps_sample_aspect_ratio_and_fields_in_one_filter_chain():
+    from facefusion_batch.video.ffmpeg import Picture
+
+    args = ffmpeg.encode_command(Path("c.mp4"), 640, 480, Fraction(25), EncodeOptions("libx264", "fast", 80),
+                                 Colour("bt709", None, None, "tv"), "yuv420p", "mp4", Picture(Fraction(4, 3), "bb"))
+    assert args.count("-vf") == 1
+    assert args[args.index("-vf") + 1] == "scale=out_color_matrix=bt709:out_range=limited,setsar=4/3"
+    assert args[args.index("-x264-params") + 1] == "bff=1" and args[args.index("-field_order") + 1] == "bb"
+    plain = ffmpeg.encode_command(Path("c.mp4"), 64, 64, Fraction(25), EncodeOptions("libx264", "fast", 80),
+                                  Colour(), "yuv420p", "mp4", Picture())
+    assert "-vf" not in plain and "-field_order" not in plain
+
+
+@pytest.mark.parametrize("container, codecs, kept, dropped", [
+    ("mkv", ["subrip", "hdmv_pgs_subtitle", "mov_text"], ["copy", "copy", "subrip"], []),
+    ("mp4", ["subrip", "ass", "dvd_subtitle"], ["mov_text", "mov_text"], ["dvd_subtitle"]),
+    ("mov", ["mov_text"], ["mov_text"], []),
+    ("webm", ["subrip", "dvd_subtitle"], ["webvtt"], ["dvd_subtitle"]),
+    ("avi", ["subrip"], [], ["subrip"]),
+    ("mp4", [], [], []),
+])
+def test_subtitles_kept_where_the_container_can_hold_them(container, codecs, kept, dropped):
+    args, lost = ffmpeg.subtitle_args(container, codecs)
+    assert [args[i + 3] for i in range(0, len(args), 4)] == kept
+    assert [args[i + 2] for i in range(0, len(args), 4)] == [f"-c:s:{n}" for n in range(len(kept))]
+    assert lost == dropped
+
+
+def test_mux_starts_the_video_where_the_original_did():
+    args = ffmpeg.mux_command(Path("l.txt"), Path("o.mp4"), Path("out.mp4"), "mp4", "aac", {}, video_start=0.4)
+    assert args[args.index("-itsoffset") + 1] == "0.400000"
+    assert args.index("-itsoffset") < args.index("concat")
+    assert "-itsoffset" not in ffmpeg.mux_command(Path("l.txt"), Path("o.mp4"), Path("out.mp4"), "mp4", "aac", {})
