@@ -97,13 +97,21 @@ def read_picture(path: Path, error: type[Exception] = MediaError) -> Picture:
     from PIL import Image, ImageOps, UnidentifiedImageError
 
     try:
-        with Image.open(path) as image:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # we judge the size ourselves
+            image = Image.open(path)
+    except Image.DecompressionBombError:
+        return Picture([read_image(path, error)], [None])  # refused there, with the fix
+    except (UnidentifiedImageError, OSError, ValueError):
+        return Picture([read_image(path, error)], [None])  # OpenCV may still read it, or explains why not
+    try:
+        with image:
             frames = getattr(image, "n_frames", 1)
             transparent = image.mode in ("RGBA", "LA", "PA", "RGBa", "La") or "transparency" in image.info
             width, height = image.size
-            if frames == 1 and not transparent:
-                return Picture([read_image(path, error)], [None])
-            if width * height > MAX_IMAGE_PIXELS or width * height * frames > MAX_ANIMATION_PIXELS:
+            if (frames == 1 and not transparent) or width * height > MAX_IMAGE_PIXELS:
+                return Picture([read_image(path, error)], [None])  # which refuses one too large, with the fix
+            if width * height * frames > MAX_ANIMATION_PIXELS:
                 raise error(f"{path}: {frames} frames of {width}x{height} are too many to hold; convert it to a "
                             "video (ffmpeg -i in.gif out.mp4) and use that as the target")
             colour, alpha, durations = [], [], []

@@ -63,3 +63,18 @@ def test_too_many_animation_pixels_is_refused_with_the_fix(tmp_path, monkeypatch
     monkeypatch.setattr(media, "MAX_ANIMATION_PIXELS", 240 * 136 * 3)
     with pytest.raises(MediaError, match="4 frames of 240x136 are too many.*convert it to a video"):
         read_picture(gif)
+
+
+def test_huge_or_broken_images_fail_with_a_reason_not_an_exception(tmp_path):
+    from facefusion_batch.errors import MediaError
+
+    big = tmp_path / "big.png"
+    from PIL import Image
+    Image.new("LA", (13000, 14000)).save(big)  # over Pillow's own bomb limit: it raises rather than warns
+    with pytest.raises(MediaError, match="downscale"):
+        read_picture(big)
+    gif = tmp_path / "cut.gif"
+    hostile_media._animated(gif)
+    gif.write_bytes(gif.read_bytes()[: gif.stat().st_size // 2])
+    with pytest.raises(MediaError, match="cut.gif"):
+        read_picture(gif)
