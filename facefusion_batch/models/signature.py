@@ -185,3 +185,18 @@ def check_model(spec: ModelSpec, path: Path) -> None:
         raise ModelError(f"{path} is not {spec.name}: expected inputs {_describe(spec.inputs)} and outputs "
                          f"{_describe(spec.outputs)}; found inputs {_describe(inputs)} and outputs "
                          f"{_describe(outputs)}; {fix}")
+
+
+def checked(state):
+    """`state` (a store.ModelState) with a present file's signature checked too: 'corrupt' when it is
+    damaged or another model, for `ffb models list/verify`."""
+    import dataclasses
+
+    if state.status not in ("ok", "unverified"):
+        return state
+    try:
+        check_model(state.spec, state.path)
+    except ModelError as exc:
+        detail = str(exc).split("; delete it and re-download")[0]
+        return dataclasses.replace(state, status="corrupt", detail=detail)
+    return state

@@ -98,3 +98,17 @@ def test_run_exits_3_with_one_line(env, neural_models, source_image, capsys, mon
     assert code == 3
     assert "Traceback" not in err and str(swapper) in err
     assert ("is damaged (truncated" if damage == "truncated" else "is not inswapper_128") in err
+
+
+def test_models_verify_names_a_wrong_file(env, neural_models, capsys, monkeypatch):
+    models = env / "models"
+    shutil.copytree(neural_models, models)
+    monkeypatch.setenv("FFB_MODELS_PATH", str(models))
+    shutil.copyfile(models / "scrfd_2.5g.onnx", models / "arcface_w600k_r50.onnx")
+    (models / "arcface_w600k_r50.hash").unlink(missing_ok=True)
+    assert main(["models", "verify", "--json"]) == 3
+    import json
+    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+    assert rows["arcface_w600k_r50"]["status"] == "corrupt"
+    assert "is not arcface_w600k_r50" in rows["arcface_w600k_r50"]["detail"]
+    assert rows["inswapper_128"]["status"] in ("ok", "unverified")
