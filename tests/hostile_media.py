@@ -240,6 +240,22 @@ def _streams_before_video(path: Path) -> None:
         leftover.unlink()
 
 
+def _audio_with_cover(path: Path) -> None:
+    """Music with cover art, named .mp4: its only video stream is a still picture, not a video."""
+    audio = path.with_name(f".audio-{path.name}.m4a")
+    _audio_only(["-c:a", "aac", "-b:a", "32k"])(audio)
+    cover = _cover_jpeg(path.with_name(f".cover-{path.name}.jpg"))
+    _ffmpeg("-i", str(audio), "-i", str(cover), "-map", "0", "-map", "1", "-c", "copy",
+            "-disposition:v:0", "attached_pic", str(path))
+    audio.unlink()
+    cover.unlink()
+
+
+def _timecode_track(path: Path) -> None:
+    """A camera's QuickTime file: a timecode data track (tmcd) beside the video and audio."""
+    _face_clip(path, output=["-timecode", "01:00:00:00"])
+
+
 def _start_offset(path: Path) -> None:
     """The video starts 0.4 s after the audio (a stream start offset): the output must keep them in sync."""
     clip = _face_clip(path.with_name(f".clip-{path.name}"), audio=None)
@@ -350,6 +366,8 @@ CASES: list[tuple[str, Callable[[Path], object], Expected]] = [
     ("interlaced_bff.mkv", _interlaced("bb"), DONE),
     ("colour_tagged_full_range.mp4", _colour_tagged, DONE),
     ("cover_art_first.mp4", _cover_art_first, DONE),
+    ("audio_with_cover.mp4", _audio_with_cover, NOT_VIDEO),
+    ("timecode_track.mov", _timecode_track, DONE),
     ("streams_before_video.mkv", _streams_before_video, DONE),
     ("start_offset.mp4", _start_offset, DONE),
     # MPEG-TS content under an .mp4 name: streams under a program, timestamps starting at 1.4 s.

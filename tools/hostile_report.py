@@ -130,6 +130,10 @@ def picture_problems(before: VideoInfo, after: VideoInfo, facts: list[str]) -> l
     source_colour = dataclasses.replace(before.colour, matrix=None) if before.colour.matrix == "gbr" else before.colour
     if source_colour != after.colour:
         problems.append(f"colour tags {source_colour} -> {after.colour}")
+    if before.timecode or after.timecode:
+        facts.append(f"timecode {before.timecode}->{after.timecode}")
+    if before.timecode != after.timecode:
+        problems.append(f"timecode {before.timecode} -> {after.timecode}")
     if before.subtitle_codecs:
         facts.append(f"subtitles {','.join(before.subtitle_codecs)}->{','.join(after.subtitle_codecs) or 'none'}")
         if len(after.subtitle_codecs) < len(before.subtitle_codecs):

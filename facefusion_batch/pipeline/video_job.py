@@ -462,7 +462,7 @@ def _mux(info: VideoInfo, chunks: list[Path], workspace: Path, partial: Path, co
     listing.write_text(ffmpeg.concat_list(chunks), encoding="utf-8")
     ffmpeg.run(ffmpeg.mux_command(listing, info.path, partial, container, info.audio_codec, tags,
                                   info.subtitle_codecs, info.start_time,
-                                  ffmpeg.stream_tags(info.colour, info.picture)),
+                                  ffmpeg.stream_tags(info.colour, info.picture), info.timecode),
                f"{info.path}: joining chunks and audio")
 
 

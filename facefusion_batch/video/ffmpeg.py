@@ -258,17 +258,19 @@ def subtitle_args(container: str, codecs: Sequence[str]) -> tuple[list[str], lis
 
 def mux_command(list_file: Path, original: Path, out: Path, container: str, audio_codec: str | None,
                 tags: Mapping[str, str], subtitles: Sequence[str] = (), video_start: float = 0.0,
-                video_tags: Sequence[str] = ()) -> list[str]:
+                video_tags: Sequence[str] = (), timecode: str | None = None) -> list[str]:
     """Join encoded chunks, add the original's audio, the `subtitles` (codecs of its subtitle streams) that
     the container holds and its metadata plus `tags`, write `out`. The video starts at `video_start`
     seconds, as in the original, so that it stays in sync with the audio and subtitles; `video_tags`
-    (see stream_tags) describe it."""
+    (see stream_tags) describe it; a `timecode` becomes the output's (a timecode track in MOV/MP4)."""
     metadata: list[str] = []
     for key, value in tags.items():
         metadata += ["-metadata", f"{key}={value}"]
     flags = ["-movflags", "+faststart+use_metadata_tags"] if container in ("mp4", "mov") else []
     fmt = {"mkv": "matroska"}.get(container, container)
     offset = ["-itsoffset", f"{video_start:.6f}"] if video_start else []
+    if timecode:
+        metadata += ["-timecode", timecode]
     return [ffmpeg_binary(), "-v", "error", "-nostdin", "-y",
             *offset, "-f", "concat", "-safe", "0", "-i", local(list_file), "-i", local(original),
             "-map", "0:v:0", "-map", "1:a?", "-map_metadata", "1", "-c:v", "copy", *video_tags,

@@ -27,6 +27,7 @@ _DURATION = re.compile(r"^\s*Duration: (\d+):(\d+):(\d+(?:\.\d+)?)")
 _STREAM = re.compile(r"^( {2,})Stream #0:(\d+)\S*: (\w+): (.*)$")  # deeper under a "Program" in some builds
 _MAPPING = re.compile(r"^  Stream #0:(\d+) -> #0:0\b")
 _ROTATION = re.compile(r"^\s*display ?matrix: rotation of (-?\d+(?:\.\d+)?) degrees", re.IGNORECASE)
+_TIMECODE = re.compile(r"^\s+timecode\s*: (\d{2}:\d{2}:\d{2}[:;.]\d{2,3})\s*$")
 _HEADER = re.compile(r"^#(\w+) 0: (.*)$")
 _SIZE = re.compile(r"^(\d+)x(\d+)\b")
 _PIXEL_FORMAT = re.compile(r"^([a-z][a-z0-9_]*)(?:\((.*)\))?$")
@@ -60,6 +61,7 @@ class VideoInfo:
     field_order: str = "progressive"  # or tt, bb, tb, bt as ffmpeg's -field_order names them
     subtitle_codecs: tuple[str, ...] = ()
     start_time: float = 0.0  # seconds from the file's start to the first frame shown
+    timecode: str | None = None  # a camera's start timecode (HH:MM:SS:FF), from a timecode track or tag
 
     @property
     def picture(self) -> Picture:
@@ -125,7 +127,8 @@ def probe(path: Path) -> VideoInfo:
                      pixel_format=facts["pixel_format"], colour=facts["colour"], audio_codec=audio,
                      variable_frame_rate=timing.variable, timing_shift=timing.shift,
                      sar=_sar(header.get("sar", "")) or facts["sar"] or Fraction(1),
-                     field_order=facts["field_order"], subtitle_codecs=subtitles, start_time=timing.start)
+                     field_order=facts["field_order"], subtitle_codecs=subtitles, start_time=timing.start,
+                     timecode=_timecode([stream, *streams.values()] if stream else list(streams.values())))
 
 
 def describe_input(text: str) -> tuple[dict[int, _Stream], int | None, float | None]:
@@ -237,6 +240,16 @@ def _rotation(extra: list[str]) -> int:
         if match:
             return int(round(float(match.group(1)))) % 360
     return 0
+
+
+def _timecode(streams: list[_Stream]) -> str | None:
+    """The first timecode tag: the video stream's own, else a timecode (data) track's."""
+    for stream in streams:
+        for line in stream.extra:
+            match = _TIMECODE.match(line)
+            if match:
+                return match.group(1)
+    return None
 
 
 def _size(text: str) -> tuple[int, int] | None:

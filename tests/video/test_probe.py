@@ -214,3 +214,12 @@ def test_streams_listed_under_a_program_are_found():
     streams, mapped, duration = describe_input(text)
     assert mapped == 0 and streams[1].kind == "Audio" and duration == 0.42
     assert _rotation(streams[0].extra) == 90 and _rotation(streams[1].extra) == 0
+
+
+def test_timecode_of_a_camera_file(tmp_path):
+    import hostile_media
+
+    hostile_media._timecode_track(tmp_path / "cam.mov")
+    info = probe(tmp_path / "cam.mov")
+    assert info.timecode == "01:00:00:00" and info.frame_count == hostile_media.FRAMES
+    assert probe(make_clip(tmp_path / "plain.mp4", frames=3, audio=False)).timecode is None
