@@ -167,6 +167,8 @@ def encode_video(path: Path, out: Path, frame_fn: FrameProcessor, tags: dict[str
         on_start(plan.info.frame_count)
         if resume_key:
             workspace = options.temp_root / f"ffb-{resume_key}"
+            if workspace.is_symlink():  # a predictable name: never work (or delete) through a link put there
+                workspace.unlink()
             workspace.mkdir(exist_ok=True)
         else:
             workspace = Path(tempfile.mkdtemp(prefix="ffb-", dir=options.temp_root))

@@ -92,3 +92,20 @@ def test_an_interrupted_finish_keeps_the_chunks_of_a_resumable_workspace(tmp_pat
         assert sorted(p.name for p in workspace.iterdir()) == ["chunk_00000.json", "chunk_00000.mp4"]
     else:
         assert not workspace.exists()
+
+
+def test_a_link_planted_at_the_resume_workspace_is_not_followed(tmp_path):
+    import os
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    clip = make_clip(tmp_path / "a.mp4", frames=5, audio=False)
+    options = video_job.JobOptions(temp_root=tmp_path / "tmp", chunk_size=10, frame_format="bmp", threads=2,
+                                   in_flight=4, encode=EncodeOptions("libx264", "ultrafast", 60))
+    options.temp_root.mkdir()
+    os.symlink(outside, options.temp_root / "ffb-key")
+    encoded = video_job.encode_video(clip, tmp_path / "out.mp4", Recorder(), {}, options, lambda n: None,
+                                     lambda n: None, resume_key="key")
+    assert encoded.workspace == options.temp_root / "ffb-key" and not encoded.workspace.is_symlink()
+    assert list(outside.iterdir()) == []
+    encoded.finish()
