@@ -121,7 +121,7 @@ class Swapper(Recorder):
 
 @pytest.mark.parametrize("container, codecs, note", [
     ("mp4", ("dvd_subtitle",), "subtitles not kept: .mp4 can't hold dvd_subtitle; write .mkv to keep them"),
-    ("avi", ("subrip", "ass"), "subtitles not kept: .avi can't hold subrip, ass"),
+    ("avi", ("subrip", "ass"), "subtitles not kept: .avi can't hold subrip, ass; write .mkv to keep them"),
     ("mp4", (), ""),
 ])
 def test_subtitles_a_container_cant_hold_are_reported(tmp_path, container, codecs, note):
