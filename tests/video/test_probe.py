@@ -223,3 +223,13 @@ def test_timecode_of_a_camera_file(tmp_path):
     info = probe(tmp_path / "cam.mov")
     assert info.timecode == "01:00:00:00" and info.frame_count == hostile_media.FRAMES
     assert probe(make_clip(tmp_path / "plain.mp4", frames=3, audio=False)).timecode is None
+
+
+def test_a_constant_rate_with_one_gap_keeps_its_rate():
+    """A stream-copy cut can leave a gap before its last frame: writing at the usual step moves one frame,
+    the average rate would move them all."""
+    stamps = [i * 512 for i in range(43)] + [45 * 512]
+    lines = ["#tb 0: 1/12800"] + [f"0, {t}, {t}, 512, 1, 0x0" for t in stamps]
+    timing = frame_timing("\n".join(lines))
+    assert timing.variable and timing.fps == 25
+    assert abs(timing.shift - 0.08) < 1e-9
