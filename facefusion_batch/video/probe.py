@@ -325,16 +325,16 @@ def frame_timing(framecrc: str, nominal: Fraction | None = None) -> Timing:
     variable = steps[0] * 2 < median or steps[-1] > median * 2
     if not variable:
         return Timing(count, fps, False, 0.0, start, duration)
-    # Written at a constant rate, frames move: take whichever rate moves them least, the usual step (a
-    # constant-rate clip with a gap, e.g. a cut) or the average (a phone's rate that really varies).
+    # Written at a constant rate, frames move: take whichever rate moves them least in all, the usual step
+    # (a constant-rate clip with a gap, e.g. a cut) or the average (a phone's rate that really varies).
     average = _sane(Fraction(count - 1) / ((stamps[-1] - stamps[0]) * timebase)) or fps
-    shift, fps = min((_shift(stamps, timebase, rate), rate) for rate in (fps, average))
-    return Timing(count, fps, True, shift, start, duration)
+    _, fps = min((sum(_moves(stamps, timebase, rate)), rate) for rate in (fps, average))
+    return Timing(count, fps, True, max(_moves(stamps, timebase, fps)), start, duration)
 
 
-def _shift(stamps: list[int], timebase: Fraction, fps: Fraction) -> float:
-    """How far (seconds) the frame furthest from its time moves when frames are `fps` apart."""
-    return max(abs(float((p - stamps[0]) * timebase) - i / float(fps)) for i, p in enumerate(stamps))
+def _moves(stamps: list[int], timebase: Fraction, fps: Fraction) -> list[float]:
+    """How far (seconds) each frame moves when frames are written `fps` apart."""
+    return [abs(float((p - stamps[0]) * timebase) - i / float(fps)) for i, p in enumerate(stamps)]
 
 
 def _int(text: str) -> int | None:
