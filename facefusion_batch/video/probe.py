@@ -100,7 +100,8 @@ def probe(path: Path) -> VideoInfo:
     text, errors = ffmpeg.split_levels(run.stderr)
     streams, mapped, duration_text = describe_input(text)
     header, packets = split_framecrc(run.stdout.decode("ascii", "replace"))
-    if header.get("media_type") != "video":
+    # Builds before framecrc's version 2 header name no media type; a picture size means video.
+    if header.get("media_type", "video" if "dimensions" in header else None) != "video":
         if "Input #0" in text:
             raise MediaError(f"{path}: has no video stream (audio only?)")
         raise MediaError(f"{path}: not a readable video, or damaged ({ffmpeg.error_line(errors)})")
@@ -235,10 +236,14 @@ def parse_field_order(text: str) -> str:
 
 
 def _rotation(extra: list[str]) -> int:
+    """The display rotation ffmpeg applies when decoding: quarter turns only (within a degree, as its
+    autorotate judges); other angles it leaves alone, so they count as 0."""
     for line in extra:
         match = _ROTATION.match(line)
         if match:
-            return int(round(float(match.group(1)))) % 360
+            angle = float(match.group(1)) % 360
+            turns = round(angle / 90)
+            return (turns * 90) % 360 if abs(angle - turns * 90) < 1 else 0
     return 0
 
 

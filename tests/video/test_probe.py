@@ -233,3 +233,13 @@ def test_a_constant_rate_with_one_gap_keeps_its_rate():
     timing = frame_timing("\n".join(lines))
     assert timing.variable and timing.fps == 25
     assert abs(timing.shift - 0.08) < 1e-9
+
+
+@pytest.mark.parametrize("text, rotation", [
+    ("rotation of -90.00 degrees", 270), ("rotation of 90.00 degrees", 90), ("rotation of 180.00 degrees", 180),
+    ("rotation of 89.60 degrees", 90), ("rotation of 45.00 degrees", 0), ("rotation of -0.00 degrees", 0),
+])
+def test_rotation_counts_only_the_quarter_turns_ffmpeg_applies(text, rotation):
+    from facefusion_batch.video.probe import _rotation
+
+    assert _rotation([f"      displaymatrix: {text}"]) == rotation
