@@ -303,6 +303,14 @@ def _rgba(path: Path) -> None:
     Image.fromarray(rgba, "RGBA").save(path, **({"lossless": True} if path.suffix == ".webp" else {}))
 
 
+def _png_to_gif(path: Path) -> None:
+    from PIL import Image
+
+    with Image.open(path.with_suffix(".png")) as image:
+        image.save(path)
+    path.with_suffix(".png").unlink()
+
+
 def _animated(path: Path) -> None:
     """Four frames, 80 ms each, looping; with transparency where the format has it."""
     from PIL import Image
@@ -379,6 +387,7 @@ CASES: list[tuple[str, Callable[[Path], object], Expected]] = [
     # Transparency and animation are kept (class 11): every frame processed, alpha put back.
     ("rgba.png", _rgba, DONE),
     ("rgba.webp", _rgba, DONE),
+    ("still.gif", lambda p: cv2.imwrite(str(p.with_suffix(".png")), face_frame()) and _png_to_gif(p), DONE),
     ("animated.gif", _animated, DONE),
     ("animated.webp", _animated, DONE),
     ("animated.png", _animated, DONE),
