@@ -134,6 +134,10 @@ def picture_problems(before: VideoInfo, after: VideoInfo, facts: list[str]) -> l
         facts.append(f"timecode {before.timecode}->{after.timecode}")
     if before.timecode != after.timecode:
         problems.append(f"timecode {before.timecode} -> {after.timecode}")
+    if before.attachments:
+        facts.append(f"attachments {before.attachments}->{after.attachments}")
+        if after.attachments < before.attachments:
+            problems.append("attachments lost")
     if before.subtitle_codecs:
         facts.append(f"subtitles {','.join(before.subtitle_codecs)}->{','.join(after.subtitle_codecs) or 'none'}")
         if len(after.subtitle_codecs) < len(before.subtitle_codecs):

@@ -259,10 +259,11 @@ def subtitle_args(container: str, codecs: Sequence[str]) -> tuple[list[str], lis
 def mux_command(list_file: Path, original: Path, out: Path, container: str, audio_codec: str | None,
                 tags: Mapping[str, str], subtitles: Sequence[str] = (), video_start: float = 0.0,
                 video_tags: Sequence[str] = (), timecode: str | None = None) -> list[str]:
-    """Join encoded chunks, add the original's audio, the `subtitles` (codecs of its subtitle streams) that
-    the container holds and its metadata plus `tags`, write `out`. The video starts at `video_start`
-    seconds, as in the original, so that it stays in sync with the audio and subtitles; `video_tags`
-    (see stream_tags) describe it; a `timecode` becomes the output's (a timecode track in MOV/MP4)."""
+    """Join encoded chunks, add the original's audio, the `subtitles` (codecs of its subtitle streams) the
+    container holds, its attachments (Matroska: the fonts of styled subtitles) and metadata plus `tags`,
+    write `out`. The video starts at `video_start` seconds, as in the original, so that it stays in sync
+    with the audio and subtitles; `video_tags` (see stream_tags) describe it; a `timecode` becomes the
+    output's (a timecode track in MOV/MP4)."""
     metadata: list[str] = []
     for key, value in tags.items():
         metadata += ["-metadata", f"{key}={value}"]
@@ -274,7 +275,8 @@ def mux_command(list_file: Path, original: Path, out: Path, container: str, audi
     return [ffmpeg_binary(), "-v", "error", "-nostdin", "-y",
             *offset, "-f", "concat", "-safe", "0", "-i", local(list_file), "-i", local(original),
             "-map", "0:v:0", "-map", "1:a?", "-map_metadata", "1", "-c:v", "copy", *video_tags,
-            *audio_args(container, audio_codec), *subtitle_args(container, subtitles)[0], *metadata, *flags,
+            *audio_args(container, audio_codec), *subtitle_args(container, subtitles)[0],
+            *(["-map", "1:t?", "-c:t", "copy"] if container == "mkv" else []), *metadata, *flags,
             "-f", fmt, local(out)]
 
 

@@ -62,6 +62,7 @@ class VideoInfo:
     subtitle_codecs: tuple[str, ...] = ()
     start_time: float = 0.0  # seconds from the file's start to the first frame shown
     timecode: str | None = None  # a camera's start timecode (HH:MM:SS:FF), from a timecode track or tag
+    attachments: int = 0  # files attached to the container (Matroska: fonts for styled subtitles)
 
     @property
     def picture(self) -> Picture:
@@ -129,6 +130,7 @@ def probe(path: Path) -> VideoInfo:
                      variable_frame_rate=timing.variable, timing_shift=timing.shift,
                      sar=_sar(header.get("sar", "")) or facts["sar"] or Fraction(1),
                      field_order=facts["field_order"], subtitle_codecs=subtitles, start_time=timing.start,
+                     attachments=sum(s.kind == "Attachment" for s in streams.values()),
                      timecode=_timecode([stream, *streams.values()] if stream else list(streams.values())))
 
 
