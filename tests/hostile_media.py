@@ -256,6 +256,14 @@ def _timecode_track(path: Path) -> None:
     _face_clip(path, output=["-timecode", "01:00:00:00"])
 
 
+def _two_audio_tracks(path: Path) -> None:
+    """An MP4 with a dub: AAC and FLAC audio tracks (FLAC is converted for MP4, the AAC copied)."""
+    clip = _face_clip(path.with_name(f".clip-{path.name}"))
+    _ffmpeg("-i", str(clip), "-f", "lavfi", "-i", "sine=frequency=660:duration=0.32", "-map", "0", "-map", "1:a",
+            "-c:v", "copy", "-c:a:0", "copy", "-c:a:1", "flac", str(path))
+    clip.unlink()
+
+
 def _start_offset(path: Path) -> None:
     """The video starts 0.4 s after the audio (a stream start offset): the output must keep them in sync."""
     clip = _face_clip(path.with_name(f".clip-{path.name}"), audio=None)
@@ -378,6 +386,7 @@ CASES: list[tuple[str, Callable[[Path], object], Expected]] = [
     ("timecode_track.mov", _timecode_track, DONE),
     ("streams_before_video.mkv", _streams_before_video, DONE),
     ("start_offset.mp4", _start_offset, DONE),
+    ("two_audio_tracks.mp4", _two_audio_tracks, DONE),
     # MPEG-TS content under an .mp4 name: streams under a program, timestamps starting at 1.4 s.
     ("transport_stream.mp4", lambda p: _face_clip(p, output=["-f", "mpegts"]), DONE),
     # Subtitles are kept (class 11): converted to the container's own text format where needed.

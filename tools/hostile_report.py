@@ -134,6 +134,10 @@ def picture_problems(before: VideoInfo, after: VideoInfo, facts: list[str]) -> l
         facts.append(f"timecode {before.timecode}->{after.timecode}")
     if before.timecode != after.timecode:
         problems.append(f"timecode {before.timecode} -> {after.timecode}")
+    if len(before.audio_codecs) > 1 or len(after.audio_codecs) > 1:
+        facts.append(f"audio tracks {','.join(before.audio_codecs)}->{','.join(after.audio_codecs)}")
+    if len(after.audio_codecs) < len(before.audio_codecs):
+        problems.append("audio tracks lost")
     if before.attachments:
         facts.append(f"attachments {before.attachments}->{after.attachments}")
         if after.attachments < before.attachments:

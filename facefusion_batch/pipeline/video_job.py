@@ -464,7 +464,8 @@ def _mux(info: VideoInfo, chunks: list[Path], workspace: Path, partial: Path, co
     listing.write_text(ffmpeg.concat_list(chunks), encoding="utf-8")
     ffmpeg.run(ffmpeg.mux_command(listing, info.path, partial, container, info.audio_codec, tags,
                                   info.subtitle_codecs, info.start_time,
-                                  ffmpeg.stream_tags(info.colour, info.picture), info.timecode),
+                                  ffmpeg.stream_tags(info.colour, info.picture), info.timecode,
+                                  info.audio_codecs),
                f"{info.path}: joining chunks and audio")
 
 
@@ -475,3 +476,6 @@ def _verify(partial: Path, info: VideoInfo, frames: int) -> None:
         raise MediaError(f"{info.path}: output has {result.frame_count} frames, expected {frames}")
     if info.audio_codec and not result.audio_codec:
         raise MediaError(f"{info.path}: the audio track was lost while muxing ({info.audio_codec})")
+    if len(result.audio_codecs) < len(info.audio_codecs):
+        raise MediaError(f"{info.path}: {len(info.audio_codecs) - len(result.audio_codecs)} of "
+                         f"{len(info.audio_codecs)} audio tracks were lost while muxing")

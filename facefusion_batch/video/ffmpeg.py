@@ -221,6 +221,15 @@ def audio_args(container: str, audio_codec: str | None) -> list[str]:
     return fallback
 
 
+def audio_track_args(container: str, codecs: Sequence[str]) -> list[str]:
+    """`audio_args` for each audio track on its own (a dub in another codec is converted alone)."""
+    args: list[str] = []
+    for index, codec in enumerate(codecs):
+        args += [f"{flag}:{index}" if flag.startswith(("-c:a", "-b:a")) else flag
+                 for flag in audio_args(container, codec)]
+    return args
+
+
 def check_encoder(container: str, encoder: str) -> str | None:
     """A reason the encoder can't go into the container, or None."""
     allowed = _VIDEO_CONTAINER_CODECS.get(container)
@@ -258,12 +267,14 @@ def subtitle_args(container: str, codecs: Sequence[str]) -> tuple[list[str], lis
 
 def mux_command(list_file: Path, original: Path, out: Path, container: str, audio_codec: str | None,
                 tags: Mapping[str, str], subtitles: Sequence[str] = (), video_start: float = 0.0,
-                video_tags: Sequence[str] = (), timecode: str | None = None) -> list[str]:
+                video_tags: Sequence[str] = (), timecode: str | None = None,
+                audio_codecs: Sequence[str] = ()) -> list[str]:
     """Join encoded chunks, add the original's audio, the `subtitles` (codecs of its subtitle streams) the
     container holds, its attachments (Matroska: the fonts of styled subtitles) and metadata plus `tags`,
     write `out`. The video starts at `video_start` seconds, as in the original, so that it stays in sync
     with the audio and subtitles; `video_tags` (see stream_tags) describe it; a `timecode` becomes the
-    output's (a timecode track in MOV/MP4)."""
+    output's (a timecode track in MOV/MP4). `audio_codecs` (every track's) choose copy or conversion per
+    track; without them `audio_codec` decides for all."""
     metadata: list[str] = []
     for key, value in tags.items():
         metadata += ["-metadata", f"{key}={value}"]
@@ -275,7 +286,8 @@ def mux_command(list_file: Path, original: Path, out: Path, container: str, audi
     return [ffmpeg_binary(), "-v", "error", "-nostdin", "-y",
             *offset, "-f", "concat", "-safe", "0", "-i", local(list_file), "-i", local(original),
             "-map", "0:v:0", "-map", "1:a?", "-map_metadata", "1", "-c:v", "copy", *video_tags,
-            *audio_args(container, audio_codec), *subtitle_args(container, subtitles)[0],
+            *(audio_track_args(container, audio_codecs) if audio_codecs else audio_args(container, audio_codec)),
+            *subtitle_args(container, subtitles)[0],
             *(["-map", "1:t?", "-c:t", "copy"] if container == "mkv" else []), *metadata, *flags,
             "-f", fmt, local(out)]
 

@@ -62,6 +62,7 @@ class VideoInfo:
     subtitle_codecs: tuple[str, ...] = ()
     start_time: float = 0.0  # seconds from the file's start to the first frame shown
     timecode: str | None = None  # a camera's start timecode (HH:MM:SS:FF), from a timecode track or tag
+    audio_codecs: tuple[str, ...] = ()  # every audio track's codec, in order (audio_codec is the first's)
     attachments: int = 0  # files attached to the container (Matroska: fonts for styled subtitles)
 
     @property
@@ -119,8 +120,8 @@ def probe(path: Path) -> VideoInfo:
     timing = frame_timing(run.stdout.decode("ascii", "replace"), facts["rate"])
     if timing.count == 0:
         raise MediaError(f"{path}: the video stream has no frames")
-    audio = next((s.description.split(" ", 1)[0].rstrip(",") for s in streams.values() if s.kind == "Audio"),
-                 None)
+    audios = tuple(s.description.split(" ", 1)[0].rstrip(",") for s in streams.values() if s.kind == "Audio")
+    audio = audios[0] if audios else None
     subtitles = tuple(s.description.split(" ", 1)[0].rstrip(",") for s in streams.values()
                       if s.kind == "Subtitle")
     duration = timing.duration or duration_text or float(timing.count / timing.fps)
@@ -130,7 +131,7 @@ def probe(path: Path) -> VideoInfo:
                      variable_frame_rate=timing.variable, timing_shift=timing.shift,
                      sar=_sar(header.get("sar", "")) or facts["sar"] or Fraction(1),
                      field_order=facts["field_order"], subtitle_codecs=subtitles, start_time=timing.start,
-                     attachments=sum(s.kind == "Attachment" for s in streams.values()),
+                     audio_codecs=audios, attachments=sum(s.kind == "Attachment" for s in streams.values()),
                      timecode=_timecode([stream, *streams.values()] if stream else list(streams.values())))
 
 

@@ -167,3 +167,11 @@ def test_mux_starts_the_video_where_the_original_did():
     assert args[args.index("-itsoffset") + 1] == "0.400000"
     assert args.index("-itsoffset") < args.index("concat")
     assert "-itsoffset" not in ffmpeg.mux_command(Path("l.txt"), Path("o.mp4"), Path("out.mp4"), "mp4", "aac", {})
+
+
+def test_each_audio_track_is_copied_or_converted_on_its_own():
+    assert ffmpeg.audio_track_args("mp4", ["aac", "flac"]) == ["-c:a:0", "copy", "-c:a:1", "aac", "-b:a:1", "192k"]
+    assert ffmpeg.audio_track_args("mkv", ["aac", "flac"]) == ["-c:a:0", "copy", "-c:a:1", "copy"]
+    args = ffmpeg.mux_command(Path("l.txt"), Path("o.mp4"), Path("out.mp4"), "mp4", "aac", {},
+                              audio_codecs=["aac", "flac"])
+    assert "-c:a:1" in args and "-c:a" not in args
