@@ -15,7 +15,7 @@ from facefusion_batch.video.probe import probe
 # Each name, given to ffmpeg as it is, reads something else: the concatenation of a.mp4 and b.mp4, a.mp4
 # itself, or a.mp4 through the subfile protocol.
 PROTOCOL_NAMES = ["concat:a.mp4|b.mp4", "file:a.mp4", "subfile,,start,0,end,0,,:a.mp4", "async:a.mp4",
-                  "cache:a.mp4", "crypto:a.mp4", "a.mp4|b.mp4"]
+                  "cache:a.mp4", "crypto:a.mp4", "a.mp4|b.mp4", "clip%03d.mp4", "a?b#c.mp4", "-y.mp4"]
 
 
 @pytest.fixture
