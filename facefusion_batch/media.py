@@ -82,6 +82,7 @@ class Picture:
     alpha: list[np.ndarray | None]
     durations: tuple[int, ...] = ()
     loop: int | None = None
+    icc_profile: bytes | None = None  # the colour space the pixels are in (e.g. a phone's Display P3)
 
     @property
     def animated(self) -> bool:
@@ -109,8 +110,10 @@ def read_picture(path: Path, error: type[Exception] = MediaError) -> Picture:
             frames = getattr(image, "n_frames", 1)
             transparent = image.mode in ("RGBA", "LA", "PA", "RGBa", "La") or "transparency" in image.info
             width, height = image.size
+            icc = image.info.get("icc_profile") or None
             if (frames == 1 and not transparent) or width * height > MAX_IMAGE_PIXELS:
-                return Picture([read_image(path, error)], [None])  # which refuses one too large, with the fix
+                # which refuses one too large, with the fix
+                return Picture([read_image(path, error)], [None], icc_profile=icc)
             if width * height * frames > MAX_ANIMATION_PIXELS:
                 raise error(f"{path}: {frames} frames of {width}x{height} are too many to hold; convert it to a "
                             "video (ffmpeg -i in.gif out.mp4) and use that as the target")
@@ -127,13 +130,13 @@ def read_picture(path: Path, error: type[Exception] = MediaError) -> Picture:
         if isinstance(exc, error):
             raise
         raise error(f"{path}: not a readable image ({exc})") from None
-    return Picture(colour, alpha, tuple(durations) if frames > 1 else (), loop)
+    return Picture(colour, alpha, tuple(durations) if frames > 1 else (), loop, icc)
 
 
 def write_picture(picture: Picture, path: Path, quality: int, tags: Mapping[str, str] | None) -> None:
     """Write `picture` atomically in the format of `path`'s extension: alpha reattached (JPEG, which
-    can't hold it, gets the colour alone), all frames of an animation, marking tags in EXIF (GIF: in
-    its comment)."""
+    can't hold it, gets the colour alone), all frames of an animation, its ICC colour profile, marking
+    tags in EXIF (GIF: in its comment)."""
     from PIL import Image
 
     fmt = _FORMATS[path.suffix.lower()]
@@ -147,6 +150,8 @@ def write_picture(picture: Picture, path: Path, quality: int, tags: Mapping[str,
         else:
             images.append(Image.fromarray(rgb))
     options: dict = {"quality": quality} if fmt in ("JPEG", "WEBP") else {}
+    if picture.icc_profile and fmt != "GIF":
+        options["icc_profile"] = picture.icc_profile
     if fmt == "GIF":
         if any(a is not None for a in picture.alpha):
             options["transparency"] = _GIF_CLEAR

@@ -78,3 +78,17 @@ def test_huge_or_broken_images_fail_with_a_reason_not_an_exception(tmp_path):
     gif.write_bytes(gif.read_bytes()[: gif.stat().st_size // 2])
     with pytest.raises(MediaError, match="cut.gif"):
         read_picture(gif)
+
+
+@pytest.mark.parametrize("suffix", [".jpg", ".png", ".webp"])
+def test_colour_profile_is_kept(tmp_path, suffix):
+    from PIL import ImageCms
+
+    profile = ImageCms.ImageCmsProfile(ImageCms.createProfile("LAB")).tobytes()  # any valid ICC profile
+    still = tmp_path / f"a{suffix}"
+    Image.fromarray(np.full((32, 32, 3), 120, np.uint8)).save(still, icc_profile=profile)
+    picture = read_picture(still)
+    assert picture.icc_profile == profile
+    write_picture(picture, tmp_path / f"out{suffix}", 90, {"comment": "c", "ai_tool": "t"})
+    with Image.open(tmp_path / f"out{suffix}") as image:
+        assert image.info.get("icc_profile") == profile
