@@ -8,12 +8,17 @@ deep inside the first inference.
 """
 from __future__ import annotations
 
+import dataclasses
 import mmap
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from facefusion_batch.errors import ModelError
 from facefusion_batch.models.catalog import ModelSpec, TensorSpec
+
+if TYPE_CHECKING:
+    from facefusion_batch.models.store import ModelState
 
 # ONNX TensorProto.DataType values ffb can meet.
 _DTYPES = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "int64", 9: "bool", 10: "float16",
@@ -155,7 +160,7 @@ def _matches(expected: TensorSpec, found: Found, by_name: bool) -> bool:
     return all(e is None or f is None or e == f for e, f in zip(expected.shape, found.shape))
 
 
-def _describe(tensors) -> str:
+def _describe(tensors: list[Found] | tuple[TensorSpec, ...]) -> str:
     parts = []
     for t in tensors:
         if isinstance(t, TensorSpec):
@@ -187,11 +192,9 @@ def check_model(spec: ModelSpec, path: Path) -> None:
                          f"{_describe(outputs)}; {fix}")
 
 
-def checked(state):
-    """`state` (a store.ModelState) with a present file's signature checked too: 'corrupt' when it is
-    damaged or another model, for `ffb models list/verify`."""
-    import dataclasses
-
+def checked(state: ModelState) -> ModelState:
+    """`state` with a present file's signature checked too: 'corrupt' when it is damaged or another model,
+    for `ffb models list/verify`."""
     if state.status not in ("ok", "unverified"):
         return state
     try:
