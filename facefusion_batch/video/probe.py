@@ -198,7 +198,7 @@ def video_facts(description: str) -> dict:
     for index, text in enumerate(fields[1:], 1):
         size = _SIZE.match(text)
         if size and facts["size"] is None:
-            facts["size"] = int(size.group(1)), int(size.group(2))
+            facts["size"] = _size(text)
             sar = re.search(r"SAR (\d+):(\d+)", text)
             facts["sar"] = _sar(f"{sar.group(1)}/{sar.group(2)}") if sar else None
             pixel = _PIXEL_FORMAT.match(fields[index - 1]) if index >= 2 else None
@@ -261,8 +261,10 @@ def _timecode(streams: list[_Stream]) -> str | None:
 
 
 def _size(text: str) -> tuple[int, int] | None:
+    """'WxH' as (W, H); None unless both are known (non-zero)."""
     match = _SIZE.match(text.strip())
-    return (int(match.group(1)), int(match.group(2))) if match else None
+    size = (int(match.group(1)), int(match.group(2))) if match else None
+    return size if size and all(size) else None
 
 
 def _sar(text: str) -> Fraction | None:
