@@ -243,3 +243,14 @@ def test_rotation_counts_only_the_quarter_turns_ffmpeg_applies(text, rotation):
     from facefusion_batch.video.probe import _rotation
 
     assert _rotation([f"      displaymatrix: {text}"]) == rotation
+
+
+@pytest.mark.parametrize("stamps", [
+    [0, 0, 0, 0, 10 ** 12],  # one absurd jump: the step's rate rounds to 0 fps
+    [0, 40, 80, 10 ** 12, 10 ** 12 + 40],  # a jump among regular steps (variable, average ~0 fps)
+    [-(1 << 62), 0, 40, 80],
+])
+def test_absurd_timestamps_never_give_a_zero_rate(stamps):
+    lines = ["#tb 0: 1/1000"] + [f"0, {t}, {t}, 1, 1, 0x0" for t in stamps]
+    timing = frame_timing("\n".join(lines), Fraction(25))
+    assert timing.count == len(stamps) and 0 < timing.fps <= 1000
