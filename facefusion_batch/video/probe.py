@@ -117,22 +117,25 @@ def probe(path: Path) -> VideoInfo:
     rotation = _rotation(stream.extra if stream else [])
     if rotation % 180:
         width, height = height, width
-    timing = frame_timing(run.stdout.decode("ascii", "replace"), facts["rate"])
+    timing = packet_timing(_timebase(header), packets, facts["rate"])
     if timing.count == 0:
         raise MediaError(f"{path}: the video stream has no frames")
-    audios = tuple(s.description.split(" ", 1)[0].rstrip(",") for s in streams.values() if s.kind == "Audio")
-    audio = audios[0] if audios else None
-    subtitles = tuple(s.description.split(" ", 1)[0].rstrip(",") for s in streams.values()
-                      if s.kind == "Subtitle")
-    duration = timing.duration or duration_text or float(timing.count / timing.fps)
+    audios = _codecs(streams, "Audio")
     return VideoInfo(path=path, width=width, height=height, fps=timing.fps, frame_count=timing.count,
-                     duration=duration, rotation=rotation, codec=header.get("codec_id") or facts["codec"],
-                     pixel_format=facts["pixel_format"], colour=facts["colour"], audio_codec=audio,
-                     variable_frame_rate=timing.variable, timing_shift=timing.shift,
-                     sar=_sar(header.get("sar", "")) or facts["sar"] or Fraction(1),
-                     field_order=facts["field_order"], subtitle_codecs=subtitles, start_time=timing.start,
-                     audio_codecs=audios, attachments=sum(s.kind == "Attachment" for s in streams.values()),
-                     timecode=_timecode([stream, *streams.values()] if stream else list(streams.values())))
+                     duration=timing.duration or duration_text or float(timing.count / timing.fps),
+                     rotation=rotation, codec=header.get("codec_id") or facts["codec"],
+                     pixel_format=facts["pixel_format"], colour=facts["colour"],
+                     audio_codec=audios[0] if audios else None, variable_frame_rate=timing.variable,
+                     timing_shift=timing.shift, sar=_sar(header.get("sar", "")) or facts["sar"] or Fraction(1),
+                     field_order=facts["field_order"], subtitle_codecs=_codecs(streams, "Subtitle"),
+                     start_time=timing.start, audio_codecs=audios,
+                     attachments=sum(s.kind == "Attachment" for s in streams.values()),
+                     timecode=_timecode([stream] * bool(stream) + list(streams.values())))
+
+
+def _codecs(streams: dict[int, _Stream], kind: str) -> tuple[str, ...]:
+    """The codec names of the streams of one kind, in file order."""
+    return tuple(s.description.split(" ", 1)[0].rstrip(",") for s in streams.values() if s.kind == kind)
 
 
 def describe_input(text: str) -> tuple[dict[int, _Stream], int | None, float | None]:
@@ -301,11 +304,15 @@ def _timebase(header: dict[str, str]) -> Fraction:
 
 
 def frame_timing(framecrc: str, nominal: Fraction | None = None) -> Timing:
-    """Timing of the frames shown, from `-f framecrc` packet lines: packets flagged discard (hidden by an
-    edit list) are not counted. Packets without timestamps (raw streams muxed as they are) get the
-    stream's `nominal` rate (25 when unknown)."""
+    """Timing of the frames shown, from `-f framecrc` output (see packet_timing)."""
     header, packets = split_framecrc(framecrc)
-    timebase = _timebase(header)
+    return packet_timing(_timebase(header), packets, nominal)
+
+
+def packet_timing(timebase: Fraction, packets: list[list[str]], nominal: Fraction | None = None) -> Timing:
+    """Timing of the frames shown, from framecrc packet lines: packets flagged discard (hidden by an edit
+    list) are not counted. Packets without timestamps (raw streams muxed as they are) get the stream's
+    `nominal` rate (25 when unknown)."""
     fallback = nominal if nominal and nominal > 0 else Fraction(25)
     shown: list[int | None] = []
     ends: list[int] = []
