@@ -381,7 +381,8 @@ CASES: list[tuple[str, Callable[[Path], object], Expected]] = [
     ("interlaced_tff.mp4", _interlaced("tt"), DONE),
     ("interlaced_bff.mkv", _interlaced("bb"), DONE),
     ("colour_tagged_full_range.mp4", _colour_tagged, DONE),
-    ("cover_art_first.mp4", _cover_art_first, DONE),
+    # Marked outputs can't hold MP4 cover art beside the marking tags: the note says the cover is gone.
+    ("cover_art_first.mp4", _cover_art_first, Expected("done", "cover picture not kept")),
     ("audio_with_cover.mp4", _audio_with_cover, NOT_VIDEO),
     ("timecode_track.mov", _timecode_track, DONE),
     ("streams_before_video.mkv", _streams_before_video, DONE),

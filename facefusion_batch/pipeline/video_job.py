@@ -287,6 +287,11 @@ def finish_video(plan: VideoPlan, workspace: Path, tags: dict[str, str]) -> str:
             if info.variable_frame_rate:
                 notes.append(f"variable frame rate: written at a constant {float(info.fps):.3f} fps, frames "
                              f"moved by up to {info.timing_shift * 1000:.0f} ms")
+            if info.covers and not ffmpeg.cover_args(plan.container, info.covers, bool(tags)):
+                why = "with the AI marking tags" if plan.container == "mp4" else f"in .{plan.container}"
+                notes.append(f"cover picture not kept (it can't be stored {why})")
+            if info.other_videos:
+                notes.append(f"only the first video stream was processed; {info.other_videos} more not kept")
             dropped = ffmpeg.subtitle_args(plan.container, info.subtitle_codecs)[1]
             if dropped:
                 notes.append(f"subtitles not kept: .{plan.container} can't hold {', '.join(dropped)}; "
@@ -465,7 +470,7 @@ def _mux(info: VideoInfo, chunks: list[Path], workspace: Path, partial: Path, co
     ffmpeg.run(ffmpeg.mux_command(listing, info.path, partial, container, info.audio_codec, tags,
                                   info.subtitle_codecs, info.start_time,
                                   ffmpeg.stream_tags(info.colour, info.picture), info.timecode,
-                                  info.audio_codecs),
+                                  info.audio_codecs, info.covers),
                f"{info.path}: joining chunks and audio")
 
 

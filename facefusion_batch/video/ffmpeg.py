@@ -265,16 +265,30 @@ def subtitle_args(container: str, codecs: Sequence[str]) -> tuple[list[str], lis
     return args, dropped
 
 
+def cover_args(container: str, covers: Sequence[int], tagged: bool) -> list[str]:
+    """Map the original's cover pictures where they can be kept: MP4 keeps them as cover art, but not
+    with the free-form metadata tags the AI marking needs (`tagged`: its muxer writes one kind or the
+    other); Matroska keeps covers as attachments of its own kind, MOV and the rest drop them. What
+    isn't kept `finish` reports."""
+    if container != "mp4" or tagged:
+        return []
+    args: list[str] = []
+    for number, index in enumerate(covers, 1):
+        args += ["-map", f"1:{index}", f"-disposition:v:{number}", "attached_pic"]
+    return args
+
+
 def mux_command(list_file: Path, original: Path, out: Path, container: str, audio_codec: str | None,
                 tags: Mapping[str, str], subtitles: Sequence[str] = (), video_start: float = 0.0,
                 video_tags: Sequence[str] = (), timecode: str | None = None,
-                audio_codecs: Sequence[str] = ()) -> list[str]:
+                audio_codecs: Sequence[str] = (), covers: Sequence[int] = ()) -> list[str]:
     """Join encoded chunks, add the original's audio, the `subtitles` (codecs of its subtitle streams) the
     container holds, its attachments (Matroska: the fonts of styled subtitles) and metadata plus `tags`,
     write `out`. The video starts at `video_start` seconds, as in the original, so that it stays in sync
     with the audio and subtitles; `video_tags` (see stream_tags) describe it; a `timecode` becomes the
     output's (a timecode track in MOV/MP4). `audio_codecs` (every track's) choose copy or conversion per
-    track; without them `audio_codec` decides for all."""
+    track; without them `audio_codec` decides for all. `covers` (stream indexes of the original's cover
+    pictures) are kept where the container holds them as such (see cover_args)."""
     metadata: list[str] = []
     for key, value in tags.items():
         metadata += ["-metadata", f"{key}={value}"]
@@ -288,7 +302,8 @@ def mux_command(list_file: Path, original: Path, out: Path, container: str, audi
             "-map", "0:v:0", "-map", "1:a?", "-map_metadata", "1", "-c:v", "copy", *video_tags,
             *(audio_track_args(container, audio_codecs) if audio_codecs else audio_args(container, audio_codec)),
             *subtitle_args(container, subtitles)[0],
-            *(["-map", "1:t?", "-c:t", "copy"] if container == "mkv" else []), *metadata, *flags,
+            *(["-map", "1:t?", "-c:t", "copy"] if container == "mkv" else []), *cover_args(container, covers, bool(tags)),
+            *metadata, *flags,
             "-f", fmt, local(out)]
 
 

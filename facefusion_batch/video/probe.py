@@ -64,6 +64,8 @@ class VideoInfo:
     timecode: str | None = None  # a camera's start timecode (HH:MM:SS:FF), from a timecode track or tag
     audio_codecs: tuple[str, ...] = ()  # every audio track's codec, in order (audio_codec is the first's)
     attachments: int = 0  # files attached to the container (Matroska: fonts for styled subtitles)
+    covers: tuple[int, ...] = ()  # stream indexes of cover pictures (attached JPEG/PNG)
+    other_videos: int = 0  # video streams besides the one processed and the covers (other angles)
 
     @property
     def picture(self) -> Picture:
@@ -130,7 +132,13 @@ def probe(path: Path) -> VideoInfo:
                      field_order=facts["field_order"], subtitle_codecs=_codecs(streams, "Subtitle"),
                      start_time=timing.start, audio_codecs=audios,
                      attachments=sum(s.kind == "Attachment" for s in streams.values()),
+                     covers=tuple(i for i, s in streams.items() if _is_cover(s)),
+                     other_videos=max(0, sum(s.kind == "Video" and not _is_cover(s) for s in streams.values()) - 1),
                      timecode=_timecode([stream] * bool(stream) + list(streams.values())))
+
+
+def _is_cover(stream: _Stream) -> bool:
+    return stream.kind == "Video" and stream.description.rstrip().endswith("(attached pic)")
 
 
 def _codecs(streams: dict[int, _Stream], kind: str) -> tuple[str, ...]:

@@ -138,3 +138,21 @@ def test_subtitles_a_container_cant_hold_are_reported(tmp_path, container, codec
     video_job.encode_chunks(plan, workspace, Swapper(), lambda n: None)
     assert video_job.finish_video(plan, workspace, {}) == note
     assert (tmp_path / f"out.{container}").is_file()
+
+
+@pytest.mark.parametrize("tags, kept", [({}, True), ({"comment": "AI-modified", "ai_tool": "ffb"}, False)])
+def test_cover_art_is_kept_in_mp4_unless_marking_tags_exclude_it(tmp_path, tags, kept):
+    import hostile_media
+    from facefusion_batch.video.probe import probe
+
+    clip = tmp_path / "cover.mp4"
+    hostile_media._cover_art_first(clip)
+    options = video_job.JobOptions(temp_root=tmp_path / "tmp", chunk_size=10, frame_format="bmp", threads=2,
+                                   in_flight=4, encode=EncodeOptions("libx264", "ultrafast", 60))
+    plan = video_job.plan_video(clip, tmp_path / "out.mp4", options)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    video_job.encode_chunks(plan, workspace, Swapper(), lambda n: None)
+    note = video_job.finish_video(plan, workspace, tags)
+    assert (len(probe(tmp_path / "out.mp4").covers) == 1) == kept
+    assert ("cover picture not kept" in note) == (not kept)

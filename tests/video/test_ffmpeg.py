@@ -175,3 +175,9 @@ def test_each_audio_track_is_copied_or_converted_on_its_own():
     args = ffmpeg.mux_command(Path("l.txt"), Path("o.mp4"), Path("out.mp4"), "mp4", "aac", {},
                               audio_codecs=["aac", "flac"])
     assert "-c:a:1" in args and "-c:a" not in args
+
+
+def test_cover_pictures_kept_only_where_the_container_can():
+    assert ffmpeg.cover_args("mp4", [2], tagged=False) == ["-map", "1:2", "-disposition:v:1", "attached_pic"]
+    assert ffmpeg.cover_args("mp4", [2], tagged=True) == []  # the marking's tags and covr exclude each other
+    assert ffmpeg.cover_args("mkv", [0], tagged=False) == []
