@@ -292,7 +292,10 @@ def mux_command(list_file: Path, original: Path, out: Path, container: str, audi
     metadata: list[str] = []
     for key, value in tags.items():
         metadata += ["-metadata", f"{key}={value}"]
-    flags = ["-movflags", "+faststart+use_metadata_tags"] if container in ("mp4", "mov") else []
+    covered = cover_args(container, covers, bool(tags))
+    # Free-form metadata tags keep the original's own keys too; MP4 cover art needs them off.
+    flags = ["-movflags", "+faststart" if covered else "+faststart+use_metadata_tags"] \
+        if container in ("mp4", "mov") else []
     fmt = {"mkv": "matroska"}.get(container, container)
     offset = ["-itsoffset", f"{video_start:.6f}"] if video_start else []
     if timecode:
@@ -302,7 +305,7 @@ def mux_command(list_file: Path, original: Path, out: Path, container: str, audi
             "-map", "0:v:0", "-map", "1:a?", "-map_metadata", "1", "-c:v", "copy", *video_tags,
             *(audio_track_args(container, audio_codecs) if audio_codecs else audio_args(container, audio_codec)),
             *subtitle_args(container, subtitles)[0],
-            *(["-map", "1:t?", "-c:t", "copy"] if container == "mkv" else []), *cover_args(container, covers, bool(tags)),
+            *(["-map", "1:t?", "-c:t", "copy"] if container == "mkv" else []), *covered,
             *metadata, *flags,
             "-f", fmt, local(out)]
 
