@@ -264,6 +264,15 @@ def _two_audio_tracks(path: Path) -> None:
     clip.unlink()
 
 
+def _two_angles(path: Path) -> None:
+    """Two camera angles (two real video streams): the first is processed, the summary names the other."""
+    first = _face_clip(path.with_name(f".a-{path.name}"))
+    second = _face_clip(path.with_name(f".b-{path.name}"), audio=None)
+    _ffmpeg("-i", str(first), "-i", str(second), "-map", "0", "-map", "1:v", "-c", "copy", str(path))
+    first.unlink()
+    second.unlink()
+
+
 def _start_offset(path: Path) -> None:
     """The video starts 0.4 s after the audio (a stream start offset): the output must keep them in sync."""
     clip = _face_clip(path.with_name(f".clip-{path.name}"), audio=None)
@@ -388,6 +397,7 @@ CASES: list[tuple[str, Callable[[Path], object], Expected]] = [
     ("streams_before_video.mkv", _streams_before_video, DONE),
     ("start_offset.mp4", _start_offset, DONE),
     ("two_audio_tracks.mp4", _two_audio_tracks, DONE),
+    ("two_angles.mkv", _two_angles, Expected("done", "only the first video stream was processed; 1 more")),
     # MPEG-TS content under an .mp4 name: streams under a program, timestamps starting at 1.4 s.
     ("transport_stream.mp4", lambda p: _face_clip(p, output=["-f", "mpegts"]), DONE),
     # Subtitles are kept (class 11): converted to the container's own text format where needed.
