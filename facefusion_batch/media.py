@@ -22,7 +22,7 @@ from facefusion_batch.errors import MediaError, SourceError
 VIDEO_EXTENSIONS = (".mp4", ".mov", ".mkv", ".webm", ".avi", ".m4v")
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".gif")
 MAX_IMAGE_PIXELS = 64_000_000  # beyond this an image is refused rather than risking memory
-MAX_ANIMATION_PIXELS = 1_000_000_000  # all frames of an animated image together (about 3 GB as BGR)
+MAX_ANIMATION_PIXELS = 250_000_000  # all frames of an animated image together (~1 GB as BGR + alpha)
 _FORMATS = {".jpg": "JPEG", ".jpeg": "JPEG", ".png": "PNG", ".webp": "WEBP", ".gif": "GIF"}
 
 
