@@ -12,7 +12,7 @@ import os
 import warnings
 from pathlib import Path
 from dataclasses import dataclass, replace
-from typing import Mapping
+from typing import Callable, Mapping
 
 import cv2
 import numpy as np
@@ -68,9 +68,11 @@ def _header_size(data: np.ndarray) -> tuple[int, int]:
         return 0, 0
 
 
-def write_image(image: np.ndarray, path: Path, quality: int, tags: Mapping[str, str] | None) -> None:
-    """Write atomically (temp name in the same directory, then rename), marking EXIF when `tags` given."""
-    write_picture(Picture([image], [None]), path, quality, tags)
+def write_image(image: np.ndarray, path: Path, quality: int, tags: Mapping[str, str] | None,
+                place: Callable[[Path, Path], object] | None = None) -> None:
+    """Write atomically (temp name in the same directory, then rename), marking EXIF when `tags` given.
+    `place(temp, path)` does the rename when given (and may sign the file first)."""
+    write_picture(Picture([image], [None]), path, quality, tags, place)
 
 
 @dataclass(frozen=True)
@@ -133,10 +135,11 @@ def read_picture(path: Path, error: type[Exception] = MediaError) -> Picture:
     return Picture(colour, alpha, tuple(durations) if frames > 1 else (), loop, icc)
 
 
-def write_picture(picture: Picture, path: Path, quality: int, tags: Mapping[str, str] | None) -> None:
+def write_picture(picture: Picture, path: Path, quality: int, tags: Mapping[str, str] | None,
+                  place: Callable[[Path, Path], object] | None = None) -> None:
     """Write `picture` atomically in the format of `path`'s extension: alpha reattached (JPEG, which
     can't hold it, gets the colour alone), all frames of an animation, its ICC colour profile, marking
-    tags in EXIF (GIF: in its comment)."""
+    tags in EXIF (GIF: in its comment). `place` as for write_image."""
     from PIL import Image
 
     fmt = _FORMATS[path.suffix.lower()]
@@ -171,7 +174,7 @@ def write_picture(picture: Picture, path: Path, quality: int, tags: Mapping[str,
         images[0].save(buffer, format=fmt, **options)
     except (OSError, ValueError) as exc:
         raise MediaError(f"{path}: can't encode image ({exc})") from None
-    atomic_write_bytes(path, buffer.getvalue())
+    atomic_write_bytes(path, buffer.getvalue(), place)
 
 
 _GIF_CLEAR = 255  # the palette index GIF frames use for transparent pixels
@@ -192,7 +195,7 @@ def _gif_frame(rgb: np.ndarray, alpha: np.ndarray | None):
     return frame
 
 
-def _exif(tags: Mapping[str, str] | None):
+def _exif(tags: Mapping[str, str] | None) -> object:
     from PIL import Image
 
     exif = Image.Exif()
@@ -213,7 +216,7 @@ def temp_name(path: Path) -> Path:
     return path.with_name(name)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+def atomic_write_bytes(path: Path, data: bytes, place: Callable[[Path, Path], object] | None = None) -> None:
     tmp = temp_name(path)
     tmp.unlink(missing_ok=True)
     try:
@@ -223,6 +226,9 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        tmp.replace(path)
+        if place is None:
+            tmp.replace(path)
+        else:
+            place(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
