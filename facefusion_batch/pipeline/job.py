@@ -9,9 +9,10 @@ import time
 from typing import Callable, Protocol
 
 from facefusion_batch.errors import FfbError, MediaError
-from facefusion_batch.media import read_image, temp_name, write_image
+from facefusion_batch.media import read_picture, temp_name, write_picture
 from facefusion_batch.pipeline.batch import NO_FACE, Outcome, job_options, os_reason
 from facefusion_batch.pipeline.lookahead import Prepared
+from facefusion_batch.pipeline.output_guard import prepare_output
 from facefusion_batch.pipeline.processor import FrameProcessor
 from facefusion_batch.pipeline.video_job import encode_video
 from facefusion_batch.targets import Target
@@ -48,7 +49,7 @@ def begin(processor: FrameProcessor, target: Target, progress: TargetProgress, r
 
     try:
         prepared = ready() if ready else None
-        target.output.parent.mkdir(parents=True, exist_ok=True)
+        prepare_output(processor.settings.output_path, target.output, target.path)
         if target.kind == "image":
             progress.start(1)
             swapped, note = process_image(processor, target, content)
@@ -80,17 +81,22 @@ def begin(processor: FrameProcessor, target: Target, progress: TargetProgress, r
 
 
 def process_image(processor: FrameProcessor, target: Target, content: str | None = None) -> tuple[int, str]:
-    """Swap the faces of a picture into its output (a copy when it has none); returns (faces swapped, note
-    for the summary)."""
-    frame = read_image(target.path, error=MediaError)
-    frame, swapped = processor.frame(frame)
+    """Swap the faces of a picture (every frame of an animated one; alpha kept, see media) into its output
+    (a copy when it has none); returns (faces swapped, note for the summary)."""
+    picture = read_picture(target.path, error=MediaError)
+    frames, swapped = [], 0
+    for frame in picture.frames:
+        frame, faces = processor.frame(frame)
+        frames.append(frame)
+        swapped += faces
     notes: list[str] = []
     if swapped:
         seal = processor.seal(target.path, content)
-        write_image(frame, target.output, processor.settings.output_image_quality, processor.tags or None,
-                    lambda partial, output: notes.append(seal(partial, output, True)))
+        write_picture(picture.with_frames(frames), target.output, processor.settings.output_image_quality,
+                      processor.tags or None, lambda partial, output: notes.append(seal(partial, output, True)))
     else:
         partial = temp_name(target.output)
+        partial.unlink(missing_ok=True)  # copyfile would write through a link planted there
         shutil.copyfile(target.path, partial)
         partial.replace(target.output)
     return swapped, "; ".join(filter(None, notes))

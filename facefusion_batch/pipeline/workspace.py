@@ -46,6 +46,10 @@ class Workspace:
         return cls(root / f"{PREFIX}{key}")
 
     def make(self) -> Workspace:
+        """Create the directory. Its name is predictable: a link planted there is removed, never worked (or
+        deleted) through."""
+        if self.path.is_symlink():
+            self.path.unlink()
         self.path.mkdir(parents=True, exist_ok=True)
         return self
 
