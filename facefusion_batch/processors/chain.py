@@ -137,8 +137,10 @@ class ProcessorChain:
 
 
 def _inside(mask: np.ndarray, matrix: np.ndarray, size: int) -> bool:
-    """Whether every pixel `mask` pastes lands inside a size x size crop under `matrix`."""
-    rows, cols = np.any(mask > 0, axis=1), np.any(mask > 0, axis=0)
+    """Whether every pixel `mask` pastes visibly (more than half a grey level's weight) lands inside a
+    size x size crop under `matrix`."""
+    visible = mask > 0.5 / 255
+    rows, cols = np.any(visible, axis=1), np.any(visible, axis=0)
     if not rows.any():
         return True
     y0, y1 = np.flatnonzero(rows)[[0, -1]]
