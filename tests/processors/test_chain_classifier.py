@@ -125,3 +125,21 @@ def test_selector_orders_and_filters():
     assert needs_classifier(None, None, None, None) is False and needs_classifier("male", None, None, None)
     with pytest.raises(ValueError, match="female, male"):
         filter_faces(faces, attrs, gender="other")
+
+
+def test_processor_plan_names_models_and_licences():
+    from facefusion_batch.processors.plan import ProcessorPlan
+
+    plan = ProcessorPlan(("face_swapper", "face_enhancer"), SwapperOptions("ghost_2_256"),
+                         EnhancerOptions("codeformer"), MaskOptions(("box", "occlusion", "region")), classify=True)
+    assert plan.models() == ["ghost_2_256", "crossface_ghost", "xseg_1", "bisenet_resnet_34", "codeformer", "fairface"]
+    assert [s.name for s in plan.not_for_commercial_use()] == ["crossface_ghost", "xseg_1", "bisenet_resnet_34",
+                                                               "codeformer"]
+    with pytest.raises(ValueError, match="unknown processor frame_enhancer; ffb has face_swapper, face_enhancer"):
+        ProcessorPlan(("face_swapper", "frame_enhancer"))
+    with pytest.raises(ValueError, match="list the processors as face_swapper face_enhancer"):
+        ProcessorPlan(("face_enhancer", "face_swapper"))
+    with pytest.raises(ValueError, match="unknown face swapper model 'gfpgan_1.4'; ffb has inswapper_128"):
+        ProcessorPlan(swapper=SwapperOptions("gfpgan_1.4"))
+    with pytest.raises(ValueError, match="unknown face occluder model"):
+        ProcessorPlan(masks=MaskOptions(("occlusion",)), occluder="xseg_9")
