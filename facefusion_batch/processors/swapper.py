@@ -34,6 +34,14 @@ class SwapperOptions:
             raise ValueError(f"face swapper weight must be 0..1 (got {self.weight})")
 
 
+def average_identity(raw_embeddings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Several source faces (`-s a.jpg -s b.jpg`) as one identity, as FaceFusion averages them: the mean of
+    the raw embeddings and the mean of the unit embeddings (pass both to `Swapper.source_input`)."""
+    raw = np.asarray(raw_embeddings, dtype=np.float32).reshape(-1, 512)
+    unit = raw / np.linalg.norm(raw, axis=1, keepdims=True)
+    return raw.mean(0), unit.mean(0)
+
+
 def weight_factor(weight: float) -> float:
     """FaceFusion maps the weight 0..1 to a mixing factor 0.35..-0.35 (0 at 0.5)."""
     return float(np.interp(weight, [0.0, 1.0], [0.35, -0.35]))
@@ -59,9 +67,11 @@ class Swapper:
     # -- source identity (once per source) ---------------------------------------------------------------
 
     def source_input(self, embedding: np.ndarray | None = None, frame: np.ndarray | None = None,
-                     kps: np.ndarray | None = None) -> np.ndarray:
+                     kps: np.ndarray | None = None, unit: np.ndarray | None = None) -> np.ndarray:
         """The `source` feed (1, D) for this model: from the raw ArcFace `embedding` of the source face, or for
-        blendswap/uniface from the source `frame` and the face's 5 keypoints."""
+        blendswap/uniface from the source `frame` and the face's 5 keypoints (FaceFusion takes the first
+        source image there). `unit`: the averaged unit embedding of several sources (`average_identity`),
+        which hyperswap takes as it is."""
         kind = self.spec.kind
         if kind in _SOURCE_IMAGE:
             if frame is None or kps is None:
@@ -73,7 +83,7 @@ class Swapper:
             raise ValueError(f"{self.spec.name} takes the source face's ArcFace embedding")
         raw = np.asarray(embedding, dtype=np.float32).reshape(1, -1)
         if kind == "hyperswap":
-            return raw / np.linalg.norm(raw)
+            return np.asarray(unit, np.float32).reshape(1, -1) if unit is not None else raw / np.linalg.norm(raw)
         if kind == "inswapper":
             return (raw @ self._emap) / np.linalg.norm(raw)
         converted = run_stacked(self._converter, {"input": raw})[0].reshape(1, -1).astype(np.float32)

@@ -158,3 +158,18 @@ def test_bad_options_are_clear():
         Swapper(object(), CATALOG["ghost_1_256"], SwapperOptions("ghost_1_256"))
     with pytest.raises(ValueError, match="offers pixel boost"):
         Swapper(object(), CATALOG["simswap_unofficial_512"], SwapperOptions(boost=256), converter=object())
+
+
+def test_several_sources_average_as_facefusion_does(tmp_path):
+    from facefusion_batch.processors.swapper import average_identity
+
+    raws = np.random.default_rng(8).standard_normal((2, 512)).astype(np.float32) * [[1.0], [5.0]]
+    raw, unit = average_identity(raws)
+    np.testing.assert_allclose(raw, raws.mean(0), atol=1e-6)
+    units = raws / np.linalg.norm(raws, axis=1, keepdims=True)
+    np.testing.assert_allclose(unit, units.mean(0), atol=1e-6)
+    hyper, _ = _swapper(tmp_path, "hyperswap_1a_256")
+    np.testing.assert_allclose(hyper.source_input(raw, unit=unit), units.mean(0)[None], atol=1e-6)
+    insw, _ = _swapper(tmp_path, "inswapper_128")
+    np.testing.assert_allclose(insw.source_input(raw, unit=unit), (raw @ insw._emap)[None] / np.linalg.norm(raw),
+                               rtol=1e-4, atol=1e-4)
