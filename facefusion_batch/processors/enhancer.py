@@ -43,6 +43,8 @@ class Enhancer:
 
     def enhance(self, crops: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Enhanced (size, size, 3) BGR float32 crops (whole numbers 0..255, as FaceFusion rounds them)."""
+        if not crops:
+            return []
         batch = to_tensor(np.stack([np.asarray(c) for c in crops]), self.spec)
         out = run_stacked(self._session, {"input": batch}, self._shared)[0]
         image = (np.clip(np.asarray(out, dtype=np.float32), -1, 1) + 1) / 2

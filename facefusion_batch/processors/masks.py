@@ -68,6 +68,8 @@ class Occluder:
         self._session, self._spec = session, spec
 
     def masks(self, crops: Sequence[np.ndarray]) -> list[np.ndarray]:
+        if not crops:
+            return []
         model = self._spec.size
         small = np.stack([cv2.resize(np.asarray(c, dtype=np.uint8), (model, model)) for c in crops])
         raw = run_stacked(self._session, {"input": to_tensor(small, self._spec)})[0]
@@ -83,6 +85,8 @@ class Parser:
         self._session, self._spec = session, spec
 
     def masks(self, crops: Sequence[np.ndarray], regions: Sequence[MaskRegion]) -> list[np.ndarray]:
+        if not crops:
+            return []
         model = self._spec.size
         small = np.stack([cv2.resize(np.asarray(c, dtype=np.uint8), (model, model)) for c in crops])
         scores = run_stacked(self._session, {"input": to_tensor(small, self._spec)})[0]

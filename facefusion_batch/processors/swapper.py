@@ -108,6 +108,8 @@ class Swapper:
              target_embeddings: np.ndarray | None = None) -> list[np.ndarray]:
         """Swapped (size, size, 3) BGR float32 crops (0..255) for BGR uint8 crops warped with `self.template`
         at `self.size`; all faces' pixel-boost tiles go through the model together where it allows a batch."""
+        if not crops:
+            return []
         model = self.spec.size
         tiles = [pixel_boost.split(np.asarray(crop), model) for crop in crops]
         per_face = len(tiles[0])

@@ -143,3 +143,12 @@ def test_processor_plan_names_models_and_licences():
         ProcessorPlan(swapper=SwapperOptions("gfpgan_1.4"))
     with pytest.raises(ValueError, match="unknown face occluder model"):
         ProcessorPlan(masks=MaskOptions(("occlusion",)), occluder="xseg_9")
+
+
+def test_no_faces_touch_nothing_and_call_no_model(tmp_path):
+    swap, enhance, s_session, e_session = _models(tmp_path)
+    frame = real_frame()
+    out = ProcessorChain(swap, enhance, MaskOptions()).process(frame.copy(), [], swap.source_input(np.ones(512)))
+    np.testing.assert_array_equal(out, frame)
+    assert swap.swap([], np.ones((1, 512))) == [] and enhance.enhance([]) == []
+    assert s_session.calls == 0 and e_session.calls == 0
