@@ -58,6 +58,8 @@ class MergedRuns:
 
     def __init__(self, session: Any, make_batcher: Any, shared: Sequence[str] = ("weight",)) -> None:
         self._session, self._shared = session, tuple(shared)
+        if not batch_allowed(session, self._shared):
+            raise ValueError("merged runs need a model with a dynamic batch axis")
         self._batcher = make_batcher(self._run_merged)
 
     def get_inputs(self) -> Any:

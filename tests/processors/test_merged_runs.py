@@ -37,3 +37,11 @@ def test_faces_from_three_threads_go_in_one_call_and_come_back_to_their_thread(t
     assert session.feeds[0]["weight"].tolist() == [0.0]
     for value, faces in ((20, 1), (120, 2), (220, 1)):
         assert len(results[value]) == faces and all(out[0, 0, 0] == value for out in results[value])
+
+
+def test_a_fixed_batch_model_is_refused(tmp_path):
+    import pytest
+
+    session = Recorder(standins.build_enhancer(tmp_path / "gfpgan.onnx", 512))
+    with pytest.raises(ValueError, match="dynamic batch axis"):
+        MergedRuns(session, lambda fn: fn)
