@@ -11,8 +11,6 @@ from typing import Literal
 
 import numpy as np
 
-from facefusion_batch.faces.geometry import WARP_TEMPLATES
-
 Family = Literal["swapper", "recognizer", "detector_scrfd", "detector_yolo", "enhancer", "embedding_converter",
                  "occluder", "parser", "classifier"]
 # How a swapper takes its source identity and returns its crop (FaceFusion's model `type`).
@@ -30,9 +28,8 @@ TEMPLATES: dict[str, np.ndarray] = {
     "arcface_128": (_ARCFACE_112 + np.array([8.0, 0.0], dtype=np.float32)) / 128.0,
     "ffhq_512": np.array([[0.37691676, 0.46864664], [0.62285697, 0.46912813], [0.50123859, 0.61331904],
                           [0.39308822, 0.72541100], [0.61150205, 0.72490465]], dtype=np.float32),
-}
-# The rest of FaceFusion's templates (the processors' crops) live with the geometry.
-TEMPLATES.update({name: points for name, points in WARP_TEMPLATES.items() if name not in TEMPLATES})
+}# All of FaceFusion's templates (the processors' crops) are `faces.geometry.WARP_TEMPLATES`; the catalog
+# stays free of OpenCV so loading it costs the CLI nothing.
 
 
 @dataclass(frozen=True)

@@ -68,4 +68,5 @@ def test_warp_templates_are_facefusions():
     np.testing.assert_allclose(WARP_TEMPLATES["mtcnn_512"][0], [0.36562865, 0.46733799])
     for name in ("arcface_112_v2", "arcface_128", "ffhq_512"):
         np.testing.assert_allclose(TEMPLATES[name], WARP_TEMPLATES[name], atol=1e-6)
-    assert set(WARP_TEMPLATES) <= set(TEMPLATES)
+    for spec in CATALOG.values():
+        assert spec.template is None or spec.template in WARP_TEMPLATES, spec.name
