@@ -1,4 +1,5 @@
-"""Typed catalog of the neural models: per-model facts as data, not as subclasses.
+"""Typed catalog of the neural models: per-model facts as data, not as subclasses. (All of FaceFusion's crop
+templates are `faces.geometry.WARP_TEMPLATES`; this module stays free of OpenCV, which the CLI loads late.)
 
 Checksums: the only checksum published next to these files is FaceFusion's `<name>.hash` sidecar (CRC32 of
 the .onnx, 8 hex digits), downloaded from the same release. No sha256 is listed here because none could be
@@ -28,8 +29,7 @@ TEMPLATES: dict[str, np.ndarray] = {
     "arcface_128": (_ARCFACE_112 + np.array([8.0, 0.0], dtype=np.float32)) / 128.0,
     "ffhq_512": np.array([[0.37691676, 0.46864664], [0.62285697, 0.46912813], [0.50123859, 0.61331904],
                           [0.39308822, 0.72541100], [0.61150205, 0.72490465]], dtype=np.float32),
-}# All of FaceFusion's templates (the processors' crops) are `faces.geometry.WARP_TEMPLATES`; the catalog
-# stays free of OpenCV so loading it costs the CLI nothing.
+}
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,11 @@ class ModelSpec:
     outputs: tuple[TensorSpec, ...] = ()
     # Whether ffb feeds the inputs by these names (else by position, so another export's names are fine).
     fed_by_name: bool = False
+
+    @property
+    def hash_file(self) -> str:
+        return self.file.rsplit(".", 1)[0] + ".hash"
+
     # Processor models (FaceFusion 3.8.1's tables): swapper kind, the embedding converter it needs,
     # pixel-boost sizes, image layout, and whether the licence allows commercial use (None: not stated).
     kind: SwapperKind | None = None
@@ -68,10 +73,6 @@ class ModelSpec:
     boost_sizes: tuple[int, ...] = ()
     nhwc: bool = False
     commercial: bool | None = None
-
-    @property
-    def hash_file(self) -> str:
-        return self.file.rsplit(".", 1)[0] + ".hash"
 
 
 def _facefusion(name: str, family: Family, size: int, template: str | None, mean: float, std: float,
