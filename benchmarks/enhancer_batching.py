@@ -7,7 +7,7 @@ stack of `--convs` 3x3 convolutions `--channels` wide in its graph, so each call
 (GFLOPs per face printed; the real GFPGAN 1.4 is larger, so treat the absolute times as a floor) while the
 output stays exact. `--convs 0` shows the per-call overhead alone. Faces are real (the astronaut) crops
 through the product's `Enhancer` adapter. Each round times batched then unbatched on the same crops; the
-best round of each is reported with the ratio. Ratios within one run are what count on a noisy machine.
+best round of each is reported with the ratio (the order alternates per round). Ratios within one run are what count on a noisy machine.
 """
 from __future__ import annotations
 
@@ -71,8 +71,9 @@ def main() -> int:
         for adapter in adapters.values():
             adapter.enhance(faces[:1])  # warm-up
         best = {mode: float("inf") for mode in adapters}
-        for _ in range(args.rounds):
-            for mode, adapter in adapters.items():
+        for round_ in range(args.rounds):
+            order = list(adapters.items())  # alternate which goes first: load drifts on a shared machine
+            for mode, adapter in (order if round_ % 2 == 0 else order[::-1]):
                 start = time.perf_counter()
                 out = adapter.enhance(faces)
                 best[mode] = min(best[mode], time.perf_counter() - start)
