@@ -144,3 +144,36 @@ def test_mask_options_are_checked():
         MaskOptions(regions=("eyes",))
     with pytest.raises(ValueError, match="xseg"):
         ProcessorChain(object(), None, MaskOptions(("occlusion",)))
+
+
+def test_area_mask_in_the_chain_follows_the_frame_landmarks(tmp_path):
+    swapper, source = _black_swapper(tmp_path)
+    chain = ProcessorChain(swapper, None, MaskOptions(("box", "area"), blur=0.0, areas=("mouth",)))
+    frame = real_frame()
+    before = frame.copy()
+    ox, oy = OFFSET
+    landmarks = np.zeros((68, 2))
+    angles = np.linspace(0, 2 * np.pi, 20, endpoint=False)
+    landmarks[48:68] = np.stack([ox + 64 + 30 * np.cos(angles), oy + 95 + 20 * np.sin(angles)], axis=1)
+    chain.process(frame, [translated_face("arcface_128", 128, OFFSET)], source, landmarks68=[landmarks])
+    changed = (frame != before).any(2)
+    assert (frame[oy + 95, ox + 55:ox + 74] == 0).all()  # the mouth's middle is pasted fully
+    assert not changed[:oy + 70].any() and not changed[:, :ox + 30].any() and not changed[:, ox + 98:].any()
+    with pytest.raises(ValueError, match="68 landmarks"):
+        chain.process(frame, [translated_face("arcface_128", 128, OFFSET)], source)
+
+
+def test_weight_in_the_chain_needs_the_target_embeddings(tmp_path):
+    spec = CATALOG["hyperswap_1a_256"]
+    session = Recorder(standins.build_swapper(tmp_path / "h.onnx", 256, mode="mean", source_gain=1.0))
+    swapper = Swapper(session, spec, SwapperOptions("hyperswap_1a_256", weight=1.0))
+    source = swapper.source_input(np.ones(512, np.float32))
+    chain = ProcessorChain(swapper, None, MaskOptions())
+    face = translated_face("arcface_128", 256, (100, 100))
+    with pytest.raises(ValueError, match="embeddings"):
+        chain.process(real_frame(), [face], source)
+    target = np.zeros((1, 512), np.float32)
+    target[0, 0] = 7.0
+    chain.process(real_frame(), [face], source, target_embeddings=target)
+    fed = session.feeds[-1]["source"][0]
+    np.testing.assert_allclose(fed[:2], [1.35 / np.sqrt(512) - 0.35, 1.35 / np.sqrt(512)], atol=1e-5)
