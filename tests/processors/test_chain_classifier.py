@@ -152,3 +152,34 @@ def test_no_faces_touch_nothing_and_call_no_model(tmp_path):
     np.testing.assert_array_equal(out, frame)
     assert swap.swap([], np.ones((1, 512))) == [] and enhance.enhance([]) == []
     assert s_session.calls == 0 and e_session.calls == 0
+
+
+def test_build_processors_opens_exactly_the_plans_models(tmp_path):
+    from facefusion_batch.processors.build import build_processors
+    from facefusion_batch.processors.plan import ProcessorPlan
+
+    files = {
+        "ghost_1_256": standins.build_swapper(tmp_path / "g.onnx", 256, mode="mean", dynamic_batch=True),
+        "crossface_ghost": standins.build_converter(tmp_path / "c.onnx", np.eye(512)),
+        "xseg_2": standins.build_occluder(tmp_path / "x.onnx", np.ones((256, 256))),
+        "gpen_bfr_512": standins.build_enhancer(tmp_path / "e.onnx", 512, dynamic_batch=True),
+        "fairface": standins.build_fairface(tmp_path / "f.onnx"),
+    }
+    opened = []
+
+    def open_session(name):
+        opened.append(name)
+        return Recorder(files[name])
+
+    plan = ProcessorPlan(("face_swapper", "face_enhancer"), SwapperOptions("ghost_1_256", boost=512),
+                         EnhancerOptions("gpen_bfr_512"), MaskOptions(("box", "occlusion")), occluder="xseg_2",
+                         classify=True)
+    built = build_processors(plan, open_session)
+    assert sorted(opened) == sorted(plan.models())
+    source = built.swapper.source_input(np.random.default_rng(0).standard_normal(512).astype(np.float32))
+    frame = real_frame()
+    out = built.chain.process(frame.copy(), [_face(KPS)], source)
+    assert (out != frame).any(2).sum() > 5000
+    assert built.classifier.classify(frame, [_face(KPS)])[0].gender in ("female", "male")
+    with pytest.raises(ValueError, match="read_emap"):
+        build_processors(ProcessorPlan(swapper=SwapperOptions("inswapper_128")), open_session)
