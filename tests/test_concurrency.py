@@ -1,0 +1,27 @@
+"""What runs at once is derived in one place and shown by --print-settings."""
+from __future__ import annotations
+
+import json
+
+from facefusion_batch.cli import main
+from facefusion_batch.concurrency import plan
+from facefusion_batch.settings import Settings
+
+
+def test_cpu_and_gpu_plans():
+    cpu = plan(Settings(execution_thread_count=4, execution_queue_count=3), cpus=16)
+    assert (cpu.frame_threads, cpu.frames_in_flight, cpu.inference_slots, cpu.intra_op_threads,
+            cpu.micro_batch, cpu.batcher_producers) == (4, 12, 4, 4, 1, 4)
+    gpu = plan(Settings(execution_thread_count=4, execution_providers=("cuda", "cpu")), cpus=16)
+    assert (gpu.inference_slots, gpu.intra_op_threads, gpu.micro_batch) == (1, 16, 8)
+    fixed = plan(Settings(execution_inference_slots=3, batch_size=2, ray_workers=5), cpus=2)
+    assert (fixed.inference_slots, fixed.intra_op_threads, fixed.micro_batch, fixed.ray_workers) == (3, 1, 2, 5)
+
+
+def test_print_settings_shows_the_derived_concurrency(capsys, monkeypatch):
+    monkeypatch.setenv("FFB_EXECUTION_THREAD_COUNT", "3")
+    assert main(["run", "--print-settings", "--json"]) == 0
+    rows = {row["key"]: row for row in json.loads(capsys.readouterr().out) if row["section"] == "concurrency"}
+    assert rows["frames_in_flight"] == {"section": "concurrency", "key": "frames_in_flight", "value": "6",
+                                        "origin": "derived"}
+    assert set(rows) >= {"inference_slots", "intra_op_threads", "micro_batch", "batcher_producers", "ray_workers"}
