@@ -13,7 +13,7 @@ from typing import Sequence
 from facefusion_batch.executors.base import Claim, EngineInfo, Stats, Work
 from facefusion_batch.memory import apply_memory_limit
 from facefusion_batch.pipeline import job
-from facefusion_batch.pipeline.batch import needs_hash
+from facefusion_batch.pipeline.batch import check_output_dir, needs_hash
 from facefusion_batch.pipeline.journal import Journal
 from facefusion_batch.pipeline.lookahead import Lookahead, Prepared
 from facefusion_batch.pipeline.processor import FrameProcessor, prepare
@@ -51,6 +51,7 @@ class LocalExecutor:
     # ---- Executor --------------------------------------------------------------------------------------
 
     def start(self, targets: Sequence[Target], work: Work) -> EngineInfo:
+        check_output_dir(self.settings.output_path)
         apply_memory_limit(self.settings.system_memory_limit)
         self._lookahead = Lookahead(self.settings.temp_path)
         first = next((t for t in targets if t.kind == "video"), None)
