@@ -107,6 +107,9 @@ def run(
     print_settings: bool = typer.Option(False, "--print-settings", help="Show the resolved settings and exit."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
+    metrics_file: Optional[Path] = typer.Option(None, "--metrics-file", help="Write Prometheus metrics to this "
+                                                "file every 15 s and at the end, atomically: for node_exporter's "
+                                                "textfile collector, a *.prom file in its directory."),
 ) -> int:
     """Swap the source face into every target video and image."""
     flags: dict[str, Any] = {
@@ -144,17 +147,25 @@ def run(
         from facefusion_batch.executors import require_ray
 
         require_ray()  # before the lock: say at once how to install it
+    metrics = None
+    if metrics_file:
+        from facefusion_batch.metrics import FileMetrics
+
+        metrics = FileMetrics(metrics_file)  # a path it can't write fails here, before anything starts
     signal.signal(signal.SIGTERM, _interrupt)  # cron's kill: clean up like Ctrl-C
     reporter = make_reporter(quiet=quiet or settings.log_level == "error")
+    reporter = metrics.reporter(reporter) if metrics else reporter
     if settings.executor != "ray":  # Ray workers check on their own machines
         from facefusion_batch.models.sessions import usable_settings
 
         settings, dropped = usable_settings(settings)
         for line in dropped:
             reporter.message(f"ffb: {line}")
-    lock = journal = None
+    lock = journal = result = None
     try:
         lock, journal = open_state(settings, wait, reporter)
+        if metrics:
+            metrics.note_journal(journal)
         if settings.executor == "ray":
             from facefusion_batch.executors.ray_executor import run_batch
 
@@ -167,8 +178,12 @@ def run(
                 lookahead.close()
                 raise
             reporter.message(f"engine: {batch.engine.name} ({', '.join(batch.engine.models)})")
+            if metrics:
+                metrics.attach(batch)
             result = batch.run(target, journal, force=force, retry_failed=retry_failed, lookahead=lookahead)
     finally:
+        if metrics:
+            metrics.end(result)
         reporter.close()
         if journal:
             journal.close()

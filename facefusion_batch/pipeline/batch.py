@@ -278,6 +278,8 @@ class Batch:
             faces = self.selection.pick(frame, faces, self.engine)
             if faces:
                 frame = self.engine.swap(frame, faces, self.source)
+        if faces and self.timings is not None:
+            self.timings.count("faces", len(faces))
         return frame, len(faces)
 
     def run(self, specs: Sequence[str], journal: Journal | None = None, force: bool = False,
