@@ -151,7 +151,8 @@ def run(
     if metrics_file:
         from facefusion_batch.metrics import FileMetrics
 
-        metrics = FileMetrics(metrics_file)  # a path it can't write fails here, before anything starts
+        # A path it can't write fails here, before anything starts; the output tells several jobs' files apart.
+        metrics = FileMetrics(metrics_file, {"output": str(settings.output_path)})
     signal.signal(signal.SIGTERM, _interrupt)  # cron's kill: clean up like Ctrl-C
     reporter = make_reporter(quiet=quiet or settings.log_level == "error")
     reporter = metrics.reporter(reporter) if metrics else reporter
@@ -165,7 +166,7 @@ def run(
     try:
         lock, journal = open_state(settings, wait, reporter)
         if metrics:
-            metrics.note_journal(journal)
+            metrics.started(journal)
         if settings.executor == "ray":
             from facefusion_batch.executors.ray_executor import run_batch
 

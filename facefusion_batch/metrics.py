@@ -45,11 +45,16 @@ class RunMetrics:
     rejected before the batch started, an interrupted batch) so the counters match the run's summary.
     """
 
-    def __init__(self, clock: Callable[[], float] = time.time) -> None:
-        self.registry = CollectorRegistry()
+    def __init__(self, labels: Optional[dict[str, str]] = None, clock: Callable[[], float] = time.time) -> None:
+        """`labels`: put on every series (e.g. the output directory, which tells apart several jobs whose
+        files one node_exporter reads)."""
+        r = CollectorRegistry()
+        self.registry = r  # what to expose
+        if labels:
+            self.registry = CollectorRegistry()
+            self.registry.register(_Labelled(r, labels))
         self._clock = clock
         self._lock = threading.Lock()
-        r = self.registry
         self.targets = Counter("ffb_targets", "Targets ended, by status (done, no_face, skipped, failed).",
                                ["status"], registry=r)
         self._status = {status: self.targets.labels(status) for status in STATUSES}
@@ -79,11 +84,11 @@ class RunMetrics:
         self.last_success = Gauge("ffb_last_success_timestamp_seconds", "Unix time a target last finished "
                                   "(done or no face; from the journal before this run's first).", registry=r)
         self._last_success = 0.0
-        self.started = self._clock()
+        self.start_time = self._clock()
         self._ended: Optional[float] = None
-        Gauge("ffb_run_start_timestamp_seconds", "Unix time the run started.", registry=r).set(self.started)
+        Gauge("ffb_run_start_timestamp_seconds", "Unix time the run started.", registry=r).set(self.start_time)
         Gauge("ffb_run_duration_seconds", "Seconds since the run started, or its length once it ended.",
-              registry=r).set_function(lambda: (self._ended or self._clock()) - self.started)
+              registry=r).set_function(lambda: (self._ended or self._clock()) - self.start_time)
         self._expected = 0
         self._ended_targets = 0
         self._in_progress: dict[str, None] = {}  # started and not ended, oldest first
@@ -218,6 +223,19 @@ class MetricsReporter:
 
     def close(self) -> None:
         self._inner.close()
+
+
+class _Labelled:
+    """Every series of a registry with constant labels added."""
+
+    def __init__(self, inner: CollectorRegistry, labels: dict[str, str]) -> None:
+        self._inner, self._labels = inner, dict(labels)
+
+    def collect(self) -> Iterator[Metric]:
+        for metric in self._inner.collect():
+            labelled = Metric(metric.name, metric.documentation, metric.type, metric.unit)
+            labelled.samples = [s._replace(labels={**self._labels, **s.labels}) for s in metric.samples]
+            yield labelled
 
 
 class _EngineInfo:
@@ -376,25 +394,30 @@ class FileWriter:
 
 
 class FileMetrics(RunMetrics):
-    """The metrics of an `ffb run --metrics-file PATH`: checked writable at once (before any model loads),
-    written every `every` seconds while the run goes on, and a last time by `end`, whatever the run's fate
-    (a run that could not start still leaves a file saying when it ran). Advice and write errors go to the
-    reporter given to `reporter()`."""
+    """The metrics of an `ffb run --metrics-file PATH`: the path is checked at once (before any model loads);
+    from `started` on (the run holds the output's lock) the file is written every `every` seconds, and a last
+    time by `end`, whatever the run's fate. A run that never got the lock (another run holds the output:
+    exit 6) leaves the file to the run that holds it. Advice and write errors go to the reporter given to
+    `reporter()`."""
 
-    def __init__(self, path: Path, every: float = WRITE_EVERY) -> None:
+    def __init__(self, path: Path, labels: Optional[dict[str, str]] = None, every: float = WRITE_EVERY) -> None:
         advice = check_metrics_file(path)
-        super().__init__()
-        self._told: list[str] = []
+        super().__init__(labels)
+        self._path, self._every = path, every
+        self._writer: Optional[FileWriter] = None
+        self._told: list[str] = [f"ffb: {line}" for line in advice]
         self._message: Callable[[str], None] = self._told.append  # until reporter() names the reporter
-        for line in advice:
-            self._message(f"ffb: {line}")
-        self._writer = FileWriter(self.registry, path, every, lambda line: self._message(line))
 
     def reporter(self, inner: Reporter) -> Reporter:
         self._message = inner.message
         for line in self._told:
             inner.message(line)
         return super().reporter(inner)
+
+    def started(self, journal: Any) -> None:
+        """The run holds the output: take the last success from its journal and start writing the file."""
+        self.note_journal(journal)
+        self._writer = FileWriter(self.registry, self._path, self._every, lambda line: self._message(line))
 
     def end(self, result: Any) -> None:
         """Record the run's result (None: it ended before giving one) and write the file a last time."""
@@ -403,7 +426,8 @@ class FileMetrics(RunMetrics):
         else:
             self._ended = self._clock()
         try:
-            self._writer.close()
+            if self._writer is not None:
+                self._writer.close()
         except OutputError as exc:
             self._message(f"ffb: {exc}")
         finally:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import threading
 import types
@@ -73,8 +72,10 @@ def test_run_metrics_file_matches_the_summary(offline, capsys):
     text = prom.read_text()
     promtool_check(text)
     found = samples(text)
+    output = str(offline / "out")
     for status, count in summary["counts"].items():
-        assert value(found, "ffb_targets_total", status=status) == count
+        assert value(found, "ffb_targets_total", status=status, output=output) == count
+    found = {(name, tuple(kv for kv in labels if kv != ("output", output))): v for (name, labels), v in found.items()}
     frames = sum(o["frames"] for o in summary["outcomes"])
     assert frames == 75
     assert value(found, "ffb_frames_total") == frames
@@ -97,7 +98,8 @@ def test_run_metrics_file_matches_the_summary(offline, capsys):
 
     code, summary = run_json(capsys, *args[:4], *args[6:])  # the clip again: skipped
     assert summary["counts"]["skipped"] == 1
-    found = samples(prom.read_text())
+    found = {(name, tuple(kv for kv in labels if kv != ("output", output))): v
+             for (name, labels), v in samples(prom.read_text()).items()}
     assert value(found, "ffb_targets_total", status="skipped") == 1
     assert value(found, "ffb_targets_total", status="done") == 0
     assert value(found, "ffb_frames_total") == 0
@@ -113,6 +115,31 @@ def test_metrics_file_in_a_missing_directory_fails_before_the_run(offline, capsy
     assert f"--metrics-file {prom}: directory {prom.parent} does not exist" in err
     assert len(err.strip().splitlines()) == 1
     assert not (offline / "out").exists() and not prom.parent.exists()
+
+
+def test_a_run_refused_by_the_lock_leaves_the_file_to_the_run_holding_it(offline, capsys):
+    from facefusion_batch.pipeline.lock import RunLock
+
+    prom = offline / "ffb.prom"
+    prom.write_text("# the running job's metrics\n")
+    lock = RunLock(offline / "out" / ".ffb" / "lock")
+    lock.acquire()
+    with lock:
+        code = main(["run", "-q", "-s", str(SOURCE), "-t", str(CLIP), "-o", str(offline / "out"),
+                     "--metrics-file", str(prom)])
+    assert code == 6
+    assert prom.read_text() == "# the running job's metrics\n"
+
+
+def test_labels_go_on_every_series():
+    metrics = RunMetrics({"output": "/srv/out"})
+    metrics.reporter(QuietReporter()).finish("done", "a.mp4")
+    metrics.stage_timings.add("decode", 0.01)
+    text = metrics.exposition().decode()
+    promtool_check(text)
+    found = samples(text)
+    assert found and all(("output", "/srv/out") in labels for _, labels in found)
+    assert value(found, "ffb_targets_total", status="done", output="/srv/out") == 1
 
 
 def test_metrics_file_path_checks(tmp_path):
@@ -136,6 +163,7 @@ def test_metrics_file_is_rewritten_during_the_run(tmp_path):
     prom = tmp_path / "ffb.prom"
     metrics = FileMetrics(prom, every=0.02)
     reporter = metrics.reporter(QuietReporter())
+    metrics.started(types.SimpleNamespace(entries=lambda: iter(())))
     reporter.expect(3)
     reporter.start("a.mp4", 10)
     reporter.advance(4)
@@ -334,5 +362,5 @@ def test_serve_answers_scrapes_and_closes():
         assert value(samples(text), "ffb_targets_total", status="done") == 1
         with pytest.raises(SettingsError, match=f"--metrics-port {server.port}: can't listen"):
             serve(metrics.registry, server.port)
-    with socket.socket() as probe:  # the port is free again
-        probe.bind(("127.0.0.1", server.port))
+    with serve(metrics.registry, server.port) as again:  # the port is free again
+        assert again.port == server.port
