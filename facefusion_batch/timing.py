@@ -27,12 +27,10 @@ class Timings:
         self._active: dict[str, int] = {}
         self._listener = listener
 
-    def add(self, name: str, seconds: float, count: int = 1, _leaving: int = 0) -> None:
+    def add(self, name: str, seconds: float, count: int = 1) -> None:
         with self._lock:
             self._seconds[name] = self._seconds.get(name, 0.0) + seconds
             self._counts[name] = self._counts.get(name, 0) + count
-            if _leaving:
-                self._active[name] -= _leaving
         if self._listener is not None:
             self._listener(name, seconds, count)
 
@@ -43,10 +41,6 @@ class Timings:
     def active(self, name: str) -> int:
         """How many `measure(name)` blocks are running now (frames in the frame processor)."""
         return self._active.get(name, 0)
-
-    def _enter(self, name: str) -> None:
-        with self._lock:
-            self._active[name] = self._active.get(name, 0) + 1
 
     def measure(self, name: str) -> ContextManager[None]:
         """Context manager adding the time spent inside it to `name` (one count)."""
@@ -66,11 +60,20 @@ class _Measure:
         self._timings, self._name = timings, name
 
     def __enter__(self) -> None:
-        self._timings._enter(self._name)
+        timings, name = self._timings, self._name
+        with timings._lock:
+            timings._active[name] = timings._active.get(name, 0) + 1
         self._start = time.perf_counter()
 
     def __exit__(self, *exc: object) -> None:
-        self._timings.add(self._name, time.perf_counter() - self._start, _leaving=1)
+        seconds = time.perf_counter() - self._start
+        timings, name = self._timings, self._name
+        with timings._lock:
+            timings._seconds[name] = timings._seconds.get(name, 0.0) + seconds
+            timings._counts[name] = timings._counts.get(name, 0) + 1
+            timings._active[name] -= 1
+        if timings._listener is not None:
+            timings._listener(name, seconds, 1)
 
 
 def timed(timings: Timings | None, name: str) -> ContextManager[None]:
