@@ -122,19 +122,25 @@ class RunMetrics:
                 self.last_success.set(self._last_success)
 
     def record_result(self, result: Any) -> None:
-        """Count what the reporter never saw (a pipeline.batch.BatchResult's rejected targets, the failure an
-        interrupted batch records), so `ffb_targets_total` matches the summary; fix engine and providers."""
+        """Count what the reporter never saw of a batch (a pipeline.batch.BatchResult: its rejected targets,
+        the failure an interrupted batch records), so `ffb_targets_total` grows by the batch's summary; fix
+        engine and providers. A long-running process calls it after each batch it runs."""
         counts = {status: sum(o.status == status for o in result.outcomes) for status in STATUSES}
         with self._lock:
             for status, count in counts.items():
                 missing = count - self._seen[status]
                 if missing > 0:
                     self._status[status].inc(missing)
-                    self._seen[status] += missing
-            self._ended = self._clock()
+            self._seen = dict.fromkeys(STATUSES, 0)  # the next batch starts counting afresh
             self._update_backlog()
         engine, providers = result.engine, list(result.providers)
         self._engine = lambda: (engine, providers)
+
+    def end(self, result: Any) -> None:
+        """The run is over: record its result (None: it ended before giving one); the duration stops."""
+        if result is not None:
+            self.record_result(result)
+        self._ended = self._clock()
 
     def close(self) -> None:
         self.gpus.close()
@@ -448,10 +454,7 @@ class FileMetrics(RunMetrics):
 
     def end(self, result: Any) -> None:
         """Record the run's result (None: it ended before giving one) and write the file a last time."""
-        if result is not None:
-            self.record_result(result)
-        else:
-            self._ended = self._clock()
+        super().end(result)
         try:
             if self._writer is not None:
                 self._writer.close()

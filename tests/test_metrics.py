@@ -213,6 +213,22 @@ def test_reporter_tee_counts_and_hands_everything_on():
     assert value(found, "ffb_last_success_timestamp_seconds") > value(found, "ffb_run_start_timestamp_seconds")
 
 
+def test_batches_of_one_process_add_up():
+    """A long-running process runs batch after batch: each result adds what its reporter events missed."""
+    metrics = RunMetrics()
+    reporter = metrics.reporter(QuietReporter())
+    for _ in range(2):
+        reporter.finish("done", "a.mp4")
+        outcomes = [types.SimpleNamespace(status="done"), types.SimpleNamespace(status="failed")]  # + a rejected
+        metrics.record_result(types.SimpleNamespace(outcomes=outcomes, engine="offline", providers=[]))
+    metrics.end(None)
+    found = samples(metrics.exposition().decode())
+    assert value(found, "ffb_targets_total", status="done") == 2
+    assert value(found, "ffb_targets_total", status="failed") == 2
+    duration = value(found, "ffb_run_duration_seconds")
+    assert value(samples(metrics.exposition().decode()), "ffb_run_duration_seconds") == duration  # stopped
+
+
 def test_statuses_are_the_batch_statuses():
     from facefusion_batch import metrics
     from facefusion_batch.pipeline import batch, journal
@@ -240,6 +256,15 @@ def test_stage_listener_feeds_histograms_and_in_flight():
     assert value(found, "ffb_stage_seconds_count", stage="decode") == 1
     assert value(found, "ffb_stage_seconds_bucket", stage="decode", le="0.0025") == 0
     assert value(found, "ffb_stage_seconds_bucket", stage="decode", le="0.005") == 1
+    metrics.stage_timings.add("encode", 0.01)  # on a bound: counted in that bucket (le is "less or equal")
+    metrics.stage_timings.add("encode", 1000.0)  # above the last bound: +Inf only
+    found = samples(metrics.exposition().decode())
+    assert value(found, "ffb_stage_seconds_bucket", stage="encode", le="0.005") == 0
+    assert value(found, "ffb_stage_seconds_bucket", stage="encode", le="0.01") == 1
+    assert value(found, "ffb_stage_seconds_bucket", stage="encode", le="300.0") == 1
+    assert value(found, "ffb_stage_seconds_bucket", stage="encode", le="+Inf") == 2
+    assert value(found, "ffb_stage_seconds_count", stage="encode") == 2
+    assert value(found, "ffb_stage_seconds_sum", stage="encode") == pytest.approx(1000.01)
     assert value(found, "ffb_faces_swapped_total") == 3
     assert value(found, "ffb_model_inference_seconds_count", model="inswapper_128") == 1
     assert timings.snapshot()["faces"] == {"seconds": 0.0, "count": 3}  # the totals are kept as before
