@@ -51,7 +51,8 @@ class RunMetrics:
     def __init__(self, labels: Optional[dict[str, str]] = None, clock: Callable[[], float] = time.time) -> None:
         """`labels`: put on every series (e.g. the output directory, which tells apart several jobs whose
         files one node_exporter reads)."""
-        r = CollectorRegistry()
+        r = self._own = CollectorRegistry()
+        self._attached = False
         self.registry = r  # what to expose
         if labels:
             self.registry = CollectorRegistry()
@@ -64,7 +65,10 @@ class RunMetrics:
         self._seen = dict.fromkeys(STATUSES, 0)
         self.frames = Counter("ffb_frames", "Video frames and images through the frame processor (also those "
                               "of targets that failed later).", registry=r)
-        self.faces = Counter("ffb_faces_swapped", "Faces swapped, summed over frames.", registry=r)
+        # Known only where the frames are processed in this process (attach): absent otherwise (Ray workers).
+        self.faces = Counter("ffb_faces_swapped", "Faces swapped, summed over frames.", registry=None)
+        self.in_flight = Gauge("ffb_frames_in_flight", "Video frames in the frame processor now.", registry=None)
+        self.in_flight.set_function(lambda: self.stage_timings.active("frame"))
         self.stage_seconds = Histograms("ffb_stage_seconds", "Seconds per stage event: decode (one frame), "
                                         "detect, track, swap and paste (one frame), encode (one frame or "
                                         "chunk), probe and verify (one video).", "stage", STAGE_BUCKETS)
@@ -77,8 +81,6 @@ class RunMetrics:
             r.register(histograms)
         self.stage_timings = Timings(self._on_stage)
         self.inference_timings = Timings(self._on_inference)
-        Gauge("ffb_frames_in_flight", "Video frames in the frame processor now.", registry=r
-              ).set_function(lambda: self.stage_timings.active("frame"))
         self.backlog = Gauge("ffb_backlog_targets", "Targets waiting: known to the run, not started, not "
                              "ended.", registry=r)
         self.running = Gauge("ffb_targets_in_progress", "Targets started and not ended.", registry=r)
@@ -109,6 +111,10 @@ class RunMetrics:
         the engine and providers from it."""
         batch.timings = self.stage_timings
         batch.engine.pool.timings = self.inference_timings
+        if not self._attached:
+            self._attached = True
+            self._own.register(self.faces)
+            self._own.register(self.in_flight)
         engine = batch.engine
         self._engine = lambda: (engine.name, engine.pool.active_providers())
 
@@ -148,8 +154,9 @@ class RunMetrics:
     # --- events ---------------------------------------------------------------------------------------
 
     def expect(self, targets: int) -> None:
+        """A batch of `targets` begins (a long-running process tells each batch it starts): they are waiting."""
         with self._lock:
-            self._expected = max(self._expected, targets)
+            self._expected += targets
             self._update_backlog()
 
     def start(self, name: str) -> None:

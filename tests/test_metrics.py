@@ -218,7 +218,10 @@ def test_batches_of_one_process_add_up():
     metrics = RunMetrics()
     reporter = metrics.reporter(QuietReporter())
     for _ in range(2):
+        reporter.expect(1)
+        assert value(samples(metrics.exposition().decode()), "ffb_backlog_targets") == 1
         reporter.finish("done", "a.mp4")
+        assert value(samples(metrics.exposition().decode()), "ffb_backlog_targets") == 0
         outcomes = [types.SimpleNamespace(status="done"), types.SimpleNamespace(status="failed")]  # + a rejected
         metrics.record_result(types.SimpleNamespace(outcomes=outcomes, engine="offline", providers=[]))
     metrics.end(None)
@@ -236,8 +239,28 @@ def test_statuses_are_the_batch_statuses():
     assert metrics.STATUSES == batch.STATUSES and metrics.SUCCESS == journal.FINISHED
 
 
-def test_stage_listener_feeds_histograms_and_in_flight():
+def attached(metrics: RunMetrics) -> RunMetrics:
+    """`metrics` attached to a stand-in batch (what RunMetrics.attach touches of a Batch)."""
+    pool = types.SimpleNamespace(timings=None, active_providers=lambda: ["CPUExecutionProvider"])
+    metrics.attach(types.SimpleNamespace(timings=None, engine=types.SimpleNamespace(name="offline", pool=pool)))
+    return metrics
+
+
+def test_frame_path_series_are_absent_until_a_batch_is_attached():
+    """With the Ray executor the frames are processed on the workers: no made-up zero faces or in-flight."""
     metrics = RunMetrics()
+    text = metrics.exposition().decode()
+    assert "ffb_faces_swapped" not in text and "ffb_frames_in_flight" not in text
+    attached(metrics)
+    found = samples(metrics.exposition().decode())
+    assert value(found, "ffb_faces_swapped_total") == 0 and value(found, "ffb_frames_in_flight") == 0
+    assert [dict(labels)["provider"] for name, labels in found if name == "ffb_engine_info"] == \
+        ["CPUExecutionProvider"]
+    attached(metrics)  # a second batch of the same process: registered once
+
+
+def test_stage_listener_feeds_histograms_and_in_flight():
+    metrics = attached(RunMetrics())
     timings = metrics.stage_timings
     with timings.measure("frame"):
         with timings.measure("detect"):
@@ -287,7 +310,7 @@ def test_timings_listener_and_active_count():
 
 
 def test_exposition_is_valid_with_every_family_filled():
-    metrics = RunMetrics()
+    metrics = attached(RunMetrics())
     reporter = metrics.reporter(QuietReporter())
     reporter.expect(2)
     reporter.start('odd "name"\\\n.mp4', 2)
