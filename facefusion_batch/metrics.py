@@ -96,6 +96,7 @@ class RunMetrics:
         self._ended_targets = 0
         self._in_progress: dict[str, None] = {}  # started and not ended, oldest first
         self._engine: Callable[[], tuple[str, list[str]]] | None = None
+        self._engine_seen: Optional[tuple[str, list[str]]] = None
         self.gpus = GpuCollector()
         r.register(_EngineInfo(self))
         r.register(self.gpus)
@@ -146,7 +147,10 @@ class RunMetrics:
         """The run is over: record its result (None: it ended before giving one); the duration stops."""
         if result is not None:
             self.record_result(result)
-        self._ended = self._clock()
+        with self._lock:
+            self._ended = self._clock()
+            self._in_progress.clear()  # what an interrupt cut short waits for the next run
+            self._update_backlog()
 
     def close(self) -> None:
         self.gpus.close()
@@ -197,7 +201,14 @@ class RunMetrics:
         self.inference_seconds.observe(name, seconds)
 
     def engine_info(self) -> Optional[tuple[str, list[str]]]:
-        return self._engine() if self._engine is not None else None
+        """(engine, providers), read when collected; the last answer while a session is being created (the
+        pool's sessions can't be listed from a scraping thread at that moment)."""
+        if self._engine is not None:
+            try:
+                self._engine_seen = self._engine()
+            except RuntimeError:  # dictionary changed size during iteration
+                pass
+        return self._engine_seen
 
     def exposition(self) -> bytes:
         """The metrics in Prometheus' text format."""

@@ -224,8 +224,11 @@ def test_batches_of_one_process_add_up():
         assert value(samples(metrics.exposition().decode()), "ffb_backlog_targets") == 0
         outcomes = [types.SimpleNamespace(status="done"), types.SimpleNamespace(status="failed")]  # + a rejected
         metrics.record_result(types.SimpleNamespace(outcomes=outcomes, engine="offline", providers=[]))
+    reporter.expect(2)
+    reporter.start("cut short.mp4", 10)  # interrupted: never finished
     metrics.end(None)
     found = samples(metrics.exposition().decode())
+    assert value(found, "ffb_targets_in_progress") == 0 and value(found, "ffb_backlog_targets") == 2
     assert value(found, "ffb_targets_total", status="done") == 2
     assert value(found, "ffb_targets_total", status="failed") == 2
     duration = value(found, "ffb_run_duration_seconds")
