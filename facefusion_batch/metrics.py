@@ -108,15 +108,21 @@ class RunMetrics:
         return MetricsReporter(self, inner)
 
     def attach(self, batch: Any) -> None:
-        """Time the stages and model calls of `batch` (a pipeline.batch.Batch) into these metrics, and take
-        the engine and providers from it."""
+        """Time the stages of `batch` (a pipeline.batch.Batch: whatever passes `timings` to the frame path)
+        and its engine's model calls into these metrics."""
         batch.timings = self.stage_timings
-        batch.engine.pool.timings = self.inference_timings
-        if not self._attached:
-            self._attached = True
-            self._own.register(self.faces)
-            self._own.register(self.in_flight)
-        engine = batch.engine
+        self.attach_engine(batch.engine)
+
+    def attach_engine(self, engine: Any) -> None:
+        """Time the model calls of `engine` (its session pool's `timings`) and take the engine's name and
+        providers from it. Frames are processed in this process from now on, so the faces and frames-in-flight
+        series appear (fed through `stage_timings`, which the caller hands to the frame path)."""
+        engine.pool.timings = self.inference_timings
+        with self._lock:
+            if not self._attached:
+                self._attached = True
+                self._own.register(self.faces)
+                self._own.register(self.in_flight)
         self._engine = lambda: (engine.name, engine.pool.active_providers())
 
     def note_journal(self, journal: Any) -> None:
