@@ -18,6 +18,7 @@ from typing import Sequence, Union
 from facefusion_batch.driver import run_batch
 from facefusion_batch.errors import SettingsError
 from facefusion_batch.executors.base import Executor
+from facefusion_batch.metrics import RunMetrics
 from facefusion_batch.pipeline.batch import BatchResult, open_state
 from facefusion_batch.pipeline.journal import Journal
 from facefusion_batch.pipeline.progress import QuietReporter, Reporter
@@ -29,11 +30,12 @@ PathLike = Union[str, Path]
 
 def run(source: PathLike, targets: PathLike | Sequence[PathLike], output: PathLike | None = None,
         settings: Settings | None = None, *, force: bool = False, retry_failed: bool = False, wait: bool = False,
-        reporter: Reporter | None = None) -> Summary:
+        reporter: Reporter | None = None, metrics: RunMetrics | None = None) -> Summary:
     """Swap the face of `source` into every video and image of `targets` (files, directories, globs), writing
     to `output` (else `settings.output_path`). `settings` defaults to ffb's defaults (no profile, no
     environment: use `load_settings` for those). `wait`: wait for another run holding the output instead of
-    raising `LockedError`. `reporter` gets progress (default: none)."""
+    raising `LockedError`. `reporter` gets progress (default: none; wrap it with `metrics.reporter` when
+    passing `metrics`, which then also gets the stage and model times of the frames processed here)."""
     settings = settings or load_settings(None, {}, {}).settings
     if output is not None:
         settings = dataclasses.replace(settings, output_path=Path(output))
@@ -53,11 +55,17 @@ def run(source: PathLike, targets: PathLike | Sequence[PathLike], output: PathLi
         for line in dropped:
             reporter.message(f"ffb: {line}")
     lock, journal = open_state(settings, wait, reporter)
+    result = None
     try:
-        with _executor(settings, Path(source), journal) as executor:
-            return run_batch(settings, specs, executor, reporter, journal, force, retry_failed,
-                             notes=(signing,) if signing else ())
+        if metrics is not None:
+            metrics.started(journal)
+        with _executor(settings, Path(source), journal, metrics) as executor:
+            result = run_batch(settings, specs, executor, reporter, journal, force, retry_failed,
+                               notes=(signing,) if signing else ())
+            return result
     finally:
+        if metrics is not None:
+            metrics.end(result)
         journal.close()
         lock.release()
 
@@ -79,7 +87,7 @@ def _check_signing(settings: Settings) -> str:
             f"unless they trust {root}; --c2pa-certificate signs as your organisation")
 
 
-def _executor(settings: Settings, source: Path, journal: Journal) -> Executor:
+def _executor(settings: Settings, source: Path, journal: Journal, metrics: RunMetrics | None) -> Executor:
     """The executor the settings choose; the only place that knows them all."""
     if settings.executor == "ray":
         from facefusion_batch.executors.ray_executor import RayExecutor
@@ -87,4 +95,6 @@ def _executor(settings: Settings, source: Path, journal: Journal) -> Executor:
         return RayExecutor(settings, source)
     from facefusion_batch.executors.local import LocalExecutor
 
-    return LocalExecutor(settings, source, journal)
+    if metrics is None:
+        return LocalExecutor(settings, source, journal)
+    return LocalExecutor(settings, source, journal, timings=metrics.stage_timings, on_engine=metrics.attach_engine)

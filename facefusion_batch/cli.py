@@ -122,6 +122,9 @@ def run(
     print_settings: bool = typer.Option(False, "--print-settings", help="Show the resolved settings and exit."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
+    metrics_file: Optional[Path] = typer.Option(None, "--metrics-file", help="Write Prometheus metrics to this "
+                                                "file every 15 s and at the end, atomically: for node_exporter's "
+                                                "textfile collector, a *.prom file in its directory."),
 ) -> int:
     """Swap the source face into every target video and image."""
     flags: dict[str, Any] = {
@@ -161,11 +164,18 @@ def run(
     from facefusion_batch.pipeline.progress import make_reporter
 
     settings = resolved.settings
+    metrics = None
+    if metrics_file:
+        from facefusion_batch.metrics import FileMetrics
+
+        # A path it can't write fails here, before anything starts; the output tells several jobs' files apart.
+        metrics = FileMetrics(metrics_file, {"output": str(settings.output_path)})
     signal.signal(signal.SIGTERM, _interrupt)  # cron's kill: clean up like Ctrl-C
     reporter = make_reporter(quiet=quiet or settings.log_level == "error")
+    reporter = metrics.reporter(reporter) if metrics else reporter
     try:
         result = run_batch(source, target, settings=settings, force=force, retry_failed=retry_failed, wait=wait,
-                           reporter=reporter)
+                           reporter=reporter, metrics=metrics)
     finally:
         reporter.close()
     if as_json:

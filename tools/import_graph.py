@@ -32,6 +32,7 @@ FLOORS: tuple[tuple[str, int], ...] = (
     ("facefusion_batch.executors", 6),
     ("facefusion_batch.provenance", 5),
     ("facefusion_batch.pipeline", 5),
+    ("facefusion_batch.metrics", 5),
     ("facefusion_batch.engines", 4),
     ("facefusion_batch.processors", 4),
     ("facefusion_batch.hardware", 3),

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
+from facefusion_batch.engines.base import FaceEngine
 from facefusion_batch.executors.base import Claim, EngineInfo, Stats, Work
 from facefusion_batch.memory import apply_memory_limit
 from facefusion_batch.pipeline import job
@@ -39,13 +40,15 @@ class LocalExecutor:
     concurrent_targets = False
 
     def __init__(self, settings: Settings, source: Path, journal: Journal | None = None,
-                 processor: FrameProcessor | None = None, timings: Timings | None = None) -> None:
+                 processor: FrameProcessor | None = None, timings: Timings | None = None,
+                 on_engine: Callable[[FaceEngine], None] | None = None) -> None:
         """`journal` only lets the first video be hashed ahead (the driver does the claiming); `processor`
-        is one already prepared (its engine is then the caller's to close); `timings` collects stage times."""
+        is one already prepared (its engine is then the caller's to close); `timings` collects stage times;
+        `on_engine` is told the engine once it is loaded (metrics time its model calls)."""
         self.settings, self.source, self._journal = settings, source, journal
         self.processor = processor
         self._owns_engine = processor is None
-        self._timings = timings
+        self._timings, self._on_engine = timings, on_engine
         self._lookahead: Lookahead | None = None
 
     # ---- Executor --------------------------------------------------------------------------------------
@@ -64,6 +67,8 @@ class LocalExecutor:
         if self._timings is not None:
             self.processor = self.processor.timed_by(self._timings)
         engine = self.processor.engine
+        if self._on_engine is not None:
+            self._on_engine(engine)
         return EngineInfo(engine.name, tuple(engine.models), self.processor.output_key, tuple(messages))
 
     def run(self, work: Work) -> None:

@@ -341,7 +341,8 @@ class _FrameStages:
         else:
             with timed(self._options.timings, "decode"):
                 frame = load(payload)
-        return self._frame_fn(frame, reference, is_new)
+        with timed(self._options.timings, "frame"):  # frames in the processor now: the metrics' frames in flight
+            return self._frame_fn(frame, reference, is_new)
 
     def cancel_pending(self) -> None:
         """Stopped early: analyses not started are dropped, and whoever waits on them is told."""
