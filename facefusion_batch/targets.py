@@ -33,8 +33,10 @@ def _walk(directory: Path, skip: Path) -> list[Path]:
     return found
 
 
-def discover(specs: Sequence[str], output_dir: Path) -> tuple[list[Target], list[Rejected]]:
-    """Expand target specs into targets with output paths; explain every spec that yields nothing usable."""
+def discover(specs: Sequence[str], output_dir: Path, output_file: Path | None = None
+             ) -> tuple[list[Target], list[Rejected]]:
+    """Expand target specs into targets with output paths; explain every spec that yields nothing usable.
+    With `output_file` (-o result.mp4) the one target is written there (several would all claim it)."""
     targets: list[Target] = []
     rejected: list[Rejected] = []
     skip = output_dir.resolve()
@@ -55,6 +57,8 @@ def discover(specs: Sequence[str], output_dir: Path) -> tuple[list[Target], list
                 rejected.append(Rejected(path, f"unsupported extension '{path.suffix}'; supported: {supported}"))
             else:
                 targets.append(Target(path, kind_of(path) or "", output_dir / path.name))
+    if output_file is not None:
+        targets = [Target(t.path, t.kind, output_file) for t in targets]
     return _deduplicate(targets, rejected)
 
 
