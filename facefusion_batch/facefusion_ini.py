@@ -78,10 +78,10 @@ def section_of(key: str) -> str | None:
     return next((section for section, keys in LAYOUT.items() if key in keys), None)
 
 
-def ignored_note(section: str, key: str, value: str) -> tuple[bool, str]:
+def ignored_note(key: str) -> tuple[bool, str]:
     """(whether ffb plans to use the key, the note listing it) for a FaceFusion key ffb doesn't use."""
     instead = INSTEAD.get(key)
-    return key in NOT_YET, f"[{section}] {key}" + (f" ({instead})" if instead else "")
+    return key in NOT_YET, key + (f" ({instead})" if instead else "")
 
 
 def uses_only_swapper(value: str) -> bool:

@@ -340,8 +340,8 @@ def load_profile(path: Path) -> Profile:
     raw_sections = _read_toml(path) if path.suffix.lower() == ".toml" else _read_ini(path)
     values: dict[str, Any] = {}
     problems: list[str] = []
-    ignored: list[str] = []
-    not_yet: list[str] = []
+    ignored: list[tuple[str, str]] = []
+    not_yet: list[tuple[str, str]] = []
     for section, keys in raw_sections.items():
         if section not in ALL_SECTIONS:
             problems.append(f"unknown section [{section}]{_did_you_mean(section, ALL_SECTIONS)}"
@@ -362,8 +362,8 @@ def load_profile(path: Path) -> Profile:
             elif facefusion_ini.is_facefusion_key(section, key):
                 if blank or (key == "processors" and facefusion_ini.uses_only_swapper(str(raw))):
                     continue
-                planned, note = facefusion_ini.ignored_note(section, key)
-                (not_yet if planned else ignored).append(note)
+                planned, note = facefusion_ini.ignored_note(key)
+                (not_yet if planned else ignored).append((section, note))
             else:
                 problems.append(_unknown_key(section, key))
     if problems:
@@ -373,11 +373,19 @@ def load_profile(path: Path) -> Profile:
     if ignored or not_yet:
         parts = []
         if ignored:
-            parts.append("FaceFusion settings ffb does not have, ignored: " + ", ".join(ignored))
+            parts.append("FaceFusion settings ffb does not have, ignored: " + _by_section(ignored))
         if not_yet:
-            parts.append("not used yet (face enhancer and masks are planned): " + ", ".join(not_yet))
-        warnings.append(f"{path}: " + "; ".join(parts))
+            parts.append("not used yet (face enhancer and masks are planned): " + _by_section(not_yet))
+        warnings.append(f"{path}: " + ". ".join(parts))
     return Profile(values, tuple(warnings))
+
+
+def _by_section(notes: list[tuple[str, str]]) -> str:
+    """'[a] k1, k2; [b] k3' from (section, key note) pairs."""
+    grouped: dict[str, list[str]] = {}
+    for section, note in notes:
+        grouped.setdefault(section, []).append(note)
+    return "; ".join(f"[{section}] {', '.join(keys)}" for section, keys in grouped.items())
 
 
 def _unknown_key(section: str, key: str) -> str:
