@@ -274,7 +274,7 @@ def _check_output_file(output: Path, specs: list[str]) -> None:
     from facefusion_batch.media import kind_of
     from facefusion_batch.targets import discover
 
-    targets, rejected = discover(specs, output.parent)
+    targets, rejected = discover(specs, output.parent, output)
     found = len(targets) + len(rejected)
     if found > 1:
         raise SettingsError(f"--output {output} names one output file, but the targets give {found} files; pass "
