@@ -298,6 +298,7 @@ class Batch:
         result.outcomes += [Outcome(str(r.path), "failed", reason=r.reason) for r in rejected]
         for r in rejected:
             self.reporter.message(f"{r.path}: {r.reason}")
+        self.reporter.expect(len(targets))
         finishing: _Finishing | None = None
         current: Target | None = None  # the target being started (named when interrupted)
         try:
@@ -312,7 +313,8 @@ class Batch:
                         if finishing is not None:
                             result.outcomes.append(self._settle(finishing, journal))
                             finishing = None
-                        if isinstance(begun, Outcome):
+                        if isinstance(begun, Outcome):  # skipped, or unreadable before it began
+                            self._report(begun)
                             result.outcomes.append(begun)
                         else:
                             finishing = _Finishing(target, begun[1], finisher.submit(begun[0]))
