@@ -203,7 +203,6 @@ def run(
         raise SettingsError(f"several sources ({' '.join(map(str, source))}) are not supported yet; pass one "
                             "--source image of the face")
     source_path = source[0]
-    check_source(source_path)
     check_paths(settings)
     if settings.output_file is not None:
         _check_output_file(settings.output_file, target)
@@ -215,6 +214,7 @@ def run(
         from facefusion_batch.executors import require_ray
 
         require_ray()  # before the lock: say at once how to install it
+    check_source(source_path)  # before the lock and the models: exit 4 at once
     signal.signal(signal.SIGTERM, _interrupt)  # cron's kill: clean up like Ctrl-C
     reporter = make_reporter(quiet=quiet or settings.log_level == "error")
     if settings.executor != "ray":  # Ray workers check on their own machines
@@ -531,11 +531,33 @@ def version() -> None:
 
 def main(argv: Optional[list[str]] = None) -> int:
     """Run the CLI in-process and return the exit code (tests call this)."""
+    args = sys.argv[1:] if argv is None else list(argv)
     try:
-        app(args=argv, prog_name="ffb")
+        code = app(args=args, prog_name="ffb", standalone_mode=False)
+    except typer.Abort:
+        print("Aborted!", file=sys.stderr)
+        return 1
+    except typer.TyperException as exc:  # usage: an unknown flag, a value not among the choices
+        if not hasattr(exc, "format_message"):
+            raise
+        _show_usage_error(exc)
+        if "--json" in args:
+            command = next((a for a in args if not a.startswith("-")), "")
+            _print_json_line(RunStamp.now().error(command, exc.exit_code, exc.format_message()))
+        return exc.exit_code
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return 0
+    return code if isinstance(code, int) else 0
+
+
+def _show_usage_error(exc: Any) -> None:
+    """As Typer shows it when it handles the error itself."""
+    try:
+        from typer import rich_utils
+
+        rich_utils.rich_format_error(exc)
+    except ImportError:  # pragma: no cover - rich is a dependency
+        exc.show()
 
 
 def entry() -> None:

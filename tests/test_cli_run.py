@@ -234,3 +234,12 @@ def test_interrupt_names_the_target(env, source_image, tmp_path):
     assert proc.returncode == 130 and line["exit_code"] == 130
     assert [o["target"] for o in line["outcomes"]] == [str(clip)]
     assert "interrupted" in line["outcomes"][0]["reason"]
+
+
+@pytest.mark.parametrize("args", [["--engine", "bogus"], ["--execution-thread-count", "abc"], ["--no-such-flag"]])
+def test_json_error_object_on_usage_errors(capsys, args):
+    assert main(["run", "--json", *args]) == 2
+    captured = capsys.readouterr()
+    line = json.loads(captured.out)
+    assert line["ok"] is False and line["exit_code"] == 2 and line["command"] == "run" and line["error"]
+    assert "Traceback" not in captured.err
