@@ -59,7 +59,7 @@ def image_header_problem(head: bytes) -> str | None:
     except Image.DecompressionBombError:
         return None  # an image; read_image refuses it for its size, with the reason
     except (UnidentifiedImageError, OSError, ValueError):
-        return "not an image (no JPEG, PNG or WebP header)"
+        return "not a readable image (no JPEG, PNG or WebP header)"
     if kind not in ("JPEG", "PNG", "WEBP", "MPO"):
         return f"a {kind} image, which ffb does not read"
     return None

@@ -521,8 +521,8 @@ _DIRECTORIES = {"temp_path": True, "cache_path": True, "models_path": False, "st
 def check_paths(settings: Settings) -> None:
     """Before any work: every directory setting must be a directory, or creatable as one; one SettingsError
     naming the setting otherwise (rather than each target failing with "File exists")."""
+    # (output_path is the run's to check: a bad output directory is exit 5)
     checks = [(name, getattr(settings, name), writes) for name, writes in _DIRECTORIES.items()]
-    checks.append(("output_path", settings.output_dir, False))  # not writable: exit 5, checked by the run
     for name, path, writes in checks:
         if path is None:
             continue

@@ -62,8 +62,8 @@ def _fifo(tmp_path: Path) -> Path:
     (lambda tmp: tmp / "nope.jpg", "source image not found"),
     (_dir, "is a directory, not an image"),
     (_empty, "file is empty"),
-    (_text, "not an image"),
-    (_video, "not an image"),
+    (_text, "not a readable image"),
+    (_video, "not a readable image"),
     (_dangling, "source image not found (a broken symbolic link)"),
     (_fifo, "not a regular file"),
 ])
