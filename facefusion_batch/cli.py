@@ -6,19 +6,18 @@ Exit codes: 0 all targets done; 1 some target failed; 2 bad usage or settings; 3
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import os
 import signal
 import sys
 import time
-from pathlib import Path
-from typing import Any, Optional
-
-import dataclasses
-import functools
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Optional
 
 import typer
 
