@@ -637,6 +637,12 @@ def version() -> None:
 def main(argv: Optional[list[str]] = None) -> int:
     """Run the CLI in-process and return the exit code (tests call this)."""
     args = sys.argv[1:] if argv is None else list(argv)
+    several = several_sources(args)
+    if several:
+        print(f"ffb: error: {several}", file=sys.stderr)
+        if "--json" in args:
+            _print_json_line(RunStamp.now().error("run", 2, several))
+        return 2
     try:
         code = app(args=args, prog_name="ffb", standalone_mode=False)
     except typer.Abort:
@@ -653,6 +659,21 @@ def main(argv: Optional[list[str]] = None) -> int:
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     return code if isinstance(code, int) else 0
+
+
+def several_sources(args: list[str]) -> str | None:
+    """FaceFusion takes several sources after one -s (`-s a.jpg b.jpg`); here the second would be taken as
+    a positional target and get the face swapped in. An image right after the source is refused instead."""
+    if not args or args[0] != "run":
+        return None
+    from facefusion_batch.media import kind_of
+
+    for index, arg in enumerate(args[:-2]):
+        if arg in ("-s", "--source") and not args[index + 2].startswith("-") \
+                and kind_of(Path(args[index + 2])) == "image":
+            return (f"several sources (-s {args[index + 1]} {args[index + 2]}) are not supported yet; pass one "
+                    f"--source image of the face (if {args[index + 2]} is a target, pass it with -t)")
+    return None
 
 
 def _show_usage_error(exc: Any) -> None:

@@ -243,3 +243,17 @@ def test_json_error_object_on_usage_errors(capsys, args):
     line = json.loads(captured.out)
     assert line["ok"] is False and line["exit_code"] == 2 and line["command"] == "run" and line["error"]
     assert "Traceback" not in captured.err
+
+
+def test_facefusion_style_several_sources_after_one_s_are_refused(env, source_image, capsys):
+    """FaceFusion's `-s a.jpg b.jpg`: b.jpg must not become a target that gets the face swapped in."""
+    other = env / "other.png"
+    cv2.imwrite(str(other), face_frame())
+    before = other.read_bytes()
+    clip = make_clip(env / "a.mp4", frames=2, audio=False)
+    code, lines, err = run_json(capsys, "-s", str(source_image), str(other), "-t", str(clip), "-o", str(env / "out"))
+    assert code == 2 and "several sources" in err and f"if {other} is a target, pass it with -t" in err
+    assert lines[0]["exit_code"] == 2 and other.read_bytes() == before and not (env / "out").exists()
+    # a video right after the source is a positional target, as ever
+    code, lines, _ = run_json(capsys, "-s", str(source_image), str(clip), "-o", str(env / "out"))
+    assert code == 0 and lines[0]["counts"]["done"] == 1
