@@ -68,27 +68,29 @@ def _default_ffmpeg() -> tuple[str, str]:
     raise MediaError("ffmpeg not found: pip install imageio-ffmpeg (or set ffmpeg_path)")
 
 
-def use_ffmpeg(configured: Path | None) -> str:
-    """Choose this process's ffmpeg: `configured` (the ffmpeg_path setting), else the default, checking a
-    configured or PATH ffmpeg runs and is at least MIN_VERSION (the bundled one is known good); SettingsError
-    naming ffmpeg_path otherwise. Returns its path."""
+def use_ffmpeg(configured: Path | None) -> str | None:
+    """Choose this process's ffmpeg: `configured` (the ffmpeg_path setting), checked to run and be at least
+    MIN_VERSION (SettingsError naming ffmpeg_path otherwise); None: the default, found when first needed
+    (off the start-up path: the first probe runs beside the model loading). Returns the configured path."""
     from facefusion_batch.errors import SettingsError
 
-    path, origin = (str(configured), "setting") if configured else _default_ffmpeg()
-    if origin != "bundled":
-        minimum = ".".join(map(str, MIN_VERSION))
-        fix = (f"set ffmpeg_path (--ffmpeg-path, FFB_FFMPEG_PATH) to an ffmpeg {minimum} or newer, or leave it "
-               "empty for the bundled one")
-        try:
-            version = ffmpeg_version(path)
-        except (OSError, subprocess.SubprocessError) as exc:
-            reason = getattr(exc, "strerror", None) or exc
-            raise SettingsError(f"ffmpeg_path {path}: can't run it ({reason}); {fix}") from None
-        if not version:
-            raise SettingsError(f"ffmpeg_path {path}: not an ffmpeg (`-version` names none); {fix}")
-        number = version_tuple(version)
-        if number is not None and number < MIN_VERSION:
-            raise SettingsError(f"ffmpeg_path {path}: ffmpeg {version} is older than {minimum}; {fix}")
+    if configured is None:
+        _chosen.clear()
+        return None
+    path = str(configured)
+    minimum = ".".join(map(str, MIN_VERSION))
+    fix = (f"set ffmpeg_path (--ffmpeg-path, FFB_FFMPEG_PATH) to an ffmpeg {minimum} or newer, or leave it "
+           "empty for the bundled one")
+    try:
+        version = ffmpeg_version(path)
+    except (OSError, subprocess.SubprocessError) as exc:
+        reason = getattr(exc, "strerror", None) or exc
+        raise SettingsError(f"ffmpeg_path {path}: can't run it ({reason}); {fix}") from None
+    if not version:
+        raise SettingsError(f"ffmpeg_path {path}: not an ffmpeg (`-version` names none); {fix}")
+    number = version_tuple(version)
+    if number is not None and number < MIN_VERSION:
+        raise SettingsError(f"ffmpeg_path {path}: ffmpeg {version} is older than {minimum}; {fix}")
     _chosen[:] = [path]
     return path
 

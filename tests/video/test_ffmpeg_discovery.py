@@ -35,7 +35,7 @@ def test_the_bundled_ffmpeg_wins_over_the_one_on_path(tmp_path, monkeypatch):
     fake_ffmpeg(tmp_path / "bin", "ffmpeg version 5.1.6-0+deb12u1 Copyright (c) 2000-2024")
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     assert ffmpeg.ffmpeg_binary() == imageio_ffmpeg.get_ffmpeg_exe()
-    assert ffmpeg.use_ffmpeg(None) == imageio_ffmpeg.get_ffmpeg_exe()
+    assert ffmpeg.use_ffmpeg(None) is None and ffmpeg.ffmpeg_binary() == imageio_ffmpeg.get_ffmpeg_exe()
 
 
 @pytest.mark.parametrize("version_line, says", [
