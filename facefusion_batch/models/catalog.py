@@ -29,6 +29,15 @@ TEMPLATES: dict[str, np.ndarray] = {
 
 
 @dataclass(frozen=True)
+class TensorSpec:
+    """One input or output of a model: name, shape (None: any size, e.g. a dynamic axis) and dtype."""
+
+    name: str
+    shape: tuple[int | None, ...]
+    dtype: str = "float32"
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     """Facts about one model file. `mean`/`std` apply to pixel values scaled to [0, 1]."""
 
@@ -44,6 +53,10 @@ class ModelSpec:
     std: tuple[float, float, float]
     rgb: bool
     licence: str
+    inputs: tuple[TensorSpec, ...] = ()
+    outputs: tuple[TensorSpec, ...] = ()
+    # Whether ffb feeds the inputs by these names (else by position, so another export's names are fine).
+    fed_by_name: bool = False
 
     @property
     def hash_file(self) -> str:
@@ -52,9 +65,28 @@ class ModelSpec:
 
 def _facefusion(name: str, family: Family, size: int, template: str | None, mean: float, std: float,
                 rgb: bool, licence: str) -> ModelSpec:
+    inputs, outputs = _SIGNATURES[family]
     return ModelSpec(name=name, family=family, file=f"{name}.onnx", url=f"{_RELEASE}{name}.onnx",
                      hash_url=f"{_RELEASE}{name}.hash", sha256=None, size=size, template=template,
-                     mean=(mean,) * 3, std=(std,) * 3, rgb=rgb, licence=licence)
+                     mean=(mean,) * 3, std=(std,) * 3, rgb=rgb, licence=licence, inputs=inputs, outputs=outputs,
+                     fed_by_name=family == "swapper")
+
+
+def _scrfd_outputs() -> tuple[TensorSpec, ...]:
+    # Per stride (8, 16, 32): scores (K, 1), then box distances (K, 4), then keypoints (K, 10).
+    return tuple(TensorSpec(f"{kind} s{stride}", (None, width))
+                 for kind, width in (("scores", 1), ("boxes", 4), ("keypoints", 10)) for stride in (8, 16, 32))
+
+
+# The tensors ffb feeds and reads, per family: the batch axis may be 1 or dynamic, detector sizes vary.
+_SIGNATURES: dict[Family, tuple[tuple[TensorSpec, ...], tuple[TensorSpec, ...]]] = {
+    "swapper": ((TensorSpec("target", (1, 3, 128, 128)), TensorSpec("source", (1, 512))),
+                (TensorSpec("output", (1, 3, 128, 128)),)),
+    "recognizer": ((TensorSpec("input.1", (1, 3, 112, 112)),), (TensorSpec("embedding", (1, 512)),)),
+    "detector_scrfd": ((TensorSpec("input.1", (1, 3, None, None)),), _scrfd_outputs()),
+    "detector_yolo": ((TensorSpec("images", (1, 3, None, None)),), (TensorSpec("output0", (1, 20, None)),)),
+    "enhancer": ((TensorSpec("input", (1, 3, 512, 512)),), (TensorSpec("output", (1, 3, 512, 512)),)),
+}
 
 
 _NON_COMMERCIAL = "InsightFace: non-commercial research use only"
