@@ -424,7 +424,7 @@ class Batch:
             following = self._following() if lookahead and self._following else None
             if lookahead and following:
                 lookahead.prepare(following[0].path, hash_content=following[1])
-            prepare_output(self.settings.output_path, target.output, target.path)
+            prepare_output(self.settings.output_dir, target.output, target.path)
             if target.kind == "image":
                 self.reporter.start(str(target.path), 1)
                 swapped, note = self.image(target, content)
