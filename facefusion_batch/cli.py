@@ -179,6 +179,9 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="Print the summary on stdout as one line of JSON (run id, "
                                  "start/end time UTC, version, engine, counts, outcomes); errors too."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
+    metrics_file: Optional[Path] = typer.Option(None, "--metrics-file", help="Write Prometheus metrics to this "
+                                                "file every 15 s and at the end, atomically: for node_exporter's "
+                                                "textfile collector, a *.prom file in its directory."),
 ) -> int:
     """Swap the source face into every target video and image."""
     stamp = RunStamp.now()
@@ -233,17 +236,26 @@ def run(
 
         require_ray()  # before the lock: say at once how to install it
     check_source(source_path)  # before the lock and the models: exit 4 at once
+    metrics = None
+    if metrics_file:
+        from facefusion_batch.metrics import FileMetrics
+
+        # A path it can't write fails here, before anything starts; the output tells several jobs' files apart.
+        metrics = FileMetrics(metrics_file, {"output": str(settings.output_path)})
     signal.signal(signal.SIGTERM, _interrupt)  # cron's kill: clean up like Ctrl-C
     reporter = make_reporter(quiet=quiet or settings.log_level == "error")
+    reporter = metrics.reporter(reporter) if metrics else reporter
     if settings.executor != "ray":  # Ray workers check on their own machines
         from facefusion_batch.models.sessions import usable_settings
 
         settings, dropped = usable_settings(settings)
         for line in dropped:
             reporter.message(f"ffb: {line}")
-    lock = journal = None
+    lock = journal = result = None
     try:
         lock, journal = open_state(settings, wait, reporter)
+        if metrics:
+            metrics.started(journal)
         if settings.executor == "ray":
             from facefusion_batch.executors.ray_executor import run_batch
 
@@ -261,8 +273,12 @@ def run(
             reporter.message(f"engine: {batch.engine.name} ({', '.join(batch.engine.models)})")
             if signing:
                 reporter.message(signing)
+            if metrics:
+                metrics.attach(batch)
             result = batch.run(target, journal, force=force, retry_failed=retry_failed, lookahead=lookahead)
     finally:
+        if metrics:
+            metrics.end(result)
         reporter.close()
         if journal:
             journal.close()
