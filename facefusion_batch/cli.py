@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 import time
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any, Optional
 import functools
 import typer
 
-from facefusion_batch import __version__
+from facefusion_batch import __version__, interrupts
 from facefusion_batch.errors import FfbError, SettingsError
 from facefusion_batch.settings import (Engine, Executor, FaceDetectorModel, FaceSelectorMode, FrameTransport,
                                        VideoEncoder, VideoMemoryStrategy, VideoPreset, describe, load_settings)
@@ -98,7 +97,8 @@ def run(
     ray_address: Optional[str] = typer.Option(None, help="Ray cluster to join: auto or ray://host:10001 (implies "
                                               "--executor ray); without it Ray starts on this machine."),
     force: bool = typer.Option(False, "--force", help="Redo targets the journal says are finished and unchanged."),
-    retry_failed: bool = typer.Option(False, "--retry-failed", help="Only retry targets whose last run failed."),
+    retry_failed: bool = typer.Option(False, "--retry-failed", help="Also retry targets whose last run failed "
+                                      "though they are unchanged (changed and new targets always run)."),
     wait: bool = typer.Option(False, "--wait", help="If another ffb run holds this output, wait for it instead "
                                                     "of exiting (exit code 6)."),
     print_settings: bool = typer.Option(False, "--print-settings", help="Show the resolved settings and exit."),
@@ -132,15 +132,27 @@ def run(
     if source is None or not target:
         raise SettingsError("ffb run needs --source FACE_IMAGE and at least one --target; see ffb run --help")
 
-    from facefusion_batch.pipeline.batch import Batch, open_state, prepare_first
-    from facefusion_batch.pipeline.progress import make_reporter
-
     settings = resolved.settings
     if settings.executor == "ray":
         from facefusion_batch.executors import require_ray
 
         require_ray()  # before the lock: say at once how to install it
-    signal.signal(signal.SIGTERM, _interrupt)  # cron's kill: clean up like Ctrl-C
+    with interrupts.handled() as signals:  # cron's kill (SIGTERM) ends a run like Ctrl-C
+        result = _run_local_or_ray(settings, source, target, wait, quiet, force, retry_failed, signals)
+        with signals.held():  # the summary is printed whole, whatever arrives now
+            result.interrupted = result.interrupted or signals.signalled
+            _print_summary(result, as_json)
+    if result.interrupted:
+        return 130
+    return 1 if result.failed else 0
+
+
+def _run_local_or_ray(settings, source: Path, target: list[str], wait: bool, quiet: bool, force: bool,
+                      retry_failed: bool, signals: interrupts.Interrupts):
+    """The batch's result; a signal before the batch began gives an interrupted result with no targets."""
+    from facefusion_batch.pipeline.batch import INTERRUPTED, Batch, BatchResult, Outcome, open_state, prepare_first
+    from facefusion_batch.pipeline.progress import make_reporter
+
     reporter = make_reporter(quiet=quiet or settings.log_level == "error")
     lock = journal = None
     try:
@@ -148,33 +160,41 @@ def run(
         if settings.executor == "ray":
             from facefusion_batch.executors.ray_executor import run_batch
 
-            result = run_batch(settings, source, target, journal, reporter, force=force, retry_failed=retry_failed)
-        else:
-            lookahead = prepare_first(settings, target, journal)  # while the models load
-            try:
-                batch = Batch(settings, source, reporter)
-            except BaseException:
-                lookahead.close()
-                raise
-            reporter.message(f"engine: {batch.engine.name} ({', '.join(batch.engine.models)})")
-            result = batch.run(target, journal, force=force, retry_failed=retry_failed, lookahead=lookahead)
+            return run_batch(settings, source, target, journal, reporter, force=force, retry_failed=retry_failed)
+        lookahead = prepare_first(settings, target, journal)  # while the models load
+        try:
+            batch = Batch(settings, source, reporter)
+        except BaseException:
+            lookahead.close()
+            raise
+        reporter.message(f"engine: {batch.engine.name} ({', '.join(batch.engine.models)})")
+        return batch.run(target, journal, force=force, retry_failed=retry_failed, lookahead=lookahead)
+    except KeyboardInterrupt:
+        return BatchResult(str(settings.engine), [], [], [Outcome("(batch)", "failed", reason=INTERRUPTED)],
+                           interrupted=True)
     finally:
-        reporter.close()
-        if journal:
-            journal.close()
-        if lock:
-            lock.release()
+        with signals.held():
+            reporter.close()
+            if journal:
+                journal.close()
+            if lock:
+                lock.release()
+
+
+def _print_summary(result, as_json: bool) -> None:
+    """The summary as JSON or a table; a table that can't be drawn (e.g. rich rejects a name) falls back to
+    plain lines: the summary is always printed."""
     if as_json:
         _print_json(result.to_dict())
-    else:
+        return
+    try:
         _summary_table(result)
-    if result.interrupted:
-        return 130
-    return 1 if result.failed else 0
-
-
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
+    except Exception as exc:  # noqa: BLE001 - any rendering failure; the plain lines still say everything
+        print(f"ffb: summary table failed ({type(exc).__name__}); plain summary follows", file=sys.stderr)
+        for o in result.outcomes:
+            print(f"{o.target!r}\t{o.status}\t{o.frames}\t{o.seconds:.1f}\t{o.reason or o.output or ''}")
+        counts = result.to_dict()["counts"]
+        print(", ".join(f"{name} {count}" for name, count in counts.items()))
 
 
 def _settings_table(rows: list[dict[str, Any]]) -> None:
@@ -406,4 +426,7 @@ def main(argv: Optional[list[str]] = None) -> int:
 
 
 def entry() -> None:
-    sys.exit(main())
+    interrupts.install()  # for the whole process: a signal during start-up ends it with 130 too
+    code = main()
+    interrupts.ignore()
+    sys.exit(code)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import glob
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -76,3 +77,28 @@ def _deduplicate(targets: list[Target], rejected: list[Rejected]) -> tuple[list[
             seen[out] = source
             kept.append(target)
     return kept, rejected
+
+
+_SPECIAL = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+            (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"))
+
+
+def special_kind(mode: int) -> str | None:
+    """What a file of this st_mode is when it isn't a regular file (None when it is one)."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((name for test, name in _SPECIAL if test(mode)), "not a regular file")
+
+
+def not_regular(path: Path) -> str | None:
+    """Why `path` (links followed) can't be a target although its name says it could, or None for a regular
+    file (or one that can't be looked at: reading it then gives the reason). Reading a FIFO or /dev/zero
+    would never end."""
+    try:
+        kind = special_kind(path.stat().st_mode)
+    except OSError:
+        return None
+    if kind is None:
+        return None
+    link = f" (a link to {os.path.realpath(path)})" if path.is_symlink() else ""
+    return f"{path}: is {kind}{link}, not a regular file; only video and image files can be processed"

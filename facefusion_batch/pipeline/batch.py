@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import shutil
+import sqlite3
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -13,21 +14,23 @@ from typing import Callable, Sequence
 import numpy as np
 
 from facefusion_batch import __version__
-from facefusion_batch.errors import FfbError, MediaError, OutputError
+from facefusion_batch.errors import FfbError, MediaError, OutputError, TargetError
 from facefusion_batch.marking import marking_tags
 from facefusion_batch.media import read_image, temp_name, write_image
 from facefusion_batch.memory import apply_memory_limit
 from facefusion_batch.pipeline.analysis import MotionGate, Reference, face_patches, track
 from facefusion_batch.models.store import sha256_of
 from facefusion_batch.pipeline.engine import FaceEngine, Selection, build_engine, build_selection
-from facefusion_batch.pipeline.journal import FINISHED, Journal, settings_key
+from facefusion_batch.pipeline import guard
+from facefusion_batch.pipeline.journal import FINISHED, UNREADABLE, Journal, settings_key
 from facefusion_batch.pipeline.lock import RunLock
 from facefusion_batch.pipeline.lookahead import Lookahead
+from facefusion_batch.pipeline.guard import GuardedReporter
 from facefusion_batch.pipeline.progress import Reporter
 from facefusion_batch.pipeline.source_cache import Record
 from facefusion_batch.pipeline.video_job import JobOptions, encode_video
 from facefusion_batch.settings import Settings
-from facefusion_batch.targets import Target, discover
+from facefusion_batch.targets import Target, discover, not_regular
 from facefusion_batch.timing import Timings, timed
 from facefusion_batch.video.ffmpeg import EncodeOptions
 
@@ -137,21 +140,33 @@ def _when(timestamp: float) -> str:
 
 
 def os_reason(target: Target, exc: OSError) -> str:
-    if target.path.is_symlink() and not target.path.exists():
-        return f"{target.path}: broken symbolic link"
-    where = exc.filename if exc.filename else target.path
-    return f"{target.path}: {exc.strerror or exc} ({where})" if where != target.path else f"{target.path}: {exc}"
+    return guard.os_reason(target.path, exc)
+
+
+def refuse_special(target: Target) -> None:
+    """Raise for a target that is no regular file (a FIFO, a device, a link to /dev/zero): reading it would
+    never end."""
+    reason = not_regular(target.path)
+    if reason:
+        raise TargetError(reason)
 
 
 def claim(journal: Journal, target: Target, output_key: str, force: bool, retry_failed: bool,
           hashed: str | None = None) -> tuple[Outcome | None, str, str]:
     """The journal's decision on a target: (an outcome when it is skipped or can't be read, else None; its
     content hash; its resume key). A target to be done is recorded as `running` (the caller records the end).
-    `hashed` is the file's sha256 when it was computed ahead of time."""
+    `hashed` is the file's sha256 when it was computed ahead of time. A target that can't be read at all is
+    recorded as failed, so later runs skip it until it changes (a chmod counts)."""
     try:
-        content = journal.content_hash(target.path, hashed)
-    except OSError as exc:
-        return Outcome(str(target.path), "failed", reason=os_reason(target, exc)), "", ""
+        content = journal.cached_hash(target.path)
+        if content is None:
+            refuse_special(target)  # before any read
+            content = hashed or sha256_of(target.path)
+    except (TargetError, OSError) as exc:
+        reason = guard.failure_reason(target.path, exc)
+        with contextlib.suppress(OSError, sqlite3.Error):  # e.g. nothing at all at that path any more
+            journal.record(target.path, target.output, UNREADABLE, output_key, "failed", reason)
+        return Outcome(str(target.path), "failed", reason=reason), UNREADABLE, ""
     skip = _skip(journal, target, content, output_key, force, retry_failed)
     if skip is not None:
         return skip, content, ""
@@ -161,7 +176,8 @@ def claim(journal: Journal, target: Target, output_key: str, force: bool, retry_
 
 def _skip(journal: Journal, target: Target, content: str | None, output_key: str, force: bool,
           retry_failed: bool) -> Outcome | None:
-    """The skip outcome the journal gives a target with this content hash (None: unknown, i.e. changed)."""
+    """The skip outcome the journal gives a target with this content hash (None: unknown, i.e. changed).
+    A changed or new target is always work; `retry_failed` also retries unchanged failures."""
     entry = None if force or content is None else journal.is_current(target.path, target.output, content,
                                                                        output_key)
     last_failed = entry is not None and entry.status == "failed"
@@ -171,8 +187,6 @@ def _skip(journal: Journal, target: Target, content: str | None, output_key: str
     if last_failed and not retry_failed:
         return Outcome(str(target.path), "skipped",
                        reason=f"failed before and unchanged; --retry-failed tries again: {entry.reason}")
-    if retry_failed and not last_failed and not force:
-        return Outcome(str(target.path), "skipped", reason="not a previous failure (--retry-failed)")
     return None
 
 
@@ -192,8 +206,8 @@ def prepare_first(settings: Settings, specs: Sequence[str], journal: Journal | N
     lookahead = Lookahead(settings.temp_path)
     try:
         targets, _ = discover(specs, settings.output_path)
-    except (FfbError, OSError):
-        return lookahead  # run() reports it
+    except Exception:  # noqa: BLE001 - run() meets it again and reports it
+        return lookahead
     first = next((t for t in targets if t.kind == "video"), None)
     if first is not None:
         lookahead.prepare(first.path, hash_content=needs_hash(journal, first))
@@ -206,7 +220,8 @@ class Batch:
 
     def __init__(self, settings: Settings, source: Path, reporter: Reporter,
                  engine: FaceEngine | None = None) -> None:
-        self.settings, self.reporter = settings, reporter
+        self.settings = settings
+        self.reporter: Reporter = GuardedReporter(reporter)  # a display failure never ends the batch
         self.timings: Timings | None = None  # set by callers that measure stages (ffb benchmark)
         check_output_dir(settings.output_path)
         apply_memory_limit(settings.system_memory_limit)
@@ -214,7 +229,7 @@ class Batch:
         self.source: Record = self.engine.prepare_source(source)
         faces_in_source = int(self.source.get("faces", 1))
         if faces_in_source > 1:
-            reporter.message(f"{source}: {faces_in_source} faces in the source image; using the largest")
+            self.reporter.message(f"{source}: {faces_in_source} faces in the source image; using the largest")
         self.selection: Selection = build_selection(settings, self.engine)
         self.tags = marking_tags(self.engine.name, self.engine.models) if settings.output_marking else {}
         self.output_key = settings_key(self._output_shaping(source))
@@ -283,7 +298,9 @@ class Batch:
     def run(self, specs: Sequence[str], journal: Journal | None = None, force: bool = False,
             retry_failed: bool = False, lookahead: Lookahead | None = None) -> BatchResult:
         """Process every target. With a journal, unchanged finished targets are skipped (`force` redoes
-        them), earlier failures are skipped until their file changes, and `retry_failed` runs only those.
+        them), earlier failures are skipped until their file changes (`retry_failed` runs them again).
+        No exception from one target ends the batch: it becomes that target's failure. Only an interruption
+        (KeyboardInterrupt, SystemExit) ends it early, with `interrupted` set.
 
         While one video is being processed the next is prepared (see Lookahead; pass one from
         `prepare_first` to have the first video prepared while the engine loaded), and once its frames are
@@ -301,7 +318,8 @@ class Batch:
                     for index, target in enumerate(targets):
                         self._following = functools.partial(self._next_to_run, targets[index + 1:], journal,
                                                             force, retry_failed)
-                        begun = self._claim_and_begin(target, journal, force, retry_failed)
+                        begun = self._guarded(target, journal, functools.partial(
+                            self._claim_and_begin, target, journal, force, retry_failed))
                         if finishing is not None:
                             result.outcomes.append(self._settle(finishing, journal))
                             finishing = None
@@ -312,7 +330,7 @@ class Batch:
                 finally:
                     if finishing is not None:  # also on Ctrl-C: the output being joined is completed
                         result.outcomes.append(self._settle(finishing, journal))
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, SystemExit):
             result.interrupted = True
             result.outcomes.append(Outcome("(batch)", "failed", reason=INTERRUPTED))
         finally:
@@ -350,19 +368,40 @@ class Batch:
             return skip
         try:
             return self.begin(target, resume), content
-        except KeyboardInterrupt:
-            journal.record(target.path, target.output, content, self.output_key, "interrupted", "interrupted")
+        except (KeyboardInterrupt, SystemExit):
+            self._record(journal, target, content, Outcome(str(target.path), "interrupted", reason="interrupted"))
             raise
+
+    def _guarded(self, target: Target, journal: Journal | None,
+                 work: Callable[[], Outcome | tuple[Callable[[], Outcome], str]]
+                 ) -> Outcome | tuple[Callable[[], Outcome], str]:
+        """`work` for one target; whatever it raises (short of an interruption) is that target's failure,
+        reported and journaled here."""
+        try:
+            return work()
+        except Exception as exc:  # noqa: BLE001 - one target's failure, whatever it is, is not the batch's
+            outcome = Outcome(str(target.path), "failed", reason=guard.failure_reason(target.path, exc))
+            self._report(outcome)
+            self._record(journal, target, UNREADABLE, outcome)
+            return outcome
 
     def _settle(self, finishing: _Finishing, journal: Journal | None) -> Outcome:
         """Wait for a target's completion, then report and journal its outcome (on the batch's thread)."""
         outcome = finishing.future.result()
         self._report(outcome)
-        if journal is not None:
-            target = finishing.target
-            journal.record(target.path, target.output, finishing.content, self.output_key, outcome.status,
-                           outcome.reason, outcome.frames, outcome.seconds)
+        self._record(journal, finishing.target, finishing.content, outcome)
         return outcome
+
+    def _record(self, journal: Journal | None, target: Target, content: str, outcome: Outcome) -> None:
+        """Journal a target's outcome; a journal that can't be written is said, and the batch goes on."""
+        if journal is None:
+            return
+        try:
+            journal.record(target.path, target.output, content, self.output_key, outcome.status, outcome.reason,
+                           outcome.frames, outcome.seconds)
+        except Exception as exc:  # noqa: BLE001 - the outcome is in the summary; next run redoes the target
+            self.reporter.message(guard.one_line(f"{target.path}: not recorded in the journal "
+                                                 f"({type(exc).__name__}: {exc}); the next run does it again"))
 
     def _report(self, outcome: Outcome) -> None:
         self.reporter.finish(outcome.status, outcome.target)
@@ -382,8 +421,9 @@ class Batch:
         calls = self.engine.detector_calls()
         lookahead = self._lookahead
 
-        def failed(exc: BaseException) -> Outcome:
-            reason = str(exc) if isinstance(exc, FfbError) else os_reason(target, exc)  # type: ignore[arg-type]
+        def failed(exc: Exception) -> Outcome:
+            reason = (guard.disk_full_reason(target.path, exc, self.settings.temp_path, target.output)
+                      or guard.failure_reason(target.path, exc))
             return Outcome(str(target.path), "failed", reason=reason, seconds=time.perf_counter() - started)
 
         def outcome(swapped: int, frames: int, note: str) -> Outcome:
@@ -392,10 +432,9 @@ class Batch:
                            time.perf_counter() - started, calls_made)
 
         try:
+            refuse_special(target)
             prepared = lookahead.take(target.path) if lookahead and target.kind == "video" else None
-            following = self._following() if lookahead and self._following else None
-            if lookahead and following:
-                lookahead.prepare(following[0].path, hash_content=following[1])
+            self._prepare_following()
             target.output.parent.mkdir(parents=True, exist_ok=True)
             if target.kind == "image":
                 self.reporter.start(str(target.path), 1)
@@ -407,7 +446,7 @@ class Batch:
                                    lambda total: self.reporter.start(str(target.path), total), resume_key,
                                    prepared, lookahead.current_decoded if lookahead else None)
             calls_made = self.engine.detector_calls() - calls
-        except (FfbError, OSError) as exc:
+        except Exception as exc:  # noqa: BLE001 - see run: the target's failure
             result = failed(exc)
             return lambda: result
         finally:
@@ -416,7 +455,7 @@ class Batch:
         def complete() -> Outcome:
             try:
                 counters = encoded.finish()
-            except (FfbError, OSError) as exc:
+            except Exception as exc:  # noqa: BLE001 - see run: the target's failure
                 return failed(exc)
             note = counters.note
             if counters.resumed_frames:
@@ -425,6 +464,18 @@ class Batch:
             return outcome(counters.frames_with_faces, counters.frames, note)
 
         return complete
+
+    def _prepare_following(self) -> None:
+        """Have the lookahead make the next video ready. Only speed depends on it: when it fails, that video
+        is prepared in its turn, and fails there if it must."""
+        if self._lookahead is None or self._following is None:
+            return
+        try:
+            following = self._following()
+            if following:
+                self._lookahead.prepare(following[0].path, hash_content=following[1])
+        except Exception:  # noqa: BLE001 - see above; an interruption still ends the run
+            pass
 
     def image(self, target: Target) -> int:
         frame = read_image(target.path, error=MediaError)
