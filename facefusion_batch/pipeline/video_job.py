@@ -336,11 +336,12 @@ def _transcode(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_fr
         try:
             with timed(options.timings, "decode"):
                 frame = load(payload)
+            preloaded[reference.index] = frame
+            frame_fn.analyse(frame, reference)
         except BaseException as exc:
-            reference.result.set_exception(exc)
+            if not reference.result.done():  # frames waiting on the reference would wait for ever
+                reference.result.set_exception(exc)
             raise
-        preloaded[reference.index] = frame
-        frame_fn.analyse(frame, reference)
 
     def work(payload, reference: Reference, is_new: bool) -> tuple[np.ndarray, int]:
         if is_new and reference.ahead:
