@@ -48,12 +48,11 @@ def sha256_of(path: Path, stop: threading.Event | None = None) -> str:
     bytes it had when opened: a file that grows or shrinks meanwhile is refused, and so is a read slower
     than HASH_MIN_RATE. With `stop`, hashing gives up (raising InterruptedError) once it is set."""
     digest = hashlib.sha256()
+    _refuse_special(path, os.stat(path).st_mode)  # a socket can't even be opened
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # opening a FIFO must not wait for a writer
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(fd)
-        kind = special_kind(info.st_mode)
-        if kind is not None:
-            raise TargetError(f"{path}: is {kind}, not a regular file; only video and image files can be processed")
+        _refuse_special(path, info.st_mode)  # it may have been replaced meanwhile
         left = info.st_size
         limit = 60 + left / HASH_MIN_RATE
         deadline = time.monotonic() + limit
@@ -73,6 +72,12 @@ def sha256_of(path: Path, stop: threading.Event | None = None) -> str:
             raise TargetError(f"{path}: the file grew while it was read (still being written?); it is tried "
                               "again once it changes")
     return digest.hexdigest()
+
+
+def _refuse_special(path: Path, mode: int) -> None:
+    kind = special_kind(mode)
+    if kind is not None:
+        raise TargetError(f"{path}: is {kind}, not a regular file; only video and image files can be processed")
 
 
 class ChecksumMemo:

@@ -48,7 +48,12 @@ def probe(path: Path) -> VideoInfo:
         raise MediaError(f"{path}: broken symbolic link")
     if path.is_file() and path.stat().st_size == 0:
         raise MediaError(f"{path}: file is empty")
-    run = subprocess.run(ffmpeg.probe_command(path), capture_output=True)
+    limit = probe_limit(path)
+    try:
+        run = subprocess.run(ffmpeg.probe_command(path), capture_output=True, timeout=limit)
+    except subprocess.TimeoutExpired:
+        raise MediaError(f"{path}: probing took over {limit:.0f} s (a stalled disk or network mount, or not a "
+                         "file at all?)") from None
     text, errors = ffmpeg.split_levels(run.stderr)
     text = text.split("Stream mapping:")[0]  # the input's description; the output's follows
     video = _VIDEO.search(text)
@@ -72,6 +77,15 @@ def probe(path: Path) -> VideoInfo:
                      pixel_format=pix_fmt, colour=parse_colour(colour_text),
                      audio_codec=audio.group(1) if audio else None, variable_frame_rate=vfr,
                      timing_shift=shift)
+
+
+def probe_limit(path: Path) -> float:
+    """Seconds a probe may take: it reads every packet, so a minute plus the file at 10 MB/s."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 0
+    return 60 + size / 10_000_000
 
 
 def _rotation(stream_text: str) -> int:
