@@ -59,12 +59,21 @@ def discover(specs: Sequence[str], output_dir: Path) -> tuple[list[Target], list
     return _deduplicate(targets, rejected)
 
 
+def resolved(path: Path) -> Path:
+    """The path with links resolved; a link loop can't be, and stays as it is (absolute): reading it fails,
+    and that failure is the target's."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):
+        return Path(os.path.abspath(path))
+
+
 def _deduplicate(targets: list[Target], rejected: list[Rejected]) -> tuple[list[Target], list[Rejected]]:
-    inputs = {t.path.resolve() for t in targets}
+    inputs = {resolved(t.path) for t in targets}
     seen: dict[Path, Path] = {}
     kept: list[Target] = []
     for target in targets:
-        source, out = target.path.resolve(), target.output.resolve()
+        source, out = resolved(target.path), resolved(target.output)
         if source in seen.values() and seen.get(out) == source:
             continue  # the same file named twice
         if out in inputs:

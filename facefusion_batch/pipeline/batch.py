@@ -307,9 +307,9 @@ class Batch:
         done it is joined, verified and renamed on a thread of its own while the next one starts."""
         targets, rejected = discover(specs, self.settings.output_path)
         result = BatchResult(self.engine.name, list(self.engine.models), self.engine.pool.active_providers())
-        result.outcomes += [Outcome(str(r.path), "failed", reason=r.reason) for r in rejected]
-        for r in rejected:
-            self.reporter.message(f"{r.path}: {r.reason}")
+        result.outcomes += [Outcome(str(r.path), "failed", reason=f"{r.path}: {r.reason}") for r in rejected]
+        for outcome in result.outcomes:
+            self.reporter.message(outcome.reason)
         finishing: _Finishing | None = None
         try:
             with lookahead or Lookahead(self.settings.temp_path) as self._lookahead, \

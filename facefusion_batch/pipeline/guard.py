@@ -18,6 +18,8 @@ def one_line(text: str) -> str:
 
 
 def os_reason(path: Path, exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:
+        return f"{path}: symbolic link loop (the link leads back to itself)"
     if path.is_symlink() and not path.exists():
         return f"{path}: broken symbolic link"
     where = exc.filename if exc.filename else path

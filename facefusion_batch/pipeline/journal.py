@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from facefusion_batch.models.store import sha256_of
+from facefusion_batch.targets import resolved
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS targets (
@@ -84,7 +85,7 @@ class Journal:
         self._db.close()
 
     def get(self, target: Path) -> Entry | None:
-        row = self._db.execute("SELECT * FROM targets WHERE target = ?", (str(target.resolve()),)).fetchone()
+        row = self._db.execute("SELECT * FROM targets WHERE target = ?", (str(resolved(target)),)).fetchone()
         return Entry(*row) if row else None
 
     def entries(self) -> Iterator[Entry]:
@@ -136,15 +137,15 @@ class Journal:
             "INSERT OR REPLACE INTO targets (target, output, size, mtime_ns, content_hash, settings_key, status, "
             "reason, attempts, frames, seconds, output_size, output_mtime_ns, updated, ctime_ns) "
             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (str(target.resolve()), str(output), size, mtime, content, key, status, reason,
+            (str(resolved(target)), str(output), size, mtime, content, key, status, reason,
              attempts, frames, seconds, out_size, out_mtime, time.time(), ctime))
 
 
 def stamp(path: Path) -> tuple[int, int, int]:
-    """(size, mtime_ns, ctime_ns) of the file, or of the link itself when it points nowhere (a dangling
-    link is then recorded like any file that fails, and looked at again once it changes)."""
+    """(size, mtime_ns, ctime_ns) of the file, or of the link itself when it leads nowhere (a dangling link
+    is then recorded like any file that fails, and looked at again once it changes)."""
     try:
         info = path.stat()
-    except FileNotFoundError:
+    except OSError:  # a link pointing nowhere, or round in a loop
         info = path.lstat()  # raises when there is nothing at all
     return info.st_size, info.st_mtime_ns, info.st_ctime_ns
