@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import shutil
 import sqlite3
@@ -327,9 +328,12 @@ class Batch:
                             result.outcomes.append(begun)
                         else:
                             finishing = _Finishing(target, begun[1], finisher.submit(begun[0]))
-                finally:
+                except BaseException:
                     if finishing is not None:  # also on Ctrl-C: the output being joined is completed
-                        result.outcomes.append(self._settle(finishing, journal))
+                        result.outcomes.append(self._settle(finishing, journal, interrupted=True))
+                    raise
+                if finishing is not None:
+                    result.outcomes.append(self._settle(finishing, journal))
         except (KeyboardInterrupt, SystemExit):
             result.interrupted = True
             result.outcomes.append(Outcome("(batch)", "failed", reason=INTERRUPTED))
@@ -385,11 +389,19 @@ class Batch:
             self._record(journal, target, UNREADABLE, outcome)
             return outcome
 
-    def _settle(self, finishing: _Finishing, journal: Journal | None) -> Outcome:
-        """Wait for a target's completion, then report and journal its outcome (on the batch's thread)."""
+    def _settle(self, finishing: _Finishing, journal: Journal | None, interrupted: bool = False) -> Outcome:
+        """Wait for a target's completion, then report and journal its outcome (on the batch's thread).
+        A failure while the run is being interrupted is journaled as interrupted, not failed: Ctrl-C in a
+        terminal also kills ffb's ffmpeg processes, so the failure may be the signal's, and the next run
+        must try again."""
         outcome = finishing.future.result()
         self._report(outcome)
-        self._record(journal, finishing.target, finishing.content, outcome)
+        if interrupted and outcome.status == "failed":
+            outcome.reason += " (while the run was interrupted: the next run tries again)"
+            self._record(journal, finishing.target, finishing.content,
+                         dataclasses.replace(outcome, status="interrupted"))
+        else:
+            self._record(journal, finishing.target, finishing.content, outcome)
         return outcome
 
     def _record(self, journal: Journal | None, target: Target, content: str, outcome: Outcome) -> None:

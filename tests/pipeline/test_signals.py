@@ -139,3 +139,51 @@ def test_sigterm_at_any_moment_ends_the_run_with_130(env, source_image, moment, 
     assert summary["interrupted"] is True and summary["ok"] is False
     assert "Traceback" not in err.decode()
     assert not (env / "out" / "b.mp4").exists(), "the interrupted video has no output, whole or partial"
+
+
+def test_a_failure_during_an_interruption_is_tried_again_next_run(env, source_image, capsys, monkeypatch):
+    """Ctrl-C in a terminal reaches ffb's ffmpeg processes too: a video whose joining fails while the run
+    is being interrupted is journaled as interrupted, so the next run does it again."""
+    import threading
+
+    import cv2
+
+    from conftest import face_frame
+    from facefusion_batch.cli import main
+    from facefusion_batch.errors import MediaError
+    from facefusion_batch.pipeline import video_job
+    from facefusion_batch.pipeline.batch import Batch
+    from facefusion_batch.pipeline.journal import Journal
+
+    folder = env / "in"
+    folder.mkdir()
+    first = make_clip(folder / "a.mp4", frames=4)
+    make_clip(folder / "b.mp4", frames=30, image=cv2.resize(face_frame(), (320, 240)))
+    failing = threading.Event()
+    real_finish, real_swap = video_job.finish_video, Batch.swap
+
+    def finish(plan, workspace, tags):
+        if plan.info.path.name == "a.mp4":
+            failing.set()
+            raise MediaError(f"{plan.info.path}: joining chunks and audio: ffmpeg was killed by signal 2")
+        return real_finish(plan, workspace, tags)
+
+    def swap(self, frame, faces):
+        if frame.shape[1] == 320 and failing.wait(timeout=60):
+            raise KeyboardInterrupt  # the same Ctrl-C reaches ffb
+        return real_swap(self, frame, faces)
+
+    monkeypatch.setattr(video_job, "finish_video", finish)
+    monkeypatch.setattr(Batch, "swap", swap)
+    args = ["run", "--engine", "neural", "--json", "-q", "-s", str(source_image), "-t", str(folder),
+            "-o", str(env / "out")]
+    assert main(args) == 130
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["interrupted"] and "the next run tries again" in summary["outcomes"][0]["reason"]
+    journal = Journal(env / "out" / ".ffb" / "journal.sqlite")
+    assert journal.get(first).status == "interrupted"
+    journal.close()
+    monkeypatch.setattr(video_job, "finish_video", real_finish)
+    monkeypatch.setattr(Batch, "swap", real_swap)
+    assert main(args) == 0
+    assert {o["status"] for o in json.loads(capsys.readouterr().out)["outcomes"]} == {"done"}
