@@ -59,7 +59,10 @@ def _print_json(data: Any) -> None:
 def run(
     source: Optional[Path] = typer.Option(None, "--source", "-s", help="Image of the face to put into the targets."),
     target: Optional[list[str]] = typer.Option(None, "--target", "-t", help="Video, image, directory (searched "
-                                               "recursively) or glob; repeat for more."),
+                                               "recursively) or quoted glob ('clips/**/*.mp4': outputs mirror the "
+                                               "tree below clips/); repeat, or list more after it."),
+    more_targets: Optional[list[str]] = typer.Argument(None, metavar="TARGET", help="More targets, e.g. "
+                                                       "what an unquoted clips/*.mp4 expands to.", show_default=False),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Output directory (mirrors the target tree). "
                                           "Default: output_path from the profile, else ./output"),
     profile: Optional[Path] = typer.Option(None, "--profile", "-p", help="Settings file: facefusion.ini-style .ini "
@@ -129,6 +132,7 @@ def run(
         else:
             _settings_table(rows)
         return 0
+    target = [*(target or []), *(more_targets or [])]
     if source is None or not target:
         raise SettingsError("ffb run needs --source FACE_IMAGE and at least one --target; see ffb run --help")
 
@@ -156,6 +160,12 @@ def _run_local_or_ray(settings, source: Path, target: list[str], wait: bool, qui
     reporter = make_reporter(quiet=quiet or settings.log_level == "error")
     lock = journal = None
     try:
+        if settings.executor != "ray":  # Ray workers check on their own machines
+            from facefusion_batch.models.sessions import usable_settings
+
+            settings, dropped = usable_settings(settings)
+            for line in dropped:
+                reporter.message(f"ffb: {line}")
         lock, journal = open_state(settings, wait, reporter)
         if settings.executor == "ray":
             from facefusion_batch.executors.ray_executor import run_batch
@@ -198,28 +208,23 @@ def _print_summary(result, as_json: bool) -> None:
 
 
 def _settings_table(rows: list[dict[str, Any]]) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from facefusion_batch.tables import print_table
 
-    table = Table("section", "key", "value", "from")
-    for row in rows:
-        table.add_row(row["section"], row["key"], row["value"], row["origin"])
-    Console().print(table)
+    print_table(("section", "key", "value", "from"),
+                [(row["section"], row["key"], row["value"], row["origin"]) for row in rows],
+                line=lambda r: f"[{r[0]}] {r[1]} = {r[2]}  (from {r[3]})")
 
 
 def _summary_table(result) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from facefusion_batch.tables import print_line, print_table
 
-    table = Table("target", "status", "frames", "seconds", "output / reason",
-                  title=f"engine {result.engine} on {', '.join(result.providers) or 'no session'}")
-    for o in result.outcomes:
-        table.add_row(o.target, o.status, str(o.frames), f"{o.seconds:.1f}", o.reason or (o.output or ""))
-    console = Console(width=max(120, Console().width))
-    console.print(table)
+    rows = [(o.target, o.status, o.frames, f"{o.seconds:.1f}", o.reason or (o.output or "")) for o in result.outcomes]
+    print_table(("target", "status", "frames", "seconds", "output / reason"), rows,
+                title=f"engine {result.engine} on {', '.join(result.providers) or 'no session'}",
+                line=lambda r: f"{r[0]}: {r[1]}, {r[2]} frames, {r[3]} s" + (f": {r[4]}" if r[4] else ""))
     counts = result.to_dict()["counts"]
-    console.print(f"done {counts['done']}, no face {counts['no_face']}, skipped {counts['skipped']}, "
-                  f"failed {counts['failed']}")
+    print_line(f"done {counts['done']}, no face {counts['no_face']}, skipped {counts['skipped']}, "
+               f"failed {counts['failed']}")
 
 
 @models_app.command("list")
@@ -257,13 +262,11 @@ def _report_models(profile: Optional[Path], models_path: Optional[Path], as_json
     if as_json:
         _print_json(rows)
     else:
-        from rich.console import Console
-        from rich.table import Table
+        from facefusion_batch.tables import print_table
 
-        table = Table("name", "family", "status", "detail", title=f"models in {settings.models_path}")
-        for row in rows:
-            table.add_row(row["name"], row["family"], row["status"], row["detail"])
-        Console(width=max(120, Console().width)).print(table)
+        print_table(("name", "family", "status", "detail"),
+                    [(row["name"], row["family"], row["status"], row["detail"]) for row in rows],
+                    title=f"models in {settings.models_path}")
     corrupt = any(s.status == "corrupt" for s in states)
     return 3 if fail_on_corrupt and corrupt else 0
 
@@ -330,13 +333,12 @@ def status(
     if as_json:
         _print_json(rows)
         return 0
-    from rich.console import Console
-    from rich.table import Table
+    from facefusion_batch.tables import print_table
 
-    table = Table("target", "status", "attempts", "updated", "reason", title=f"journal of {settings.output_path}")
-    for row in rows:
-        table.add_row(row["target"], row["status"], str(row["attempts"]), row["updated"], row["reason"])
-    Console(width=max(120, Console().width)).print(table)
+    print_table(("target", "status", "attempts", "updated", "reason"),
+                [(row["target"], row["status"], row["attempts"], row["updated"], row["reason"]) for row in rows],
+                title=f"journal of {settings.output_path}",
+                line=lambda r: f"{r[0]}: {r[1]}, attempts {r[2]}, {r[3]}" + (f": {r[4]}" if r[4] else ""))
     return 0
 
 
@@ -369,8 +371,10 @@ def detect_gpus(
 @app.command()
 @reports_errors
 def benchmark(
-    resolutions: Optional[list[str]] = typer.Argument(None, help="Clip sizes: 240p 360p 540p 720p 1080p 1440p 4k "
-                                                      "(default: 360p 720p)."),
+    resolutions: Optional[list[str]] = typer.Argument(None, help="Clip sizes: 240p 360p 480p 540p 720p 1080p 1440p "
+                                                      "4k, or a range such as 240p..4k (every size of the ladder "
+                                                      "240p 360p 480p 720p 1080p 1440p 4k in between; the whole "
+                                                      "ladder takes minutes). Default: 360p 720p."),
     engine: Optional[Engine] = typer.Option(None, help="auto, neural or offline, for both runs of a comparison."),
     profile: Optional[Path] = typer.Option(None, "--profile", "-p", help="Settings of the base run (default: "
                                            "built-in defaults, plus FFB_* environment)."),
@@ -397,7 +401,8 @@ def benchmark(
     detector calls and faces swapped per frame, peak RSS of the run's process, peak temp disk (sampled every
     20 ms), and how long the second target takes from its start to its first frame in and done.
 
-    Example: ffb benchmark 720p --engine offline --compare memory.ini
+    Examples: ffb benchmark 720p --engine offline --compare memory.ini
+              ffb benchmark 240p..4k
     """
     from facefusion_batch.bench import runner
 

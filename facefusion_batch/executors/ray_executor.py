@@ -123,6 +123,7 @@ class _Driver:
     def run(self, specs: Sequence[str]) -> BatchResult:
         targets, rejected = discover(specs, self.settings.output_path)
         self.rejected = [Outcome(str(r.path), "failed", reason=r.reason) for r in rejected]
+        self.reporter.expect(len(targets))
         self.pending = deque(enumerate(targets))
         check = self._storage_check(targets)
         interrupted = False

@@ -311,6 +311,7 @@ class Batch:
         result.outcomes += [Outcome(str(r.path), "failed", reason=f"{r.path}: {r.reason}") for r in rejected]
         for outcome in result.outcomes:
             self.reporter.message(outcome.reason)
+        self.reporter.expect(len(targets))
         finishing: _Finishing | None = None
         try:
             with lookahead or Lookahead(self.settings.temp_path) as self._lookahead, \
@@ -324,7 +325,8 @@ class Batch:
                         if finishing is not None:
                             result.outcomes.append(self._settle(finishing, journal))
                             finishing = None
-                        if isinstance(begun, Outcome):
+                        if isinstance(begun, Outcome):  # skipped, or unreadable before it began
+                            self._report(begun)
                             result.outcomes.append(begun)
                         else:
                             finishing = _Finishing(target, begun[1], finisher.submit(begun[0]))

@@ -80,6 +80,9 @@ class GuardedReporter:
         if not self._call("message", text):
             print(text, file=sys.stderr, flush=True)
 
+    def expect(self, targets: int) -> None:
+        self._call("expect", targets)
+
     def start(self, name: str, total: int) -> None:
         self._call("start", name, total)
 
