@@ -382,12 +382,11 @@ class Batch:
                  work: Callable[[], Outcome | tuple[Callable[[], Outcome], str]]
                  ) -> Outcome | tuple[Callable[[], Outcome], str]:
         """`work` for one target; whatever it raises (short of an interruption) is that target's failure,
-        reported and journaled here."""
+        journaled here (the caller reports it)."""
         try:
             return work()
         except Exception as exc:  # noqa: BLE001 - one target's failure, whatever it is, is not the batch's
             outcome = Outcome(str(target.path), "failed", reason=guard.failure_reason(target.path, exc))
-            self._report(outcome)
             self._record(journal, target, UNREADABLE, outcome)
             return outcome
 
