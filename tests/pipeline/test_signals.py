@@ -158,18 +158,19 @@ def test_a_failure_during_an_interruption_is_tried_again_next_run(env, source_im
     folder = env / "in"
     folder.mkdir()
     first = make_clip(folder / "a.mp4", frames=4)
-    make_clip(folder / "b.mp4", frames=30, image=cv2.resize(face_frame(), (320, 240)))
+    make_clip(folder / "b.mp4", frames=10, image=cv2.resize(face_frame(), (320, 240)))
     failing = threading.Event()
     real_finish, real_swap = video_job.finish_video, Batch.swap
 
-    def finish(plan, workspace, tags):
+    def finish(plan, workspace, tags, *seal):
         if plan.info.path.name == "a.mp4":
             failing.set()
             raise MediaError(f"{plan.info.path}: joining chunks and audio: ffmpeg was killed by signal 2")
-        return real_finish(plan, workspace, tags)
+        return real_finish(plan, workspace, tags, *seal)
 
     def swap(self, frame, faces):
-        if frame.shape[1] == 320 and failing.wait(timeout=60):
+        if frame.shape[1] == 320:
+            failing.wait(timeout=60)
             raise KeyboardInterrupt  # the same Ctrl-C reaches ffb
         return real_swap(self, frame, faces)
 
