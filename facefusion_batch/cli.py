@@ -295,10 +295,11 @@ def _report_models(profile: Optional[Path], models_path: Optional[Path], as_json
                    fail_on_corrupt: bool = False) -> int:
     from facefusion_batch.models import store
     from facefusion_batch.models.catalog import CATALOG
+    from facefusion_batch.models.signature import checked
 
     settings = _load(profile, {"models_path": models_path}).settings
     memo = store.ChecksumMemo(settings.cache_path / "checksums.json")
-    states = [store.inspect(settings.models_path, spec, memo) for spec in CATALOG.values()]
+    states = [checked(store.inspect(settings.models_path, spec, memo)) for spec in CATALOG.values()]
     rows = [{"name": s.spec.name, "family": s.spec.family, "status": s.status, "path": str(s.path),
              "detail": s.detail, "licence": s.spec.licence} for s in states]
     if as_json:

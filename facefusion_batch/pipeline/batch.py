@@ -16,7 +16,7 @@ import numpy as np
 
 from facefusion_batch import __version__
 from facefusion_batch.errors import MediaError, OutputError, TargetError
-from facefusion_batch.media import read_image, temp_name, write_image
+from facefusion_batch.media import read_picture, temp_name, write_picture
 from facefusion_batch.memory import apply_memory_limit
 from facefusion_batch.pipeline.analysis import MotionGate, Reference, face_patches, track
 from facefusion_batch.models.store import sha256_of
@@ -26,6 +26,7 @@ from facefusion_batch.pipeline.journal import FINISHED, UNREADABLE, Journal, set
 from facefusion_batch.pipeline.lock import RunLock
 from facefusion_batch.pipeline.lookahead import Lookahead
 from facefusion_batch.pipeline.guard import GuardedReporter
+from facefusion_batch.pipeline.output_guard import prepare_output
 from facefusion_batch.pipeline.progress import Reporter
 from facefusion_batch.pipeline.source_cache import Record
 from facefusion_batch.pipeline.video_job import JobOptions, Seal, encode_video
@@ -465,7 +466,7 @@ class Batch:
             refuse_special(target)
             prepared = lookahead.take(target.path) if lookahead and target.kind == "video" else None
             self._prepare_following()
-            target.output.parent.mkdir(parents=True, exist_ok=True)
+            prepare_output(self.settings.output_path, target.output, target.path)
             if target.kind == "image":
                 self.reporter.start(str(target.path), 1)
                 swapped, note = self.image(target, content)
@@ -509,16 +510,22 @@ class Batch:
             pass
 
     def image(self, target: Target, content: str | None = None) -> tuple[int, str]:
-        """Swap one image target into its output; returns (faces swapped, note for the summary)."""
-        frame = read_image(target.path, error=MediaError)
-        frame, swapped = self.frame(frame)
+        """Swap one image target (every frame of an animated one; alpha kept, see media) into its output;
+        returns (faces swapped, note for the summary)."""
+        picture = read_picture(target.path, error=MediaError)
+        frames, swapped = [], 0
+        for frame in picture.frames:
+            frame, faces = self.frame(frame)
+            frames.append(frame)
+            swapped += faces
         notes: list[str] = []
         if swapped:
             seal = self.seal(target.path, content)
-            write_image(frame, target.output, self.settings.output_image_quality, self.tags or None,
-                        lambda partial, output: notes.append(seal(partial, output, True)))
+            write_picture(picture.with_frames(frames), target.output, self.settings.output_image_quality,
+                          self.tags or None, lambda partial, output: notes.append(seal(partial, output, True)))
         else:
             partial = temp_name(target.output)
+            partial.unlink(missing_ok=True)  # copyfile would write through a link planted there
             shutil.copyfile(target.path, partial)
             partial.replace(target.output)
         self.reporter.advance(1)
