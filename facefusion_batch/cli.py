@@ -122,6 +122,9 @@ def run(
     print_settings: bool = typer.Option(False, "--print-settings", help="Show the resolved settings and exit."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
+    metrics_file: Optional[Path] = typer.Option(None, "--metrics-file", help="Write Prometheus metrics to this "
+                                                "file every 15 s and at the end, atomically: for node_exporter's "
+                                                "textfile collector, a *.prom file in its directory."),
 ) -> int:
     """Swap the source face into every target video and image."""
     flags: dict[str, Any] = {
@@ -161,8 +164,14 @@ def run(
         from facefusion_batch.executors import require_ray
 
         require_ray()  # before the lock: say at once how to install it
+    metrics = None
+    if metrics_file:
+        from facefusion_batch.metrics import FileMetrics
+
+        # A path it can't write fails here, before anything starts; the output tells several jobs' files apart.
+        metrics = FileMetrics(metrics_file, {"output": str(settings.output_path)})
     with interrupts.handled() as signals:  # cron's kill (SIGTERM) ends a run like Ctrl-C
-        result = _run_local_or_ray(settings, source, target, wait, quiet, force, retry_failed, signing,
+        result = _run_local_or_ray(settings, source, target, wait, quiet, force, retry_failed, signing, metrics,
                                    signals)
         with signals.held():  # the summary is printed whole, whatever arrives now
             result.interrupted = result.interrupted or signals.signalled
@@ -173,13 +182,14 @@ def run(
 
 
 def _run_local_or_ray(settings, source: Path, target: list[str], wait: bool, quiet: bool, force: bool,
-                      retry_failed: bool, signing: str, signals: interrupts.Interrupts):
+                      retry_failed: bool, signing: str, metrics, signals: interrupts.Interrupts):
     """The batch's result; a signal before the batch began gives an interrupted result with no targets."""
     from facefusion_batch.pipeline.batch import INTERRUPTED, Batch, BatchResult, Outcome, open_state, prepare_first
     from facefusion_batch.pipeline.progress import make_reporter
 
     reporter = make_reporter(quiet=quiet or settings.log_level == "error")
-    lock = journal = None
+    reporter = metrics.reporter(reporter) if metrics else reporter
+    lock = journal = result = None
     try:
         if settings.executor != "ray":  # Ray workers check on their own machines
             from facefusion_batch.models.sessions import usable_settings
@@ -188,32 +198,40 @@ def _run_local_or_ray(settings, source: Path, target: list[str], wait: bool, qui
             for line in dropped:
                 reporter.message(f"ffb: {line}")
         lock, journal = open_state(settings, wait, reporter)
+        if metrics:
+            metrics.started(journal)
         if settings.executor == "ray":
             from facefusion_batch.executors.ray_executor import run_batch
 
             if signing:
                 reporter.message(signing)
-            return run_batch(settings, source, target, journal, reporter, force=force, retry_failed=retry_failed)
-        lookahead = prepare_first(settings, target, journal)  # while the models load
-        try:
-            batch = Batch(settings, source, reporter)
-        except BaseException:
-            lookahead.close()
-            raise
-        reporter.message(f"engine: {batch.engine.name} ({', '.join(batch.engine.models)})")
-        if signing:
-            reporter.message(signing)
-        return batch.run(target, journal, force=force, retry_failed=retry_failed, lookahead=lookahead)
+            result = run_batch(settings, source, target, journal, reporter, force=force, retry_failed=retry_failed)
+        else:
+            lookahead = prepare_first(settings, target, journal)  # while the models load
+            try:
+                batch = Batch(settings, source, reporter)
+            except BaseException:
+                lookahead.close()
+                raise
+            reporter.message(f"engine: {batch.engine.name} ({', '.join(batch.engine.models)})")
+            if signing:
+                reporter.message(signing)
+            if metrics:
+                metrics.attach(batch)
+            result = batch.run(target, journal, force=force, retry_failed=retry_failed, lookahead=lookahead)
     except KeyboardInterrupt:
-        return BatchResult(str(settings.engine), [], [], [Outcome("(batch)", "failed", reason=INTERRUPTED)],
-                           interrupted=True)
+        result = BatchResult(str(settings.engine), [], [], [Outcome("(batch)", "failed", reason=INTERRUPTED)],
+                             interrupted=True)
     finally:
         with signals.held():
+            if metrics:
+                metrics.end(result)
             reporter.close()
             if journal:
                 journal.close()
             if lock:
                 lock.release()
+    return result
 
 
 def _print_summary(result, as_json: bool) -> None:

@@ -303,6 +303,8 @@ class Batch:
             faces = self.selection.pick(frame, faces, self.engine)
             if faces:
                 frame = self.engine.swap(frame, faces, self.source)
+        if faces and self.timings is not None:
+            self.timings.count("faces", len(faces))
         if self.label is not None:
             frame = self.label.draw(frame)
         return frame, len(faces)

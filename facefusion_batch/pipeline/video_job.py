@@ -377,7 +377,8 @@ def _transcode(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_fr
         else:
             with timed(options.timings, "decode"):
                 frame = load(payload)
-        return frame_fn(frame, reference, is_new)
+        with timed(options.timings, "frame"):  # frames in the processor now: the metrics' frames in flight
+            return frame_fn(frame, reference, is_new)
 
     analyses: list[tuple[Future, Reference]] = []
 

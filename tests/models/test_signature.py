@@ -25,12 +25,29 @@ IMPOSTOR = {"inswapper_128": "arcface_w600k_r50", "inswapper_128_fp16": "scrfd_2
             "arcface_w600k_r50": "inswapper_128", "scrfd_2.5g": "yoloface_8n", "yoloface_8n": "scrfd_2.5g"}
 
 
-def test_every_catalog_model_has_a_signature_and_a_standin():
-    assert set(BUILDERS) == set(CATALOG)
-    assert all(spec.inputs and spec.outputs for spec in CATALOG.values())
+# The engine's own models carry a full signature; the processor models (issue 14) are checked for damage
+# only until their real files' output lists are confirmed.
+SIGNED = sorted(name for name, spec in CATALOG.items() if spec.inputs)
 
 
-@pytest.mark.parametrize("name", sorted(CATALOG))
+def test_every_signed_catalog_model_has_a_standin():
+    assert set(BUILDERS) == set(SIGNED)
+    assert {"inswapper_128", "arcface_w600k_r50", "scrfd_2.5g", "yoloface_8n"} <= set(SIGNED)
+    assert all(CATALOG[name].outputs for name in SIGNED)
+
+
+def test_truncated_processor_model_is_named_damaged(tmp_path):
+    unsigned = sorted(set(CATALOG) - set(SIGNED))
+    whole = tmp_path / "whole.onnx"
+    standins.build_arcface(whole)
+    for name in unsigned:
+        path = tmp_path / CATALOG[name].file
+        path.write_bytes(whole.read_bytes()[: len(whole.read_bytes()) // 2])
+        with pytest.raises(ModelError, match="is damaged"):
+            check_model(CATALOG[name], path)
+
+
+@pytest.mark.parametrize("name", SIGNED)
 def test_standin_matches_its_catalog_signature(tmp_path, name):
     path = tmp_path / CATALOG[name].file
     BUILDERS[name](path)
@@ -45,7 +62,7 @@ def test_dynamic_batch_swapper_matches(tmp_path):
     assert [str(i) for i in inputs] == ["target (?,3,128,128)", "source (?,512)"]
 
 
-@pytest.mark.parametrize("name", sorted(CATALOG))
+@pytest.mark.parametrize("name", SIGNED)
 @pytest.mark.parametrize("keep", [0.5, 0.97, 0.001])
 def test_truncated_model_is_named_damaged(tmp_path, name, keep):
     whole = tmp_path / "whole.onnx"
@@ -60,7 +77,7 @@ def test_truncated_model_is_named_damaged(tmp_path, name, keep):
     assert error.value.exit_code == 3
 
 
-@pytest.mark.parametrize("name", sorted(CATALOG))
+@pytest.mark.parametrize("name", SIGNED)
 def test_another_valid_model_under_the_name_is_refused(tmp_path, name):
     path = tmp_path / CATALOG[name].file
     BUILDERS[IMPOSTOR[name]](path)
