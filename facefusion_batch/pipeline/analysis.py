@@ -159,6 +159,6 @@ def _boxes_of(reference: Reference | None) -> np.ndarray | None:
         return None
     try:
         faces = reference.result.result()[0]
-    except BaseException:  # the failure is reported by the frame that hit it
+    except Exception:  # noqa: BLE001 - the reference's own frame raises it and fails the video; never a signal
         return None
     return np.array([f.box for f in faces], np.float32).reshape(-1, 4)

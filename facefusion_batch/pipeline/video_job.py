@@ -65,11 +65,17 @@ class JobOptions:
     timings: Timings | None = None  # stage times go here when set (ffb benchmark)
 
 
+def size_text(size: float) -> str:
+    """Bytes as a person reads them: GB from 1 GB, else MB (kB below 1 MB)."""
+    if size >= 1e9:
+        return f"{size / 1e9:.1f} GB"
+    return f"{size / 1e6:.0f} MB" if size >= 1e6 else f"{size / 1e3:.0f} kB"
+
+
 def check_space(directory: Path, needed: int, what: str, fix: str) -> None:
     free = shutil.disk_usage(directory).free
     if free < needed:
-        raise TargetError(f"{what}: needs ~{needed / 1e9:.1f} GB free in {directory}, has {free / 1e9:.1f} GB; "
-                          f"{fix}")
+        raise TargetError(f"{what}: needs ~{size_text(needed)} free in {directory}, has {size_text(free)}; {fix}")
 
 
 SPOOL_BYTES = 512 * 1024 ** 2  # decoded frames waiting on disk, at most (a few frames for 4K)
@@ -85,10 +91,12 @@ def spool_ahead(info: VideoInfo, options: JobOptions) -> int:
 
 
 def estimate(info: VideoInfo, options: JobOptions) -> tuple[int, int]:
-    """(temp bytes, output bytes) one video needs: spooled frames + encoded chunks, and the output."""
+    """(temp bytes, output bytes) one video needs: spooled frames (never more than the video has) + encoded
+    chunks, and the output."""
     frame_bytes = info.width * info.height * 3
-    spool = frame_bytes * spool_ahead(info, options) if options.transport == "temp" else 0
-    encoded = max(info.path.stat().st_size * 2, 10_000_000)
+    spooled = min(spool_ahead(info, options), max(1, info.frame_count))
+    spool = frame_bytes * spooled if options.transport == "temp" else 0
+    encoded = max(info.path.stat().st_size * 2, 2_000_000)
     return spool + encoded, encoded
 
 
@@ -353,11 +361,12 @@ def _transcode(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_fr
         try:
             with timed(options.timings, "decode"):
                 frame = load(payload)
+            preloaded[reference.index] = frame
+            frame_fn.analyse(frame, reference)
         except BaseException as exc:
-            reference.result.set_exception(exc)
+            if not reference.result.done():  # frames waiting on the reference would wait for ever
+                reference.result.set_exception(exc)
             raise
-        preloaded[reference.index] = frame
-        frame_fn.analyse(frame, reference)
 
     def work(payload, reference: Reference, is_new: bool) -> tuple[np.ndarray, int]:
         if is_new and reference.ahead:
