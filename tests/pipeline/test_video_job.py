@@ -36,7 +36,8 @@ class Recorder:
             raise error
         reference.result.set_result(([], []))
 
-    def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool) -> tuple[np.ndarray, int]:
+    def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool, index: int
+                 ) -> tuple[np.ndarray, int]:
         faces, _ = reference.result.result()
         if is_new:
             with self.lock:
