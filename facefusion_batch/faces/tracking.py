@@ -31,6 +31,7 @@ SCALE_JUMP = 0.15  # a size change beyond this (log ratio) from one frame to the
 OFFSET_JUMP = 0.3  # ... and so is a move of this share of the face size beyond the predicted motion
 RELOCK = 8  # consecutive outliers after which the fits are believed (the face did change)
 VELOCITY_GAIN = 0.5
+REFIT_SPAN = 30  # frames a track is looked for by refits after the detector last saw it
 CUT_HISTOGRAM = 0.5  # L1 distance of normalised grey histograms (0..2) above which two frames are a cut
 CUT_CHANGE = 25.0  # ... and mean absolute grey change above which
 
@@ -125,6 +126,7 @@ class Track:
     velocity: np.ndarray = field(default_factory=lambda: np.zeros(2))  # centroid motion, pixels per frame
     first: int = 0
     last: int = 0  # last frame with a face of its own
+    confirmed: int = 0  # last frame the detector (not a refit) saw it
     hits: int = 1
     outliers: int = 0
     area: float = 0.0  # its face's area on its first frame (mode `one` picks the largest)
@@ -159,8 +161,13 @@ class Tracker:
         self.coasted = 0  # face-frames swapped through a detection miss
         self.rejected = 0  # fits rejected as outliers
 
-    def update(self, index: int, faces: list[Face], detected: bool, thumb: np.ndarray | None = None
-               ) -> list[Tracked]:
+    def update(self, index: int, faces: list[Face], detected: bool, thumb: np.ndarray | None = None,
+               refits: list[Face] | None = None) -> list[Tracked]:
+        """The frame's faces joined to tracks (smoothed), plus confirmed tracks carried through a miss.
+        `refits` are faces found again at tracks' predicted places (see `missing`): they continue their
+        tracks but do not count as seen by the detector."""
+        own = len(faces)
+        faces = faces + list(refits or [])
         if thumb is not None:
             if is_cut(self._thumb, thumb):
                 self.tracks.clear()
@@ -172,9 +179,13 @@ class Tracker:
         for face_index, face in enumerate(faces):
             track = pairs.get(face_index)
             if track is None:
+                if face_index >= own:
+                    continue  # a refit that continues no track
                 track = self._start(index, face)
             else:
                 self._follow(track, index, face, detected)
+                if face_index < own:
+                    track.confirmed = index
             result.append(Tracked(track.id, _face(track.face, track.points)))
         seen = {t.track for t in result}
         for track in list(self.tracks.values()):
@@ -188,6 +199,24 @@ class Tracker:
             self.coasted += 1
             result.append(Tracked(track.id, _face(track.face, predicted), coasting=True))
         return result
+
+    def cut(self, thumb: np.ndarray) -> bool:
+        """Whether a frame with this thumbnail starts a new shot (nothing changes until `update`)."""
+        return is_cut(self._thumb, thumb)
+
+    def missing(self, index: int, faces: list[Face]) -> list[Face]:
+        """Where the confirmed tracks that none of `faces` continues are predicted to be in frame `index`:
+        regions to look at again before a face is declared gone."""
+        matched = {track.id for track in self._associate(index, faces).values()}
+        found = []
+        for track in self.tracks.values():
+            if (track.id in matched or track.hits < 2 or index - track.last > COAST
+                    or index - track.confirmed > REFIT_SPAN):
+                continue
+            predicted = track.predicted(index - track.last)
+            if self._inside(predicted):
+                found.append(_face(track.face, predicted))
+        return found
 
     def _associate(self, index: int, faces: list[Face]) -> dict[int, Track]:
         pairs: list[tuple[float, int, int]] = []
@@ -207,7 +236,8 @@ class Tracker:
 
     def _start(self, index: int, face: Face) -> Track:
         points = _points(face)
-        track = Track(self._next_id, face, points, points, first=index, last=index, area=face.area)
+        track = Track(self._next_id, face, points, points, first=index, last=index, confirmed=index,
+                      area=face.area)
         self.tracks[track.id] = track
         self._next_id += 1
         return track

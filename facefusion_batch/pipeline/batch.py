@@ -266,7 +266,10 @@ class Batch:
         if tracks is None:
             return self.swap(frame, faces)
         with tracks.turn(index, frame.shape) as tracker, timed(self.timings, "track"):
-            tracked = tracker.update(index, faces, detected, thumb)
+            # Look again where a tracked face should be before declaring it gone.
+            missing = [] if tracker.cut(thumb) else tracker.missing(index, faces)
+            refits = self.engine.refit(frame, missing) if missing else []
+            tracked = tracker.update(index, faces, detected, thumb, refits)
             chosen = self.selection.pick_tracked(frame, tracked, tracker, detected, self.engine)
         return self.swap_faces(frame, chosen)
 

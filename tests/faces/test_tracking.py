@@ -149,3 +149,23 @@ def test_a_failed_frame_lets_the_next_take_its_turn():
     thread.start()
     thread.join(timeout=5)
     assert done.is_set()
+
+
+def test_missing_faces_are_looked_for_where_their_tracks_predict_and_refits_continue_them():
+    tracker = Tracker(2000, 600)
+    for t in range(3):
+        tracker.update(t, [face(100 + 10 * t, 100), face(600, 100)], detected=False)
+    missing = tracker.missing(3, [face(600, 100)])
+    assert len(missing) == 1 and missing[0].box[0] == pytest.approx(130, abs=3)  # moving on at ~10 px a frame
+    out = tracker.update(3, [face(600, 100)], True, refits=[face(131, 100)])
+    assert len(out) == 2 and not any(o.coasting for o in out)
+    # A refit matching no track starts none.
+    assert len(tracker.update(4, [], True, refits=[face(1500, 300)])) == 2
+    # Refits alone keep a track for REFIT_SPAN frames after the detector last saw it, no longer.
+    lone = Tracker(2000, 600)
+    lone.update(0, [face(100, 100)], True)
+    lone.update(1, [face(100, 100)], True)
+    for t in range(2, 2 + tracking.REFIT_SPAN):
+        assert lone.missing(t, []), t
+        lone.update(t, [], True, refits=[face(100, 100)])
+    assert lone.missing(2 + tracking.REFIT_SPAN, []) == []
