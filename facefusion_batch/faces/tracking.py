@@ -21,6 +21,7 @@ import numpy as np
 from facefusion_batch.faces.types import Face
 
 MATCH_IOU = 0.25  # a face continues a track when its box overlaps the track's predicted box this much
+CONTAINED = 0.8  # ... or when the smaller of the two boxes lies this much inside the other
 COAST = 6  # frames a confirmed track is carried through detection misses with its motion
 STILL_ALPHA = 0.2  # blend weight of a new fit into a still track (fitting noise eases in over ~5 frames)
 NOISE = 0.015  # fit differences below this share of the face size count as noise
@@ -224,7 +225,9 @@ class Tracker:
             predicted = _face(track.face, track.predicted(index - track.last)).box
             for face_index, face in enumerate(faces):
                 overlap = _iou(predicted, face.box)
-                if overlap >= MATCH_IOU:
+                # A fit much larger or smaller than the track but around it is the track gone wrong (an
+                # outlier to reject), not another face to swap as well.
+                if overlap >= MATCH_IOU or _contained(predicted, face.box) >= CONTAINED:
                     pairs.append((overlap, face_index, track.id))
         chosen: dict[int, Track] = {}
         used: set[int] = set()
@@ -281,6 +284,14 @@ class Tracker:
                 return []
             self.chosen = max(present, key=lambda i: self.tracks[i].area)
         return [present[self.chosen]]
+
+
+def _contained(a: np.ndarray, b: np.ndarray) -> float:
+    """Share of the smaller of two boxes that lies inside the other."""
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    smaller = min((a[2] - a[0]) * (a[3] - a[1]), (b[2] - b[0]) * (b[3] - b[1]))
+    return float(ix * iy / smaller) if smaller > 0 else 0.0
 
 
 def _iou(a: np.ndarray, b: np.ndarray) -> float:

@@ -62,8 +62,11 @@ class OfflineEngine:
             return []
         mesh = self._landmarker.predict(frame, detections)
         points = five_points(mesh.points)
-        return [Face(box=d.box, score=d.score, kps=points[i], landmarks=mesh.points[i])
-                for i, d in enumerate(detections) if mesh.presence[i] >= _PRESENCE]
+        faces = [Face(box=d.box, score=d.score, kps=points[i], landmarks=mesh.points[i])
+                 for i, d in enumerate(detections) if mesh.presence[i] >= _PRESENCE]
+        # Fit once more on the region the mesh itself spans (as MediaPipe's own tracking does): a detector box
+        # off-centre or too large gives a mesh that is too large or offset; its own box does not.
+        return [face for face in self.refit(frame, [_meshed_box(face) for face in faces])]
 
     def refit(self, frame: np.ndarray, predicted: Sequence[Face]) -> list[Face]:
         """The face mesh fitted straight on tracks' predicted boxes (the landmark model needs only a region
@@ -116,6 +119,15 @@ class OfflineEngine:
     def detector_calls(self) -> int:
         """Frames on which detection ran (several may share one batched model call)."""
         return self._frames_detected.value
+
+
+def _meshed_box(face: Face) -> Face:
+    """`face` with its box replaced by the square its landmarks span (what a detector's box is, on a face the
+    mesh fits well)."""
+    low, high = face.landmarks[:, :2].min(axis=0), face.landmarks[:, :2].max(axis=0)
+    centre, side = (low + high) / 2, float((high - low).max())
+    box = np.concatenate([centre - side / 2, centre + side / 2]).astype(np.float32)
+    return Face(box=box, score=face.score, kps=face.kps, landmarks=face.landmarks)
 
 
 def _keypoints(face: Face) -> np.ndarray:

@@ -169,3 +169,12 @@ def test_missing_faces_are_looked_for_where_their_tracks_predict_and_refits_cont
         assert lone.missing(t, []), t
         lone.update(t, [], True, refits=[face(100, 100)])
     assert lone.missing(2 + tracking.REFIT_SPAN, []) == []
+
+
+def test_a_much_larger_fit_around_a_track_is_that_track_gone_wrong_not_another_face():
+    tracker = Tracker(2000, 1000)
+    for t in range(3):
+        first = tracker.update(t, [face(300, 300)], detected=False)
+    out = tracker.update(3, [face(230, 230, 240)], True)  # IoU ~0.17, but the track lies inside it
+    assert [o.track for o in out] == [first[0].track]
+    assert out[0].face.box[0] == pytest.approx(300, abs=1) and tracker.rejected == 1
