@@ -245,23 +245,27 @@ def match_colour(warped: np.ndarray, target: np.ndarray, mask: np.ndarray) -> np
         return warped
     height, width = warped.shape[:2]
     source_lab = cv2.cvtColor(warped.astype(np.float32) * np.float32(1 / 255), cv2.COLOR_BGR2LAB)
-    target_lab = cv2.cvtColor(target.astype(np.float32) * np.float32(1 / 255), cv2.COLOR_BGR2LAB)
     # Low frequencies on a small grid (cheap), by normalised convolution over the core only.
     step = max(1, int(max(height, width) // SHADE_GRID))
     small = (max(1, width // step), max(1, height // step))
+
+    def lab_small(image: np.ndarray) -> np.ndarray:
+        shrunk = cv2.resize(image, small, interpolation=cv2.INTER_AREA)
+        return cv2.cvtColor(shrunk.astype(np.float32) * np.float32(1 / 255), cv2.COLOR_BGR2LAB)
+
     weight = cv2.resize(core, small, interpolation=cv2.INTER_AREA)
     sigma = max(1.0, SHADE_SCALE * max(small))
     spread = cv2.GaussianBlur(weight, (0, 0), sigma)
-    difference = (cv2.resize(target_lab, small, interpolation=cv2.INTER_AREA)
-                  - cv2.resize(source_lab, small, interpolation=cv2.INTER_AREA)) * weight[..., None]
+    difference = (lab_small(target) - lab_small(warped)) * weight[..., None]
     local = cv2.GaussianBlur(difference, (0, 0), sigma) / np.maximum(spread, 1e-6)[..., None]
     overall = difference.reshape(-1, 3).sum(axis=0) / max(float(weight.sum()), 1e-6)
     trust = np.clip(spread / 0.2, 0, 1)[..., None]  # far from the core: the overall difference
     offset = np.clip(trust * local + (1 - trust) * overall, -np.array(SHADE_LIMIT), np.array(SHADE_LIMIT))
     matched = source_lab + cv2.resize(offset.astype(np.float32), (width, height), interpolation=cv2.INTER_LINEAR)
+    # Soft shoulder above KNEE: approaches 100 without reaching it (no clipped highlights).
     lightness = matched[..., 0]
-    over = lightness > KNEE
-    lightness[over] = KNEE + (100 - KNEE) * np.tanh((lightness[over] - KNEE) / (100 - KNEE))
+    over = np.maximum(lightness - np.float32(KNEE), 0)
+    lightness -= over - over * np.float32(100 - KNEE) / (np.float32(100 - KNEE) + over)
     bgr = cv2.cvtColor(matched, cv2.COLOR_LAB2BGR)
     return np.clip(bgr * np.float32(255) + np.float32(0.5), 0, 255).astype(np.uint8)
 

@@ -17,7 +17,7 @@ from facefusion_batch.errors import FfbError, MediaError, OutputError
 from facefusion_batch.marking import marking_tags
 from facefusion_batch.media import read_image, temp_name, write_image
 from facefusion_batch.memory import apply_memory_limit
-from facefusion_batch.pipeline.analysis import MotionGate, Reference, TrackState, face_patches, thumbnail, track
+from facefusion_batch.pipeline.analysis import MotionGate, Reference, TrackState, face_patches, track
 from facefusion_batch.models.store import sha256_of
 from facefusion_batch.pipeline.engine import FaceEngine, Selection, build_engine, build_selection
 from facefusion_batch.pipeline.journal import FINISHED, Journal, settings_key
@@ -256,9 +256,11 @@ class Batch:
         """Process frame `index` of a video: a new reference is analysed (unless that was done ahead), any
         other frame tracks the reference's faces; the faces then join their face tracks (in frame order)."""
         tracks = reference.tracks if index is not None else None
+        # Cuts are looked for on reference frames only: the gate makes every frame that changed that much a
+        # new reference, and has its thumbnail already.
+        thumb = reference.thumb if is_new else None
         try:
             faces, detected = self._faces(frame, reference, is_new)
-            thumb = thumbnail(frame) if tracks is not None else None
         except BaseException:
             if tracks is not None:
                 tracks.skip(index)
@@ -267,7 +269,7 @@ class Batch:
             return self.swap(frame, faces)
         with tracks.turn(index, frame.shape) as tracker, timed(self.timings, "track"):
             # Look again where a tracked face should be before declaring it gone.
-            missing = [] if tracker.cut(thumb) else tracker.missing(index, faces)
+            missing = [] if thumb is not None and tracker.cut(thumb) else tracker.missing(index, faces)
             refits = self.engine.refit(frame, missing) if missing else []
             tracked = tracker.update(index, faces, detected, thumb, refits)
             chosen = self.selection.pick_tracked(frame, tracked, tracker, detected, self.engine)
