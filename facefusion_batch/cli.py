@@ -3,6 +3,7 @@ stderr line and an exit code. Nothing else lives here.
 
 Exit codes: 0 all targets done; 1 some target failed; 2 bad usage or settings; 3 model missing or corrupt;
 4 unusable source face; 5 output directory not writable; 6 another run holds the output; 130 interrupted.
+`ffb verify`: 0 every C2PA manifest found validates; 1 some file's manifest does not; 2 bad usage.
 """
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ import typer
 from facefusion_batch import __version__
 from facefusion_batch.errors import FfbError, SettingsError
 from facefusion_batch.settings import (Engine, Executor, FaceDetectorModel, FaceSelectorMode, FrameTransport,
-                                       VideoEncoder, VideoMemoryStrategy, VideoPreset, describe, load_settings)
+                                       LabelPosition, OutputProvenance, VideoEncoder, VideoMemoryStrategy,
+                                       VideoPreset, describe, load_settings)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="ffb: batch face swap for videos and images.\n\n"
@@ -60,7 +62,10 @@ def _print_json(data: Any) -> None:
 def run(
     source: Optional[Path] = typer.Option(None, "--source", "-s", help="Image of the face to put into the targets."),
     target: Optional[list[str]] = typer.Option(None, "--target", "-t", help="Video, image, directory (searched "
-                                               "recursively) or glob; repeat for more."),
+                                               "recursively) or quoted glob ('clips/**/*.mp4': outputs mirror the "
+                                               "tree below clips/); repeat, or list more after it."),
+    more_targets: Optional[list[str]] = typer.Argument(None, metavar="TARGET", help="More targets, e.g. "
+                                                       "what an unquoted clips/*.mp4 expands to.", show_default=False),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Output directory (mirrors the target tree). "
                                           "Default: output_path from the profile, else ./output"),
     profile: Optional[Path] = typer.Option(None, "--profile", "-p", help="Settings file: facefusion.ini-style .ini "
@@ -92,7 +97,20 @@ def run(
     video_memory_strategy: Optional[VideoMemoryStrategy] = typer.Option(
         None, help="strict: free sessions between targets; moderate: shrink GPU arena; tolerant: keep all."),
     system_memory_limit: Optional[int] = typer.Option(None, help="Memory limit in GB (0: none)."),
-    no_marking: bool = typer.Option(False, "--no-marking", help="Don't mark outputs as AI-modified (not advised)."),
+    no_marking: bool = typer.Option(False, "--no-marking", help="Don't mark outputs as AI-modified at all: no "
+                                    "metadata, no C2PA (not advised)."),
+    output_provenance: Optional[OutputProvenance] = typer.Option(
+        None, help="c2pa: signed C2PA content credentials + metadata (default); metadata: metadata only; off."),
+    c2pa_certificate: Optional[Path] = typer.Option(None, help="Your organisation's signing certificate chain "
+                                                    "(PEM, signer first); default: a local one under cache_path."),
+    c2pa_private_key: Optional[Path] = typer.Option(None, help="Private key (PEM, unencrypted) of "
+                                                    "--c2pa-certificate."),
+    visible_label: Optional[str] = typer.Option(None, help="Draw this text (e.g. \"AI-generated\") in a corner of "
+                                                "every swapped frame and image."),
+    visible_label_position: Optional[LabelPosition] = typer.Option(None, help="Corner of the visible label."),
+    visible_label_size: Optional[float] = typer.Option(None, help="Label text height as a fraction of the "
+                                                       "frame height (default 0.03)."),
+    visible_label_opacity: Optional[float] = typer.Option(None, help="Label opacity 0..1 (default 0.8)."),
     executor: Optional[Executor] = typer.Option(None, help="local: this process; ray: spread the batch over a Ray "
                                                 "cluster (needs the ray extra of facefusion-batch)."),
     ray_address: Optional[str] = typer.Option(None, help="Ray cluster to join: auto or ray://host:10001 (implies "
@@ -118,6 +136,10 @@ def run(
         "face_selector_mode": "many" if many_faces else face_selector_mode,
         "reference_face_path": reference_face, "output_marking": False if no_marking else None,
         "executor": executor or ("ray" if ray_address else None), "ray_address": ray_address,
+        "output_provenance": output_provenance, "c2pa_certificate": c2pa_certificate,
+        "c2pa_private_key": c2pa_private_key, "visible_label": visible_label,
+        "visible_label_position": visible_label_position, "visible_label_size": visible_label_size,
+        "visible_label_opacity": visible_label_opacity,
     }
     if reference_face and not (many_faces or face_selector_mode):
         flags["face_selector_mode"] = "reference"
@@ -129,6 +151,7 @@ def run(
         else:
             _settings_table(rows)
         return 0
+    target = [*(target or []), *(more_targets or [])]
     if source is None or not target:
         raise SettingsError("ffb run needs --source FACE_IMAGE and at least one --target; see ffb run --help")
 
@@ -136,18 +159,27 @@ def run(
     from facefusion_batch.pipeline.progress import make_reporter
 
     settings = resolved.settings
+    signing = _check_signing(settings)  # a broken certificate: one error before any work
     if settings.executor == "ray":
         from facefusion_batch.executors import require_ray
 
         require_ray()  # before the lock: say at once how to install it
     signal.signal(signal.SIGTERM, _interrupt)  # cron's kill: clean up like Ctrl-C
     reporter = make_reporter(quiet=quiet or settings.log_level == "error")
+    if settings.executor != "ray":  # Ray workers check on their own machines
+        from facefusion_batch.models.sessions import usable_settings
+
+        settings, dropped = usable_settings(settings)
+        for line in dropped:
+            reporter.message(f"ffb: {line}")
     lock = journal = None
     try:
         lock, journal = open_state(settings, wait, reporter)
         if settings.executor == "ray":
             from facefusion_batch.executors.ray_executor import run_batch
 
+            if signing:
+                reporter.message(signing)
             result = run_batch(settings, source, target, journal, reporter, force=force, retry_failed=retry_failed)
         else:
             lookahead = prepare_first(settings, target, journal)  # while the models load
@@ -157,6 +189,8 @@ def run(
                 lookahead.close()
                 raise
             reporter.message(f"engine: {batch.engine.name} ({', '.join(batch.engine.models)})")
+            if signing:
+                reporter.message(signing)
             result = batch.run(target, journal, force=force, retry_failed=retry_failed, lookahead=lookahead)
     finally:
         reporter.close()
@@ -177,29 +211,41 @@ def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def _settings_table(rows: list[dict[str, Any]]) -> None:
-    from rich.console import Console
-    from rich.table import Table
+def _check_signing(settings) -> str:
+    """Load (or create) the C2PA credential and sign a tiny image with it when this run signs; returns a
+    note for the user when outputs are signed with the local certificate."""
+    from facefusion_batch.provenance import credentials
+    from facefusion_batch.provenance.sign import check_credential, mode_of
 
-    table = Table("section", "key", "value", "from")
-    for row in rows:
-        table.add_row(row["section"], row["key"], row["value"], row["origin"])
-    Console().print(table)
+    if mode_of(settings) != "c2pa":
+        return ""
+    credential = credentials.load(settings.c2pa_certificate, settings.c2pa_private_key, settings.cache_path)
+    check_credential(credential)
+    if not credential.local:
+        return ""
+    root = credentials.local_paths(settings.cache_path)[1]
+    return (f"C2PA: signing with this machine's local certificate: verifiers show the signer as untrusted "
+            f"unless they trust {root}; --c2pa-certificate signs as your organisation")
+
+
+def _settings_table(rows: list[dict[str, Any]]) -> None:
+    from facefusion_batch.tables import print_table
+
+    print_table(("section", "key", "value", "from"),
+                [(row["section"], row["key"], row["value"], row["origin"]) for row in rows],
+                line=lambda r: f"[{r[0]}] {r[1]} = {r[2]}  (from {r[3]})")
 
 
 def _summary_table(result) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from facefusion_batch.tables import print_line, print_table
 
-    table = Table("target", "status", "frames", "seconds", "output / reason",
-                  title=f"engine {result.engine} on {', '.join(result.providers) or 'no session'}")
-    for o in result.outcomes:
-        table.add_row(o.target, o.status, str(o.frames), f"{o.seconds:.1f}", o.reason or (o.output or ""))
-    console = Console(width=max(120, Console().width))
-    console.print(table)
+    rows = [(o.target, o.status, o.frames, f"{o.seconds:.1f}", o.reason or (o.output or "")) for o in result.outcomes]
+    print_table(("target", "status", "frames", "seconds", "output / reason"), rows,
+                title=f"engine {result.engine} on {', '.join(result.providers) or 'no session'}",
+                line=lambda r: f"{r[0]}: {r[1]}, {r[2]} frames, {r[3]} s" + (f": {r[4]}" if r[4] else ""))
     counts = result.to_dict()["counts"]
-    console.print(f"done {counts['done']}, no face {counts['no_face']}, skipped {counts['skipped']}, "
-                  f"failed {counts['failed']}")
+    print_line(f"done {counts['done']}, no face {counts['no_face']}, skipped {counts['skipped']}, "
+               f"failed {counts['failed']}")
 
 
 @models_app.command("list")
@@ -237,13 +283,11 @@ def _report_models(profile: Optional[Path], models_path: Optional[Path], as_json
     if as_json:
         _print_json(rows)
     else:
-        from rich.console import Console
-        from rich.table import Table
+        from facefusion_batch.tables import print_table
 
-        table = Table("name", "family", "status", "detail", title=f"models in {settings.models_path}")
-        for row in rows:
-            table.add_row(row["name"], row["family"], row["status"], row["detail"])
-        Console(width=max(120, Console().width)).print(table)
+        print_table(("name", "family", "status", "detail"),
+                    [(row["name"], row["family"], row["status"], row["detail"]) for row in rows],
+                    title=f"models in {settings.models_path}")
     corrupt = any(s.status == "corrupt" for s in states)
     return 3 if fail_on_corrupt and corrupt else 0
 
@@ -310,13 +354,12 @@ def status(
     if as_json:
         _print_json(rows)
         return 0
-    from rich.console import Console
-    from rich.table import Table
+    from facefusion_batch.tables import print_table
 
-    table = Table("target", "status", "attempts", "updated", "reason", title=f"journal of {settings.output_path}")
-    for row in rows:
-        table.add_row(row["target"], row["status"], str(row["attempts"]), row["updated"], row["reason"])
-    Console(width=max(120, Console().width)).print(table)
+    print_table(("target", "status", "attempts", "updated", "reason"),
+                [(row["target"], row["status"], row["attempts"], row["updated"], row["reason"]) for row in rows],
+                title=f"journal of {settings.output_path}",
+                line=lambda r: f"{r[0]}: {r[1]}, attempts {r[2]}, {r[3]}" + (f": {r[4]}" if r[4] else ""))
     return 0
 
 
@@ -349,8 +392,10 @@ def detect_gpus(
 @app.command()
 @reports_errors
 def benchmark(
-    resolutions: Optional[list[str]] = typer.Argument(None, help="Clip sizes: 240p 360p 540p 720p 1080p 1440p 4k "
-                                                      "(default: 360p 720p)."),
+    resolutions: Optional[list[str]] = typer.Argument(None, help="Clip sizes: 240p 360p 480p 540p 720p 1080p 1440p "
+                                                      "4k, or a range such as 240p..4k (every size of the ladder "
+                                                      "240p 360p 480p 720p 1080p 1440p 4k in between; the whole "
+                                                      "ladder takes minutes). Default: 360p 720p."),
     engine: Optional[Engine] = typer.Option(None, help="auto, neural or offline, for both runs of a comparison."),
     profile: Optional[Path] = typer.Option(None, "--profile", "-p", help="Settings of the base run (default: "
                                            "built-in defaults, plus FFB_* environment)."),
@@ -377,7 +422,8 @@ def benchmark(
     detector calls and faces swapped per frame, peak RSS of the run's process, peak temp disk (sampled every
     20 ms), and how long the second target takes from its start to its first frame in and done.
 
-    Example: ffb benchmark 720p --engine offline --compare memory.ini
+    Examples: ffb benchmark 720p --engine offline --compare memory.ini
+              ffb benchmark 240p..4k
     """
     from facefusion_batch.bench import runner
 
@@ -388,6 +434,72 @@ def benchmark(
     else:
         print(runner.render(result), end="")
     return 0
+
+
+@app.command()
+@reports_errors
+def verify(
+    paths: list[Path] = typer.Argument(..., help="Files, or directories searched recursively for images and "
+                                       "videos."),
+    trust: Optional[list[Path]] = typer.Option(None, "--trust", help="PEM root certificate to trust (e.g. your "
+                                               "organisation's root, or cache_path/c2pa/local-root.pem); "
+                                               "repeat for more."),
+    as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON on stdout."),
+) -> int:
+    """Check what files say about their making: ffb's AI-modified metadata mark and the C2PA manifest.
+
+    For each file: whether it carries ffb's metadata mark; whether a C2PA manifest is present (embedded,
+    or a sidecar NAME.c2pa next to a WebM/MKV); whether it validates: trusted, valid (signer untrusted:
+    the signature and hashes check out but the signer's root is not in the trust list; pass --trust), or
+    invalid with the reason (e.g. assertion.bmffHash.mismatch: the video was changed after signing); the
+    digital source type, the tool and model that made it, and the ffb journal record when the file lies in
+    an ffb output tree (<output>/.ffb/journal.sqlite).
+
+    Exits 1 when any file claims a manifest that does not validate, else 0.
+    """
+    from facefusion_batch.provenance import verify as checker
+
+    anchors = "".join(checker.trust_anchors(path) or "" for path in trust or []) or None
+    findings = []
+    for path in checker.files_of(paths):
+        findings.append(checker.inspect(path, anchors))
+        if not as_json:
+            _print_finding(findings[-1])
+    if as_json:
+        _print_json([f.to_dict() for f in findings])
+    elif not findings:
+        print("ffb verify: no images or videos found", file=sys.stderr)
+    elif any(f.validation.startswith("valid") for f in findings):
+        print("ffb verify: signer untrusted = signature and hashes check out, but the signer's root is not "
+              "trusted here; pass --trust ROOT.pem (ffb's local root: cache_path/c2pa/local-root.pem)",
+              file=sys.stderr)
+    return 1 if any(f.failed for f in findings) else 0
+
+
+def _print_finding(finding) -> None:
+    """One file's findings as indented lines, printed literally (file names are never markup)."""
+    from rich.text import Text
+
+    from facefusion_batch.tables import stdout_console
+
+    console = stdout_console()
+    state = "no C2PA manifest" if finding.c2pa == "none" else f"C2PA {finding.c2pa}: {finding.validation}"
+    style = {"invalid": "bold red", "trusted": "green"}.get(finding.validation, "yellow" if finding.validation else "")
+    rows = [("metadata mark", "yes" if finding.metadata_mark else "no"),
+            ("source type", finding.digital_source_type), ("tool", finding.software_agent or finding.tool),
+            ("model", finding.model), ("signer", finding.signer), ("parent", finding.parent),
+            ("source face", finding.source_face_sha256 and f"sha256 {finding.source_face_sha256}")]
+    if finding.journal:
+        j = finding.journal
+        rows.append(("journal", f"{j['status']} from {j['target']}"
+                                f"{'' if j['output_unchanged'] else ' (file changed since it was written)'}"))
+    console.print(Text(finding.file, style="bold"), soft_wrap=True)
+    console.print(Text(f"  {state}", style=style), soft_wrap=True)
+    for problem in finding.problems:
+        console.print(Text(f"    {problem}"), soft_wrap=True)
+    for name, value in rows:
+        if value:
+            console.print(Text(f"  {name + ':':15} {value}"), soft_wrap=True)
 
 
 @app.command()

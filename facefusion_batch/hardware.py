@@ -6,22 +6,20 @@ or CUDA library is present, so each provider is also tried on a one-node model.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import os
 import re
 import shutil
 import subprocess
-import sys
-import tempfile
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from facefusion_batch.errors import FfbError
+# The provider probing lives with the models; detect-gpus shows its findings (names kept for callers).
+from facefusion_batch.models.providers import (CPU, CUDA, TENSORRT, _probe_model, _reason,  # noqa: F401
+                                               ort, provider_error)
 
-CPU, CUDA, TENSORRT = "CPUExecutionProvider", "CUDAExecutionProvider", "TensorrtExecutionProvider"
 PROBED_PROVIDERS: tuple[str, ...] = (TENSORRT, CUDA, CPU)
 _NOT_A_VALUE = {"", "n/a", "[n/a]", "not supported", "[not supported]", "unknown error", "[unknown error]"}
 _NUMBER = re.compile(r"\s*(-?\d+(?:\.\d+)?)")
@@ -141,93 +139,17 @@ def query_nvidia_smi(binary: Optional[str] = None, timeout: float = 10) -> tuple
 
 def onnxruntime_providers() -> ProviderReport:
     """Which ONNX Runtime providers are built in, and which of TensorRT, CUDA and CPU really load here."""
-    from facefusion_batch.models.sessions import ort
-
-    rt = ort()  # sets the logger to errors only; the errors themselves are captured below
+    rt = ort()
     installed = tuple(rt.get_available_providers())
-    model = _probe_model()
     loadable: list[str] = []
     errors: dict[str, str] = {}
     for provider in PROBED_PROVIDERS:
-        if provider not in installed:
-            errors[provider] = "not in this ONNX Runtime build"
-            continue
-        error = _probe(rt, model, provider)
+        error = provider_error(provider, 0)
         if error is None:
             loadable.append(provider)
         else:
             errors[provider] = error
     return ProviderReport(rt.__version__, installed, tuple(loadable), errors)
-
-
-def _probe_model() -> bytes:
-    """A one-node model (y = Identity(x), x a float[1]) in ONNX's wire format, old enough for any runtime."""
-    from onnx import TensorProto, helper
-
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])
-    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "ffb_probe", [x], [y])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8
-    return model.SerializeToString()
-
-
-def _probe(rt: Any, model: bytes, provider: str) -> Optional[str]:
-    """None if a session with `provider` keeps it first; else why not.
-
-    ONNX Runtime doesn't raise when CUDA fails to load: it logs the reason from C++ to fd 2 and quietly
-    falls back to CPU. So fd 2 is captured, and `enable_fallback=0` turns the Python-level retry (which
-    prints to stdout) into an exception.
-    """
-    providers = [provider] if provider == CPU else [provider, CPU]
-    log: list[str] = []
-    error: Optional[BaseException] = None
-    with _stderr_into(log):
-        try:
-            active = rt.InferenceSession(model, providers=providers, enable_fallback=0).get_providers()
-        except Exception as exc:  # any failure means "not loadable"; its text is kept as the reason
-            error, active = exc, []
-    if active and active[0] == provider:
-        return None
-    return _reason("".join(log), error)
-
-
-@contextlib.contextmanager
-def _stderr_into(sink: list[str]) -> Iterator[None]:
-    """Send fd 2 to a temporary file for the duration, then append what was written to `sink`."""
-    sys.stderr.flush()
-    try:
-        saved = os.dup(2)
-    except OSError:  # no fd 2 (a detached process): nothing to capture
-        yield
-        return
-    with tempfile.TemporaryFile() as capture:
-        os.dup2(capture.fileno(), 2)
-        try:
-            yield
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-            capture.seek(0)
-            sink.append(capture.read().decode("utf-8", "replace"))
-
-
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_LOG_PREFIX = re.compile(r"^.*?\[[EWF]:onnxruntime:[^\]]*\]\s*")
-_SOURCE_PREFIX = re.compile(r"^\S+\.(?:cc|h|cpp):\d+\s+[^(]*\([^)]*\)\s*")
-_LIBRARY_PATH = re.compile(r"/\S*/(lib[\w.+-]+\.so[\w.]*)")
-
-
-def _reason(log: str, error: Optional[BaseException]) -> str:
-    """One readable line from ONNX Runtime's log or exception: 'Failed to load library ... with error: ...'."""
-    lines = [line.strip() for text in (log, str(error or "")) for line in _ANSI.sub("", text).splitlines()]
-    failures = [line.split(" : FAIL : ", 1)[1] for line in lines if " : FAIL : " in line]
-    logged = [_LOG_PREFIX.sub("", line) for line in lines if _LOG_PREFIX.match(line)]
-    raised = [_SOURCE_PREFIX.sub("", line) for line in str(error or "").splitlines() if line.strip()]
-    best = (failures or raised or logged or [f"ONNX Runtime fell back to {CPU}"])[0]
-    best = _LIBRARY_PATH.sub(r"\1", best).strip()
-    return best if len(best) <= 300 else best[:297] + "..."
 
 
 def best_device(gpus: list[Gpu]) -> Optional[Gpu]:
@@ -273,7 +195,9 @@ def _advice(best: Optional[Gpu], providers: ProviderReport) -> str:
                f"until then {on_cpu}"
     if best is not None:
         return f"NVIDIA GPU found but ONNX Runtime's CUDA provider does not load (see the CUDA error): install " \
-               f"the CUDA and cuDNN libraries onnxruntime-gpu {providers.version} needs; until then {on_cpu}"
+               f"the CUDA and cuDNN libraries onnxruntime-gpu {providers.version} needs with pip install " \
+               f"'onnxruntime-gpu[cuda,cudnn]=={providers.version}' (in an ffb checkout: pip install -e " \
+               f"'.[cuda]'); until then {on_cpu}"
     if cuda:
         return "nvidia-smi is unavailable but CUDA loads: use --execution-providers 'cuda cpu' " \
                "--execution-device-id 0"

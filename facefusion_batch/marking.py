@@ -1,5 +1,6 @@
 """Machine-readable marking of outputs as AI-modified (EU AI Act, Article 50: synthetic media must be
-marked in a machine-readable way). On by default; `output_marking = false` turns it off."""
+marked in a machine-readable way). On by default; `output_marking = false` turns it off. Signed C2PA
+content credentials on top of these tags are in `facefusion_batch.provenance`."""
 from __future__ import annotations
 
 from datetime import datetime, timezone

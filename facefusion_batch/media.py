@@ -6,7 +6,7 @@ import io
 import os
 import warnings
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 import cv2
 import numpy as np
@@ -60,8 +60,10 @@ def _header_size(data: np.ndarray) -> tuple[int, int]:
         return 0, 0
 
 
-def write_image(image: np.ndarray, path: Path, quality: int, tags: Mapping[str, str] | None) -> None:
-    """Write atomically (temp name in the same directory, then rename), marking EXIF when `tags` given."""
+def write_image(image: np.ndarray, path: Path, quality: int, tags: Mapping[str, str] | None,
+                place: Callable[[Path, Path], object] | None = None) -> None:
+    """Write atomically (temp name in the same directory, then rename), marking EXIF when `tags` given.
+    `place(temp, path)` does the rename when given (and may sign the file first)."""
     from PIL import Image
 
     rgb = Image.fromarray(np.ascontiguousarray(image[:, :, ::-1]))
@@ -77,7 +79,7 @@ def write_image(image: np.ndarray, path: Path, quality: int, tags: Mapping[str, 
         rgb.save(buffer, format=fmt, exif=exif, **options)
     except (OSError, ValueError) as exc:
         raise MediaError(f"{path}: can't encode image ({exc})") from None
-    atomic_write_bytes(path, buffer.getvalue())
+    atomic_write_bytes(path, buffer.getvalue(), place)
 
 
 def temp_name(path: Path) -> Path:
@@ -90,13 +92,16 @@ def temp_name(path: Path) -> Path:
     return path.with_name(name)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+def atomic_write_bytes(path: Path, data: bytes, place: Callable[[Path, Path], object] | None = None) -> None:
     tmp = temp_name(path)
     try:
         with tmp.open("wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        tmp.replace(path)
+        if place is None:
+            tmp.replace(path)
+        else:
+            place(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

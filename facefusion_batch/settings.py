@@ -37,6 +37,9 @@ FrameTransport = Literal["temp", "memory"]
 VideoMemoryStrategy = Literal["strict", "moderate", "tolerant"]
 LogLevel = Literal["error", "info"]
 Executor = Literal["local", "ray"]
+OutputProvenance = Literal["c2pa", "metadata", "off"]
+C2paOnFailure = Literal["fail", "metadata"]
+LabelPosition = Literal["bottom-right", "bottom-left", "top-right", "top-left"]
 
 
 def _default_cache() -> Path:
@@ -102,7 +105,25 @@ class Settings:
     output_video_preset: VideoPreset = _spec("output", "Encoder speed/size preset.", "veryfast")
     output_video_quality: int = _spec("output", "Video quality 0..100 (maps to CRF; higher is better).", 80)
     output_image_quality: int = _spec("output", "JPEG/WebP quality 0..100 for image targets.", 95)
-    output_marking: bool = _spec("output", "Mark outputs as AI-modified in their metadata.", True)
+    output_marking: bool = _spec("output", "Mark outputs as AI-modified at all (false, or --no-marking: no "
+                                           "metadata, no C2PA, whatever output_provenance says).", True)
+
+    output_provenance: OutputProvenance = _spec(
+        "provenance", "c2pa: signed C2PA content credentials plus metadata marking; metadata: container/EXIF "
+        "metadata only; off: no marking.", "c2pa")
+    c2pa_certificate: Path | None = _spec(
+        "provenance", "PEM certificate chain (signer first) to sign C2PA manifests with; unset: a local signing "
+        "certificate created once under cache_path.", None)
+    c2pa_private_key: Path | None = _spec("provenance", "PEM private key of c2pa_certificate (unencrypted).", None)
+    c2pa_on_failure: C2paOnFailure = _spec(
+        "provenance", "When signing an output fails: fail that target (nothing is written), or keep it with "
+        "metadata marking only and a warning.", "fail")
+    visible_label: str = _spec("provenance", "Text drawn on every frame/image of a swapped output, e.g. "
+                                             "AI-generated (empty: no visible label).", "")
+    visible_label_position: LabelPosition = _spec("provenance", "Corner of the visible label.", "bottom-right")
+    visible_label_size: float = _spec("provenance", "Height of the visible label's text as a fraction of the "
+                                                    "frame height.", 0.03)
+    visible_label_opacity: float = _spec("provenance", "Opacity of the visible label, 0..1.", 0.8)
 
     chunk_size: int = _spec("frame_extraction", "Frames extracted and encoded per chunk (bounds temp disk).",
                             240)
@@ -187,6 +208,8 @@ _RANGES: dict[str, tuple[float, float]] = {
     "ray_num_cpus": (0.0, 1024.0),
     "ray_segment_chunks": (0, 100000),
     "ray_max_retries": (0, 100),
+    "visible_label_size": (0.01, 0.25),
+    "visible_label_opacity": (0.05, 1.0),
 }
 
 
@@ -342,7 +365,20 @@ def load_settings(
         raise SettingsError("face_selector_mode is reference but no reference face: pass --reference-face IMAGE")
     if settings.executor == "ray":
         _check_ray(settings)
+    _check_provenance(settings)
     return Resolved(settings, origins)
+
+
+def _check_provenance(settings: Settings) -> None:
+    """Provenance settings that contradict each other, refused rather than ignored."""
+    if (settings.c2pa_certificate is None) != (settings.c2pa_private_key is None):
+        given, missing = (("c2pa_certificate", "c2pa_private_key") if settings.c2pa_private_key is None
+                          else ("c2pa_private_key", "c2pa_certificate"))
+        raise SettingsError(f"{given} is set but {missing} is not; pass both (--c2pa-certificate CHAIN.pem "
+                            "--c2pa-private-key KEY.pem) or neither")
+    if settings.visible_label and not settings.output_marking:
+        raise SettingsError("visible_label is set but marking is off (--no-marking / output_marking = false); "
+                            "drop one of the two")
 
 
 def _check_ray(settings: Settings) -> None:

@@ -34,28 +34,67 @@ def _walk(directory: Path, skip: Path) -> list[Path]:
 
 
 def discover(specs: Sequence[str], output_dir: Path) -> tuple[list[Target], list[Rejected]]:
-    """Expand target specs into targets with output paths; explain every spec that yields nothing usable."""
+    """Expand target specs into targets with output paths; explain every spec that yields nothing usable.
+
+    Outputs mirror the tree: below a directory given as a target, and below the fixed (non-magic) start of a
+    glob, so `up/**/*.mp4` gives out/a/x.mp4 and out/b/x.mp4, not two out/x.mp4. A file named on its own
+    keeps only its name. Files in the output directory are never targets of a directory or glob (a re-run
+    of `-t 'clips/**' -o clips/out` must not take its own outputs as inputs).
+    """
     targets: list[Target] = []
     rejected: list[Rejected] = []
     skip = output_dir.resolve()
     for spec in specs:
-        matches = sorted(Path(p) for p in glob.glob(spec, recursive=True)) if glob.has_magic(spec) else [Path(spec)]
-        if not matches:
-            rejected.append(Rejected(Path(spec), "no file matches this pattern"))
+        found = len(targets)
+        if glob.has_magic(spec) and not os.path.lexists(spec):  # a file may be named a[1].mp4
+            base: Path | None = glob_base(spec)
+            matches = sorted(Path(p) for p in glob.glob(spec, recursive=True))
+            if not matches:
+                rejected.append(Rejected(Path(spec), "no file matches this pattern"))
+            matches = [m for m in matches if not _inside(m, skip)]
+        else:
+            base, matches = None, [Path(spec)]
         for path in matches:
             if path.is_dir():
                 files = _walk(path, skip)
-                if not files:
+                if not files and base is None:
                     rejected.append(Rejected(path, "directory holds no video or image files"))
-                targets += [Target(f, kind_of(f) or "", output_dir / f.relative_to(path)) for f in files]
+                targets += [Target(f, kind_of(f) or "", output_dir / _below(f, base or path)) for f in files]
             elif not path.exists():
                 rejected.append(Rejected(path, "no such file or directory"))
             elif kind_of(path) is None:
-                supported = " ".join(VIDEO_EXTENSIONS + IMAGE_EXTENSIONS)
-                rejected.append(Rejected(path, f"unsupported extension '{path.suffix}'; supported: {supported}"))
+                if base is None:  # a glob such as clips/* matching notes.txt beside the videos is no mistake
+                    supported = " ".join(VIDEO_EXTENSIONS + IMAGE_EXTENSIONS)
+                    rejected.append(Rejected(path, f"unsupported extension '{path.suffix}'; supported: {supported}"))
             else:
-                targets.append(Target(path, kind_of(path) or "", output_dir / path.name))
+                targets.append(Target(path, kind_of(path) or "", output_dir / _below(path, base or path.parent)))
+        if base is not None and matches and len(targets) == found:
+            rejected.append(Rejected(Path(spec), "pattern matches no video or image files"))
     return _deduplicate(targets, rejected)
+
+
+def _below(path: Path, base: Path) -> Path:
+    """`path` relative to `base`, which a glob or directory walk put above it (its name if not, to be safe)."""
+    try:
+        return path.relative_to(base)
+    except ValueError:
+        return Path(path.name)
+
+
+def glob_base(pattern: str) -> Path:
+    """The leading directories of a glob pattern that hold no wildcard: `up/**/*.mp4` -> `up`, `*.mp4` -> `.`."""
+    parts = Path(pattern).parts
+    fixed = []
+    for part in parts:
+        if glob.has_magic(part):
+            break
+        fixed.append(part)
+    return Path(*fixed) if fixed else Path(".")
+
+
+def _inside(path: Path, directory: Path) -> bool:
+    resolved = path.resolve()
+    return resolved == directory or directory in resolved.parents
 
 
 def _deduplicate(targets: list[Target], rejected: list[Rejected]) -> tuple[list[Target], list[Rejected]]:
@@ -71,7 +110,8 @@ def _deduplicate(targets: list[Target], rejected: list[Rejected]) -> tuple[list[
                                                   "choose another --output directory"))
         elif out in seen:
             rejected.append(Rejected(target.path, f"output {target.output} is also the output of {seen[out]}; "
-                                                  "pass these targets in separate runs"))
+                                                  "pass these targets in separate runs, or quote a glob "
+                                                  "('clips/**/*.mp4') so ffb mirrors the tree below it"))
         else:
             seen[out] = source
             kept.append(target)

@@ -52,3 +52,53 @@ def test_symlink_loops_are_not_followed(tmp_path):
     os.symlink(root, root / "loop")
     targets, _ = discover([str(root)], tmp_path / "out")
     assert [t.path.name for t in targets] == ["a.mp4"]
+
+
+def test_a_glob_mirrors_the_tree_below_its_fixed_start(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    touch(tmp_path / "up" / "a" / "x.mp4")
+    touch(tmp_path / "up" / "b" / "x.mp4")
+    touch(tmp_path / "up" / "b" / "deep" / "y.png")
+    touch(tmp_path / "up" / "top.mov")
+    for pattern in ("up/**/*.mp4", str(tmp_path / "up" / "**" / "*.mp4"), "./up/*/x.mp4"):
+        targets, rejected = discover([pattern], tmp_path / "out")
+        assert rejected == [], pattern
+        assert [t.output.relative_to(tmp_path / "out").as_posix() for t in targets] == ["a/x.mp4", "b/x.mp4"]
+    targets, rejected = discover(["up/*"], tmp_path / "out")  # directories matched by a glob mirror too
+    assert sorted(t.output.relative_to(tmp_path / "out").as_posix() for t in targets) == [
+        "a/x.mp4", "b/deep/y.png", "b/x.mp4", "top.mov"]
+    targets, _ = discover(["*/top.mov"], tmp_path / "out")
+    assert [t.output.relative_to(tmp_path / "out").as_posix() for t in targets] == ["up/top.mov"]
+
+
+def test_a_glob_over_a_tree_holding_the_output_survives_a_rerun(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    touch(tmp_path / "clips" / "a.mp4")
+    touch(tmp_path / "clips" / "sub" / "b.mp4")
+    touch(tmp_path / "clips" / "notes.txt")  # beside the videos: not a target, not an error either
+    first, rejected = discover(["clips/**"], Path("clips/out"))
+    assert rejected == []
+    assert [t.output.as_posix() for t in first] == ["clips/out/a.mp4", "clips/out/sub/b.mp4"]
+    for target in first:  # the first run's outputs
+        touch(target.output)
+    again, rejected = discover(["clips/**", "clips/*.mp4"], Path("clips/out"))
+    assert rejected == [] and again == first
+
+
+def test_a_glob_of_nothing_usable_says_so(tmp_path):
+    touch(tmp_path / "notes.txt")
+    _, rejected = discover([str(tmp_path / "*.txt")], tmp_path / "out")
+    assert [r.reason for r in rejected] == ["pattern matches no video or image files"]
+
+
+def test_shell_expanded_names_that_collide_suggest_quoting_the_glob(tmp_path):
+    a, b = touch(tmp_path / "a" / "x.mp4"), touch(tmp_path / "b" / "x.mp4")
+    _, [rejected] = discover([str(a), str(b)], tmp_path / "out")
+    assert rejected.path == b and "quote a glob" in rejected.reason
+
+
+def test_an_existing_name_that_looks_like_a_glob_is_taken_literally(tmp_path):
+    odd = touch(tmp_path / "[bold]a[1].mp4")
+    touch(tmp_path / "1.mp4")  # what the pattern would match
+    targets, rejected = discover([str(odd)], tmp_path / "out")
+    assert [t.path for t in targets] == [odd] and rejected == []

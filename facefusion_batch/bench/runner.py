@@ -44,10 +44,28 @@ class Plan:
 
 
 def parse_resolutions(names: Sequence[str]) -> tuple[str, ...]:
-    unknown = [n for n in names if n.lower() not in clips.RESOLUTIONS]
-    if unknown:
-        raise SettingsError(f"unknown resolution {', '.join(unknown)}; choose from {' '.join(clips.RESOLUTIONS)}")
-    return tuple(dict.fromkeys(n.lower() for n in names))
+    """Clip sizes in the order given, each once; `A..B` stands for the ladder's sizes from A to B (240p..4k)."""
+    sizes: list[str] = []
+    for name in names:
+        sizes += _expand(name.strip().lower())
+    return tuple(dict.fromkeys(sizes))
+
+
+def _expand(name: str) -> list[str]:
+    choices = f"choose from {' '.join(clips.RESOLUTIONS)}, or a range over {' '.join(clips.LADDER)} such as " \
+              f"{clips.LADDER[0]}..{clips.LADDER[-1]}"
+    if ".." not in name:
+        if name not in clips.RESOLUTIONS:
+            raise SettingsError(f"unknown resolution {name}; {choices}")
+        return [name]
+    low, _, high = name.partition("..")
+    off = [end for end in (low, high) if end not in clips.LADDER]
+    if off:
+        raise SettingsError(f"range {name!r}: {' and '.join(repr(end) for end in off)} not on the ladder; {choices}")
+    first, last = clips.LADDER.index(low), clips.LADDER.index(high)
+    if first > last:
+        raise SettingsError(f"range {name!r} runs downwards; write {high}..{low}")
+    return list(clips.LADDER[first:last + 1])
 
 
 def default_source() -> Optional[Path]:
@@ -105,7 +123,8 @@ def run(plan: Plan, progress: Callable[[str], None]) -> dict[str, Any]:
     """Every configuration on every resolution; runs of one resolution follow each other, so the machine's
     state drifts as little as possible between the runs that a ratio compares."""
     runs: dict[str, dict[str, Any]] = {c.label: {} for c in plan.configs}
-    for resolution in plan.resolutions:
+    for number, resolution in enumerate(plan.resolutions, 1):
+        progress(f"size {number}/{len(plan.resolutions)}: {resolution}")
         clip, made = clips.ensure_clip(plan.clip_dir, resolution, plan.seconds, plan.face, plan.mirror)
         progress(f"{resolution}: {'made' if made else 'cached'} clip {clip}")
         for config in plan.configs:

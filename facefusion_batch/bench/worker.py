@@ -55,12 +55,13 @@ class _ObservedBatch(Batch):
         self.targets: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
-    def begin(self, target: Target, resume_key: str | None = None) -> Callable[[], Outcome]:
+    def begin(self, target: Target, resume_key: str | None = None, content: str | None = None
+              ) -> Callable[[], Outcome]:
         entry: dict[str, Any] = {"started": time.perf_counter(), "first_in": None, "first_out": None,
                                  "faces": 0}
         before = self.timings.snapshot()
         self.targets.append(entry)
-        completion = super().begin(target, resume_key)
+        completion = super().begin(target, resume_key, content)
         entry["stages"] = delta(self.timings.snapshot(), before)  # up to its last frame: not its finishing
         return completion
 

@@ -31,6 +31,7 @@ from facefusion_batch.executors.ray_pool import Done, WorkerPool, connect
 from facefusion_batch.pipeline.batch import INTERRUPTED, BatchResult, Outcome, claim, os_reason, remove_stale_workspaces
 from facefusion_batch.pipeline.journal import Journal
 from facefusion_batch.pipeline.progress import Reporter
+from facefusion_batch.provenance.sign import place
 from facefusion_batch.settings import Settings
 from facefusion_batch.targets import Target, discover
 from facefusion_batch.video.probe import VideoInfo, probe
@@ -123,6 +124,7 @@ class _Driver:
     def run(self, specs: Sequence[str]) -> BatchResult:
         targets, rejected = discover(specs, self.settings.output_path)
         self.rejected = [Outcome(str(r.path), "failed", reason=r.reason) for r in rejected]
+        self.reporter.expect(len(targets))
         self.pending = deque(enumerate(targets))
         check = self._storage_check(targets)
         interrupted = False
@@ -289,7 +291,7 @@ class _Driver:
             return
         assert isinstance(sent, (Whole, Join))
         try:
-            sent.staged.replace(job.remote.output)  # the one write to the output path
+            place(sent.staged, job.remote.output)  # the one write to the output path (sidecar manifest first)
         except OSError as exc:
             self._fail(job, f"{job.target.output}: can't move the finished output into place ({exc.strerror})")
             return

@@ -239,7 +239,8 @@ def join_segments(batch: Batch, item: Join, shared: Path) -> Outcome:
     target = item.target
     try:
         plan = plan_video(target.path, target.output, job_options(batch.settings, batch.timings), item.info)
-        note = finish_video(dataclasses.replace(plan, out=item.staged), shared, batch.tags)
+        note = finish_video(dataclasses.replace(plan, out=item.staged), shared, batch.tags,
+                            batch.seal(target.path))
         frames, faces = _totals(shared, plan.options.chunk_size)
     except (FfbError, OSError) as exc:
         reason = str(exc) if isinstance(exc, FfbError) else os_reason(target, exc)

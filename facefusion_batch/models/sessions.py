@@ -7,32 +7,44 @@ Session options, and why:
 - VRAM strategy: `strict` builds sessions without memory arenas and drops them after every target;
   `moderate` keeps sessions and lets the GPU arena shrink back after each call (ONNX Runtime's
   `memory.enable_memory_arena_shrinkage`); `tolerant` keeps sessions and arenas as they grow.
+- Providers: only those that really load here are passed (providers.check_providers tries each once), and
+  options that only fit a GPU session follow the providers a session really got, never the settings: ONNX
+  Runtime falls back to CPU quietly, and a GPU run option on a CPU session fails every call.
 """
 from __future__ import annotations
 
 import os
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional, Sequence
 
 from facefusion_batch.errors import ModelError
+from facefusion_batch.models.providers import check_providers, fix_for, ort  # ort: imported from here by others
 from facefusion_batch.settings import Settings
 
-def ort():
-    """Import onnxruntime quietly (a CPU-only machine logs CUDA load errors otherwise)."""
-    import onnxruntime
 
-    onnxruntime.set_default_logger_severity(3)
-    return onnxruntime
+def usable_settings(settings: Settings) -> tuple[Settings, list[str]]:
+    """The settings with only the execution providers that load here, and one line for each one dropped
+    (what is missing and how to install it)."""
+    import dataclasses
+
+    check = check_providers(settings.execution_providers, settings.execution_device_id)
+    if not check.dropped:
+        return settings, []
+    version = ort().__version__
+    lines = [f"{fix_for(name, error, version)}; running on {' '.join(check.kept)}"
+             for name, error in check.dropped.items()]
+    return dataclasses.replace(settings, execution_providers=check.kept), lines
 
 
-def provider_list(settings: Settings) -> list[Any]:
-    """ONNX Runtime providers with options, from the settings, CPU always last as the fallback."""
+def provider_list(settings: Settings, names: Optional[Sequence[str]] = None) -> list[Any]:
+    """ONNX Runtime providers with options for `names` (default: the settings' providers), CPU always last as
+    the fallback."""
     device = str(settings.execution_device_id)
     trt_cache = str(settings.cache_path / "tensorrt")
     arena = "kSameAsRequested" if settings.video_memory_strategy == "strict" else "kNextPowerOfTwo"
     providers: list[Any] = []
-    for name in settings.execution_providers:
+    for name in settings.execution_providers if names is None else names:
         if name == "cuda":
             providers.append(("CUDAExecutionProvider", {"device_id": device, "arena_extend_strategy": arena,
                                                         "cudnn_conv_algo_search": "DEFAULT"}))
@@ -52,19 +64,31 @@ class SessionPool:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
         self._lock = threading.Lock()
-        self._sessions: dict[tuple, Any] = {}
+        self._sessions: dict[tuple, tuple[Any, Any]] = {}  # key -> (session, its run options)
+        self._providers: Optional[list[Any]] = None  # those of the settings that load here, found on first use
         self.loads = 0  # sessions created; the tests and the benchmark read it
 
     def get(self, path: Path) -> Any:
+        return self.entry(path)[0]
+
+    def entry(self, path: Path) -> tuple[Any, Any]:
+        """The model's session and the run options that fit the providers it really got."""
         key = (str(path), self._settings.execution_providers, self._settings.execution_device_id)
-        session = self._sessions.get(key)
-        if session is not None:
-            return session
+        entry = self._sessions.get(key)
+        if entry is not None:
+            return entry
         with self._lock:
             if key not in self._sessions:
-                self._sessions[key] = self._create(path)
+                session = self._create(path)
+                self._sessions[key] = (session, self._run_options(session))
                 self.loads += 1
             return self._sessions[key]
+
+    def _usable_providers(self) -> list[Any]:
+        if self._providers is None:
+            check = check_providers(self._settings.execution_providers, self._settings.execution_device_id)
+            self._providers = provider_list(self._settings, check.kept)
+        return self._providers
 
     def _create(self, path: Path) -> Any:
         rt = ort()
@@ -75,10 +99,11 @@ class SessionPool:
         options.graph_optimization_level = rt.GraphOptimizationLevel.ORT_ENABLE_ALL
         if self._settings.video_memory_strategy == "strict":
             options.enable_cpu_mem_arena = False
-        if "tensorrt" in self._settings.execution_providers:
+        providers = self._usable_providers()
+        if any(p[0] == "TensorrtExecutionProvider" for p in providers if isinstance(p, tuple)):
             (self._settings.cache_path / "tensorrt").mkdir(parents=True, exist_ok=True)
         try:
-            return rt.InferenceSession(str(path), sess_options=options, providers=provider_list(self._settings))
+            return rt.InferenceSession(str(path), sess_options=options, providers=providers)
         except Exception as exc:  # onnxruntime raises its own untyped errors
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ModelError(f"{path}: can't load model ({first[:200]}); delete the file and download it "
@@ -86,19 +111,18 @@ class SessionPool:
 
     def active_providers(self) -> list[str]:
         """Providers the loaded sessions really run on (first of each session)."""
-        return sorted({s.get_providers()[0] for s in self._sessions.values()})
+        return sorted({session.get_providers()[0] for session, _ in self._sessions.values()})
 
-    def run_options(self) -> Any:
-        """Run options for model calls: under `moderate` on a GPU, shrink the arena after the call."""
-        if self._settings.video_memory_strategy != "moderate" or not self._uses_gpu():
+    def _run_options(self, session: Any) -> Any:
+        """Run options for the session's calls: under `moderate`, when the session really got CUDA (whose
+        arena is the one to shrink), shrink the GPU arena after each call."""
+        if self._settings.video_memory_strategy != "moderate" or "CUDAExecutionProvider" not in \
+                session.get_providers():
             return None
         options = ort().RunOptions()
         options.add_run_config_entry("memory.enable_memory_arena_shrinkage",
                                      f"gpu:{self._settings.execution_device_id}")
         return options
-
-    def _uses_gpu(self) -> bool:
-        return any(p in ("cuda", "tensorrt") for p in self._settings.execution_providers)
 
     def after_target(self) -> None:
         """Apply the VRAM strategy between targets."""
@@ -129,14 +153,13 @@ class GuardedSession:
 
     def __init__(self, pool: SessionPool, path: Path, slots: threading.Semaphore) -> None:
         self._pool, self._path, self._slots = pool, path, slots
-        self._run_options = pool.run_options()
         self.calls = Counter()
 
     def run(self, output_names: Any, feeds: dict[str, Any]) -> list[Any]:
-        session = self._pool.get(self._path)
+        session, run_options = self._pool.entry(self._path)
         self.calls.add()
         with self._slots:
-            return session.run(output_names, feeds, self._run_options)
+            return session.run(output_names, feeds, run_options)
 
     def get_inputs(self) -> Any:
         return self._pool.get(self._path).get_inputs()

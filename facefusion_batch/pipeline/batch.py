@@ -14,7 +14,6 @@ import numpy as np
 
 from facefusion_batch import __version__
 from facefusion_batch.errors import FfbError, MediaError, OutputError
-from facefusion_batch.marking import marking_tags
 from facefusion_batch.media import read_image, temp_name, write_image
 from facefusion_batch.memory import apply_memory_limit
 from facefusion_batch.pipeline.analysis import MotionGate, Reference, TrackState, face_patches, track
@@ -25,7 +24,9 @@ from facefusion_batch.pipeline.lock import RunLock
 from facefusion_batch.pipeline.lookahead import Lookahead
 from facefusion_batch.pipeline.progress import Reporter
 from facefusion_batch.pipeline.source_cache import Record
-from facefusion_batch.pipeline.video_job import JobOptions, encode_video
+from facefusion_batch.pipeline.video_job import JobOptions, Seal, encode_video
+from facefusion_batch.provenance.label import VisibleLabel
+from facefusion_batch.provenance.sign import Marker
 from facefusion_batch.settings import Settings
 from facefusion_batch.targets import Target, discover
 from facefusion_batch.timing import Timings, timed
@@ -129,7 +130,9 @@ def job_options(settings: Settings, timings: Timings | None = None) -> JobOption
 _SHAPING = ("face_swapper_model", "face_detector_model", "face_detector_size", "face_detector_score",
             "face_detector_min_size", "keypoint_reuse", "reuse_motion_threshold", "redetect_interval",
             "face_selector_mode", "reference_face_distance", "output_video_encoder", "output_video_preset",
-            "output_video_quality", "output_image_quality", "output_marking", "chunk_size")
+            "output_video_quality", "output_image_quality", "output_marking", "chunk_size",
+            "output_provenance", "visible_label", "visible_label_position", "visible_label_size",
+            "visible_label_opacity")
 
 
 def _when(timestamp: float) -> str:
@@ -216,22 +219,27 @@ class Batch:
         if faces_in_source > 1:
             reporter.message(f"{source}: {faces_in_source} faces in the source image; using the largest")
         self.selection: Selection = build_selection(settings, self.engine)
-        self.tags = marking_tags(self.engine.name, self.engine.models) if settings.output_marking else {}
-        self.output_key = settings_key(self._output_shaping(source))
+        source_sha256 = sha256_of(source)
+        self.marker = Marker.for_run(settings, self.engine.name, self.engine.models, source_sha256)
+        self.tags = self.marker.tags
+        self.label = (VisibleLabel(settings.visible_label, settings.visible_label_position,
+                                   settings.visible_label_size, settings.visible_label_opacity)
+                      if settings.visible_label else None)
+        self.output_key = settings_key(self._output_shaping(source_sha256))
         # Set while `run` goes through its targets: the next video is made ready during the current one.
         self._lookahead: Lookahead | None = None
         # The next video to prepare, and whether it needs hashing.
         self._following: Callable[[], tuple[Target, bool] | None] | None = None
 
-    def _output_shaping(self, source: Path) -> dict:
+    def _output_shaping(self, source_sha256: str) -> dict:
         """Everything an output depends on besides the target itself (the journal's settings key)."""
         s = self.settings
         models = [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in self.engine.model_files]
         reference = s.reference_face_path
         return {
             "version": __version__, "engine": self.engine.name, "models": models,
-            "source": sha256_of(source), "reference": sha256_of(reference) if reference else None,
-            **{name: getattr(s, name) for name in _SHAPING},
+            "source": source_sha256, "reference": sha256_of(reference) if reference else None,
+            "provenance": self.marker.key, **{name: getattr(s, name) for name in _SHAPING},
         }
 
     def new_gate(self) -> MotionGate:
@@ -304,7 +312,14 @@ class Batch:
         with timed(self.timings, "swap"):
             if faces:
                 frame = self.engine.swap(frame, faces, self.source)
+        if self.label is not None:
+            frame = self.label.draw(frame)
         return frame, len(faces)
+
+    def seal(self, target: Path, content: str | None = None) -> Seal:
+        """How a finished output of `target` is moved into place: signed first where this run signs
+        (`content` is the target's sha256 when known)."""
+        return functools.partial(self.marker.place, parent=target, parent_sha256=content or None)
 
     def run(self, specs: Sequence[str], journal: Journal | None = None, force: bool = False,
             retry_failed: bool = False, lookahead: Lookahead | None = None) -> BatchResult:
@@ -319,6 +334,7 @@ class Batch:
         result.outcomes += [Outcome(str(r.path), "failed", reason=r.reason) for r in rejected]
         for r in rejected:
             self.reporter.message(f"{r.path}: {r.reason}")
+        self.reporter.expect(len(targets))
         finishing: _Finishing | None = None
         try:
             with lookahead or Lookahead(self.settings.temp_path) as self._lookahead, \
@@ -331,7 +347,8 @@ class Batch:
                         if finishing is not None:
                             result.outcomes.append(self._settle(finishing, journal))
                             finishing = None
-                        if isinstance(begun, Outcome):
+                        if isinstance(begun, Outcome):  # skipped, or unreadable before it began
+                            self._report(begun)
                             result.outcomes.append(begun)
                         else:
                             finishing = _Finishing(target, begun[1], finisher.submit(begun[0]))
@@ -375,7 +392,7 @@ class Batch:
         if skip is not None:
             return skip
         try:
-            return self.begin(target, resume), content
+            return self.begin(target, resume, content), content
         except KeyboardInterrupt:
             journal.record(target.path, target.output, content, self.output_key, "interrupted", "interrupted")
             raise
@@ -401,9 +418,11 @@ class Batch:
         self._report(outcome)
         return outcome
 
-    def begin(self, target: Target, resume_key: str | None = None) -> Callable[[], Outcome]:
+    def begin(self, target: Target, resume_key: str | None = None, content: str | None = None
+              ) -> Callable[[], Outcome]:
         """Process a target's frames; returns its completion: a call (safe on another thread, and to be
-        made exactly once) that finishes the output and gives the outcome. Nothing is reported here."""
+        made exactly once) that finishes the output and gives the outcome. Nothing is reported here.
+        `content` is the target's sha256 when the journal has it (recorded in the output's manifest)."""
         started = time.perf_counter()
         calls = self.engine.detector_calls()
         lookahead = self._lookahead
@@ -425,13 +444,14 @@ class Batch:
             target.output.parent.mkdir(parents=True, exist_ok=True)
             if target.kind == "image":
                 self.reporter.start(str(target.path), 1)
-                swapped = self.image(target)
+                swapped, note = self.image(target, content)
                 calls_made = self.engine.detector_calls() - calls
-                return lambda: outcome(swapped, 1, "")
+                return lambda: outcome(swapped, 1, note)
             encoded = encode_video(target.path, target.output, self, self.tags,
                                    job_options(self.settings, self.timings), self.reporter.advance,
                                    lambda total: self.reporter.start(str(target.path), total), resume_key,
-                                   prepared, lookahead.current_decoded if lookahead else None)
+                                   prepared, lookahead.current_decoded if lookahead else None,
+                                   self.seal(target.path, content))
             calls_made = self.engine.detector_calls() - calls
         except (FfbError, OSError) as exc:
             result = failed(exc)
@@ -452,14 +472,18 @@ class Batch:
 
         return complete
 
-    def image(self, target: Target) -> int:
+    def image(self, target: Target, content: str | None = None) -> tuple[int, str]:
+        """Swap one image target into its output; returns (faces swapped, note for the summary)."""
         frame = read_image(target.path, error=MediaError)
         frame, swapped = self.frame(frame)
+        notes: list[str] = []
         if swapped:
-            write_image(frame, target.output, self.settings.output_image_quality, self.tags or None)
+            seal = self.seal(target.path, content)
+            write_image(frame, target.output, self.settings.output_image_quality, self.tags or None,
+                        lambda partial, output: notes.append(seal(partial, output, True)))
         else:
             partial = temp_name(target.output)
             shutil.copyfile(target.path, partial)
             partial.replace(target.output)
         self.reporter.advance(1)
-        return swapped
+        return swapped, "; ".join(filter(None, notes))

@@ -29,6 +29,10 @@ from facefusion_batch.video.decoder import Decoder
 from facefusion_batch.video.ffmpeg import EncodeOptions
 from facefusion_batch.video.probe import VideoInfo, probe
 
+# Moves a finished hidden output (partial, output, modified) into place, signing it first where the run
+# signs; returns a note for the summary. Without one the partial is just renamed.
+Seal = Callable[[Path, Path, bool], str]
+
 
 class FrameProcessor(Protocol):
     def new_gate(self) -> MotionGate:
@@ -133,13 +137,14 @@ class Encoded:
     counters: Counters
     tags: dict[str, str]
     resumable: bool = False  # the workspace is keyed for resuming: an interruption keeps its chunks
+    seal: Seal | None = None
 
     def finish(self) -> Counters:
         """Join, verify and rename into place (see finish_video); the workspace goes either way, except
         for the finished chunks of a resumable one when interrupted."""
         keep_chunks = False
         try:
-            self.counters.note = finish_video(self.plan, self.workspace, self.tags)
+            self.counters.note = finish_video(self.plan, self.workspace, self.tags, self.seal)
             return self.counters
         except KeyboardInterrupt:
             keep_chunks = self.resumable
@@ -154,13 +159,14 @@ class Encoded:
 def encode_video(path: Path, out: Path, frame_fn: FrameProcessor, tags: dict[str, str], options: JobOptions,
                  on_frames: Callable[[int], None], on_start: Callable[[int], None],
                  resume_key: str | None = None, prepared: Prepared | None = None,
-                 on_decoded: Callable[[], None] | None = None) -> Encoded:
+                 on_decoded: Callable[[], None] | None = None, seal: Seal | None = None) -> Encoded:
     """Swap faces through a whole video into encoded chunks, ready to be joined into `out`.
 
     With a `resume_key` (a hash of the input's content and every setting that shapes the output) the
     workspace is `ffb-<key>` in the temp dir: chunks encoded by an earlier, interrupted run with the same
     key are reused, and an interruption keeps this run's finished chunks for the next. `prepared` is the
     video probed (and its decoder started) ahead of time; `on_decoded` is called once it is all decoded.
+    `seal` moves the finished output into place (signing it; see finish_video).
     """
     decoder = prepared.decoder if prepared else None
     try:
@@ -175,7 +181,7 @@ def encode_video(path: Path, out: Path, frame_fn: FrameProcessor, tags: dict[str
         try:
             counters = encode_chunks(plan, workspace, frame_fn, on_frames, decoder=decoder, on_decoded=on_decoded)
             encoded = True
-            return Encoded(plan, workspace, counters, tags, resumable=resume_key is not None)
+            return Encoded(plan, workspace, counters, tags, resumable=resume_key is not None, seal=seal)
         except KeyboardInterrupt:
             keep_chunks = resume_key is not None  # finished chunks wait for the next run; the rest goes
             raise
@@ -256,9 +262,10 @@ def encode_chunks(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on
     return counters
 
 
-def finish_video(plan: VideoPlan, workspace: Path, tags: dict[str, str]) -> str:
+def finish_video(plan: VideoPlan, workspace: Path, tags: dict[str, str], seal: Seal | None = None) -> str:
     """Join the finished chunks with the original audio into the output (or copy the original through
-    when no frame had a face), verify it, and rename it into place. Returns a note for the summary."""
+    when no frame had a face), verify it, and rename it into place, through `seal` when given (which signs
+    it first; a signing failure leaves nothing at the output). Returns a note for the summary."""
     info = plan.info
     total = end_frames(workspace)
     if total is None:
@@ -273,8 +280,9 @@ def finish_video(plan: VideoPlan, workspace: Path, tags: dict[str, str]) -> str:
         index += 1
     partial = temp_name(plan.out)
     note = ""
+    modified = any(m["faces"] for m in metas)
     try:
-        if not any(m["faces"] for m in metas):
+        if not modified:
             shutil.copyfile(info.path, partial)  # nothing to swap: the original goes through untouched
         else:
             with timed(plan.options.timings, "encode"):
@@ -284,7 +292,10 @@ def finish_video(plan: VideoPlan, workspace: Path, tags: dict[str, str]) -> str:
             if info.variable_frame_rate:
                 note = (f"variable frame rate: written at a constant {float(info.fps):.3f} fps, frames moved by "
                         f"up to {info.timing_shift * 1000:.0f} ms")
-        partial.replace(plan.out)
+        if seal is None:
+            partial.replace(plan.out)
+        else:
+            note = "; ".join(filter(None, [note, seal(partial, plan.out, modified)]))
     finally:
         with contextlib.suppress(OSError):
             partial.unlink(missing_ok=True)

@@ -55,6 +55,7 @@ def test_table_output_and_cached_clip(env, capsys):
     assert main(args) == 0
     out, err = capsys.readouterr()
     assert "end-to-end fps" in out and "240p" in out and "made clip" in err
+    assert "size 1/1: 240p" in err  # progress per size
     assert main(args) == 0
     assert "cached clip" in capsys.readouterr().err
 

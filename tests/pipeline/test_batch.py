@@ -30,11 +30,11 @@ def test_a_video_is_finished_while_the_next_one_starts(batch_of_two, monkeypatch
     seen: dict[str, object] = {}
     real_finish, real_start = video_job.finish_video, batch.reporter.start
 
-    def finish(plan, workspace, tags):
+    def finish(plan, workspace, tags, *seal):
         if plan.info.path.name == "a.mp4":
             seen["thread"] = threading.current_thread().name
             seen["overlapped"] = b_started.wait(timeout=20)  # a sequential batch would only get here later
-        return real_finish(plan, workspace, tags)
+        return real_finish(plan, workspace, tags, *seal)
 
     def start(name, total):
         if name.endswith("b.mp4"):
@@ -55,10 +55,10 @@ def test_a_failure_while_finishing_is_reported_and_journaled_under_its_own_name(
     batch, clips, log = batch_of_two
     real_finish = video_job.finish_video
 
-    def finish(plan, workspace, tags):
+    def finish(plan, workspace, tags, *seal):
         if plan.info.path.name == "a.mp4":
             raise MediaError(f"{plan.info.path}: joining chunks and audio failed (disk gone)")
-        return real_finish(plan, workspace, tags)
+        return real_finish(plan, workspace, tags, *seal)
 
     monkeypatch.setattr(video_job, "finish_video", finish)
     lock, journal = open_state(batch.settings, False, batch.reporter)

@@ -1,0 +1,90 @@
+"""Write docs/settings.md from the Settings declaration (section, key, type, default, help).
+
+    python tools/settings_doc.py           # rewrite docs/settings.md
+    python tools/settings_doc.py --check   # exit 1 when docs/settings.md is stale (the tests run this)
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import typing
+from pathlib import Path
+
+from facefusion_batch import settings as settings_module
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "settings.md"
+
+HEADER = """# Settings
+
+Generated from `facefusion_batch/settings.py` by `tools/settings_doc.py`; do not edit by hand (a test fails
+when this file is stale). Every setting can be given in a profile (`--profile FILE`, ini or TOML, under its
+section) or as an environment variable `FFB_<KEY>` (upper case); the common ones also as `ffb run` flags
+(`--key-with-dashes`, see `ffb run --help`). Later sources win: defaults < profile < environment < flags. `ffb run --print-settings` shows the resolved values
+and where each came from.
+"""
+
+
+def _type_name(name: str) -> str:
+    choices = settings_module.choices(name)
+    hint = typing.get_type_hints(settings_module.Settings)[name]
+    if choices:
+        many = typing.get_origin(hint) is tuple
+        return ("list of " if many else "") + " \\| ".join(f"`{c}`" for c in choices)
+    text = getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
+    return text.replace("pathlib.", "").replace("NoneType", "None").replace(" | None", " (optional)")
+
+
+# Defaults computed at run time, described rather than computed here (they depend on the machine).
+COMPUTED = {
+    "temp_path": "the system temp directory",
+    "output_path": "`output`",
+    "models_path": "`~/.cache/ffb/models`",
+    "cache_path": "`~/.cache/ffb` (`$XDG_CACHE_HOME/ffb`)",
+    "execution_thread_count": "CPU cores, at most 8",
+}
+
+
+def _default(field: dataclasses.Field) -> str:
+    if field.default is dataclasses.MISSING:
+        return COMPUTED.get(field.name, "(computed at run time)")
+    value = field.default
+    if value is None or value == "":
+        return "(empty)"
+    if isinstance(value, tuple):
+        return "`" + " ".join(map(str, value)) + "`"
+    return f"`{value}`"
+
+
+def render() -> str:
+    lines = [HEADER]
+    fields = dataclasses.fields(settings_module.Settings)
+    for section in dict.fromkeys(f.metadata["section"] for f in fields):
+        lines += [f"## [{section}]", "", "| key | type | default | meaning |", "|---|---|---|---|"]
+        for field in fields:
+            if field.metadata["section"] != section:
+                continue
+            help_text = field.metadata["help"].replace("|", "\\|")
+            lines.append(f"| `{field.name}` | {_type_name(field.name)} | {_default(field)} | {help_text} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="exit 1 when docs/settings.md is stale")
+    args = parser.parse_args(argv)
+    text = render()
+    if args.check:
+        current = DOC.read_text(encoding="utf-8") if DOC.exists() else ""
+        if current != text:
+            print(f"{DOC} is stale: run python tools/settings_doc.py", file=sys.stderr)
+            return 1
+        return 0
+    DOC.write_text(text, encoding="utf-8")
+    print(f"wrote {DOC}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
