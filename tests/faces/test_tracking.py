@@ -178,3 +178,27 @@ def test_a_much_larger_fit_around_a_track_is_that_track_gone_wrong_not_another_f
     out = tracker.update(3, [face(230, 230, 240)], True)  # IoU ~0.17, but the track lies inside it
     assert [o.track for o in out] == [first[0].track]
     assert out[0].face.box[0] == pytest.approx(300, abs=1) and tracker.rejected == 1
+
+
+def test_reference_mode_judges_tracks_not_single_frames():
+    from facefusion_batch.pipeline.engine import Selection
+
+    reference = np.array([1.0, 0.0])
+
+    class Engine:
+        calls = 0
+
+        def embed(self, frame, faces):
+            Engine.calls += 1
+            # The face on the left is the reference person, but one frame of it looks like someone else.
+            return np.array([[0.0, 1.0] if f.box[0] < 300 and Engine.calls == 3 else
+                             [1.0, 0.0] if f.box[0] < 300 else [0.0, 1.0] for f in faces])
+
+    selection = Selection("reference", reference, 0.6)
+    tracker = Tracker(2000, 1000)
+    picked = []
+    for t in range(8):
+        tracked = tracker.update(t, [face(100, 100), face(600, 100)], detected=True)
+        picked.append([f.box[0] < 300 for f in selection.pick_tracked(None, tracked, tracker, True, Engine())])
+    assert all(row == [True] for row in picked), picked
+    assert Engine.calls <= 5  # measured on up to REFERENCE_LOOKS detected frames, then decided
