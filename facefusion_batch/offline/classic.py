@@ -46,6 +46,7 @@ SHADE_GRID = 32
 SHADE_SCALE = 0.2
 SHADE_LIMIT = (20.0, 15.0, 15.0)
 KNEE = 88.0
+HIGHLIGHT = 97.0  # source lightness at which the chroma shift has faded out completely
 # The warp map is computed on a grid this many cells across the face (forehead to chin), then upsampled.
 MAP_GRID = 100
 # Faces smaller than this (pixels, forehead to chin) are left alone.
@@ -262,6 +263,9 @@ def match_colour(warped: np.ndarray, target: np.ndarray, mask: np.ndarray) -> np
     trust = np.clip(spread / 0.2, 0, 1)[..., None]  # far from the core: the overall difference
     offset = np.clip(trust * local + (1 - trust) * overall, -np.array(SHADE_LIMIT), np.array(SHADE_LIMIT))
     matched = source_lab + cv2.resize(offset.astype(np.float32), (width, height), interpolation=cv2.INTER_LINEAR)
+    # Near white a chroma shift only tints the highlight (bluish shine on a nose): fade it out there.
+    fade = np.clip((np.float32(HIGHLIGHT) - source_lab[..., 0]) / np.float32(HIGHLIGHT - KNEE + 10), 0, 1)
+    matched[..., 1:] = source_lab[..., 1:] + (matched[..., 1:] - source_lab[..., 1:]) * fade[..., None]
     # Soft shoulder above KNEE: approaches 100 without reaching it (no clipped highlights).
     lightness = matched[..., 0]
     over = np.maximum(lightness - np.float32(KNEE), 0)
