@@ -32,6 +32,9 @@ SCALE_JUMP = 0.15  # a size change beyond this (log ratio) from one frame to the
 OFFSET_JUMP = 0.3  # ... and so is a move of this share of the face size beyond the predicted motion
 RELOCK = 8  # consecutive outliers after which the fits are believed (the face did change)
 VELOCITY_GAIN = 0.5
+MAX_ZOOM = 0.03  # per-frame scale changes beyond this share, or rolls beyond MAX_ROLL radians, are not motion
+MAX_ROLL = 0.03
+MIN_SPAN = 3  # zoom and roll are measured between detected fits at least this many frames apart (fit noise)
 REFIT_SPAN = 30  # frames a track is looked for by refits after the detector last saw it
 CUT_HISTOGRAM = 0.5  # L1 distance of normalised grey histograms (0..2) above which two frames are a cut
 CUT_CHANGE = 25.0  # ... and mean absolute grey change above which
@@ -110,6 +113,15 @@ def disagrees(prediction: np.ndarray, raw: np.ndarray) -> bool:
             or offset > OFFSET_JUMP)
 
 
+def similarity(a: np.ndarray, b: np.ndarray) -> complex:
+    """The scale and rotation (as one complex number) that best takes point set `a` onto `b` about their
+    centres."""
+    a2, b2 = a[:, :2] - a[:, :2].mean(axis=0), b[:, :2] - b[:, :2].mean(axis=0)
+    za, zb = a2[:, 0] + 1j * a2[:, 1], b2[:, 0] + 1j * b2[:, 1]
+    denominator = float(np.vdot(za, za).real)
+    return complex(np.vdot(za, zb) / denominator) if denominator > 1e-9 else 1 + 0j
+
+
 def blend_weight(difference: float, speed: float) -> float:
     """Weight of a new fit (0..1) from its difference to the prediction and the track's speed, both as
     shares of the face size: STILL_ALPHA for noise on a still face, 1 for real motion or change."""
@@ -125,6 +137,9 @@ class Track:
     points: np.ndarray  # filtered points
     raw: np.ndarray  # latest accepted raw points
     velocity: np.ndarray = field(default_factory=lambda: np.zeros(2))  # centroid motion, pixels per frame
+    similarity: complex = 1 + 0j  # per-frame scale and rotation about the centre (from detected fits)
+    fitted: np.ndarray | None = None  # the last detected fit's points, and its frame
+    fitted_at: int = 0
     first: int = 0
     last: int = 0  # last frame with a face of its own
     confirmed: int = 0  # last frame the detector (not a refit) saw it
@@ -133,10 +148,23 @@ class Track:
     area: float = 0.0  # its face's area on its first frame (mode `one` picks the largest)
     matches: list[float] = field(default_factory=list)  # reference-mode distances measured on it
 
+    def speed(self, size: float) -> float:
+        """How fast the face moves, zooms or rolls: the largest, as a share of its size per frame."""
+        return max(float(np.linalg.norm(self.velocity)) / size, abs(abs(self.similarity) - 1),
+                   abs(float(np.angle(self.similarity))))
+
     def predicted(self, frames: int = 1) -> np.ndarray:
-        shifted = self.points.copy()
-        shifted[:, :2] += self.velocity * frames
-        return shifted
+        """The filtered points moved on `frames` frames: turned and scaled about their centre by the
+        per-frame similarity (zoom, roll) seen between detections, and shifted by the velocity."""
+        moved = self.points.copy()
+        if self.similarity != 1:
+            centre = moved[:, :2].mean(axis=0)
+            z = (moved[:, 0] - centre[0]) + 1j * (moved[:, 1] - centre[1])
+            z *= self.similarity ** frames
+            moved[:, 0], moved[:, 1] = z.real + centre[0], z.imag + centre[1]
+            moved[:, 2] *= abs(self.similarity) ** frames
+        moved[:, :2] += self.velocity * frames
+        return moved
 
 
 @dataclass(frozen=True)
@@ -240,7 +268,7 @@ class Tracker:
     def _start(self, index: int, face: Face) -> Track:
         points = _points(face)
         track = Track(self._next_id, face, points, points, first=index, last=index, confirmed=index,
-                      area=face.area)
+                      area=face.area, fitted=points, fitted_at=index)
         self.tracks[track.id] = track
         self._next_id += 1
         return track
@@ -260,12 +288,25 @@ class Tracker:
             if not detected:  # a translation of the same fit: its motion is the face's motion
                 motion = (raw[:, :2].mean(axis=0) - track.raw[:, :2].mean(axis=0)) / gap
                 track.velocity = track.velocity + VELOCITY_GAIN * (motion - track.velocity)
+            elif track.fitted is not None and len(track.fitted) == len(raw) and index - track.fitted_at >= MIN_SPAN:
+                step = similarity(track.fitted, raw) ** (1 / (index - track.fitted_at))
+                if abs(abs(step) - 1) < MAX_ZOOM and abs(np.angle(step)) < MAX_ROLL:
+                    track.similarity = track.similarity + VELOCITY_GAIN * (step - track.similarity)
             if len(raw) != len(prediction) or not self._smooth:
                 track.points = raw
+            elif not detected:
+                # A moved copy of an older fit: only its position is news; shape, size and roll are the
+                # track's own, carried on by the similarity seen between detections.
+                shift = raw[:, :2].mean(axis=0) - prediction[:, :2].mean(axis=0)
+                weight = blend_weight(float(np.linalg.norm(shift)) / size, track.speed(size))
+                track.points = prediction.copy()
+                track.points[:, :2] += weight * shift
             else:
                 difference = float(np.sqrt(np.mean(np.sum((raw[:, :2] - prediction[:, :2]) ** 2, axis=1)))) / size
-                weight = blend_weight(difference, float(np.linalg.norm(track.velocity)) / size)
+                weight = blend_weight(difference, track.speed(size))
                 track.points = prediction + weight * (raw - prediction)
+            if detected:
+                track.fitted, track.fitted_at = raw, index
             track.raw = raw
             track.face = face
         track.last = index

@@ -202,3 +202,19 @@ def test_reference_mode_judges_tracks_not_single_frames():
         picked.append([f.box[0] < 300 for f in selection.pick_tracked(None, tracked, tracker, True, Engine())])
     assert all(row == [True] for row in picked), picked
     assert Engine.calls <= 5  # measured on up to REFERENCE_LOOKS detected frames, then decided
+
+
+def test_zoom_seen_between_detections_carries_on_between_them():
+    # The face grows 2 % a frame; it is fitted every 4th frame and only moved (translation) in between.
+    tracker = Tracker(4000, 4000)
+    sizes = []
+    for t in range(17):
+        fitted = 4 * (t // 4)
+        size = 100 * 1.02 ** fitted
+        reference = face(1000 - size / 2, 1000 - size / 2, size)
+        out = tracker.update(t, [reference], detected=t == fitted)[0].face
+        sizes.append(float(out.box[2] - out.box[0]))
+    truth = [100 * 1.02 ** t for t in range(17)]
+    # After two detections the zoom is known: in-between frames follow it instead of holding the old size.
+    assert sizes[14] == pytest.approx(truth[14], rel=0.015)
+    assert abs(sizes[15] - truth[15]) < abs(truth[12] - truth[15])
