@@ -122,6 +122,9 @@ def run(
     print_settings: bool = typer.Option(False, "--print-settings", help="Show the resolved settings and exit."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
+    metrics_file: Optional[Path] = typer.Option(None, "--metrics-file", help="Write Prometheus metrics to this "
+                                                "file every 15 s and at the end, atomically: for node_exporter's "
+                                                "textfile collector, a *.prom file in its directory."),
 ) -> int:
     """Swap the source face into every target video and image."""
     flags: dict[str, Any] = {
@@ -164,17 +167,26 @@ def run(
         from facefusion_batch.executors import require_ray
 
         require_ray()  # before the lock: say at once how to install it
+    metrics = None
+    if metrics_file:
+        from facefusion_batch.metrics import FileMetrics
+
+        # A path it can't write fails here, before anything starts; the output tells several jobs' files apart.
+        metrics = FileMetrics(metrics_file, {"output": str(settings.output_path)})
     signal.signal(signal.SIGTERM, _interrupt)  # cron's kill: clean up like Ctrl-C
     reporter = make_reporter(quiet=quiet or settings.log_level == "error")
+    reporter = metrics.reporter(reporter) if metrics else reporter
     if settings.executor != "ray":  # Ray workers check on their own machines
         from facefusion_batch.models.sessions import usable_settings
 
         settings, dropped = usable_settings(settings)
         for line in dropped:
             reporter.message(f"ffb: {line}")
-    lock = journal = None
+    lock = journal = result = None
     try:
         lock, journal = open_state(settings, wait, reporter)
+        if metrics:
+            metrics.started(journal)
         if settings.executor == "ray":
             from facefusion_batch.executors.ray_executor import run_batch
 
@@ -191,8 +203,12 @@ def run(
             reporter.message(f"engine: {batch.engine.name} ({', '.join(batch.engine.models)})")
             if signing:
                 reporter.message(signing)
+            if metrics:
+                metrics.attach(batch)
             result = batch.run(target, journal, force=force, retry_failed=retry_failed, lookahead=lookahead)
     finally:
+        if metrics:
+            metrics.end(result)
         reporter.close()
         if journal:
             journal.close()
@@ -274,10 +290,11 @@ def _report_models(profile: Optional[Path], models_path: Optional[Path], as_json
                    fail_on_corrupt: bool = False) -> int:
     from facefusion_batch.models import store
     from facefusion_batch.models.catalog import CATALOG
+    from facefusion_batch.models.signature import checked
 
     settings = _load(profile, {"models_path": models_path}).settings
     memo = store.ChecksumMemo(settings.cache_path / "checksums.json")
-    states = [store.inspect(settings.models_path, spec, memo) for spec in CATALOG.values()]
+    states = [checked(store.inspect(settings.models_path, spec, memo)) for spec in CATALOG.values()]
     rows = [{"name": s.spec.name, "family": s.spec.family, "status": s.status, "path": str(s.path),
              "detail": s.detail, "licence": s.spec.licence} for s in states]
     if as_json:

@@ -1,4 +1,9 @@
-"""Image reading and writing (atomic, with AI marking in EXIF) and target kinds by extension."""
+"""Image reading and writing (atomic, with AI marking in EXIF) and target kinds by extension.
+
+Image targets keep what the format holds besides colour: an alpha channel (PNG, WebP, GIF transparency) is
+set aside, the faces are swapped on the colour, and the alpha goes back on; an animated GIF, WebP or PNG
+has every frame processed and is written animated again with its frame durations and loop count.
+"""
 from __future__ import annotations
 
 import hashlib
@@ -6,6 +11,7 @@ import io
 import os
 import warnings
 from pathlib import Path
+from dataclasses import dataclass, replace
 from typing import Callable, Mapping
 
 import cv2
@@ -14,8 +20,10 @@ import numpy as np
 from facefusion_batch.errors import MediaError, SourceError
 
 VIDEO_EXTENSIONS = (".mp4", ".mov", ".mkv", ".webm", ".avi", ".m4v")
-IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp")
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".gif")
 MAX_IMAGE_PIXELS = 64_000_000  # beyond this an image is refused rather than risking memory
+MAX_ANIMATION_PIXELS = 250_000_000  # all frames of an animated image together (~1 GB as BGR + alpha)
+_FORMATS = {".jpg": "JPEG", ".jpeg": "JPEG", ".png": "PNG", ".webp": "WEBP", ".gif": "GIF"}
 
 
 def kind_of(path: Path) -> str | None:
@@ -64,22 +72,138 @@ def write_image(image: np.ndarray, path: Path, quality: int, tags: Mapping[str, 
                 place: Callable[[Path, Path], object] | None = None) -> None:
     """Write atomically (temp name in the same directory, then rename), marking EXIF when `tags` given.
     `place(temp, path)` does the rename when given (and may sign the file first)."""
+    write_picture(Picture([image], [None]), path, quality, tags, place)
+
+
+@dataclass(frozen=True)
+class Picture:
+    """An image target's frames (BGR; one unless animated) with their alpha planes (None: opaque) and,
+    when animated, each frame's duration in ms and the loop count (0: for ever)."""
+
+    frames: list[np.ndarray]
+    alpha: list[np.ndarray | None]
+    durations: tuple[int, ...] = ()
+    loop: int | None = None
+    icc_profile: bytes | None = None  # the colour space the pixels are in (e.g. a phone's Display P3)
+
+    @property
+    def animated(self) -> bool:
+        return len(self.frames) > 1
+
+    def with_frames(self, frames: list[np.ndarray]) -> Picture:
+        return replace(self, frames=frames)
+
+
+def read_picture(path: Path, error: type[Exception] = MediaError) -> Picture:
+    """An image target: still and opaque images exactly as `read_image` reads them; images with
+    transparency or several frames through Pillow, keeping the alpha and the animation."""
+    from PIL import Image, ImageOps, UnidentifiedImageError
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # we judge the size ourselves
+            image = Image.open(path)
+    except Image.DecompressionBombError:
+        return Picture([read_image(path, error)], [None])  # refused there, with the fix
+    except (UnidentifiedImageError, OSError, ValueError):
+        return Picture([read_image(path, error)], [None])  # OpenCV may still read it, or explains why not
+    try:
+        with image:
+            frames = getattr(image, "n_frames", 1)
+            transparent = image.mode in ("RGBA", "LA", "PA", "RGBa", "La") or "transparency" in image.info
+            width, height = image.size
+            icc = image.info.get("icc_profile") or None
+            if (frames == 1 and not transparent) or width * height > MAX_IMAGE_PIXELS:
+                # which refuses one too large, with the fix
+                return Picture([read_image(path, error)], [None], icc_profile=icc)
+            if width * height * frames > MAX_ANIMATION_PIXELS:
+                raise error(f"{path}: {frames} frames of {width}x{height} are too many to hold; convert it to a "
+                            "video (ffmpeg -i in.gif out.mp4) and use that as the target")
+            colour, alpha, durations = [], [], []
+            for index in range(frames):
+                image.seek(index)
+                frame = ImageOps.exif_transpose(image.convert("RGBA"))
+                rgba = np.asarray(frame)
+                colour.append(np.ascontiguousarray(rgba[:, :, 2::-1]))
+                alpha.append(np.ascontiguousarray(rgba[:, :, 3]) if transparent else None)
+                durations.append(int(image.info.get("duration", 100) or 100))
+            loop = image.info.get("loop", 0 if frames > 1 else None)
+    except (UnidentifiedImageError, OSError, ValueError, EOFError) as exc:
+        if isinstance(exc, error):
+            raise
+        raise error(f"{path}: not a readable image ({exc})") from None
+    return Picture(colour, alpha, tuple(durations) if frames > 1 else (), loop, icc)
+
+
+def write_picture(picture: Picture, path: Path, quality: int, tags: Mapping[str, str] | None,
+                  place: Callable[[Path, Path], object] | None = None) -> None:
+    """Write `picture` atomically in the format of `path`'s extension: alpha reattached (JPEG, which
+    can't hold it, gets the colour alone), all frames of an animation, its ICC colour profile, marking
+    tags in EXIF (GIF: in its comment). `place` as for write_image."""
     from PIL import Image
 
-    rgb = Image.fromarray(np.ascontiguousarray(image[:, :, ::-1]))
+    fmt = _FORMATS[path.suffix.lower()]
+    images = []
+    for frame, alpha in zip(picture.frames, picture.alpha):
+        rgb = np.ascontiguousarray(frame[:, :, ::-1])
+        if fmt == "GIF":
+            images.append(_gif_frame(rgb, alpha))
+        elif alpha is not None and fmt != "JPEG":
+            images.append(Image.fromarray(np.dstack([rgb, alpha]), "RGBA"))
+        else:
+            images.append(Image.fromarray(rgb))
+    options: dict = {"quality": quality} if fmt in ("JPEG", "WEBP") else {}
+    if picture.icc_profile and fmt != "GIF":
+        options["icc_profile"] = picture.icc_profile
+    if fmt == "GIF":
+        if any(a is not None for a in picture.alpha):
+            options["transparency"] = _GIF_CLEAR
+        if tags:
+            options["comment"] = ";".join(f"{k}={v}" for k, v in tags.items()).encode()
+    else:
+        options["exif"] = _exif(tags)
+    if picture.animated:
+        options.update(save_all=True, append_images=images[1:], duration=list(picture.durations),
+                       loop=picture.loop or 0)
+        if fmt == "GIF":
+            options["disposal"] = 2  # each frame replaces the last (transparent areas don't keep old pixels)
+        if fmt == "WEBP":
+            options["lossless"] = False
+    buffer = io.BytesIO()
+    try:
+        images[0].save(buffer, format=fmt, **options)
+    except (OSError, ValueError) as exc:
+        raise MediaError(f"{path}: can't encode image ({exc})") from None
+    atomic_write_bytes(path, buffer.getvalue(), place)
+
+
+_GIF_CLEAR = 255  # the palette index GIF frames use for transparent pixels
+
+
+def _gif_frame(rgb: np.ndarray, alpha: np.ndarray | None):
+    """A palette frame (GIF has 256 colours, one of them kept for 'transparent', which is all or nothing)."""
+    from PIL import Image
+
+    image = Image.fromarray(rgb).quantize(_GIF_CLEAR)
+    if alpha is None:
+        return image
+    indices = np.asarray(image).copy()
+    indices[alpha < 128] = _GIF_CLEAR
+    frame = Image.fromarray(indices, "P")
+    palette = image.getpalette()[: 3 * _GIF_CLEAR]
+    frame.putpalette(palette + [0] * (768 - len(palette)))
+    return frame
+
+
+def _exif(tags: Mapping[str, str] | None) -> object:
+    from PIL import Image
+
     exif = Image.Exif()
     if tags:
         exif[0x010E] = tags["comment"]  # ImageDescription
         exif[0x0131] = tags["ai_tool"]  # Software
         exif[0x9286] = ";".join(f"{k}={v}" for k, v in tags.items() if k != "comment")  # UserComment
-    fmt = {".jpg": "JPEG", ".jpeg": "JPEG", ".png": "PNG", ".webp": "WEBP"}[path.suffix.lower()]
-    options = {"quality": quality} if fmt in ("JPEG", "WEBP") else {}
-    buffer = io.BytesIO()
-    try:
-        rgb.save(buffer, format=fmt, exif=exif, **options)
-    except (OSError, ValueError) as exc:
-        raise MediaError(f"{path}: can't encode image ({exc})") from None
-    atomic_write_bytes(path, buffer.getvalue(), place)
+    return exif
 
 
 def temp_name(path: Path) -> Path:
@@ -94,8 +218,11 @@ def temp_name(path: Path) -> Path:
 
 def atomic_write_bytes(path: Path, data: bytes, place: Callable[[Path, Path], object] | None = None) -> None:
     tmp = temp_name(path)
+    tmp.unlink(missing_ok=True)
     try:
-        with tmp.open("wb") as handle:
+        # O_EXCL | O_NOFOLLOW: never write through a link planted under the temp name.
+        descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())

@@ -1,31 +1,46 @@
 """Stage timings: seconds and counts per stage name, accumulated from any thread.
 
 A `Timings` is passed explicitly to whatever should be measured (no process-wide state). Code that may run
-without one calls `timed(timings, name)`, which costs one comparison when `timings` is None.
+without one calls `timed(timings, name)`, which costs one comparison when `timings` is None. A `listener`
+sees every addition as it happens (the metrics' histograms are fed this way).
 """
 from __future__ import annotations
 
 import contextlib
 import threading
 import time
-from typing import ContextManager, Iterable, Iterator, TypeVar
+from typing import Callable, ContextManager, Iterable, Iterator, Optional, TypeVar
 
 T = TypeVar("T")
+Listener = Callable[[str, float, int], None]  # (name, seconds, count) of one addition
 _IDLE = contextlib.nullcontext()
 
 
 class Timings:
-    """Thread-safe totals of seconds and counts per stage name."""
+    """Thread-safe totals of seconds and counts per stage name, and how many `measure` blocks of each name
+    are running now."""
 
-    def __init__(self) -> None:
+    def __init__(self, listener: Optional[Listener] = None) -> None:
         self._lock = threading.Lock()
         self._seconds: dict[str, float] = {}
         self._counts: dict[str, int] = {}
+        self._active: dict[str, int] = {}
+        self._listener = listener
 
     def add(self, name: str, seconds: float, count: int = 1) -> None:
         with self._lock:
             self._seconds[name] = self._seconds.get(name, 0.0) + seconds
             self._counts[name] = self._counts.get(name, 0) + count
+        if self._listener is not None:
+            self._listener(name, seconds, count)
+
+    def count(self, name: str, n: int) -> None:
+        """Count `n` events that take no time of their own (faces swapped in a frame)."""
+        self.add(name, 0.0, n)
+
+    def active(self, name: str) -> int:
+        """How many `measure(name)` blocks are running now (frames in the frame processor)."""
+        return self._active.get(name, 0)
 
     def measure(self, name: str) -> ContextManager[None]:
         """Context manager adding the time spent inside it to `name` (one count)."""
@@ -45,10 +60,20 @@ class _Measure:
         self._timings, self._name = timings, name
 
     def __enter__(self) -> None:
+        timings, name = self._timings, self._name
+        with timings._lock:
+            timings._active[name] = timings._active.get(name, 0) + 1
         self._start = time.perf_counter()
 
     def __exit__(self, *exc: object) -> None:
-        self._timings.add(self._name, time.perf_counter() - self._start)
+        seconds = time.perf_counter() - self._start
+        timings, name = self._timings, self._name
+        with timings._lock:
+            timings._seconds[name] = timings._seconds.get(name, 0.0) + seconds
+            timings._counts[name] = timings._counts.get(name, 0) + 1
+            timings._active[name] -= 1
+        if timings._listener is not None:
+            timings._listener(name, seconds, 1)
 
 
 def timed(timings: Timings | None, name: str) -> ContextManager[None]:

@@ -164,6 +164,190 @@ def _long_name(length: int) -> str:
     return stem + "x" * (length - len(stem) - len(".mp4")) + ".mp4"
 
 
+def _gop_clip(path: Path, frames: int = 30) -> Path:
+    """`frames` frames with B-frames and a keyframe every 10, so a cut lands mid-GOP."""
+    return _encode(path, _frames(face_frame(), frames), [*H264, "-g", "10", "-bf", "2"], AAC)
+
+
+def _edit_list_cut(path: Path) -> None:
+    """Cut without re-encoding from mid-GOP: the MP4 stores the frames from the keyframe before the cut and
+    an edit list that shows only those after it (as a phone's or an editor's quick trim writes)."""
+    clip = _gop_clip(path.with_name(f".clip-{path.name}"))
+    _ffmpeg("-ss", "0.5", "-t", "0.5", "-i", str(clip), "-c", "copy", str(path))
+    clip.unlink()
+
+
+def _no_pts_avi(path: Path) -> None:
+    """Raw H.264 (an elementary stream has no timestamps) stored in AVI as it is: packets carry no pts."""
+    raw = path.with_name(f".raw-{path.name}.h264")
+    _encode(raw, _frames(face_frame(), FRAMES), [*H264, "-bf", "0", "-f", "h264"])
+    _ffmpeg("-i", str(raw), "-c", "copy", str(path))
+    raw.unlink()
+
+
+def _sar_clip(path: Path, sar: str = "4/3", extra: list[str] | None = None) -> Path:
+    """Non-square pixels: stored 360x272, shown 480x272 (SAR 4:3), as DV and anamorphic DVDs are."""
+    image = cv2.resize(face_frame(), (360, 272))
+    return _encode(path, _frames(image, FRAMES), [*H264, "-vf", f"setsar={sar}", *(extra or [])], AAC)
+
+
+def _rotated_sar(path: Path) -> None:
+    """Non-square pixels on a phone-rotated clip: the aspect ratio turns with the picture."""
+    plain = path.with_name(f".plain-{path.name}")
+    stored = cv2.rotate(cv2.resize(_portrait_face_frame(), (272, 360)), cv2.ROTATE_90_COUNTERCLOCKWISE)
+    _encode(plain, _frames(stored, FRAMES), [*H264, "-vf", "setsar=4/3"], AAC)
+    _ffmpeg("-display_rotation", "-90", "-i", str(plain), "-map", "0", "-c", "copy", str(path))
+    plain.unlink()
+
+
+def _interlaced(order: str) -> Callable[[Path], None]:
+    """Interlaced H.264 (fields coded separately) tagged top or bottom field first."""
+    params = "tff=1" if order == "tt" else "bff=1"
+    return lambda path: _face_clip(path, [*H264, "-flags", "+ildct+ilme", "-x264-params", params,
+                                          "-field_order", order])
+
+
+def _colour_tagged(path: Path) -> None:
+    """Full-range BT.709 with every tag set (a camera's log of how to show it)."""
+    _face_clip(path, [*X264, "-pix_fmt", "yuvj420p", "-colorspace", "bt709", "-color_primaries", "bt709",
+                      "-color_trc", "bt709", "-color_range", "pc"])
+
+
+def _cover_jpeg(path: Path) -> Path:
+    cv2.imwrite(str(path), cv2.resize(grace_hopper(), (64, 80)))
+    return path
+
+
+def _cover_art_first(path: Path) -> None:
+    """A cover picture (attached JPEG) as the file's first video stream, the real video after it."""
+    clip = _face_clip(path.with_name(f".clip-{path.name}"))
+    cover = _cover_jpeg(path.with_name(f".cover-{path.name}.jpg"))
+    _ffmpeg("-i", str(cover), "-i", str(clip), "-map", "0", "-map", "1", "-c", "copy",
+            "-disposition:v:0", "attached_pic", str(path))
+    clip.unlink()
+    cover.unlink()
+
+
+def _streams_before_video(path: Path) -> None:
+    """Matroska with audio, a subtitle and an attachment before the video stream."""
+    clip = _face_clip(path.with_name(f".clip-{path.name}"))
+    subs = _srt(path.with_name(f".subs-{path.name}.srt"))
+    font = path.with_name(f".font-{path.name}.ttf")
+    font.write_bytes(b"not really a font, but any attachment will do")
+    _ffmpeg("-i", str(clip), "-i", str(subs), "-map", "0:a", "-map", "1", "-map", "0:v", "-c", "copy",
+            "-attach", str(font), "-metadata:s:t", "mimetype=application/x-truetype-font", str(path))
+    for leftover in (clip, subs, font):
+        leftover.unlink()
+
+
+def _audio_with_cover(path: Path) -> None:
+    """Music with cover art, named .mp4: its only video stream is a still picture, not a video."""
+    audio = path.with_name(f".audio-{path.name}.m4a")
+    _audio_only(["-c:a", "aac", "-b:a", "32k"])(audio)
+    cover = _cover_jpeg(path.with_name(f".cover-{path.name}.jpg"))
+    _ffmpeg("-i", str(audio), "-i", str(cover), "-map", "0", "-map", "1", "-c", "copy",
+            "-disposition:v:0", "attached_pic", str(path))
+    audio.unlink()
+    cover.unlink()
+
+
+def _timecode_track(path: Path) -> None:
+    """A camera's QuickTime file: a timecode data track (tmcd) beside the video and audio."""
+    _face_clip(path, output=["-timecode", "01:00:00:00"])
+
+
+def _two_audio_tracks(path: Path) -> None:
+    """An MP4 with a dub: AAC and FLAC audio tracks (FLAC is converted for MP4, the AAC copied)."""
+    clip = _face_clip(path.with_name(f".clip-{path.name}"))
+    _ffmpeg("-i", str(clip), "-f", "lavfi", "-i", "sine=frequency=660:duration=0.32", "-map", "0", "-map", "1:a",
+            "-c:v", "copy", "-c:a:0", "copy", "-c:a:1", "flac", str(path))
+    clip.unlink()
+
+
+def _two_angles(path: Path) -> None:
+    """Two camera angles (two real video streams): the first is processed, the summary names the other."""
+    first = _face_clip(path.with_name(f".a-{path.name}"))
+    second = _face_clip(path.with_name(f".b-{path.name}"), audio=None)
+    _ffmpeg("-i", str(first), "-i", str(second), "-map", "0", "-map", "1:v", "-c", "copy", str(path))
+    first.unlink()
+    second.unlink()
+
+
+def _start_offset(path: Path) -> None:
+    """The video starts 0.4 s after the audio (a stream start offset): the output must keep them in sync."""
+    clip = _face_clip(path.with_name(f".clip-{path.name}"), audio=None)
+    _ffmpeg("-itsoffset", "0.4", "-i", str(clip), "-f", "lavfi", "-i", "sine=frequency=440:duration=0.72",
+            "-map", "0:v", "-map", "1:a", "-c:v", "copy", *AAC, str(path))
+    clip.unlink()
+
+
+def _srt(path: Path) -> Path:
+    path.write_text("1\n00:00:00,000 --> 00:00:00,200\nHello\n\n2\n00:00:00,200 --> 00:00:00,300\nWorld\n")
+    return path
+
+
+def _with_subtitles(codec: str) -> Callable[[Path], None]:
+    """A clip with a text subtitle stream in the container's own subtitle format."""
+
+    def build(path: Path) -> None:
+        clip = path.with_name(f".clip-{path.name}")
+        if path.suffix == ".webm":
+            _face_clip(clip, ["-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8", "-crf", "40",
+                              "-b:v", "0", "-pix_fmt", "yuv420p"], ["-c:a", "libopus", "-b:a", "32k"])
+        else:
+            _face_clip(clip)
+        subs = _srt(path.with_name(f".subs-{path.name}.srt"))
+        _ffmpeg("-i", str(clip), "-i", str(subs), "-map", "0", "-map", "1", "-c", "copy", "-c:s", codec,
+                str(path))
+        clip.unlink()
+        subs.unlink()
+
+    return build
+
+
+def _alpha_plane(height: int, width: int) -> np.ndarray:
+    """Opaque in the middle (where the face is), fading to transparent at the sides."""
+    ramp = np.clip(np.abs(np.linspace(-1.0, 1.0, width)) * -400 + 400, 0, 255).astype(np.uint8)
+    return np.repeat(ramp[None, :], height, axis=0)
+
+
+def _rgba(path: Path) -> None:
+    """A still with an alpha channel (a cut-out on a transparent background)."""
+    from PIL import Image
+
+    frame = face_frame()
+    rgba = np.dstack([frame[:, :, ::-1], _alpha_plane(*frame.shape[:2])])
+    Image.fromarray(rgba, "RGBA").save(path, **({"lossless": True} if path.suffix == ".webp" else {}))
+
+
+def _png_to_gif(path: Path) -> None:
+    from PIL import Image
+
+    with Image.open(path.with_suffix(".png")) as image:
+        image.save(path)
+    path.with_suffix(".png").unlink()
+
+
+def _animated(path: Path) -> None:
+    """Four frames, 80 ms each, looping; with transparency where the format has it."""
+    from PIL import Image
+
+    frames = []
+    for frame in _frames(cv2.resize(face_frame(), (240, 136)), 4):
+        alpha = _alpha_plane(*frame.shape[:2])
+        if path.suffix == ".gif":  # Pillow drops RGBA's alpha when it makes the palette: mark index 255 ourselves
+            indices = np.asarray(Image.fromarray(frame[:, :, ::-1].copy()).quantize(255)).copy()
+            palette = Image.fromarray(frame[:, :, ::-1].copy()).quantize(255).getpalette()[:765]
+            indices[alpha < 128] = 255
+            paletted = Image.fromarray(indices, "P")
+            paletted.putpalette(palette + [0] * (768 - len(palette)))
+            frames.append(paletted)
+        else:
+            frames.append(Image.fromarray(np.dstack([frame[:, :, ::-1], alpha]), "RGBA"))
+    options = {"lossless": True} if path.suffix == ".webp" else {"transparency": 255} if path.suffix == ".gif" else {}
+    frames[0].save(path, save_all=True, append_images=frames[1:], duration=80, loop=0, **options)
+
+
 # (path relative to the corpus directory, builder, expectation)
 CASES: list[tuple[str, Callable[[Path], object], Expected]] = [
     ("plain.mp4", _face_clip, DONE),  # control: if this fails, nothing else means much
@@ -198,6 +382,35 @@ CASES: list[tuple[str, Callable[[Path], object], Expected]] = [
     ("h264_opus.mkv", lambda p: _face_clip(p, audio=["-c:a", "libopus", "-b:a", "32k"]), DONE),
     ("flac_audio.mp4", lambda p: _face_clip(p, audio=["-c:a", "flac"]), DONE),
     ("pcm_audio.mp4", lambda p: _face_clip(p, audio=["-c:a", "pcm_s16le"]), DONE),
+    # Valid files whose layout or picture a careless probe gets wrong (issue 10, class 4).
+    ("edit_list_cut.mp4", _edit_list_cut, DONE),
+    ("no_pts.avi", _no_pts_avi, DONE),
+    ("sar_4_3.mp4", _sar_clip, DONE),
+    ("rotated_sar.mp4", _rotated_sar, DONE),
+    ("interlaced_tff.mp4", _interlaced("tt"), DONE),
+    ("interlaced_bff.mkv", _interlaced("bb"), DONE),
+    ("colour_tagged_full_range.mp4", _colour_tagged, DONE),
+    # Marked outputs can't hold MP4 cover art beside the marking tags: the note says the cover is gone.
+    ("cover_art_first.mp4", _cover_art_first, Expected("done", "cover picture not kept")),
+    ("audio_with_cover.mp4", _audio_with_cover, NOT_VIDEO),
+    ("timecode_track.mov", _timecode_track, DONE),
+    ("streams_before_video.mkv", _streams_before_video, DONE),
+    ("start_offset.mp4", _start_offset, DONE),
+    ("two_audio_tracks.mp4", _two_audio_tracks, DONE),
+    ("two_angles.mkv", _two_angles, Expected("done", "only the first video stream was processed; 1 more")),
+    # MPEG-TS content under an .mp4 name: streams under a program, timestamps starting at 1.4 s.
+    ("transport_stream.mp4", lambda p: _face_clip(p, output=["-f", "mpegts"]), DONE),
+    # Subtitles are kept (class 11): converted to the container's own text format where needed.
+    ("subtitles.mkv", _with_subtitles("srt"), DONE),
+    ("subtitles.mp4", _with_subtitles("mov_text"), DONE),
+    ("subtitles.webm", _with_subtitles("webvtt"), DONE),
+    # Transparency and animation are kept (class 11): every frame processed, alpha put back.
+    ("rgba.png", _rgba, DONE),
+    ("rgba.webp", _rgba, DONE),
+    ("still.gif", lambda p: cv2.imwrite(str(p.with_suffix(".png")), face_frame()) and _png_to_gif(p), DONE),
+    ("animated.gif", _animated, DONE),
+    ("animated.webp", _animated, DONE),
+    ("animated.png", _animated, DONE),
 ]
 
 

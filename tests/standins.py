@@ -456,3 +456,175 @@ def build_gfpgan(path: PathLike) -> None:
         initializer=[],
     )
     _save(graph, path)
+
+
+# --------------------------------------------------------------------------
+# FaceFusion processor models (swappers, converters, enhancers, occluder,
+# parser, classifier).  Outputs are chosen so a wrong pre-processing shows as
+# a wrong number: 'mean' stand-ins fill each output channel with the mean of
+# that input channel (as the model received it), so a swapped channel order or
+# a wrong mean/std moves the pasted colour; 'identity' stand-ins return their
+# input, so pre- + post-processing must round-trip exactly.
+# --------------------------------------------------------------------------
+
+def _batch_dim(dynamic: bool):
+    return 'batch' if dynamic else 1
+
+
+def _channel_means(name: str, out: str, nodes: list) -> str:
+    nodes.append(helper.make_node('ReduceMean', [name], [out], axes=[2, 3], keepdims=1))
+    return out
+
+
+def build_swapper(path: PathLike, size: int, source_shape: Sequence[int] = (512,), mode: str = 'mean',
+                  source_gain: float = 0.0, dynamic_batch: bool = False) -> Path:
+    """Face swapper stand-in with FaceFusion's interface: ``target`` (B,3,S,S) and ``source`` (B,512) or
+    (B,3,s,s) -> ``output`` (B,3,S,S).  'mean': each output channel is the mean of that target channel;
+    'identity': the target itself; 'zero': zeros (the model's own zero shows
+    how the output is de-normalised).  Plus ``source_gain`` times the source's first three values (embedding)
+    or its per-channel means (image source), so the source feed is visible too."""
+    batch = _batch_dim(dynamic_batch)
+    nodes, inits = [], []
+    if mode == 'mean':
+        inits.append(_init('zero', np.zeros((1,), np.float32)))
+        _channel_means('target', 'target_mean', nodes)
+        nodes.append(helper.make_node('Mul', ['target', 'zero'], ['target_zero']))
+        nodes.append(helper.make_node('Add', ['target_zero', 'target_mean'], ['image']))
+    elif mode == 'identity':
+        nodes.append(helper.make_node('Identity', ['target'], ['image']))
+    elif mode == 'zero':
+        inits.append(_init('zero', np.zeros((1,), np.float32)))
+        nodes.append(helper.make_node('Mul', ['target', 'zero'], ['image']))
+    else:
+        raise ValueError(mode)
+    if len(source_shape) == 1:
+        inits += [_init('starts', np.array([0], np.int64)), _init('ends', np.array([3], np.int64)),
+                  _init('axes1', np.array([1], np.int64)), _init('axes23', np.array([2, 3], np.int64))]
+        nodes.append(helper.make_node('Slice', ['source', 'starts', 'ends', 'axes1'], ['source3']))
+        nodes.append(helper.make_node('Unsqueeze', ['source3', 'axes23'], ['source_term']))
+    else:
+        _channel_means('source', 'source_term', nodes)
+    inits.append(_init('gain', np.array([source_gain], np.float32)))
+    nodes.append(helper.make_node('Mul', ['source_term', 'gain'], ['source_scaled']))
+    nodes.append(helper.make_node('Add', ['image', 'source_scaled'], ['output']))
+    graph = helper.make_graph(
+        nodes, 'swapper_standin',
+        inputs=[helper.make_tensor_value_info('target', TensorProto.FLOAT, [batch, 3, size, size]),
+                helper.make_tensor_value_info('source', TensorProto.FLOAT, [batch, *source_shape])],
+        outputs=[helper.make_tensor_value_info('output', TensorProto.FLOAT, [batch, 3, size, size])],
+        initializer=inits)
+    return _save(graph, path)
+
+
+def build_converter(path: PathLike, matrix: np.ndarray) -> Path:
+    """Embedding converter stand-in (crossface_*): ``input`` (B,512) -> ``output`` (B,512) = input @ matrix."""
+    graph = helper.make_graph(
+        [helper.make_node('MatMul', ['input', 'w'], ['output'])], 'converter_standin',
+        inputs=[helper.make_tensor_value_info('input', TensorProto.FLOAT, ['batch', 512])],
+        outputs=[helper.make_tensor_value_info('output', TensorProto.FLOAT, ['batch', 512])],
+        initializer=[_init('w', matrix.astype(np.float32))])
+    return _save(graph, path)
+
+
+def build_enhancer(path: PathLike, size: int, mode: str = 'identity', weight_input: bool = False,
+                   dynamic_batch: bool = False, convs: int = 0, channels: int = 32) -> Path:
+    """Face enhancer stand-in: ``input`` (B,3,S,S) RGB in [-1,1] (+ ``weight`` (1,) float64 for CodeFormer)
+    -> ``output`` (B,3,S,S).  'identity' or 'mean' as for the swapper; with a weight input the weight is
+    added to every output value.  ``convs`` > 0 adds a stack of 3x3 convolutions (``channels`` wide) whose
+    result is multiplied by zero: the output stays exact while the compute is that of a real network."""
+    batch = _batch_dim(dynamic_batch)
+    nodes, inits = [], []
+    inputs = [helper.make_tensor_value_info('input', TensorProto.FLOAT, [batch, 3, size, size])]
+    if mode == 'mean':
+        inits.append(_init('zero', np.zeros((1,), np.float32)))
+        _channel_means('input', 'input_mean', nodes)
+        nodes.append(helper.make_node('Mul', ['input', 'zero'], ['input_zero']))
+        nodes.append(helper.make_node('Add', ['input_zero', 'input_mean'], ['image']))
+    else:
+        nodes.append(helper.make_node('Identity', ['input'], ['image']))
+    result = 'image'
+    if convs:
+        rng = np.random.default_rng(0)
+        current, width = 'input', 3
+        for i in range(convs):
+            out_width = 3 if i == convs - 1 else channels
+            inits.append(_init(f'conv{i}_w', (rng.standard_normal((out_width, width, 3, 3)) * 0.05).astype(np.float32)))
+            nodes.append(helper.make_node('Conv', [current, f'conv{i}_w'], [f'conv{i}'], pads=[1, 1, 1, 1]))
+            nodes.append(helper.make_node('Relu', [f'conv{i}'], [f'relu{i}']))
+            current, width = f'relu{i}', out_width
+        inits.append(_init('conv_zero', np.zeros((1,), np.float32)))
+        nodes.append(helper.make_node('Mul', [current, 'conv_zero'], ['conv_zeroed']))
+        nodes.append(helper.make_node('Add', [result, 'conv_zeroed'], ['image_conv']))
+        result = 'image_conv'
+    if weight_input:
+        inputs.append(helper.make_tensor_value_info('weight', TensorProto.DOUBLE, [1]))
+        nodes.append(helper.make_node('Cast', ['weight'], ['weight_f'], to=TensorProto.FLOAT))
+        nodes.append(helper.make_node('Add', [result, 'weight_f'], ['output']))
+    else:
+        nodes.append(helper.make_node('Identity', [result], ['output']))
+    graph = helper.make_graph(
+        nodes, 'enhancer_standin', inputs=inputs,
+        outputs=[helper.make_tensor_value_info('output', TensorProto.FLOAT, [batch, 3, size, size])],
+        initializer=inits)
+    return _save(graph, path)
+
+
+def build_occluder(path: PathLike, mask: np.ndarray, dynamic_batch: bool = True) -> Path:
+    """XSeg stand-in: ``input`` (B,256,256,3) NHWC -> ``output`` (B,256,256,1) = the given 256x256 mask for
+    every face (plus 0 x the input's mean, so it stays a function of the input)."""
+    batch = _batch_dim(dynamic_batch)
+    nodes, inits = [], [_init('mask', mask.astype(np.float32).reshape(1, 256, 256, 1)),
+                        _init('zero', np.zeros((1,), np.float32))]
+    nodes.append(helper.make_node('ReduceMean', ['input'], ['input_mean'], axes=[1, 2, 3], keepdims=1))
+    nodes.append(helper.make_node('Mul', ['input_mean', 'zero'], ['dep']))
+    nodes.append(helper.make_node('Add', ['mask', 'dep'], ['output']))
+    graph = helper.make_graph(
+        nodes, 'xseg_standin',
+        inputs=[helper.make_tensor_value_info('input', TensorProto.FLOAT, [batch, 256, 256, 3])],
+        outputs=[helper.make_tensor_value_info('output', TensorProto.FLOAT, [batch, 256, 256, 1])],
+        initializer=inits)
+    return _save(graph, path)
+
+
+def build_parser(path: PathLike, classes: np.ndarray, dynamic_batch: bool = True) -> Path:
+    """BiSeNet stand-in: ``input`` (B,3,512,512) -> ``output`` (B,19,512,512) scores whose argmax is the
+    given 512x512 class map for every face."""
+    batch = _batch_dim(dynamic_batch)
+    scores = np.zeros((1, 19, 512, 512), np.float32)
+    np.put_along_axis(scores, classes.astype(np.int64)[None, None], 1.0, axis=1)
+    nodes, inits = [], [_init('scores', scores), _init('zero', np.zeros((1,), np.float32))]
+    nodes.append(helper.make_node('ReduceMean', ['input'], ['input_mean'], axes=[1, 2, 3], keepdims=1))
+    nodes.append(helper.make_node('Mul', ['input_mean', 'zero'], ['dep']))
+    nodes.append(helper.make_node('Add', ['scores', 'dep'], ['output']))
+    graph = helper.make_graph(
+        nodes, 'bisenet_standin',
+        inputs=[helper.make_tensor_value_info('input', TensorProto.FLOAT, [batch, 3, 512, 512])],
+        outputs=[helper.make_tensor_value_info('output', TensorProto.FLOAT, [batch, 19, 512, 512])],
+        initializer=inits)
+    return _save(graph, path)
+
+
+def build_fairface(path: PathLike, age_id: int = 3) -> Path:
+    """FairFace stand-in: ``input`` (B,3,224,224) -> ``race_id``, ``gender_id``, ``age_id`` (B,) int64.
+    gender 1 (female) when input channel 0's mean exceeds channel 2's (a red face fed as RGB), race 1
+    (black) when channel 1's mean exceeds channel 0's, age ``age_id``."""
+    nodes, inits = [], [_init('i0', np.array(0, np.int64)), _init('i1', np.array(1, np.int64)),
+                        _init('i2', np.array(2, np.int64)), _init('zero', np.zeros((1,), np.float32)),
+                        _init('age', np.array([float(age_id)], np.float32))]
+    nodes.append(helper.make_node('ReduceMean', ['input'], ['means'], axes=[2, 3], keepdims=0))
+    for index in ('0', '1', '2'):
+        nodes.append(helper.make_node('Gather', ['means', f'i{index}'], [f'c{index}'], axis=1))
+    nodes.append(helper.make_node('Greater', ['c0', 'c2'], ['female']))
+    nodes.append(helper.make_node('Cast', ['female'], ['gender_id'], to=TensorProto.INT64))
+    nodes.append(helper.make_node('Greater', ['c1', 'c0'], ['black']))
+    nodes.append(helper.make_node('Cast', ['black'], ['race_id'], to=TensorProto.INT64))
+    nodes.append(helper.make_node('Mul', ['c0', 'zero'], ['c0_zero']))
+    nodes.append(helper.make_node('Add', ['c0_zero', 'age'], ['age_f']))
+    nodes.append(helper.make_node('Cast', ['age_f'], ['age_id'], to=TensorProto.INT64))
+    graph = helper.make_graph(
+        nodes, 'fairface_standin',
+        inputs=[helper.make_tensor_value_info('input', TensorProto.FLOAT, ['batch', 3, 224, 224])],
+        outputs=[helper.make_tensor_value_info(name, TensorProto.INT64, ['batch'])
+                 for name in ('race_id', 'gender_id', 'age_id')],
+        initializer=inits)
+    return _save(graph, path)

@@ -10,6 +10,7 @@ Exits 1 when any case differs from its expectation. Needs no models and no netwo
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -17,6 +18,8 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from fractions import Fraction
+
+import numpy as np
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,7 +28,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from hostile_media import Expected, build_corpus, build_multi_face_source  # noqa: E402
 
 from facefusion_batch.errors import MediaError  # noqa: E402
-from facefusion_batch.video.ffmpeg import ffmpeg_binary  # noqa: E402
+from facefusion_batch.video.ffmpeg import VIDEO_STREAM, ffmpeg_binary, local  # noqa: E402
 from facefusion_batch.video.probe import VideoInfo, probe  # noqa: E402
 
 SOURCE = ROOT / "examples" / "source.jpg"
@@ -55,7 +58,7 @@ def run_ffb(source: Path, target: Path, out: Path, temp: Path, quiet: bool = Tru
 
 def decoded_times(path: Path) -> list[float] | None:
     """Display time in seconds of every frame the decoder delivers (not probe's packet count), or None."""
-    proc = subprocess.run([ffmpeg_binary(), "-v", "error", "-nostdin", "-i", str(path), "-map", "0:v:0",
+    proc = subprocess.run([ffmpeg_binary(), "-v", "error", "-nostdin", "-i", local(path), "-map", VIDEO_STREAM,
                            "-fps_mode", "passthrough", "-f", "framecrc", "-"], capture_output=True, text=True)
     if proc.returncode != 0:
         return None
@@ -106,6 +109,80 @@ def compare_video(source: Path, output: Path) -> tuple[list[str], list[str]]:
         problems.append("duration changed")
     if before.variable_frame_rate and not after.variable_frame_rate:
         facts.append("VFR->CFR")
+    problems += picture_problems(before, after, facts)
+    return facts, problems
+
+
+def picture_problems(before: VideoInfo, after: VideoInfo, facts: list[str]) -> list[str]:
+    """What the output shows differently from the input besides its pixels: aspect, interlacing, colour
+    tags, subtitles."""
+    problems = []
+    if before.sar != 1 or after.sar != 1:
+        facts.append(f"SAR {before.sar}->{after.sar}")
+    shown_before, shown_after = before.picture.sar, after.picture.sar  # of the frames as shown (rotated)
+    if shown_before * before.width / before.height != shown_after * after.width / after.height:
+        problems.append(f"display aspect changed (SAR {shown_before} -> {shown_after})")
+    if before.field_order != "progressive" or after.field_order != "progressive":
+        facts.append(f"fields {before.field_order}->{after.field_order}")
+    if before.field_order != after.field_order:
+        problems.append(f"field order {before.field_order} -> {after.field_order}")
+    # An RGB source's 'gbr' matrix can't be carried: the output is YUV, untagged unless the source was.
+    source_colour = dataclasses.replace(before.colour, matrix=None) if before.colour.matrix == "gbr" else before.colour
+    if source_colour != after.colour:
+        problems.append(f"colour tags {source_colour} -> {after.colour}")
+    if before.timecode or after.timecode:
+        facts.append(f"timecode {before.timecode}->{after.timecode}")
+    if before.timecode != after.timecode:
+        problems.append(f"timecode {before.timecode} -> {after.timecode}")
+    if len(before.audio_codecs) > 1 or len(after.audio_codecs) > 1:
+        facts.append(f"audio tracks {','.join(before.audio_codecs)}->{','.join(after.audio_codecs)}")
+    if len(after.audio_codecs) < len(before.audio_codecs):
+        problems.append("audio tracks lost")
+    if before.covers:
+        facts.append(f"covers {len(before.covers)}->{len(after.covers)}")
+        if len(after.covers) < len(before.covers) and Path(after.path).suffix.lower() in (".mp4", ".m4v"):
+            problems.append("cover picture lost")
+    if before.attachments:
+        facts.append(f"attachments {before.attachments}->{after.attachments}")
+        if after.attachments < before.attachments:
+            problems.append("attachments lost")
+    if before.subtitle_codecs:
+        facts.append(f"subtitles {','.join(before.subtitle_codecs)}->{','.join(after.subtitle_codecs) or 'none'}")
+        if len(after.subtitle_codecs) < len(before.subtitle_codecs):
+            problems.append("subtitles lost")
+    return problems
+
+
+IMAGES = (".png", ".jpg", ".jpeg", ".webp", ".gif")
+
+
+def image_facts(path: Path) -> tuple[int, bool, tuple[int, int]]:
+    """(frames, whether any pixel of any frame is see-through, size) of an image file."""
+    from PIL import Image
+
+    with Image.open(path) as image:
+        frames = getattr(image, "n_frames", 1)
+        alpha = False
+        for index in range(frames):
+            image.seek(index)
+            alpha = alpha or int(np.asarray(image.convert("RGBA"))[:, :, 3].min()) < 255
+        return frames, alpha, image.size
+
+
+def compare_image(source: Path, output: Path) -> tuple[list[str], list[str]]:
+    """(facts, problems): an image keeps its frame count, its transparency and its size."""
+    try:
+        before, after = image_facts(source), image_facts(output)
+    except OSError as exc:
+        return [], [f"image not readable ({exc})"]
+    facts = [f"frames {before[0]}->{after[0]}", f"alpha {before[1]}->{after[1]}"]
+    problems = []
+    if before[0] != after[0]:
+        problems.append(f"frame count {before[0]}->{after[0]}")
+    if before[1] and not after[1]:
+        problems.append("transparency lost")
+    if before[2] != after[2]:
+        problems.append(f"size {before[2]}->{after[2]}")
     return facts, problems
 
 
@@ -129,10 +206,16 @@ def judge(row: Row, corpus: Path, out: Path) -> None:
         row.problems.append("output written for a failed target")
     if row.status in ("done", "no_face") and not output.exists():
         row.problems.append("no output file")
-    elif row.status == "done" and Path(row.name).suffix.lower() not in (".png", ".jpg", ".jpeg", ".webp"):
+    elif row.status == "done" and Path(row.name).suffix.lower() in IMAGES:
+        facts, problems = compare_image(corpus / row.name, output)
+        row.checks += facts
+        row.problems += problems
+    elif row.status == "done":
         facts, problems = compare_video(corpus / row.name, output)
         if "variable frame rate" in (expected.reason_contains or ""):  # moved frames are expected and reported
             problems = [p for p in problems if "off their original time" not in p]
+        if "cover picture not kept" in row.reason:  # a loss the summary reports is no silent degradation
+            problems = [p for p in problems if p != "cover picture lost"]
         row.checks += facts
         row.problems += problems
 

@@ -97,3 +97,85 @@ def paste_back(frame: np.ndarray, crop: np.ndarray, mask: np.ndarray, matrix: np
     blended = roi.astype(np.float32) * (1.0 - alpha) + warped.astype(np.float32) * alpha
     frame[y0:y1, x0:x1] = np.clip(np.rint(blended), 0, 255).astype(np.uint8)
     return frame
+
+
+# FaceFusion's warp templates: five points (eyes, nose, mouth corners) as fractions of the crop size.
+WARP_TEMPLATES: dict[str, np.ndarray] = {name: np.array(points, dtype=np.float32) for name, points in {
+    "arcface_112_v1": [[0.35473214, 0.45658929], [0.64526786, 0.45658929], [0.50000000, 0.61154464],
+                       [0.37913393, 0.77687500], [0.62086607, 0.77687500]],
+    "arcface_112_v2": [[0.34191607, 0.46157411], [0.65653393, 0.45983393], [0.50022500, 0.64050536],
+                       [0.37097589, 0.82469196], [0.63151696, 0.82325089]],
+    "arcface_128": [[0.36167656, 0.40387734], [0.63696719, 0.40235469], [0.50019687, 0.56044219],
+                    [0.38710391, 0.72160547], [0.61507734, 0.72034453]],
+    "ffhq_512": [[0.37691676, 0.46864664], [0.62285697, 0.46912813], [0.50123859, 0.61331904],
+                 [0.39308822, 0.72541100], [0.61150205, 0.72490465]],
+    "mtcnn_512": [[0.36562865, 0.46733799], [0.63305391, 0.46585885], [0.50019127, 0.61942959],
+                  [0.39032951, 0.77598822], [0.61178945, 0.77476328]],
+}.items()}
+
+
+def box_mask(size: int, blur: float, padding: tuple[int, int, int, int]) -> np.ndarray:
+    """FaceFusion's box mask for a size x size crop: zero borders of `padding` percent (top, right, bottom,
+    left) and at least blur/4 of the size, then a Gaussian blur whose sigma grows with `blur` (0..1)."""
+    blur_amount = int(size * 0.5 * blur)
+    blur_area = max(blur_amount // 2, 1)
+    top, right, bottom, left = (max(blur_area, int(size * p / 100)) for p in padding)
+    mask = np.ones((size, size), dtype=np.float32)
+    mask[:top, :] = 0
+    mask[size - bottom:, :] = 0
+    mask[:, :left] = 0
+    mask[:, size - right:] = 0
+    if blur_amount > 0:
+        mask = cv2.GaussianBlur(mask, (0, 0), blur_amount * 0.25)
+    return mask
+
+
+def smooth_binary_mask(mask: np.ndarray) -> np.ndarray:
+    """FaceFusion's softening of model and landmark masks: blur (sigma 5), then stretch 0.5..1 to 0..1, so a
+    pixel the mask left out stays exactly 0 and the inside edge fades in."""
+    blurred = cv2.GaussianBlur(np.clip(mask, 0, 1).astype(np.float32), (0, 0), 5)
+    return (np.clip(blurred, 0.5, 1.0) - 0.5) * 2
+
+
+def hull_mask(size: int, points: np.ndarray) -> np.ndarray:
+    """Filled convex hull of `points` (crop pixels) on a size x size crop, softened like FaceFusion's area
+    masks."""
+    hull = cv2.convexHull(np.asarray(points).astype(np.int32))
+    mask = np.zeros((size, size), dtype=np.float32)
+    cv2.fillConvexPoly(mask, hull, 1.0)
+    return smooth_binary_mask(mask)
+
+
+def transform_points(points: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """Points (N, 2) mapped by a 2x3 affine matrix."""
+    points = np.asarray(points, dtype=np.float64)
+    return points @ np.asarray(matrix, dtype=np.float64)[:, :2].T + np.asarray(matrix, dtype=np.float64)[:, 2]
+
+
+def compose(outer: np.ndarray, inner: np.ndarray) -> np.ndarray:
+    """The 2x3 matrix applying `inner` first, then `outer`."""
+    outer3 = np.vstack([outer, [0, 0, 1]]).astype(np.float64)
+    inner3 = np.vstack([inner, [0, 0, 1]]).astype(np.float64)
+    return (outer3 @ inner3)[:2].astype(np.float32)
+
+
+def implode_tiles(crop: np.ndarray, model_size: int) -> np.ndarray:
+    """Pixel boost: a (k*s, k*s, C) crop -> (k*k, s, s, C) tiles, FaceFusion's layout. Tile (a, b) holds the
+    pixels (i*k + a, j*k + b): every tile sees the whole face at model resolution, offset by a sub-pixel."""
+    size = crop.shape[0]
+    if size % model_size or crop.shape[1] != size:
+        raise ValueError(f"pixel boost {size}x{crop.shape[1]} is not a multiple of the model size {model_size}")
+    total = size // model_size
+    channels = crop.shape[2]
+    tiles = crop.reshape(model_size, total, model_size, total, channels).transpose(1, 3, 0, 2, 4)
+    return tiles.reshape(total * total, model_size, model_size, channels)
+
+
+def explode_tiles(tiles: np.ndarray) -> np.ndarray:
+    """Inverse of `implode_tiles`: (k*k, s, s, C) -> (k*s, k*s, C)."""
+    count, model_size, _, channels = tiles.shape
+    total = int(round(count ** 0.5))
+    if total * total != count:
+        raise ValueError(f"{count} tiles do not form a square")
+    crop = tiles.reshape(total, total, model_size, model_size, channels).transpose(2, 0, 3, 1, 4)
+    return crop.reshape(model_size * total, model_size * total, channels)

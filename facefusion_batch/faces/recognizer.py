@@ -27,10 +27,15 @@ class ArcFaceRecognizer:
 
     def embed(self, frame: np.ndarray, faces: Sequence[Face]) -> np.ndarray:
         """(N, 512) unit-length embeddings, one per face."""
+        raw = self.embed_raw(frame, faces)
+        return raw / np.maximum(np.linalg.norm(raw, axis=1, keepdims=True), 1e-12)
+
+    def embed_raw(self, frame: np.ndarray, faces: Sequence[Face]) -> np.ndarray:
+        """(N, 512) embeddings as the model returns them: the ghost swappers' converter and FaceFusion's
+        swapper weight use the unnormalised vector."""
         if not faces:
             return np.zeros((0, 512), dtype=np.float32)
         size = self._spec.size
         batch = np.stack([crop_tensor(warp_crop(frame, align_matrix(f.kps, self._template, size), size),
                                       self._spec) for f in faces])
-        raw = self._session.run(None, {self._input: batch})[0].reshape(len(faces), -1)
-        return raw / np.maximum(np.linalg.norm(raw, axis=1, keepdims=True), 1e-12)
+        return self._session.run(None, {self._input: batch})[0].reshape(len(faces), -1).astype(np.float32)

@@ -1,4 +1,5 @@
-"""Typed catalog of the neural models: per-model facts as data, not as subclasses.
+"""Typed catalog of the neural models: per-model facts as data, not as subclasses. (All of FaceFusion's crop
+templates are `faces.geometry.WARP_TEMPLATES`; this module stays free of OpenCV, which the CLI loads late.)
 
 Checksums: the only checksum published next to these files is FaceFusion's `<name>.hash` sidecar (CRC32 of
 the .onnx, 8 hex digits), downloaded from the same release. No sha256 is listed here because none could be
@@ -6,12 +7,15 @@ confirmed from this offline workplace; `sha256` stays None until someone verifie
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
 
-Family = Literal["swapper", "recognizer", "detector_scrfd", "detector_yolo", "enhancer"]
+Family = Literal["swapper", "recognizer", "detector_scrfd", "detector_yolo", "enhancer", "embedding_converter",
+                 "occluder", "parser", "classifier"]
+# How a swapper takes its source identity and returns its crop (FaceFusion's model `type`).
+SwapperKind = Literal["inswapper", "hyperswap", "ghost", "simswap", "hififace", "blendswap", "uniface"]
 
 _RELEASE = "https://github.com/facefusion/facefusion-assets/releases/download/models-3.0.0/"
 
@@ -26,6 +30,15 @@ TEMPLATES: dict[str, np.ndarray] = {
     "ffhq_512": np.array([[0.37691676, 0.46864664], [0.62285697, 0.46912813], [0.50123859, 0.61331904],
                           [0.39308822, 0.72541100], [0.61150205, 0.72490465]], dtype=np.float32),
 }
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One input or output of a model: name, shape (None: any size, e.g. a dynamic axis) and dtype."""
+
+    name: str
+    shape: tuple[int | None, ...]
+    dtype: str = "float32"
 
 
 @dataclass(frozen=True)
@@ -44,17 +57,48 @@ class ModelSpec:
     std: tuple[float, float, float]
     rgb: bool
     licence: str
+    inputs: tuple[TensorSpec, ...] = ()
+    outputs: tuple[TensorSpec, ...] = ()
+    # Whether ffb feeds the inputs by these names (else by position, so another export's names are fine).
+    fed_by_name: bool = False
 
     @property
     def hash_file(self) -> str:
         return self.file.rsplit(".", 1)[0] + ".hash"
 
+    # Processor models (FaceFusion 3.8.1's tables): swapper kind, the embedding converter it needs,
+    # pixel-boost sizes, image layout, and whether the licence allows commercial use (None: not stated).
+    kind: SwapperKind | None = None
+    converter: str | None = None
+    boost_sizes: tuple[int, ...] = ()
+    nhwc: bool = False
+    commercial: bool | None = None
+
 
 def _facefusion(name: str, family: Family, size: int, template: str | None, mean: float, std: float,
                 rgb: bool, licence: str) -> ModelSpec:
+    inputs, outputs = _SIGNATURES[family]
     return ModelSpec(name=name, family=family, file=f"{name}.onnx", url=f"{_RELEASE}{name}.onnx",
                      hash_url=f"{_RELEASE}{name}.hash", sha256=None, size=size, template=template,
-                     mean=(mean,) * 3, std=(std,) * 3, rgb=rgb, licence=licence)
+                     mean=(mean,) * 3, std=(std,) * 3, rgb=rgb, licence=licence, inputs=inputs, outputs=outputs,
+                     fed_by_name=family == "swapper")
+
+
+def _scrfd_outputs() -> tuple[TensorSpec, ...]:
+    # Per stride (8, 16, 32): scores (K, 1), then box distances (K, 4), then keypoints (K, 10).
+    return tuple(TensorSpec(f"{kind} s{stride}", (None, width))
+                 for kind, width in (("scores", 1), ("boxes", 4), ("keypoints", 10)) for stride in (8, 16, 32))
+
+
+# The tensors ffb feeds and reads, per family: the batch axis may be 1 or dynamic, detector sizes vary.
+_SIGNATURES: dict[Family, tuple[tuple[TensorSpec, ...], tuple[TensorSpec, ...]]] = {
+    "swapper": ((TensorSpec("target", (1, 3, 128, 128)), TensorSpec("source", (1, 512))),
+                (TensorSpec("output", (1, 3, 128, 128)),)),
+    "recognizer": ((TensorSpec("input.1", (1, 3, 112, 112)),), (TensorSpec("embedding", (1, 512)),)),
+    "detector_scrfd": ((TensorSpec("input.1", (1, 3, None, None)),), _scrfd_outputs()),
+    "detector_yolo": ((TensorSpec("images", (1, 3, None, None)),), (TensorSpec("output0", (1, 20, None)),)),
+    "enhancer": ((TensorSpec("input", (1, 3, 512, 512)),), (TensorSpec("output", (1, 3, 512, 512)),)),
+}
 
 
 _NON_COMMERCIAL = "InsightFace: non-commercial research use only"
@@ -72,3 +116,99 @@ CATALOG: dict[str, ModelSpec] = {spec.name: spec for spec in [
 
 DETECTOR_FOR = {"scrfd": "scrfd_2.5g", "yoloface": "yoloface_8n"}
 RECOGNIZER = "arcface_w600k_r50"
+
+
+# --- processor models: FaceFusion 3.8.1's face_swapper, face_enhancer, face_masker and face_classifier tables
+
+def _asset(release: str, name: str) -> tuple[str, str]:
+    base = f"https://github.com/facefusion/facefusion-assets/releases/download/{release}/{name}"
+    return f"{base}.onnx", f"{base}.hash"
+
+
+def _processor(name: str, family: Family, release: str, size: int, template: str | None,
+               mean: tuple[float, float, float], std: tuple[float, float, float], licence: str,
+               commercial: bool | None, *, rgb: bool = True, kind: SwapperKind | None = None,
+               converter: str | None = None, boost_sizes: tuple[int, ...] = (), nhwc: bool = False) -> ModelSpec:
+    url, hash_url = _asset(release, name)
+    # No signature listed: the real files' full input/output lists (e.g. extra outputs) are not confirmed
+    # here, and a wrong list would call a good file corrupt. The stand-ins carry the interface ffb feeds.
+    return ModelSpec(name=name, family=family, file=f"{name}.onnx", url=url, hash_url=hash_url, sha256=None,
+                     size=size, template=template, mean=mean, std=std, rgb=rgb, licence=licence,
+                     kind=kind, converter=converter, boost_sizes=boost_sizes, nhwc=nhwc, commercial=commercial)
+
+
+_ZERO, _ONE, _HALF = (0.0, 0.0, 0.0), (1.0, 1.0, 1.0), (0.5, 0.5, 0.5)
+_IMAGENET_MEAN, _IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+_BOOST_128 = (128, 256, 384, 512, 768, 1024)
+_BOOST_256 = (256, 512, 768, 1024)
+
+
+def _swapper(name: str, release: str, kind: SwapperKind, template: str, size: int, mean, std, licence: str,
+             commercial: bool | None, converter: str | None = None) -> ModelSpec:
+    boost = _BOOST_128 if size == 128 else tuple(s for s in _BOOST_256 if s >= size)
+    return _processor(name, "swapper", release, size, template, mean, std, licence, commercial, kind=kind,
+                      converter=converter, boost_sizes=boost)
+
+
+def _enhancer(name: str, template: str, size: int, licence: str, commercial: bool | None) -> ModelSpec:
+    # Every enhancer takes RGB in [-1, 1] and returns the same.
+    return _processor(name, "enhancer", "models-3.0.0", size, template, _HALF, _HALF, licence, commercial)
+
+
+_RAIL = "ResearchRAIL (FaceFusion): research use only"
+_NC = "non-commercial"
+PROCESSOR_MODELS: tuple[ModelSpec, ...] = (
+    _swapper("hyperswap_1a_256", "models-3.3.0", "hyperswap", "arcface_128", 256, _HALF, _HALF, _RAIL, False),
+    _swapper("hyperswap_1b_256", "models-3.3.0", "hyperswap", "arcface_128", 256, _HALF, _HALF, _RAIL, False),
+    _swapper("hyperswap_1c_256", "models-3.3.0", "hyperswap", "arcface_128", 256, _HALF, _HALF, _RAIL, False),
+    _swapper("simswap_256", "models-3.0.0", "simswap", "arcface_112_v1", 256, _IMAGENET_MEAN, _IMAGENET_STD,
+             f"{_NC} (neuralchen SimSwap)", False, "crossface_simswap"),
+    _swapper("simswap_unofficial_512", "models-3.0.0", "simswap", "arcface_112_v1", 512, _ZERO, _ONE,
+             f"{_NC} (neuralchen SimSwap)", False, "crossface_simswap"),
+    *(_swapper(f"ghost_{n}_256", "models-3.0.0", "ghost", "arcface_112_v1", 256, _HALF, _HALF,
+               "Apache-2.0 (ai-forever GHOST)", True, "crossface_ghost") for n in (1, 2, 3)),
+    _swapper("blendswap_256", "models-3.0.0", "blendswap", "ffhq_512", 256, _ZERO, _ONE,
+             f"{_NC} (mapooon BlendFace)", False),
+    _swapper("uniface_256", "models-3.0.0", "uniface", "ffhq_512", 256, _HALF, _HALF,
+             "unknown (xc-csc101 UniFace; FaceFusion lists none)", None),
+    _swapper("hififace_unofficial_256", "models-3.1.0", "hififace", "mtcnn_512", 256, _HALF, _HALF,
+             "unknown (GuijiAI HifiFace; FaceFusion lists none)", None, "crossface_hififace"),
+    # ArcFace embedding (N, 512) -> the swapper's identity space (N, 512), fed as `input`.
+    *(_processor(f"crossface_{family}", "embedding_converter", "models-3.4.0", 512, None, _ZERO, _ONE,
+                 "unknown (FaceFusion export; its table lists none)", None) for family in ("ghost", "simswap", "hififace")),
+    _enhancer("gfpgan_1.2", "ffhq_512", 512, "Apache-2.0 (TencentARC GFPGAN)", True),
+    _enhancer("gfpgan_1.3", "ffhq_512", 512, "Apache-2.0 (TencentARC GFPGAN)", True),
+    _enhancer("gfpgan_1.4", "ffhq_512", 512, "Apache-2.0 (TencentARC GFPGAN)", True),
+    _enhancer("gpen_bfr_256", "arcface_128", 256, f"{_NC} (yangxy GPEN)", False),
+    _enhancer("gpen_bfr_512", "ffhq_512", 512, f"{_NC} (yangxy GPEN)", False),
+    _enhancer("gpen_bfr_1024", "ffhq_512", 1024, f"{_NC} (yangxy GPEN)", False),
+    _enhancer("gpen_bfr_2048", "ffhq_512", 2048, f"{_NC} (yangxy GPEN)", False),
+    _enhancer("codeformer", "ffhq_512", 512, "S-Lab License 1.0 (sczhou CodeFormer): non-commercial", False),
+    _enhancer("restoreformer_plus_plus", "ffhq_512", 512, "Apache-2.0 (wzhouxiff RestoreFormer++)", True),
+    # XSeg occluders take the crop as BGR NHWC in [0, 1]; BiSeNet parsers take RGB NCHW, ImageNet-normalised.
+    *(_processor(f"xseg_{n}", "occluder", release, 256, None, _ZERO, _ONE,
+                 "unknown (DeepFaceLab XSeg export; FaceFusion lists none)", None, rgb=False, nhwc=True)
+      for n, release in ((1, "models-3.1.0"), (2, "models-3.1.0"), (3, "models-3.2.0"))),
+    _processor("bisenet_resnet_18", "parser", "models-3.1.0", 512, None, _IMAGENET_MEAN, _IMAGENET_STD,
+               "unknown (BiSeNet face parsing export; FaceFusion lists none)", None),
+    _processor("bisenet_resnet_34", "parser", "models-3.0.0", 512, None, _IMAGENET_MEAN, _IMAGENET_STD,
+               "unknown (BiSeNet face parsing export; FaceFusion lists none)", None),
+    _processor("fairface", "classifier", "models-3.0.0", 224, "arcface_112_v2", _IMAGENET_MEAN, _IMAGENET_STD,
+               "CC-BY-4.0 (dchen236 FairFace): commercial use with attribution", True),
+)
+CATALOG.update({spec.name: spec for spec in PROCESSOR_MODELS})
+for _name in ("inswapper_128", "inswapper_128_fp16"):
+    CATALOG[_name] = replace(CATALOG[_name], kind="inswapper", boost_sizes=_BOOST_128, commercial=False)
+for _name in ("arcface_w600k_r50", "scrfd_2.5g"):
+    CATALOG[_name] = replace(CATALOG[_name], commercial=False)
+CATALOG["yoloface_8n"] = replace(CATALOG["yoloface_8n"], commercial=None)
+
+SWAPPERS = tuple(name for name, spec in CATALOG.items() if spec.family == "swapper")
+ENHANCERS = tuple(name for name, spec in CATALOG.items() if spec.family == "enhancer")
+OCCLUDERS = tuple(name for name, spec in CATALOG.items() if spec.family == "occluder")
+PARSERS = tuple(name for name, spec in CATALOG.items() if spec.family == "parser")
+DEFAULT_SWAPPER = "hyperswap_1a_256"  # FaceFusion 3.8.1's default
+DEFAULT_ENHANCER = "gfpgan_1.4"
+DEFAULT_OCCLUDER = "xseg_1"
+DEFAULT_PARSER = "bisenet_resnet_34"
+CLASSIFIER = "fairface"

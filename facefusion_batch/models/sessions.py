@@ -21,6 +21,7 @@ from typing import Any, Optional, Sequence
 from facefusion_batch.errors import ModelError
 from facefusion_batch.models.providers import check_providers, fix_for, ort  # ort: imported from here by others
 from facefusion_batch.settings import Settings
+from facefusion_batch.timing import Timings, timed
 
 
 def usable_settings(settings: Settings) -> tuple[Settings, list[str]]:
@@ -67,6 +68,7 @@ class SessionPool:
         self._sessions: dict[tuple, tuple[Any, Any]] = {}  # key -> (session, its run options)
         self._providers: Optional[list[Any]] = None  # those of the settings that load here, found on first use
         self.loads = 0  # sessions created; the tests and the benchmark read it
+        self.timings: Optional[Timings] = None  # set to time every inference call, by model name (metrics)
 
     def get(self, path: Path) -> Any:
         return self.entry(path)[0]
@@ -158,7 +160,7 @@ class GuardedSession:
     def run(self, output_names: Any, feeds: dict[str, Any]) -> list[Any]:
         session, run_options = self._pool.entry(self._path)
         self.calls.add()
-        with self._slots:
+        with self._slots, timed(self._pool.timings, self._path.stem):
             return session.run(output_names, feeds, run_options)
 
     def get_inputs(self) -> Any:

@@ -14,7 +14,7 @@ import numpy as np
 
 from facefusion_batch import __version__
 from facefusion_batch.errors import FfbError, MediaError, OutputError
-from facefusion_batch.media import read_image, temp_name, write_image
+from facefusion_batch.media import read_picture, temp_name, write_picture
 from facefusion_batch.memory import apply_memory_limit
 from facefusion_batch.pipeline.analysis import MotionGate, Reference, TrackState, face_patches, track
 from facefusion_batch.models.store import sha256_of
@@ -22,6 +22,7 @@ from facefusion_batch.pipeline.engine import FaceEngine, Selection, build_engine
 from facefusion_batch.pipeline.journal import FINISHED, Journal, settings_key
 from facefusion_batch.pipeline.lock import RunLock
 from facefusion_batch.pipeline.lookahead import Lookahead
+from facefusion_batch.pipeline.output_guard import prepare_output
 from facefusion_batch.pipeline.progress import Reporter
 from facefusion_batch.pipeline.source_cache import Record
 from facefusion_batch.pipeline.video_job import JobOptions, Seal, encode_video
@@ -312,6 +313,8 @@ class Batch:
         with timed(self.timings, "swap"):
             if faces:
                 frame = self.engine.swap(frame, faces, self.source)
+        if faces and self.timings is not None:
+            self.timings.count("faces", len(faces))
         if self.label is not None:
             frame = self.label.draw(frame)
         return frame, len(faces)
@@ -441,7 +444,7 @@ class Batch:
             following = self._following() if lookahead and self._following else None
             if lookahead and following:
                 lookahead.prepare(following[0].path, hash_content=following[1])
-            target.output.parent.mkdir(parents=True, exist_ok=True)
+            prepare_output(self.settings.output_path, target.output, target.path)
             if target.kind == "image":
                 self.reporter.start(str(target.path), 1)
                 swapped, note = self.image(target, content)
@@ -473,16 +476,22 @@ class Batch:
         return complete
 
     def image(self, target: Target, content: str | None = None) -> tuple[int, str]:
-        """Swap one image target into its output; returns (faces swapped, note for the summary)."""
-        frame = read_image(target.path, error=MediaError)
-        frame, swapped = self.frame(frame)
+        """Swap one image target (every frame of an animated one; alpha kept, see media) into its output;
+        returns (faces swapped, note for the summary)."""
+        picture = read_picture(target.path, error=MediaError)
+        frames, swapped = [], 0
+        for frame in picture.frames:
+            frame, faces = self.frame(frame)
+            frames.append(frame)
+            swapped += faces
         notes: list[str] = []
         if swapped:
             seal = self.seal(target.path, content)
-            write_image(frame, target.output, self.settings.output_image_quality, self.tags or None,
-                        lambda partial, output: notes.append(seal(partial, output, True)))
+            write_picture(picture.with_frames(frames), target.output, self.settings.output_image_quality,
+                          self.tags or None, lambda partial, output: notes.append(seal(partial, output, True)))
         else:
             partial = temp_name(target.output)
+            partial.unlink(missing_ok=True)  # copyfile would write through a link planted there
             shutil.copyfile(target.path, partial)
             partial.replace(target.output)
         self.reporter.advance(1)

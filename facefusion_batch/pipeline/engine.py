@@ -21,6 +21,7 @@ from facefusion_batch.media import read_image
 from facefusion_batch.models import store
 from facefusion_batch.models.catalog import CATALOG, DETECTOR_FOR, RECOGNIZER
 from facefusion_batch.models.dynamic_batch import dynamic_batch_model
+from facefusion_batch.models.signature import check_model
 from facefusion_batch.models.sessions import GuardedSession, SessionPool
 from facefusion_batch.pipeline.source_cache import Record, SourceCache
 from facefusion_batch.settings import Settings
@@ -81,6 +82,7 @@ class NeuralEngine:
         for state in states:
             if not store.usable(state):
                 raise ModelError(f"{state.detail}: {store.fix_hint(state)}")
+            check_model(state.spec, state.path)  # before anything parses it: a wrong file is named as such
         self.pool, self.cache = pool, cache
         self.models = tuple(state.spec.name for state in states)
         self.model_files = tuple(state.path for state in states)

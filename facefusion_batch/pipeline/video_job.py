@@ -174,6 +174,8 @@ def encode_video(path: Path, out: Path, frame_fn: FrameProcessor, tags: dict[str
         on_start(plan.info.frame_count)
         if resume_key:
             workspace = options.temp_root / f"ffb-{resume_key}"
+            if workspace.is_symlink():  # a predictable name: never work (or delete) through a link put there
+                workspace.unlink()
             workspace.mkdir(exist_ok=True)
         else:
             workspace = Path(tempfile.mkdtemp(prefix="ffb-", dir=options.temp_root))
@@ -279,6 +281,7 @@ def finish_video(plan: VideoPlan, workspace: Path, tags: dict[str, str], seal: S
         chunks.append(chunk_path(workspace, index))
         index += 1
     partial = temp_name(plan.out)
+    partial.unlink(missing_ok=True)  # ffmpeg and copyfile would write through a link planted there
     note = ""
     modified = any(m["faces"] for m in metas)
     try:
@@ -289,9 +292,20 @@ def finish_video(plan: VideoPlan, workspace: Path, tags: dict[str, str], seal: S
                 _mux(info, chunks, workspace, partial, plan.container, tags)
             with timed(plan.options.timings, "verify"):
                 _verify(partial, info, total)
+            notes = []
             if info.variable_frame_rate:
-                note = (f"variable frame rate: written at a constant {float(info.fps):.3f} fps, frames moved by "
-                        f"up to {info.timing_shift * 1000:.0f} ms")
+                notes.append(f"variable frame rate: written at a constant {float(info.fps):.3f} fps, frames "
+                             f"moved by up to {info.timing_shift * 1000:.0f} ms")
+            if info.covers and not ffmpeg.cover_args(plan.container, info.covers, bool(tags)):
+                why = "with the AI marking tags" if plan.container == "mp4" else f"in .{plan.container}"
+                notes.append(f"cover picture not kept (it can't be stored {why})")
+            if info.other_videos:
+                notes.append(f"only the first video stream was processed; {info.other_videos} more not kept")
+            dropped = ffmpeg.subtitle_args(plan.container, info.subtitle_codecs)[1]
+            if dropped:
+                notes.append(f"subtitles not kept: .{plan.container} can't hold {', '.join(dropped)}; "
+                             "write .mkv to keep them")
+            note = "; ".join(notes)
         if seal is None:
             partial.replace(plan.out)
         else:
@@ -355,7 +369,8 @@ def _transcode(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_fr
         else:
             with timed(options.timings, "decode"):
                 frame = load(payload)
-        return frame_fn(frame, reference, is_new, index)
+        with timed(options.timings, "frame"):  # frames in the processor now: the metrics' frames in flight
+            return frame_fn(frame, reference, is_new, index)
 
     analyses: list[tuple[Future, Reference]] = []
 
@@ -429,7 +444,7 @@ class _Encoder:
         pixel_format = ffmpeg.output_pixel_format(info.width, info.height, info.pixel_format)
         with open(self._log_path, "wb") as log:
             command = ffmpeg.encode_command(self._part, info.width, info.height, info.fps, options, info.colour,
-                                            pixel_format, container)
+                                            pixel_format, container, info.picture)
             self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stderr=log)
         self._stdin: IO[bytes] = self._process.stdin  # type: ignore[assignment]
 
@@ -465,7 +480,10 @@ def _mux(info: VideoInfo, chunks: list[Path], workspace: Path, partial: Path, co
          tags: dict[str, str]) -> None:
     listing = workspace / "chunks.txt"
     listing.write_text(ffmpeg.concat_list(chunks), encoding="utf-8")
-    ffmpeg.run(ffmpeg.mux_command(listing, info.path, partial, container, info.audio_codec, tags),
+    ffmpeg.run(ffmpeg.mux_command(listing, info.path, partial, container, info.audio_codec, tags,
+                                  info.subtitle_codecs, info.start_time,
+                                  ffmpeg.stream_tags(info.colour, info.picture), info.timecode,
+                                  info.audio_codecs, info.covers),
                f"{info.path}: joining chunks and audio")
 
 
@@ -476,3 +494,6 @@ def _verify(partial: Path, info: VideoInfo, frames: int) -> None:
         raise MediaError(f"{info.path}: output has {result.frame_count} frames, expected {frames}")
     if info.audio_codec and not result.audio_codec:
         raise MediaError(f"{info.path}: the audio track was lost while muxing ({info.audio_codec})")
+    if len(result.audio_codecs) < len(info.audio_codecs):
+        raise MediaError(f"{info.path}: {len(info.audio_codecs) - len(result.audio_codecs)} of "
+                         f"{len(info.audio_codecs)} audio tracks were lost while muxing")

@@ -5,6 +5,7 @@ Builders return argument lists and never run anything, so unit tests check them 
 from __future__ import annotations
 
 import functools
+import os
 import re
 import shutil
 import subprocess
@@ -53,6 +54,21 @@ class Colour:
 
 
 @dataclass(frozen=True)
+class Picture:
+    """How the source's pictures are to be shown, kept on the output: sample aspect ratio (of the frames as
+    decoded, rotation applied) and interlacing ("progressive", "tt" top field first, "bb" bottom first)."""
+
+    sar: Fraction = Fraction(1)
+    field_order: str = "progressive"
+
+
+def local(path: Path) -> str:
+    """`path` as ffmpeg must be given it: absolute and `file:` prefixed, so that no name is read as a
+    protocol or URL (`concat:a|b`, `pipe:1`, `http://...`, `subfile,,...`, `data:...`)."""
+    return "file:" + os.path.abspath(path)
+
+
+@dataclass(frozen=True)
 class EncodeOptions:
     encoder: str
     preset: str
@@ -67,12 +83,17 @@ class EncodeOptions:
         return ["-cq", str(crf)]  # NVENC
 
 
+# The video stream ffb processes: the first that is not a cover picture (`V`, unlike `v`, skips those).
+VIDEO_STREAM = "0:V:0"
+
+
 def probe_command(path: Path) -> list[str]:
     """One run that describes the input on stderr (every line tagged with its log level, so the
-    description and the errors can be told apart) and writes the first video stream's per-packet
-    timestamps to stdout without decoding (exact frame count and rate)."""
-    return [ffmpeg_binary(), "-hide_banner", "-nostdin", "-nostats", "-loglevel", "level+info", "-i", str(path),
-            "-map", "0:v:0", "-c", "copy", "-f", "framecrc", "-"]
+    description and the errors can be told apart) and writes the video stream's facts (codec, size,
+    sample aspect ratio, time base) and per-packet timestamps and flags to stdout as framecrc, a
+    machine-readable format, without decoding."""
+    return [ffmpeg_binary(), "-hide_banner", "-nostdin", "-nostats", "-loglevel", "level+info", "-i", local(path),
+            "-map", VIDEO_STREAM, "-c", "copy", "-f", "framecrc", "pipe:1"]
 
 
 _LEVEL = re.compile(r"^((?:\[[^\]]*@ 0x[0-9a-f]+\] ?)*)\[(\w+)\] ?")
@@ -98,23 +119,54 @@ def split_levels(stderr: bytes) -> tuple[str, bytes]:
 def decode_command(path: Path, pixel_format: str = "bgr24") -> list[str]:
     """Raw frames (`pixel_format`) of the first video stream on stdout, rotation applied, one per source
     frame."""
-    return [ffmpeg_binary(), "-v", "error", "-nostdin", "-i", str(path), "-map", "0:v:0", *SWS_FLAGS,
-            "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", pixel_format, "-"]
+    return [ffmpeg_binary(), "-v", "error", "-nostdin", "-i", local(path), "-map", VIDEO_STREAM, *SWS_FLAGS,
+            "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", pixel_format, "pipe:1"]
 
 
 def colour_args(colour: Colour) -> list[str]:
-    """Convert RGB back with the source's matrix and range, and tag the output like the source."""
+    """Tag the output like the source (the conversion back with its matrix is in `video_filters`)."""
     args: list[str] = []
     if colour.matrix in _COLOUR_MATRICES:
-        out_range = "full" if colour.range == "pc" else "limited"
-        args += ["-vf", f"scale=out_color_matrix={colour.matrix}:out_range={out_range}",
-                 "-colorspace", colour.matrix]
+        args += ["-colorspace", colour.matrix]
     if colour.primaries:
         args += ["-color_primaries", colour.primaries]
     if colour.transfer:
         args += ["-color_trc", colour.transfer]
     if colour.range:
         args += ["-color_range", colour.range]
+    return args
+
+
+def video_filters(colour: Colour, picture: Picture) -> list[str]:
+    """The encoder's one filter chain: RGB back to YUV with the source's matrix and range, and the
+    source's sample aspect ratio."""
+    filters = []
+    if colour.matrix in _COLOUR_MATRICES:
+        out_range = "full" if colour.range == "pc" else "limited"
+        filters.append(f"scale=out_color_matrix={colour.matrix}:out_range={out_range}")
+    if picture.sar != 1:
+        filters.append(f"setsar={picture.sar.numerator}/{picture.sar.denominator}")
+    return ["-vf", ",".join(filters)] if filters else []
+
+
+_FIELD_ORDERS = ("tt", "bb", "tb", "bt")  # ffmpeg's names: which field is coded first, which shown first
+
+
+def field_args(encoder: str, picture: Picture) -> list[str]:
+    """Interlaced sources stay interlaced: x264 codes the fields in the source's order (its frames keep
+    the two fields as they came); every encoder tags the order."""
+    if picture.field_order not in _FIELD_ORDERS:
+        return []
+    args = ["-field_order", picture.field_order]
+    if encoder == "libx264":
+        args = ["-x264-params", "tff=1" if picture.field_order.startswith("t") else "bff=1", *args]
+    return args
+
+
+def stream_tags(colour: Colour, picture: Picture) -> list[str]:
+    """The source's colour and field-order tags for the joined stream: containers that keep them outside
+    the bitstream (Matroska) take them from here, the bitstream alone can't say 'tv' range."""
+    args = field_args("copy", picture) + colour_args(colour)
     return args
 
 
@@ -134,21 +186,22 @@ def resolve_encoder(encoder: str, container: str) -> str:
 
 
 def encode_command(out: Path, width: int, height: int, fps: Fraction, options: EncodeOptions,
-                   colour: Colour, pixel_format: str, container: str) -> list[str]:
+                   colour: Colour, pixel_format: str, container: str, picture: Picture = Picture()) -> list[str]:
     """Encode raw BGR frames from stdin into a video-only file bound for `container`."""
     # AVI has no presentation timestamps: B-frames would show every frame late.
     no_bframes = ["-bf", "0"] if container == "avi" else []
     return [ffmpeg_binary(), "-v", "error", "-nostdin", "-y",
-            "-f", "rawvideo", "-pix_fmt", "bgr24", "-s", f"{width}x{height}", "-r", str(fps), "-i", "-",
-            *SWS_FLAGS, *colour_args(colour), "-c:v", options.encoder, *options.rate_args(), *no_bframes,
-            "-pix_fmt", pixel_format, str(out)]
+            "-f", "rawvideo", "-pix_fmt", "bgr24", "-s", f"{width}x{height}", "-r", str(fps), "-i", "pipe:0",
+            *SWS_FLAGS, *video_filters(colour, picture), *colour_args(colour), "-c:v", options.encoder,
+            *options.rate_args(), *no_bframes, *field_args(options.encoder, picture),
+            "-pix_fmt", pixel_format, local(out)]
 
 
 def concat_list(chunks: Sequence[Path]) -> str:
     """Text of an ffmpeg concat-demuxer list (paths quoted for the demuxer)."""
     lines = []
     for chunk in chunks:
-        escaped = str(chunk.resolve()).replace("'", "'\\''")
+        escaped = local(chunk).replace("'", "'\\''")
         lines.append(f"file '{escaped}'")
     return "\n".join(lines) + "\n"
 
@@ -168,6 +221,15 @@ def audio_args(container: str, audio_codec: str | None) -> list[str]:
     return fallback
 
 
+def audio_track_args(container: str, codecs: Sequence[str]) -> list[str]:
+    """`audio_args` for each audio track on its own (a dub in another codec is converted alone)."""
+    args: list[str] = []
+    for index, codec in enumerate(codecs):
+        args += [f"{flag}:{index}" if flag.startswith(("-c:a", "-b:a")) else flag
+                 for flag in audio_args(container, codec)]
+    return args
+
+
 def check_encoder(container: str, encoder: str) -> str | None:
     """A reason the encoder can't go into the container, or None."""
     allowed = _VIDEO_CONTAINER_CODECS.get(container)
@@ -176,18 +238,76 @@ def check_encoder(container: str, encoder: str) -> str | None:
     return None
 
 
+_TEXT_SUBTITLES = {"subrip", "srt", "ass", "ssa", "mov_text", "webvtt", "text", "microdvd", "subviewer",
+                   "sami", "realtext", "jacosub", "mpl2", "pjs", "vplayer", "stl", "eia_608"}
+# Subtitle codec each container stores text subtitles in (None: it keeps every codec as it is).
+_SUBTITLE_CODEC = {"mkv": None, "mp4": "mov_text", "mov": "mov_text", "webm": "webvtt"}
+
+
+def subtitle_args(container: str, codecs: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(ffmpeg args mapping the original's subtitle streams that `container` can hold, converted where it
+    needs; the codecs of those it can't hold). Picture subtitles (DVD, Blu-ray) only fit Matroska."""
+    if not codecs:
+        return [], []
+    if container not in _SUBTITLE_CODEC:
+        return [], list(codecs)
+    target = _SUBTITLE_CODEC[container]
+    args: list[str] = []
+    dropped: list[str] = []
+    for index, codec in enumerate(codecs):
+        if target is None:  # Matroska: anything but MP4's own text format goes in as it is
+            convert = "subrip" if codec == "mov_text" else "copy"
+            args += ["-map", f"1:s:{index}", f"-c:s:{len(args) // 4}", convert]
+        elif codec in _TEXT_SUBTITLES:
+            args += ["-map", f"1:s:{index}", f"-c:s:{len(args) // 4}", target]
+        else:
+            dropped.append(codec)
+    return args, dropped
+
+
+def cover_args(container: str, covers: Sequence[int], tagged: bool) -> list[str]:
+    """Map the original's cover pictures where they can be kept: MP4 keeps them as cover art, but not
+    with the free-form metadata tags the AI marking needs (`tagged`: its muxer writes one kind or the
+    other); Matroska keeps covers as attachments of its own kind, MOV and the rest drop them. What
+    isn't kept `finish` reports."""
+    if container != "mp4" or tagged:
+        return []
+    args: list[str] = []
+    for number, index in enumerate(covers, 1):
+        args += ["-map", f"1:{index}", f"-disposition:v:{number}", "attached_pic"]
+    return args
+
+
 def mux_command(list_file: Path, original: Path, out: Path, container: str, audio_codec: str | None,
-                tags: Mapping[str, str]) -> list[str]:
-    """Join encoded chunks, add the original's audio and metadata plus `tags`, write `out`."""
+                tags: Mapping[str, str], subtitles: Sequence[str] = (), video_start: float = 0.0,
+                video_tags: Sequence[str] = (), timecode: str | None = None,
+                audio_codecs: Sequence[str] = (), covers: Sequence[int] = ()) -> list[str]:
+    """Join encoded chunks, add the original's audio, the `subtitles` (codecs of its subtitle streams) the
+    container holds, its attachments (Matroska: the fonts of styled subtitles) and metadata plus `tags`,
+    write `out`. The video starts at `video_start` seconds, as in the original, so that it stays in sync
+    with the audio and subtitles; `video_tags` (see stream_tags) describe it; a `timecode` becomes the
+    output's (a timecode track in MOV/MP4). `audio_codecs` (every track's) choose copy or conversion per
+    track; without them `audio_codec` decides for all. `covers` (stream indexes of the original's cover
+    pictures) are kept where the container holds them as such (see cover_args)."""
     metadata: list[str] = []
     for key, value in tags.items():
         metadata += ["-metadata", f"{key}={value}"]
-    flags = ["-movflags", "+faststart+use_metadata_tags"] if container in ("mp4", "mov") else []
+    covered = cover_args(container, covers, bool(tags))
+    # Free-form metadata tags keep the original's own keys too; MP4 cover art needs them off.
+    flags = ["-movflags", "+faststart" if covered else "+faststart+use_metadata_tags"] \
+        if container in ("mp4", "mov") else []
     fmt = {"mkv": "matroska"}.get(container, container)
+    offset = ["-itsoffset", f"{video_start:.6f}"] if video_start else []
+    if timecode:
+        metadata += ["-timecode", timecode]
     return [ffmpeg_binary(), "-v", "error", "-nostdin", "-y",
-            "-f", "concat", "-safe", "0", "-i", str(list_file), "-i", str(original),
-            "-map", "0:v:0", "-map", "1:a?", "-map_metadata", "1", "-c:v", "copy",
-            *audio_args(container, audio_codec), *metadata, *flags, "-f", fmt, str(out)]
+            *offset, "-f", "concat", "-safe", "0", "-i", local(list_file), "-i", local(original),
+            "-map", "0:v:0", "-map", "1:a?", "-map_metadata", "1", "-c:v", "copy", *video_tags,
+            *(audio_track_args(container, audio_codecs) if audio_codecs else audio_args(container, audio_codec)),
+            *subtitle_args(container, subtitles)[0],
+            *(["-map", "1:t?", "-c:t", "copy"] if container == "mkv" else []), *covered,
+            *metadata, *flags,
+            "-f", fmt, local(out)]
 
 
 def run(args: Sequence[str], what: str, timeout: float | None = None) -> subprocess.CompletedProcess:

@@ -33,6 +33,9 @@ def test_recogniser_batches_and_normalises(neural_models):
     np.testing.assert_allclose(np.linalg.norm(both, axis=1), 1.0, atol=1e-5)
     np.testing.assert_allclose(recognizer.embed(face_frame(), [face])[0], both[0], atol=1e-5)
     assert both[0] @ both[1] < 0.99
+    raw = recognizer.embed_raw(face_frame(), [face, shifted])
+    assert not np.allclose(np.linalg.norm(raw, axis=1), 1.0)
+    np.testing.assert_allclose(raw / np.linalg.norm(raw, axis=1, keepdims=True), both, atol=1e-5)
 
 
 def test_inswapper_latent_uses_the_last_initializer(neural_models):

@@ -111,12 +111,18 @@ def test_missing_file_on_server(server, tmp_path):
 def test_cli_download_then_verify(server, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("FFB_DOWNLOAD_MIRROR", server)
     monkeypatch.setenv("FFB_CACHE_PATH", str(tmp_path / "cache"))
-    serve("yoloface_8n", PAYLOAD)
+    import standins
+    from conftest import detector_faces
+
+    model = tmp_path / "built" / "yoloface_8n.onnx"
+    standins.build_yoloface(model, detector_faces(1.0))  # verify also checks it is an ONNX graph of the kind
+    payload = model.read_bytes()
+    serve("yoloface_8n", payload)
     assert main(["models", "download", "yoloface_8n", "--models-path", str(tmp_path), "-q"]) == 0
     assert main(["models", "verify", "--models-path", str(tmp_path), "--json"]) == 0
     out = capsys.readouterr().out
     assert '"name": "yoloface_8n"' in out and '"status": "ok"' in out
-    (tmp_path / "yoloface_8n.onnx").write_bytes(PAYLOAD[:-1] + b"x")
+    (tmp_path / "yoloface_8n.onnx").write_bytes(payload[:-1] + b"x")
     assert main(["models", "verify", "--models-path", str(tmp_path)]) == 3
     assert main(["models", "download", "nonsense", "--models-path", str(tmp_path)]) == 2
     assert "unknown model nonsense" in capsys.readouterr().err

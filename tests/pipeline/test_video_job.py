@@ -93,3 +93,68 @@ def test_an_interrupted_finish_keeps_the_chunks_of_a_resumable_workspace(tmp_pat
         assert sorted(p.name for p in workspace.iterdir()) == ["chunk_00000.json", "chunk_00000.mp4"]
     else:
         assert not workspace.exists()
+
+
+def test_a_link_planted_at_the_resume_workspace_is_not_followed(tmp_path):
+    import os
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    clip = make_clip(tmp_path / "a.mp4", frames=5, audio=False)
+    options = video_job.JobOptions(temp_root=tmp_path / "tmp", chunk_size=10, frame_format="bmp", threads=2,
+                                   in_flight=4, encode=EncodeOptions("libx264", "ultrafast", 60))
+    options.temp_root.mkdir()
+    os.symlink(outside, options.temp_root / "ffb-key")
+    encoded = video_job.encode_video(clip, tmp_path / "out.mp4", Recorder(), {}, options, lambda n: None,
+                                     lambda n: None, resume_key="key")
+    assert encoded.workspace == options.temp_root / "ffb-key" and not encoded.workspace.is_symlink()
+    assert list(outside.iterdir()) == []
+    encoded.finish()
+
+
+class Swapper(Recorder):
+    """Counts one face on every frame (so the output is encoded and joined, not copied through)."""
+
+    def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool, index: int
+                 ) -> tuple[np.ndarray, int]:
+        super().__call__(frame, reference, is_new, index)
+        return frame, 1
+
+
+@pytest.mark.parametrize("container, codecs, note", [
+    ("mp4", ("dvd_subtitle",), "subtitles not kept: .mp4 can't hold dvd_subtitle; write .mkv to keep them"),
+    ("avi", ("subrip", "ass"), "subtitles not kept: .avi can't hold subrip, ass; write .mkv to keep them"),
+    ("mp4", (), ""),
+])
+def test_subtitles_a_container_cant_hold_are_reported(tmp_path, container, codecs, note):
+    import dataclasses
+
+    clip = make_clip(tmp_path / f"a.{container}", frames=5, audio=False)
+    options = video_job.JobOptions(temp_root=tmp_path / "tmp", chunk_size=10, frame_format="bmp", threads=2,
+                                   in_flight=4, encode=EncodeOptions("libx264", "ultrafast", 60))
+    plan = video_job.plan_video(clip, tmp_path / f"out.{container}", options)
+    info = dataclasses.replace(plan.info, subtitle_codecs=codecs)  # as a probe of such a file reports them
+    plan = dataclasses.replace(plan, info=info)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    video_job.encode_chunks(plan, workspace, Swapper(), lambda n: None)
+    assert video_job.finish_video(plan, workspace, {}) == note
+    assert (tmp_path / f"out.{container}").is_file()
+
+
+@pytest.mark.parametrize("tags, kept", [({}, True), ({"comment": "AI-modified", "ai_tool": "ffb"}, False)])
+def test_cover_art_is_kept_in_mp4_unless_marking_tags_exclude_it(tmp_path, tags, kept):
+    import hostile_media
+    from facefusion_batch.video.probe import probe
+
+    clip = tmp_path / "cover.mp4"
+    hostile_media._cover_art_first(clip)
+    options = video_job.JobOptions(temp_root=tmp_path / "tmp", chunk_size=10, frame_format="bmp", threads=2,
+                                   in_flight=4, encode=EncodeOptions("libx264", "ultrafast", 60))
+    plan = video_job.plan_video(clip, tmp_path / "out.mp4", options)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    video_job.encode_chunks(plan, workspace, Swapper(), lambda n: None)
+    note = video_job.finish_video(plan, workspace, tags)
+    assert (len(probe(tmp_path / "out.mp4").covers) == 1) == kept
+    assert ("cover picture not kept" in note) == (not kept)

@@ -12,8 +12,8 @@ def test_decode_keeps_every_frame_as_raw_bgr():
     args = ffmpeg.decode_command(Path("in.mp4"))
     assert args[args.index("-fps_mode") + 1] == "passthrough"
     assert args[args.index("-pix_fmt") + 1] == "bgr24"
-    assert args[args.index("-map") + 1] == "0:v:0"
-    assert args[-1] == "-"
+    assert args[args.index("-map") + 1] == "0:V:0"  # not a cover picture
+    assert args[-1] == "pipe:1"
 
 
 def test_encode_uses_exact_rate_quality_and_source_colour():
@@ -26,7 +26,7 @@ def test_encode_uses_exact_rate_quality_and_source_colour():
     assert "scale=out_color_matrix=bt709:out_range=limited" in args
     assert args[args.index("-colorspace") + 1] == "bt709"
     assert args[args.index("-color_range") + 1] == "tv"
-    assert args[-1] == "c.mp4"
+    assert args[-1] == "file:" + str(Path("c.mp4").absolute())
     assert "-bf" not in args
 
 
@@ -84,13 +84,13 @@ def test_mux_maps_audio_metadata_and_marking_tags():
     assert "1:a?" in args and "-map_metadata" in args
     assert "ai_modified=true" in args and "comment=AI-modified" in args
     assert "+faststart+use_metadata_tags" in args
-    assert args[-3:] == ["-f", "mp4", "out.tmp.mp4"]
+    assert args[-3:] == ["-f", "mp4", "file:" + str(Path("out.tmp.mp4").absolute())]
 
 
 def test_concat_list_quotes_paths(tmp_path):
     chunk = tmp_path / "it's here.mp4"
     text = ffmpeg.concat_list([chunk])
-    assert text == f"file '{str(chunk.resolve()).replace(chr(39), chr(39) + chr(92) + chr(39) + chr(39))}'\n"
+    assert text == f"file 'file:{str(chunk.resolve()).replace(chr(39), chr(39) + chr(92) + chr(39) + chr(39))}'\n"
 
 
 @pytest.mark.parametrize("encoder, flag, value", [
@@ -118,3 +118,66 @@ def test_level_tagged_log_splits_into_description_and_errors():
                                  "deprecated pixel format"]
     assert ffmpeg.error_line(errors) == "Invalid NAL unit size (3321 > 82)."
     assert b"[error]" not in errors and b"Error opening input files" in errors
+
+
+@pytest.mark.parametrize("name", ["concat:a.mp4|b.mp4", "file:a.mp4", "pipe:1.mp4", "subfile,,start,0,end,0,,:a.mp4",
+                                  "data:video/mp4;base64,AAAA.mp4", "http://example.com/a.mp4", "-i.mp4"])
+def test_every_path_reaches_ffmpeg_as_an_absolute_file_url(name):
+    path = Path(name)
+    expected = "file:" + str(Path.cwd() / name)
+    assert ffmpeg.local(path) == expected
+    assert expected in ffmpeg.probe_command(path) and expected in ffmpeg.decode_command(path)
+    assert ffmpeg.encode_command(path, 64, 64, Fraction(25), EncodeOptions("libx264", "fast", 80), Colour(),
+                                 "yuv420p", "mp4")[-1] == expected
+    mux = ffmpeg.mux_command(path, path, path, "mp4", None, {})
+    assert mux[mux.index("-i") + 1] == expected and mux[-1] == expected
+    assert ffmpeg.concat_list([path]) == f"file '{expected}'\n"
+
+
+def test_encoder_keeps_sample_aspect_ratio_and_fields_in_one_filter_chain():
+    from facefusion_batch.video.ffmpeg import Picture
+
+    args = ffmpeg.encode_command(Path("c.mp4"), 640, 480, Fraction(25), EncodeOptions("libx264", "fast", 80),
+                                 Colour("bt709", None, None, "tv"), "yuv420p", "mp4", Picture(Fraction(4, 3), "bb"))
+    assert args.count("-vf") == 1
+    assert args[args.index("-vf") + 1] == "scale=out_color_matrix=bt709:out_range=limited,setsar=4/3"
+    assert args[args.index("-x264-params") + 1] == "bff=1" and args[args.index("-field_order") + 1] == "bb"
+    plain = ffmpeg.encode_command(Path("c.mp4"), 64, 64, Fraction(25), EncodeOptions("libx264", "fast", 80),
+                                  Colour(), "yuv420p", "mp4", Picture())
+    assert "-vf" not in plain and "-field_order" not in plain
+
+
+@pytest.mark.parametrize("container, codecs, kept, dropped", [
+    ("mkv", ["subrip", "hdmv_pgs_subtitle", "mov_text"], ["copy", "copy", "subrip"], []),
+    ("mp4", ["subrip", "ass", "dvd_subtitle"], ["mov_text", "mov_text"], ["dvd_subtitle"]),
+    ("mov", ["mov_text"], ["mov_text"], []),
+    ("webm", ["subrip", "dvd_subtitle"], ["webvtt"], ["dvd_subtitle"]),
+    ("avi", ["subrip"], [], ["subrip"]),
+    ("mp4", [], [], []),
+])
+def test_subtitles_kept_where_the_container_can_hold_them(container, codecs, kept, dropped):
+    args, lost = ffmpeg.subtitle_args(container, codecs)
+    assert [args[i + 3] for i in range(0, len(args), 4)] == kept
+    assert [args[i + 2] for i in range(0, len(args), 4)] == [f"-c:s:{n}" for n in range(len(kept))]
+    assert lost == dropped
+
+
+def test_mux_starts_the_video_where_the_original_did():
+    args = ffmpeg.mux_command(Path("l.txt"), Path("o.mp4"), Path("out.mp4"), "mp4", "aac", {}, video_start=0.4)
+    assert args[args.index("-itsoffset") + 1] == "0.400000"
+    assert args.index("-itsoffset") < args.index("concat")
+    assert "-itsoffset" not in ffmpeg.mux_command(Path("l.txt"), Path("o.mp4"), Path("out.mp4"), "mp4", "aac", {})
+
+
+def test_each_audio_track_is_copied_or_converted_on_its_own():
+    assert ffmpeg.audio_track_args("mp4", ["aac", "flac"]) == ["-c:a:0", "copy", "-c:a:1", "aac", "-b:a:1", "192k"]
+    assert ffmpeg.audio_track_args("mkv", ["aac", "flac"]) == ["-c:a:0", "copy", "-c:a:1", "copy"]
+    args = ffmpeg.mux_command(Path("l.txt"), Path("o.mp4"), Path("out.mp4"), "mp4", "aac", {},
+                              audio_codecs=["aac", "flac"])
+    assert "-c:a:1" in args and "-c:a" not in args
+
+
+def test_cover_pictures_kept_only_where_the_container_can():
+    assert ffmpeg.cover_args("mp4", [2], tagged=False) == ["-map", "1:2", "-disposition:v:1", "attached_pic"]
+    assert ffmpeg.cover_args("mp4", [2], tagged=True) == []  # the marking's tags and covr exclude each other
+    assert ffmpeg.cover_args("mkv", [0], tagged=False) == []

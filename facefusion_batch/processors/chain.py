@@ -1,0 +1,150 @@
+"""The processor chain of one frame in crop space: warp each face once per model template, swap (with pixel
+boost), enhance, mask, and paste each face back once with the combined mask.
+
+FaceFusion pastes the whole frame once per processor (swap, then warp the pasted frame again for the enhancer
+and paste again). Here the swapped crop is carried into the enhancer's crop by composing the two alignment
+matrices, and the two pastes are folded into one: with swap mask s, enhancer mask e and blend b, the frame
+gets 1 - (1 - s)(1 - b e) of a colour that is the swapped face under s and the enhanced face under b e, which
+is what two pastes in a row give. When a swap mask reaches outside the enhancer's crop (templates of very
+different reach), that face is pasted twice instead, so nothing is cut off.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import cv2
+import numpy as np
+
+from facefusion_batch.faces.geometry import align_matrix, box_mask, compose, paste_back, transform_points, warp_crop
+from facefusion_batch.faces.types import Face
+from facefusion_batch.processors.enhancer import Enhancer
+from facefusion_batch.processors.masks import MaskOptions, Occluder, Parser, area_mask, combine
+from facefusion_batch.processors.swapper import Swapper
+
+
+@dataclass
+class SwappedFace:
+    """A swapped crop (float32 BGR 0..255), its combined mask and the frame -> crop matrix."""
+
+    crop: np.ndarray
+    mask: np.ndarray
+    matrix: np.ndarray
+
+
+class ProcessorChain:
+    """FaceFusion's `face_swapper` and/or `face_enhancer` on the faces of a frame, masks as `masks` says.
+    `occluder` is needed for the occlusion mask, `parser` for the region mask."""
+
+    def __init__(self, swapper: Swapper | None, enhancer: Enhancer | None, masks: MaskOptions,
+                 occluder: Occluder | None = None, parser: Parser | None = None) -> None:
+        if swapper is None and enhancer is None:
+            raise ValueError("the processor chain needs face_swapper or face_enhancer")
+        if "occlusion" in masks.types and occluder is None:
+            raise ValueError("the occlusion mask needs a face occluder model (xseg_1, xseg_2 or xseg_3)")
+        if "region" in masks.types and parser is None and swapper is not None:
+            raise ValueError("the region mask needs a face parser model (bisenet_resnet_18 or bisenet_resnet_34)")
+        self.swapper, self.enhancer, self.masks = swapper, enhancer, masks
+        self.occluder, self.parser = occluder, parser
+        self._swap_box = box_mask(swapper.size, masks.blur, masks.padding) if swapper else None
+        # FaceFusion's enhancer uses the box blur without padding.
+        self._enhance_box = box_mask(enhancer.size, masks.blur, (0, 0, 0, 0)) if enhancer else None
+
+    def process(self, frame: np.ndarray, faces: Sequence[Face], source: np.ndarray | None = None,
+                target_embeddings: np.ndarray | None = None,
+                landmarks68: Sequence[np.ndarray] | None = None) -> np.ndarray:
+        """Process `faces` of the BGR `frame` in place and return it. `source` is `Swapper.source_input(...)`;
+        `target_embeddings` (raw ArcFace, one row per face) are needed when the swapper weight isn't 0.5;
+        `landmarks68` (frame pixels, one (68, 2) array per face) when the area mask is on."""
+        if not faces:
+            return frame
+        swapped = None
+        if self.swapper is not None:
+            if source is None:
+                raise ValueError("face_swapper needs the source identity (Swapper.source_input)")
+            swapped = self.swap(frame, faces, source, target_embeddings, landmarks68)
+        if self.enhancer is None:
+            for face in swapped or []:
+                paste_back(frame, face.crop, face.mask, face.matrix)
+            return frame
+        return self._enhance(frame, faces, swapped)
+
+    def swap(self, frame: np.ndarray, faces: Sequence[Face], source: np.ndarray,
+             target_embeddings: np.ndarray | None = None,
+             landmarks68: Sequence[np.ndarray] | None = None) -> list[SwappedFace]:
+        """Swapped crops and their combined masks, one per face, nothing pasted yet."""
+        swapper, types = self.swapper, self.masks.types
+        assert swapper is not None
+        size = swapper.size
+        matrices = [align_matrix(face.kps, swapper.template, size) for face in faces]
+        crops = [warp_crop(frame, matrix, size) for matrix in matrices]
+        masks: list[list[np.ndarray]] = [[] for _ in faces]
+        if "box" in types:
+            for face_masks in masks:
+                face_masks.append(self._swap_box)
+        if "occlusion" in types:
+            for face_masks, mask in zip(masks, self.occluder.masks(crops)):
+                face_masks.append(mask)
+        results = swapper.swap(crops, source, target_embeddings)
+        if "area" in types:
+            if landmarks68 is None or len(landmarks68) != len(faces):
+                raise ValueError("the area mask needs 68 landmarks for every face")
+            for face_masks, points, matrix in zip(masks, landmarks68, matrices):
+                face_masks.append(area_mask(size, transform_points(points, matrix), self.masks.areas))
+        if "region" in types:
+            swapped_u8 = [np.clip(np.rint(r), 0, 255).astype(np.uint8) for r in results]
+            for face_masks, mask in zip(masks, self.parser.masks(swapped_u8, self.masks.regions)):
+                face_masks.append(mask)
+        return [SwappedFace(crop, combine(face_masks), matrix)
+                for crop, face_masks, matrix in zip(results, masks, matrices)]
+
+    def _enhance(self, frame: np.ndarray, faces: Sequence[Face], swapped: list[SwappedFace] | None) -> np.ndarray:
+        enhancer = self.enhancer
+        assert enhancer is not None
+        size = enhancer.size
+        matrices = [align_matrix(face.kps, enhancer.template, size) for face in faces]
+        inputs, swap_colours, swap_masks = [], [], []
+        for index, matrix in enumerate(matrices):
+            colour, mask = None, np.zeros((size, size), dtype=np.float32)
+            if swapped is not None:
+                face = swapped[index]
+                to_enhancer = compose(matrix, cv2.invertAffineTransform(face.matrix))
+                if _inside(face.mask, to_enhancer, size):
+                    colour = cv2.warpAffine(face.crop, to_enhancer, (size, size), flags=cv2.INTER_LINEAR,
+                                            borderMode=cv2.BORDER_REPLICATE)
+                    mask = cv2.warpAffine(face.mask, to_enhancer, (size, size), flags=cv2.INTER_LINEAR,
+                                          borderValue=0.0)
+                else:
+                    paste_back(frame, face.crop, face.mask, face.matrix)
+            base = warp_crop(frame, matrix, size).astype(np.float32)
+            if colour is not None:
+                base = base * (1 - mask[..., None]) + colour * mask[..., None]
+            inputs.append(np.clip(np.rint(base), 0, 255).astype(np.uint8))
+            swap_colours.append(colour)
+            swap_masks.append(mask)
+        enhanced = enhancer.enhance(inputs)
+        occlusion = self.occluder.masks(inputs) if "occlusion" in self.masks.types else [None] * len(faces)
+        blend = enhancer.options.blend / 100.0
+        for matrix, out, colour, s, occ in zip(matrices, enhanced, swap_colours, swap_masks, occlusion):
+            e = self._enhance_box if occ is None else np.minimum(self._enhance_box, occ)
+            be = blend * e
+            alpha = 1 - (1 - s) * (1 - be)
+            weight_swap = (s * (1 - be))[..., None]
+            mixed = out * be[..., None] + (colour * weight_swap if colour is not None else 0.0)
+            crop = mixed / np.maximum(alpha, 1e-6)[..., None]
+            paste_back(frame, crop.astype(np.float32), alpha.astype(np.float32), matrix)
+        return frame
+
+
+def _inside(mask: np.ndarray, matrix: np.ndarray, size: int) -> bool:
+    """Whether every pixel `mask` pastes visibly (more than half a grey level's weight) lands inside a
+    size x size crop under `matrix`."""
+    visible = mask > 0.5 / 255
+    rows, cols = np.any(visible, axis=1), np.any(visible, axis=0)
+    if not rows.any():
+        return True
+    y0, y1 = np.flatnonzero(rows)[[0, -1]]
+    x0, x1 = np.flatnonzero(cols)[[0, -1]]
+    corners = np.array([[x0, y0], [x1 + 1, y0], [x0, y1 + 1], [x1 + 1, y1 + 1]], dtype=np.float64)
+    mapped = transform_points(corners, matrix)
+    return bool((mapped >= 0).all() and (mapped <= size).all())

@@ -1,0 +1,52 @@
+"""Face enhancer adapter (GFPGAN, GPEN-BFR, CodeFormer, RestoreFormer++): RGB in [-1, 1] at the model's size
+and template, batched over faces where the model allows; CodeFormer also takes its fidelity `weight`."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from facefusion_batch.faces.geometry import WARP_TEMPLATES
+from facefusion_batch.models.catalog import ModelSpec
+from facefusion_batch.processors.tensors import run_stacked, to_tensor
+
+
+@dataclass(frozen=True)
+class EnhancerOptions:
+    """`blend` 0..100: how much of the enhanced face replaces the frame (FaceFusion's default 80); `weight`
+    0..1: CodeFormer's fidelity input (FaceFusion's `face_enhancer_weight`, default 0.5; other models ignore
+    it as FaceFusion does, since they have no such input)."""
+
+    model: str = "gfpgan_1.4"
+    blend: int = 80
+    weight: float = 0.5
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.blend <= 100:
+            raise ValueError(f"face enhancer blend must be 0..100 (got {self.blend})")
+        if not 0 <= self.weight <= 1:
+            raise ValueError(f"face enhancer weight must be 0..1 (got {self.weight})")
+
+
+class Enhancer:
+    def __init__(self, session: Any, spec: ModelSpec, options: EnhancerOptions) -> None:
+        if spec.family != "enhancer":
+            raise ValueError(f"{spec.name} is not a face enhancer")
+        self.spec, self.options = spec, options
+        self.size = spec.size
+        self.template = WARP_TEMPLATES[spec.template or "ffhq_512"]
+        self._session = session
+        names = [i.name for i in session.get_inputs()]
+        # CodeFormer's fidelity: a float64 (1,) input named `weight`, shared by every face of a call.
+        self._shared = {"weight": np.array([options.weight], dtype=np.float64)} if "weight" in names else {}
+
+    def enhance(self, crops: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Enhanced (size, size, 3) BGR float32 crops (whole numbers 0..255, as FaceFusion rounds them)."""
+        if not crops:
+            return []
+        batch = to_tensor(np.stack([np.asarray(c) for c in crops]), self.spec)
+        out = run_stacked(self._session, {"input": batch}, self._shared)[0]
+        image = (np.clip(np.asarray(out, dtype=np.float32), -1, 1) + 1) / 2
+        image = np.rint(image.transpose(0, 2, 3, 1) * 255.0)[..., ::-1]
+        return [np.ascontiguousarray(face) for face in image]

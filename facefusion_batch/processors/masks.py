@@ -1,0 +1,104 @@
+"""FaceFusion's face masks in crop space: box (blur + padding), occlusion (XSeg), region (BiSeNet) and area
+(68 landmarks). Every mask is a float32 (size, size) array in 0..1; the chain combines them with a minimum."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Sequence, get_args
+
+import cv2
+import numpy as np
+
+from facefusion_batch.faces.geometry import box_mask, hull_mask, smooth_binary_mask
+from facefusion_batch.models.catalog import ModelSpec
+from facefusion_batch.processors.tensors import run_stacked, to_tensor
+
+MaskType = Literal["box", "occlusion", "area", "region"]
+MaskRegion = Literal["skin", "left-eyebrow", "right-eyebrow", "left-eye", "right-eye", "glasses", "nose", "mouth",
+                     "upper-lip", "lower-lip"]
+MaskArea = Literal["upper-face", "lower-face", "mouth"]
+MASK_TYPES: tuple[MaskType, ...] = get_args(MaskType)
+# BiSeNet's class index for each region FaceFusion offers (background, ears, neck, hair, ... are never pasted).
+REGION_CLASSES: dict[MaskRegion, int] = {
+    "skin": 1, "left-eyebrow": 2, "right-eyebrow": 3, "left-eye": 4, "right-eye": 5, "glasses": 6, "nose": 10,
+    "mouth": 11, "upper-lip": 12, "lower-lip": 13,
+}
+# The 68-point landmark indices whose convex hull is each area.
+AREA_POINTS: dict[MaskArea, tuple[int, ...]] = {
+    "upper-face": (0, 1, 2, 31, 32, 33, 34, 35, 14, 15, 16, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17),
+    "lower-face": (3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 35, 34, 33, 32, 31),
+    "mouth": tuple(range(48, 68)),
+}
+
+
+@dataclass(frozen=True)
+class MaskOptions:
+    """FaceFusion's mask settings: `blur` 0..1, `padding` percent of the crop (top, right, bottom, left)."""
+
+    types: tuple[MaskType, ...] = ("box",)
+    blur: float = 0.3
+    padding: tuple[int, int, int, int] = (0, 0, 0, 0)
+    regions: tuple[MaskRegion, ...] = tuple(REGION_CLASSES)
+    areas: tuple[MaskArea, ...] = tuple(AREA_POINTS)
+
+    def __post_init__(self) -> None:
+        unknown = [t for t in self.types if t not in MASK_TYPES]
+        if unknown or not self.types:
+            raise ValueError(f"face mask types must be some of {', '.join(MASK_TYPES)} (got {', '.join(unknown) or 'none'})")
+        if not 0 <= self.blur <= 1:
+            raise ValueError(f"face mask blur must be 0..1 (got {self.blur})")
+        if len(self.padding) != 4 or any(not 0 <= p <= 100 for p in self.padding):
+            raise ValueError(f"face mask padding is 4 percentages 0..100: top right bottom left (got {self.padding})")
+        bad = [r for r in self.regions if r not in REGION_CLASSES] + [a for a in self.areas if a not in AREA_POINTS]
+        if bad:
+            raise ValueError(f"unknown face mask region/area {', '.join(bad)}; regions: {', '.join(REGION_CLASSES)};"
+                             f" areas: {', '.join(AREA_POINTS)}")
+
+
+def area_mask(size: int, landmarks68: np.ndarray, areas: Sequence[MaskArea]) -> np.ndarray:
+    """The hull of the chosen areas' landmarks (already in crop pixels), softened as FaceFusion does."""
+    indices = [i for area in areas for i in AREA_POINTS[area]]
+    return hull_mask(size, np.asarray(landmarks68)[indices])
+
+
+class Occluder:
+    """XSeg: (N, 256, 256, 3) BGR in [0, 1] (NHWC) fed as `input` -> (N, 256, 256, 1), 1 where the face shows
+    (hands, hair and objects in front of it are 0)."""
+
+    def __init__(self, session: Any, spec: ModelSpec) -> None:
+        self._session, self._spec = session, spec
+
+    def masks(self, crops: Sequence[np.ndarray]) -> list[np.ndarray]:
+        if not crops:
+            return []
+        model = self._spec.size
+        small = np.stack([cv2.resize(np.asarray(c, dtype=np.uint8), (model, model)) for c in crops])
+        raw = run_stacked(self._session, {"input": to_tensor(small, self._spec)})[0]
+        return [smooth_binary_mask(cv2.resize(np.clip(out, 0, 1).astype(np.float32).reshape(model, model),
+                                              crop.shape[1::-1]))
+                for out, crop in zip(raw, crops)]
+
+
+class Parser:
+    """BiSeNet: (N, 3, 512, 512) RGB, ImageNet mean/std, fed as `input` -> (N, 19, 512, 512) class scores."""
+
+    def __init__(self, session: Any, spec: ModelSpec) -> None:
+        self._session, self._spec = session, spec
+
+    def masks(self, crops: Sequence[np.ndarray], regions: Sequence[MaskRegion]) -> list[np.ndarray]:
+        if not crops:
+            return []
+        model = self._spec.size
+        small = np.stack([cv2.resize(np.asarray(c, dtype=np.uint8), (model, model)) for c in crops])
+        scores = run_stacked(self._session, {"input": to_tensor(small, self._spec)})[0]
+        wanted = [REGION_CLASSES[r] for r in regions]
+        return [smooth_binary_mask(cv2.resize(np.isin(s.argmax(0), wanted).astype(np.float32), crop.shape[1::-1]))
+                for s, crop in zip(scores, crops)]
+
+
+def combine(masks: Sequence[np.ndarray]) -> np.ndarray:
+    """FaceFusion's combination: a pixel is pasted as much as the strictest mask allows."""
+    return np.clip(np.minimum.reduce([np.asarray(m, dtype=np.float32) for m in masks]), 0, 1)
+
+
+__all__ = ["AREA_POINTS", "MASK_TYPES", "REGION_CLASSES", "MaskOptions", "Occluder", "Parser", "area_mask",
+           "box_mask", "combine"]
