@@ -41,8 +41,9 @@ class FrameProcessor(Protocol):
     def analyse(self, frame: np.ndarray, reference: Reference) -> None:
         """Detect a new reference's faces and set its result (a task of its own, ahead of its frame)."""
 
-    def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool) -> tuple[np.ndarray, int]:
-        """Swap faces in `frame`; returns (frame, faces swapped)."""
+    def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool, index: int
+                 ) -> tuple[np.ndarray, int]:
+        """Swap faces in frame `index` of the video; returns (frame, faces swapped)."""
 
 
 @dataclass
@@ -353,7 +354,7 @@ def _transcode(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_fr
         for index, (payload, thumb) in enumerate(spool, start):
             if index % options.chunk_size == 0 or not gates:
                 gates.append(frame_fn.new_gate())
-            yield (payload, *gates[-1].plan(index, thumb, info.width))
+            yield (payload, *gates[-1].plan(index, thumb, info.width), index)
 
     preloaded: dict[int, np.ndarray] = {}  # reference frames loaded by their analysis, by frame index
 
@@ -368,7 +369,7 @@ def _transcode(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_fr
                 reference.result.set_exception(exc)
             raise
 
-    def work(payload, reference: Reference, is_new: bool) -> tuple[np.ndarray, int]:
+    def work(payload, reference: Reference, is_new: bool, index: int) -> tuple[np.ndarray, int]:
         if is_new and reference.ahead:
             failure = reference.result.exception()  # waits for the analysis
             if failure is not None:
@@ -378,7 +379,7 @@ def _transcode(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_fr
             with timed(options.timings, "decode"):
                 frame = load(payload)
         with timed(options.timings, "frame"):  # frames in the processor now: the metrics' frames in flight
-            return frame_fn(frame, reference, is_new)
+            return frame_fn(frame, reference, is_new, index)
 
     analyses: list[tuple[Future, Reference]] = []
 
@@ -386,11 +387,11 @@ def _transcode(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_fr
         """The planned frames, `in_flight` behind planning: a new reference is queued for analysis as it is
         planned, so frames after it rarely wait for its faces."""
         window: collections.deque = collections.deque()
-        for payload, reference, is_new in planned():
+        for payload, reference, is_new, index in planned():
             if is_new:
                 reference.ahead = True
                 analyses.append((pool.submit(analyse, payload, reference), reference))
-            window.append((payload, reference, is_new))
+            window.append((payload, reference, is_new, index))
             if len(window) > options.in_flight:
                 yield window.popleft()
         yield from window
