@@ -22,6 +22,7 @@ from facefusion_batch.metrics import RunMetrics
 from facefusion_batch.pipeline.batch import BatchResult, open_state
 from facefusion_batch.pipeline.journal import Journal
 from facefusion_batch.pipeline.progress import QuietReporter, Reporter
+from facefusion_batch.pipeline.guard import GuardedReporter
 from facefusion_batch.settings import Settings, load_settings
 
 Summary = BatchResult
@@ -42,7 +43,7 @@ def run(source: PathLike, targets: PathLike | Sequence[PathLike], output: PathLi
     specs = [str(targets)] if isinstance(targets, (str, Path)) else [str(t) for t in targets]
     if not specs:
         raise SettingsError("no targets given: pass at least one video, image, directory or glob")
-    reporter = reporter or QuietReporter()
+    reporter = GuardedReporter(reporter or QuietReporter())  # a display failure never ends the batch
     signing = _check_signing(settings)  # a broken certificate: one error before any work
     if settings.executor == "ray":
         from facefusion_batch.executors import require_ray

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from facefusion_batch.executors.base import Claim, Executor, Work
+from facefusion_batch.pipeline import guard
 from facefusion_batch.pipeline.batch import INTERRUPTED, BatchResult, Outcome, claim, skip_outcome
-from facefusion_batch.pipeline.journal import Journal
+from facefusion_batch.pipeline.journal import UNREADABLE, Journal
 from facefusion_batch.pipeline.progress import Reporter
 from facefusion_batch.settings import Settings
 from facefusion_batch.targets import Target, discover
@@ -23,11 +24,12 @@ def run_batch(settings: Settings, specs: Sequence[str], executor: Executor, repo
               journal: Journal | None = None, force: bool = False, retry_failed: bool = False,
               notes: Sequence[str] = ()) -> BatchResult:
     """Process every target of `specs` on `executor`. With a journal, unchanged finished targets are skipped
-    (`force` redoes them), earlier failures are skipped until their file changes, and `retry_failed` runs
-    only those. Ctrl-C ends the batch with `interrupted` set; what was claimed and not finished is journaled
-    as interrupted, so the next run does it (resuming from its finished chunks). `notes` are said after the
-    engine line."""
-    targets, rejected = discover(specs, settings.output_path)
+    (`force` redoes them), earlier failures are skipped until their file changes (`retry_failed` runs them
+    again). No exception from one target ends the batch: it becomes that target's failure. Only an
+    interruption (Ctrl-C, SystemExit) ends it early, with `interrupted` set; what was claimed and not finished
+    is journaled as interrupted, so the next run does it (resuming from its finished chunks), and the summary
+    names the target whose work was cut. `notes` are said after the engine line."""
+    targets, rejected = discover(specs, settings.output_dir, settings.output_file)
     run = _Run(targets, journal, reporter, force, retry_failed, executor.concurrent_targets)
     info = executor.start(targets, run)
     run.output_key = info.output_key
@@ -36,22 +38,21 @@ def run_batch(settings: Settings, specs: Sequence[str], executor: Executor, repo
     reporter.message(f"engine: {info.engine} ({', '.join(info.models)})")
     for text in notes:
         reporter.message(text)
-    for r in rejected:
-        reporter.message(f"{r.path}: {r.reason}")
+    refused = [Outcome(str(r.path), "failed", reason=f"{r.path}: {r.reason}") for r in rejected]
+    for outcome in refused:
+        reporter.message(outcome.reason)
     reporter.expect(len(targets))
-    interrupted = False
+    stopped: list[str] = []
     try:
         executor.run(run)
-    except KeyboardInterrupt:
-        interrupted = True
-        run.interrupted()
+    except (KeyboardInterrupt, SystemExit):
+        stopped = run.interrupted()
     stats = executor.stats()
     result = BatchResult(info.engine, list(info.models), stats.providers)
-    result.outcomes = [Outcome(str(r.path), "failed", reason=r.reason) for r in rejected]
-    result.outcomes += [run.outcomes[i] for i in range(len(targets)) if i in run.outcomes]
-    if interrupted:
+    result.outcomes = refused + [run.outcomes[i] for i in range(len(targets)) if i in run.outcomes]
+    if stopped:
         result.interrupted = True
-        result.outcomes.append(Outcome("(batch)", "failed", reason=INTERRUPTED))
+        result.outcomes += [Outcome(name, "failed", reason=INTERRUPTED) for name in stopped]
     result.source_embeddings_computed = stats.source_embeddings_computed
     result.detector_calls = (sum(o.detector_calls for o in result.outcomes) if stats.detector_calls is None
                              else stats.detector_calls)
@@ -76,6 +77,8 @@ class _Run(Work):
         self.outcomes: dict[int, Outcome] = {}
         self._claimed: dict[int, _Claimed] = {}
         self._abandoned = False
+        self._claiming: int | None = None  # the target being claimed
+        self._cut: int | None = None  # the target whose work an interruption cut, when the executor knows
         self._display = OrderedProgress(reporter, [str(t.path) for t in targets]) if ordered else None
 
     # ---- claims ----------------------------------------------------------------------------------------
@@ -88,9 +91,17 @@ class _Run(Work):
                 self._claimed[index] = _Claimed("")
                 yield Claim(index, target, None)
                 continue
-            hashed = hashes(target.path) if hashes else None
-            skip, content, resume = claim(self.journal, target, self.output_key, self.force, self.retry_failed,
-                                          hashed)
+            self._claiming = index
+            try:
+                hashed = hashes(target.path) if hashes else None
+                skip, content, resume = claim(self.journal, target, self.output_key, self.force,
+                                              self.retry_failed, hashed)
+            except Exception as exc:  # noqa: BLE001 - one target's failure, whatever it is, is not the batch's
+                outcome = Outcome(str(target.path), "failed", reason=guard.failure_reason(target.path, exc))
+                self._record(index, _Claimed(UNREADABLE), "failed", outcome.reason)
+                self._settle(index, outcome)
+                continue
+            self._claiming = None
             if skip is not None:
                 self._settle(index, skip)
                 continue
@@ -150,11 +161,20 @@ class _Run(Work):
                 outcome = Outcome(str(target.path), "failed", reason=f"{target.path}: {reason}")
                 self.finished(index, outcome, "interrupted")
 
-    def interrupted(self) -> None:
-        """Journal every claimed target that did not finish as interrupted."""
-        for index, claimed in self._claimed.items():
-            if not claimed.done and index not in self.outcomes:
-                self._record(index, claimed, "interrupted", "interrupted")
+    def cut(self, index: int) -> None:
+        self._cut = index
+
+    def interrupted(self) -> list[str]:
+        """Journal every claimed target that did not finish as interrupted; returns the names the summary
+        gives the interruption: the target whose work was cut (the executor's word, else those claimed and
+        unfinished, else the one being claimed), or "(batch)"."""
+        unfinished = [index for index, claimed in self._claimed.items()
+                      if not claimed.done and index not in self.outcomes]
+        for index in unfinished:
+            self._record(index, self._claimed[index], "interrupted", "interrupted")
+        cut = ([self._cut] if self._cut is not None else unfinished
+               or ([self._claiming] if self._claiming is not None else []))
+        return [str(self.targets[index].path) for index in cut] or ["(batch)"]
 
     def _settle(self, index: int, outcome: Outcome) -> None:
         self.outcomes[index] = outcome
@@ -167,10 +187,16 @@ class _Run(Work):
 
     def _record(self, index: int, claimed: _Claimed, status: str, reason: str, frames: int = 0,
                 seconds: float = 0.0) -> None:
-        if self.journal is not None:
-            target = self.targets[index]
+        """Journal a target's outcome; a journal that can't be written is said, and the batch goes on."""
+        if self.journal is None:
+            return
+        target = self.targets[index]
+        try:
             self.journal.record(target.path, target.output, claimed.content, self.output_key, status, reason,
                                 frames, seconds)
+        except Exception as exc:  # noqa: BLE001 - the outcome is in the summary; next run redoes the target
+            self.reporter.message(guard.one_line(f"{target.path}: not recorded in the journal "
+                                                 f"({type(exc).__name__}: {exc}); the next run does it again"))
 
 
 @dataclass

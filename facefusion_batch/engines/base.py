@@ -14,6 +14,7 @@ import numpy as np
 
 from facefusion_batch.engines.source_cache import Record, SourceCache
 from facefusion_batch.errors import SettingsError, SourceError
+from facefusion_batch.faces.tracking import Tracked, Tracker
 from facefusion_batch.faces.types import Face
 from facefusion_batch.media import read_image
 from facefusion_batch.models.sessions import SessionPool
@@ -35,6 +36,10 @@ class FaceEngine(Protocol):
 
     def swap(self, frame: np.ndarray, faces: Sequence[Face], source: Record) -> np.ndarray: ...
 
+    def refit(self, frame: np.ndarray, predicted: Sequence[Face]) -> list[Face]:
+        """Faces found again at tracks' predicted places (the detector missed them); may be fewer."""
+        ...
+
     def detector_calls(self) -> int: ...
 
     def close(self) -> None:
@@ -55,6 +60,9 @@ def source_face(path: Path, engine: FaceEngine) -> tuple[np.ndarray, Face, int]:
     return image, largest(faces), len(faces)
 
 
+REFERENCE_LOOKS = 5  # reference mode: a track's identity is measured on up to this many detected frames
+
+
 @dataclass(frozen=True)
 class Selection:
     """How to pick the faces to swap in each frame."""
@@ -71,6 +79,25 @@ class Selection:
         embeddings = engine.embed(frame, faces)
         distances = 1.0 - embeddings @ self.reference
         return [face for face, d in zip(faces, distances) if d <= self.distance]
+
+    def pick_tracked(self, frame: np.ndarray, tracked: list[Tracked], tracker: Tracker, detected: bool,
+                     engine: FaceEngine) -> list[Face]:
+        """Faces to swap among a frame's tracked faces: `one` keeps the shot's chosen track; `reference`
+        judges each track by the mean distance of its faces measured so far (measured again on detected
+        frames, at most REFERENCE_LOOKS times), so one odd frame does not switch a person on or off."""
+        if self.mode == "many" or not tracked:
+            return [t.face for t in tracked]
+        if self.mode == "one":
+            return [t.face for t in tracker.choose_one(tracked)]
+        measure = [t for t in tracked if not t.coasting and t.track in tracker.tracks
+                   and (not tracker.tracks[t.track].matches
+                        or (detected and len(tracker.tracks[t.track].matches) < REFERENCE_LOOKS))]
+        if measure:
+            distances = 1.0 - engine.embed(frame, [t.face for t in measure]) @ self.reference
+            for item, distance in zip(measure, distances):
+                tracker.tracks[item.track].matches.append(float(distance))
+        return [t.face for t in tracked if t.track in tracker.tracks
+                and float(np.mean(tracker.tracks[t.track].matches or [np.inf])) <= self.distance]
 
 
 def build_selection(settings: Settings, engine: FaceEngine) -> Selection:

@@ -78,6 +78,10 @@ class NeuralEngine:
     def swap(self, frame: np.ndarray, faces: Sequence[Face], source: Record) -> np.ndarray:
         return self._swapper.swap(frame, faces, self._swapper.latent(source["embedding"]))
 
+    def refit(self, frame: np.ndarray, predicted: Sequence[Face]) -> list[Face]:
+        """The neural detectors see whole frames only: a missed face is carried by its track instead."""
+        return []
+
     def detector_calls(self) -> int:
         """Frames on which detection ran (the neural detectors take one frame per call)."""
         return self._detector_session.calls.value

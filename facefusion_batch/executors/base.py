@@ -72,6 +72,9 @@ class Work(Protocol):
     def retrying(self, index: int, reason: str) -> None:
         """Target `index` is tried again after `reason`."""
 
+    def cut(self, index: int) -> None:
+        """An interruption cut target `index`'s work: the summary names it."""
+
     def abandon(self, reason: str) -> None:
         """The executor can't go on: every target not finished fails with `reason` (those begun are journaled
         as interrupted, for the next run) and no more claims are handed out."""

@@ -13,14 +13,15 @@ from typing import Callable, Sequence
 from facefusion_batch.engines.base import FaceEngine
 from facefusion_batch.executors.base import Claim, EngineInfo, Stats, Work
 from facefusion_batch.memory import apply_memory_limit
-from facefusion_batch.pipeline import job
-from facefusion_batch.pipeline.batch import check_output_dir, needs_hash
+from facefusion_batch.pipeline import guard, job
+from facefusion_batch.pipeline.batch import Outcome, check_output_dir, needs_hash
 from facefusion_batch.pipeline.journal import Journal
 from facefusion_batch.pipeline.lookahead import Lookahead, Prepared
 from facefusion_batch.pipeline.processor import FrameProcessor, prepare
 from facefusion_batch.settings import Settings
 from facefusion_batch.targets import Target
 from facefusion_batch.timing import Timings
+from facefusion_batch.video.ffmpeg import use_ffmpeg
 
 
 class _Progress:
@@ -54,7 +55,8 @@ class LocalExecutor:
     # ---- Executor --------------------------------------------------------------------------------------
 
     def start(self, targets: Sequence[Target], work: Work) -> EngineInfo:
-        check_output_dir(self.settings.output_path)
+        check_output_dir(self.settings.output_dir)
+        use_ffmpeg(self.settings.ffmpeg_path)  # this process's ffmpeg (a benchmark worker's too)
         apply_memory_limit(self.settings.system_memory_limit)
         self._lookahead = Lookahead(self.settings.temp_path)
         first = next((t for t in targets if t.kind == "video"), None)
@@ -72,19 +74,56 @@ class LocalExecutor:
         return EngineInfo(engine.name, tuple(engine.models), self.processor.output_key, tuple(messages))
 
     def run(self, work: Work) -> None:
+        """No exception from one target ends the run: it becomes that target's failure. An interruption
+        (KeyboardInterrupt, SystemExit) ends it; the target whose work it cut is told to `work.cut`."""
         assert self._lookahead is not None, "start() first"
         finishing: tuple[int, Future] | None = None
+        current: int | None = None  # the target an interruption now cuts
         with self._lookahead as lookahead, ThreadPoolExecutor(1, thread_name_prefix="ffb-finish") as finisher:
             try:
-                for claim in work.claims(lookahead.content_hash):
-                    completion = self.begin(claim, work, lookahead)
-                    if finishing is not None:
-                        work.finished(finishing[0], finishing[1].result())
-                        finishing = None
-                    finishing = claim.index, finisher.submit(completion)
-            finally:
-                if finishing is not None:  # also on Ctrl-C: the output being joined is completed
+                try:
+                    for claim in work.claims(lookahead.content_hash):
+                        current = claim.index
+                        completion = self._guarded(claim, work, lookahead)
+                        if finishing is not None:
+                            current = finishing[0]  # an interruption now cuts this one's finishing
+                            work.finished(finishing[0], finishing[1].result())
+                            finishing = None
+                        finishing = claim.index, finisher.submit(completion)
+                        current = None
+                except BaseException:
+                    if finishing is not None:  # also on Ctrl-C: the output being joined is completed
+                        cut, current = current, finishing[0]  # named if its own finishing was cut
+                        self._settle_interrupted(work, *finishing)
+                        current = cut
+                    raise
+                if finishing is not None:
+                    current = finishing[0]
                     work.finished(finishing[0], finishing[1].result())
+            except BaseException:
+                if current is not None:
+                    work.cut(current)
+                raise
+
+    @staticmethod
+    def _settle_interrupted(work: Work, index: int, future: Future) -> None:
+        """A target finished while the run is being interrupted. Its failure is journaled as interrupted,
+        not failed: Ctrl-C in a terminal also kills ffb's ffmpeg processes, so the failure may be the
+        signal's, and the next run must try again."""
+        outcome = future.result()
+        if outcome.status == "failed":
+            outcome.reason += " (while the run was interrupted: the next run tries again)"
+            work.finished(index, outcome, "interrupted")
+        else:
+            work.finished(index, outcome)
+
+    def _guarded(self, claim: Claim, work: Work, lookahead: Lookahead) -> job.Completion:
+        """`begin`; whatever it raises (short of an interruption) is the target's failure."""
+        try:
+            return self.begin(claim, work, lookahead)
+        except Exception as exc:  # noqa: BLE001 - one target's failure, whatever it is, is not the batch's
+            outcome = Outcome(str(claim.target.path), "failed", reason=guard.failure_reason(claim.target.path, exc))
+            return lambda: outcome
 
     def begin(self, claim: Claim, work: Work, lookahead: Lookahead) -> job.Completion:
         """Start a claimed target (see `job.begin`), having the next video prepared meanwhile."""
@@ -93,13 +132,22 @@ class LocalExecutor:
 
         def ready() -> Prepared | None:
             prepared = lookahead.take(target.path) if target.kind == "video" else None
-            following = work.upcoming(claim.index)
-            if following:
-                lookahead.prepare(following[0].path, hash_content=following[1])
+            self._prepare_following(claim.index, work, lookahead)
             return prepared
 
         return job.begin(self.processor, target, _Progress(work, claim.index), claim.resume_key, ready,
                          lookahead.current_decoded, claim.content)
+
+    @staticmethod
+    def _prepare_following(index: int, work: Work, lookahead: Lookahead) -> None:
+        """Have the lookahead make the next video ready. Only speed depends on it: when it fails, that video
+        is prepared in its turn, and fails there if it must."""
+        try:
+            following = work.upcoming(index)
+            if following:
+                lookahead.prepare(following[0].path, hash_content=following[1])
+        except Exception:  # noqa: BLE001 - see above; an interruption still ends the run
+            pass
 
     def stats(self) -> Stats:
         engine = self.processor.engine if self.processor else None

@@ -173,7 +173,7 @@ class RayExecutor:
         """Write the token files workers must see, and list the inputs they must read."""
         settings = self.remote_settings
         inputs = [self.source] + [Path(os.path.abspath(t.path)) for t in targets]
-        check = StorageCheck(self.token, shared_root(settings), settings.output_path,
+        check = StorageCheck(self.token, shared_root(settings), settings.output_dir,
                              tuple(p for p in inputs if os.access(p, os.R_OK)))
         for directory in (check.shared, check.output):
             directory.mkdir(parents=True, exist_ok=True)

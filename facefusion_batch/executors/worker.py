@@ -23,6 +23,7 @@ from facefusion_batch.pipeline.processor import FrameProcessor, prepare
 from facefusion_batch.pipeline.video_job import encode_chunks, finish_video, plan_video
 from facefusion_batch.pipeline.workspace import Workspace, remove_stale
 from facefusion_batch.settings import Settings
+from facefusion_batch.video.ffmpeg import use_ffmpeg
 
 
 
@@ -139,7 +140,8 @@ class FfbWorker:
         if self._processor is None:
             check_storage(self._check, self._node)
             remove_stale(self._settings.temp_path)
-            check_output_dir(self._settings.output_path)
+            check_output_dir(self._settings.output_dir)
+            use_ffmpeg(self._settings.ffmpeg_path)  # this worker's ffmpeg
             apply_memory_limit(self._settings.system_memory_limit)
             self._processor = prepare(self._settings, self._source, self._reporter.message)
         return self._processor

@@ -2,21 +2,25 @@
 the output tree's lock and state, the first video prepared while the engine loads."""
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 from facefusion_batch.concurrency import plan
-from facefusion_batch.errors import FfbError, OutputError
-from facefusion_batch.pipeline.journal import FINISHED, Journal, settings_key
+from facefusion_batch.errors import OutputError, TargetError
+from facefusion_batch.models.store import sha256_of
+from facefusion_batch.pipeline import guard
+from facefusion_batch.pipeline.journal import FINISHED, UNREADABLE, Journal, settings_key
 from facefusion_batch.pipeline.lock import RunLock
 from facefusion_batch.pipeline.lookahead import Lookahead
 from facefusion_batch.pipeline.progress import Reporter
 from facefusion_batch.pipeline.video_job import JobOptions
 from facefusion_batch.pipeline.workspace import remove_stale
 from facefusion_batch.settings import Settings
-from facefusion_batch.targets import Target, discover
+from facefusion_batch.targets import Target, discover, not_regular
 from facefusion_batch.timing import Timings
 from facefusion_batch.video.ffmpeg import EncodeOptions
 
@@ -69,16 +73,20 @@ def check_output_dir(directory: Path) -> None:
 
 def state_dir(settings: Settings) -> Path:
     """Where the journal and the lock of an output tree live."""
-    return settings.state_path or settings.output_path / ".ffb"
+    return settings.state_path or settings.output_dir / ".ffb"
 
 
 def open_state(settings: Settings, wait: bool, reporter: Reporter) -> tuple[RunLock, Journal]:
     """Lock the output tree (before any model loads, so a second run leaves at once) and open its journal;
     then clear what killed runs left: hidden partial outputs and old abandoned workspaces."""
-    check_output_dir(settings.output_path)
+    check_output_dir(settings.output_dir)
     lock = RunLock(state_dir(settings) / "lock")
     lock.acquire(wait=wait, on_wait=reporter.message)
-    for partial in settings.output_path.rglob(".*.tmp*"):
+    # With an output file (-o result.mp4) its directory is not ffb's to search: only the file's own partials.
+    output_file = settings.output_file
+    partials = (settings.output_dir.glob(f".{output_file.stem}.ffb-*.tmp*") if output_file
+                else settings.output_path.rglob(".*.tmp*"))
+    for partial in partials:
         if ".ffb-" in partial.name and partial.is_file():
             partial.unlink(missing_ok=True)
     remove_stale(settings.temp_path)
@@ -99,21 +107,33 @@ def _when(timestamp: float) -> str:
 
 
 def os_reason(target: Target, exc: OSError) -> str:
-    if target.path.is_symlink() and not target.path.exists():
-        return f"{target.path}: broken symbolic link"
-    where = exc.filename if exc.filename else target.path
-    return f"{target.path}: {exc.strerror or exc} ({where})" if where != target.path else f"{target.path}: {exc}"
+    return guard.os_reason(target.path, exc)
+
+
+def refuse_special(target: Target) -> None:
+    """Raise for a target that is no regular file (a FIFO, a device, a link to /dev/zero): reading it would
+    never end."""
+    reason = not_regular(target.path)
+    if reason:
+        raise TargetError(reason)
 
 
 def claim(journal: Journal, target: Target, output_key: str, force: bool, retry_failed: bool,
           hashed: str | None = None) -> tuple[Outcome | None, str, str]:
     """The journal's decision on a target: (an outcome when it is skipped or can't be read, else None; its
     content hash; its resume key). A target to be done is recorded as `running` (the caller records the end).
-    `hashed` is the file's sha256 when it was computed ahead of time."""
+    `hashed` is the file's sha256 when it was computed ahead of time. A target that can't be read at all is
+    recorded as failed, so later runs skip it until it changes (a chmod counts)."""
     try:
-        content = journal.content_hash(target.path, hashed)
-    except OSError as exc:
-        return Outcome(str(target.path), "failed", reason=os_reason(target, exc)), "", ""
+        content = journal.cached_hash(target.path)
+        if content is None:
+            refuse_special(target)  # before any read
+            content = hashed or sha256_of(target.path)
+    except (TargetError, OSError) as exc:
+        reason = guard.failure_reason(target.path, exc)
+        with contextlib.suppress(OSError, sqlite3.Error):  # e.g. nothing at all at that path any more
+            journal.record(target.path, target.output, UNREADABLE, output_key, "failed", reason)
+        return Outcome(str(target.path), "failed", reason=reason), UNREADABLE, ""
     skip = skip_outcome(journal, target, content, output_key, force, retry_failed)
     if skip is not None:
         return skip, content, ""
@@ -123,7 +143,8 @@ def claim(journal: Journal, target: Target, output_key: str, force: bool, retry_
 
 def skip_outcome(journal: Journal, target: Target, content: str | None, output_key: str, force: bool,
           retry_failed: bool) -> Outcome | None:
-    """The skip outcome the journal gives a target with this content hash (None: unknown, i.e. changed)."""
+    """The skip outcome the journal gives a target with this content hash (None: unknown, i.e. changed).
+    A changed or new target is always work; `retry_failed` also retries unchanged failures."""
     entry = None if force or content is None else journal.is_current(target.path, target.output, content,
                                                                        output_key)
     last_failed = entry is not None and entry.status == "failed"
@@ -133,8 +154,6 @@ def skip_outcome(journal: Journal, target: Target, content: str | None, output_k
     if last_failed and not retry_failed:
         return Outcome(str(target.path), "skipped",
                        reason=f"failed before and unchanged; --retry-failed tries again: {entry.reason}")
-    if retry_failed and not last_failed and not force:
-        return Outcome(str(target.path), "skipped", reason="not a previous failure (--retry-failed)")
     return None
 
 
@@ -153,9 +172,9 @@ def prepare_first(settings: Settings, specs: Sequence[str], journal: Journal | N
     engine is built, it is ready when the models have loaded."""
     lookahead = Lookahead(settings.temp_path)
     try:
-        targets, _ = discover(specs, settings.output_path)
-    except (FfbError, OSError):
-        return lookahead  # run() reports it
+        targets, _ = discover(specs, settings.output_dir, settings.output_file)
+    except Exception:  # noqa: BLE001 - run() meets it again and reports it
+        return lookahead
     first = next((t for t in targets if t.kind == "video"), None)
     if first is not None:
         lookahead.prepare(first.path, hash_content=needs_hash(journal, first))

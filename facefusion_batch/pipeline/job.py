@@ -8,9 +8,10 @@ import shutil
 import time
 from typing import Callable, Protocol
 
-from facefusion_batch.errors import FfbError, MediaError
+from facefusion_batch.errors import MediaError
 from facefusion_batch.media import read_picture, temp_name, write_picture
-from facefusion_batch.pipeline.batch import NO_FACE, Outcome, job_options, os_reason
+from facefusion_batch.pipeline import guard
+from facefusion_batch.pipeline.batch import NO_FACE, Outcome, job_options, refuse_special
 from facefusion_batch.pipeline.lookahead import Prepared
 from facefusion_batch.pipeline.output_guard import prepare_output
 from facefusion_batch.pipeline.processor import FrameProcessor
@@ -38,8 +39,9 @@ def begin(processor: FrameProcessor, target: Target, progress: TargetProgress, r
     started = time.perf_counter()
     calls = engine.detector_calls()
 
-    def failed(exc: BaseException) -> Outcome:
-        reason = str(exc) if isinstance(exc, FfbError) else os_reason(target, exc)  # type: ignore[arg-type]
+    def failed(exc: Exception) -> Outcome:
+        reason = (guard.disk_full_reason(target.path, exc, processor.settings.temp_path, target.output)
+                  or guard.failure_reason(target.path, exc))
         return Outcome(str(target.path), "failed", reason=reason, seconds=time.perf_counter() - started)
 
     def outcome(swapped: int, frames: int, note: str) -> Outcome:
@@ -48,8 +50,9 @@ def begin(processor: FrameProcessor, target: Target, progress: TargetProgress, r
                        time.perf_counter() - started, calls_made)
 
     try:
+        refuse_special(target)
         prepared = ready() if ready else None
-        prepare_output(processor.settings.output_path, target.output, target.path)
+        prepare_output(processor.settings.output_dir, target.output, target.path)
         if target.kind == "image":
             progress.start(1)
             swapped, note = process_image(processor, target, content)
@@ -60,7 +63,7 @@ def begin(processor: FrameProcessor, target: Target, progress: TargetProgress, r
                                job_options(processor.settings, processor.timings), progress.advance,
                                progress.start, resume_key, prepared, on_decoded, processor.seal(target.path, content))
         calls_made = engine.detector_calls() - calls
-    except (FfbError, OSError) as exc:
+    except Exception as exc:  # noqa: BLE001 - whatever one target raises is its failure, not the batch's
         result = failed(exc)
         return lambda: result
     finally:
@@ -69,7 +72,7 @@ def begin(processor: FrameProcessor, target: Target, progress: TargetProgress, r
     def complete() -> Outcome:
         try:
             counters = encoded.finish()
-        except (FfbError, OSError) as exc:
+        except Exception as exc:  # noqa: BLE001 - see above
             return failed(exc)
         note = counters.note
         if counters.resumed_frames:

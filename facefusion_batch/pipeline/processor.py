@@ -19,7 +19,7 @@ from facefusion_batch.engines import build_engine
 from facefusion_batch.engines.base import FaceEngine, Selection, build_selection
 from facefusion_batch.engines.source_cache import Record
 from facefusion_batch.models.store import sha256_of
-from facefusion_batch.pipeline.analysis import MotionGate, Reference, face_patches, track
+from facefusion_batch.pipeline.analysis import MotionGate, Reference, TrackState, face_patches, track
 from facefusion_batch.pipeline.journal import settings_key
 from facefusion_batch.pipeline.video_job import Seal
 from facefusion_batch.provenance.label import VisibleLabel
@@ -61,7 +61,7 @@ class FrameProcessor:
 
     def new_gate(self) -> MotionGate:
         s = self.settings
-        return MotionGate(s.keypoint_reuse, s.reuse_motion_threshold, s.redetect_interval)
+        return MotionGate(s.keypoint_reuse, s.reuse_motion_threshold, s.redetect_interval, TrackState())
 
     def analyse(self, frame: np.ndarray, reference: Reference) -> None:
         """Detect the faces of a new reference frame and keep what tracking needs; frames waiting on the
@@ -76,21 +76,43 @@ class FrameProcessor:
             raise
         reference.result.set_result((faces, patches))
 
-    def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool) -> tuple[np.ndarray, int]:
-        """Process one video frame: a new reference is analysed (unless that was done ahead), any other
-        frame tracks the reference's faces."""
+    def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool, index: int | None = None
+                 ) -> tuple[np.ndarray, int]:
+        """Process frame `index` of a video: a new reference is analysed (unless that was done ahead), any
+        other frame tracks the reference's faces; the faces then join their face tracks (in frame order)."""
+        tracks = reference.tracks if index is not None else None
+        # Cuts are looked for on reference frames only: the gate makes every frame that changed that much a
+        # new reference, and has its thumbnail already.
+        thumb = reference.thumb if is_new else None
+        try:
+            faces, detected = self._faces(frame, reference, is_new)
+        except BaseException:
+            if tracks is not None:
+                tracks.skip(index)
+            raise
+        if tracks is None:
+            return self.swap(frame, faces)
+        with tracks.turn(index, frame.shape) as tracker, timed(self.timings, "track"):
+            # Look again where a tracked face should be before declaring it gone.
+            missing = [] if thumb is not None and tracker.cut(thumb) else tracker.missing(index, faces)
+            refits = self.engine.refit(frame, missing) if missing else []
+            tracked = tracker.update(index, faces, detected, thumb, refits)
+            chosen = self.selection.pick_tracked(frame, tracked, tracker, detected, self.engine)
+        return self.swap_faces(frame, chosen)
+
+    def _faces(self, frame: np.ndarray, reference: Reference, is_new: bool) -> tuple[list, bool]:
+        """The frame's faces, and whether they were detected on it (not moved from a reference)."""
         if is_new:
             if not reference.ahead:
                 self.analyse(frame, reference)
-            faces = reference.result.result()[0]
-        else:
-            ref_faces, patches = reference.result.result()
-            with timed(self.timings, "track"):
-                faces = track(ref_faces, patches, frame) if ref_faces else []
-            if faces is None:
-                with timed(self.timings, "detect"):
-                    faces = self.engine.detect(frame)
-        return self.swap(frame, faces)
+            return reference.result.result()[0], True
+        ref_faces, patches = reference.result.result()
+        with timed(self.timings, "track"):
+            faces = track(ref_faces, patches, frame) if ref_faces else []
+        if faces is None:
+            with timed(self.timings, "detect"):
+                return self.engine.detect(frame), True
+        return faces, False
 
     def frame(self, frame: np.ndarray) -> tuple[np.ndarray, int]:
         """Process a single picture: detect, select, swap."""
@@ -101,6 +123,10 @@ class FrameProcessor:
     def swap(self, frame: np.ndarray, faces: list) -> tuple[np.ndarray, int]:
         with timed(self.timings, "swap"):
             faces = self.selection.pick(frame, faces, self.engine)
+        return self.swap_faces(frame, faces)
+
+    def swap_faces(self, frame: np.ndarray, faces: list) -> tuple[np.ndarray, int]:
+        with timed(self.timings, "swap"):
             if faces:
                 frame = self.engine.swap(frame, faces, self.source)
         if faces and self.timings is not None:

@@ -39,8 +39,9 @@ class FrameProcessor(Protocol):
     def analyse(self, frame: np.ndarray, reference: Reference) -> None:
         """Detect a new reference's faces and set its result (a task of its own, ahead of its frame)."""
 
-    def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool) -> tuple[np.ndarray, int]:
-        """Swap faces in `frame`; returns (frame, faces swapped)."""
+    def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool, index: int
+                 ) -> tuple[np.ndarray, int]:
+        """Swap faces in frame `index` of the video; returns (frame, faces swapped)."""
 
 
 @dataclass
@@ -63,11 +64,17 @@ class JobOptions:
     timings: Timings | None = None  # stage times go here when set (ffb benchmark)
 
 
+def size_text(size: float) -> str:
+    """Bytes as a person reads them: GB from 1 GB, else MB (kB below 1 MB)."""
+    if size >= 1e9:
+        return f"{size / 1e9:.1f} GB"
+    return f"{size / 1e6:.0f} MB" if size >= 1e6 else f"{size / 1e3:.0f} kB"
+
+
 def check_space(directory: Path, needed: int, what: str, fix: str) -> None:
     free = shutil.disk_usage(directory).free
     if free < needed:
-        raise TargetError(f"{what}: needs ~{needed / 1e9:.1f} GB free in {directory}, has {free / 1e9:.1f} GB; "
-                          f"{fix}")
+        raise TargetError(f"{what}: needs ~{size_text(needed)} free in {directory}, has {size_text(free)}; {fix}")
 
 
 SPOOL_BYTES = 512 * 1024 ** 2  # decoded frames waiting on disk, at most (a few frames for 4K)
@@ -83,10 +90,12 @@ def spool_ahead(info: VideoInfo, options: JobOptions) -> int:
 
 
 def estimate(info: VideoInfo, options: JobOptions) -> tuple[int, int]:
-    """(temp bytes, output bytes) one video needs: spooled frames + encoded chunks, and the output."""
+    """(temp bytes, output bytes) one video needs: spooled frames (never more than the video has) + encoded
+    chunks, and the output."""
     frame_bytes = info.width * info.height * 3
-    spool = frame_bytes * spool_ahead(info, options) if options.transport == "temp" else 0
-    encoded = max(info.path.stat().st_size * 2, 10_000_000)
+    spooled = min(spool_ahead(info, options), max(1, info.frame_count))
+    spool = frame_bytes * spooled if options.transport == "temp" else 0
+    encoded = max(info.path.stat().st_size * 2, 2_000_000)
     return spool + encoded, encoded
 
 
@@ -309,40 +318,45 @@ class _FrameStages:
         self._preloaded: dict[int, np.ndarray] = {}  # reference frames loaded by their analysis, by index
         self._analyses: list[tuple[Future, Reference]] = []
 
-    def planned(self, spool: Spool, start: int) -> Iterator[tuple[object, Reference, bool]]:
-        """(payload, reference, is_new) per frame. A fresh gate per chunk: every chunk is analysed alone, so
-        resumed and split runs choose alike."""
+    def planned(self, spool: Spool, start: int) -> Iterator[tuple[object, Reference, bool, int]]:
+        """(payload, reference, is_new, index) per frame. A fresh gate per chunk: every chunk is analysed
+        alone, so resumed and split runs choose alike."""
         gate: MotionGate | None = None
         for index, (payload, thumb) in enumerate(spool, start):
             if index % self._options.chunk_size == 0 or gate is None:
                 gate = self._frame_fn.new_gate()
-            yield (payload, *gate.plan(index, thumb, self._info.width))
+            yield (payload, *gate.plan(index, thumb, self._info.width), index)
 
-    def analysed_ahead(self, pool: ThreadPoolExecutor, planned: Iterator[tuple[object, Reference, bool]]
-                       ) -> Iterator[tuple[object, Reference, bool]]:
+    def analysed_ahead(self, pool: ThreadPoolExecutor, planned: Iterator[tuple[object, Reference, bool, int]]
+                       ) -> Iterator[tuple[object, Reference, bool, int]]:
         """The planned frames, `in_flight` behind planning: a new reference is queued for analysis as it is
         planned, so frames after it rarely wait for its faces."""
         window: collections.deque = collections.deque()
-        for payload, reference, is_new in planned:
+        for payload, reference, is_new, index in planned:
             if is_new:
                 reference.ahead = True
                 self._analyses.append((pool.submit(self._analyse, payload, reference), reference))
-            window.append((payload, reference, is_new))
+            window.append((payload, reference, is_new, index))
             if len(window) > self._options.in_flight:
                 yield window.popleft()
         yield from window
 
-    def work(self, payload: object, reference: Reference, is_new: bool) -> tuple[np.ndarray, int]:
-        if is_new and reference.ahead:
-            failure = reference.result.exception()  # waits for the analysis
-            if failure is not None:
-                raise failure
-            frame = self._preloaded.pop(reference.index)
-        else:
-            with timed(self._options.timings, "decode"):
-                frame = load(payload)
+    def work(self, payload: object, reference: Reference, is_new: bool, index: int) -> tuple[np.ndarray, int]:
+        try:
+            if is_new and reference.ahead:
+                failure = reference.result.exception()  # waits for the analysis
+                if failure is not None:
+                    raise failure
+                frame = self._preloaded.pop(reference.index)
+            else:
+                with timed(self._options.timings, "decode"):
+                    frame = load(payload)
+        except BaseException:
+            if reference.tracks is not None:  # the frames after this one wait for its turn in the tracks
+                reference.tracks.skip(index)
+            raise
         with timed(self._options.timings, "frame"):  # frames in the processor now: the metrics' frames in flight
-            return self._frame_fn(frame, reference, is_new)
+            return self._frame_fn(frame, reference, is_new, index)
 
     def cancel_pending(self) -> None:
         """Stopped early: analyses not started are dropped, and whoever waits on them is told."""
@@ -354,11 +368,12 @@ class _FrameStages:
         try:
             with timed(self._options.timings, "decode"):
                 frame = load(payload)
+            self._preloaded[reference.index] = frame
+            self._frame_fn.analyse(frame, reference)
         except BaseException as exc:
-            reference.result.set_exception(exc)
+            if not reference.result.done():  # frames waiting on the reference would wait for ever
+                reference.result.set_exception(exc)
             raise
-        self._preloaded[reference.index] = frame
-        self._frame_fn.analyse(frame, reference)
 
 
 class _ChunkWriter:
@@ -404,8 +419,19 @@ def _check_complete(info: VideoInfo, decoder: Decoder, frames: int) -> None:
     if decoder.returncode != 0 or frames == 0:
         raise MediaError(f"{info.path}: decoding failed after {frames} frames ({ffmpeg.error_line(log)})")
     if frames < info.frame_count - 1 or b"partial file" in log:
-        raise MediaError(f"{info.path}: damaged or truncated: only {frames} of {info.frame_count} frames "
-                         f"could be decoded ({ffmpeg.error_line(log) if log.strip() else 'missing data'})")
+        raise MediaError(f"{info.path}: damaged or truncated: {_shortfall(info, frames)} "
+                         f"({ffmpeg.error_line(log) if log.strip() else 'missing data'})")
+
+
+def _shortfall(info: VideoInfo, decoded: int) -> str:
+    """What a damaged video lacks. The probe counts the frames present, so when all of them decoded the
+    file itself is cut short; its header's duration says by how much, when it says more."""
+    if decoded < info.frame_count - 1:
+        return f"only {decoded} of its {info.frame_count} frames could be decoded"
+    declared = round(info.duration * float(info.fps))
+    if declared > decoded + 1:
+        return f"the file ends early: its header promises ~{declared} frames, only {decoded} are in it"
+    return f"the file ends early (its {decoded} frames decoded, but data after them is missing)"
 
 
 class _Encoder:
