@@ -86,6 +86,21 @@ def ffb(args: list[str], env_vars: dict[str, str]) -> subprocess.Popen:
                             env={**os.environ, **env_vars}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
+def holds_lock(output: Path, run: subprocess.Popen, timeout: float = 120.0) -> None:
+    """Wait until `run` holds the output's lock: the lock file names its pid once the flock is taken."""
+    lock = output / ".ffb" / "lock"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if json.loads(lock.read_text() or "{}").get("pid") == run.pid:
+                return
+        except (OSError, ValueError):
+            pass
+        assert run.poll() is None, run.communicate()[1].decode()
+        time.sleep(0.05)
+    raise AssertionError(f"pid {run.pid} did not take {lock} within {timeout} s")
+
+
 def test_two_concurrent_runs_never_process_the_same_tree_together(env, source_image):
     clips = env / "clips"
     clips.mkdir()
@@ -93,7 +108,7 @@ def test_two_concurrent_runs_never_process_the_same_tree_together(env, source_im
         make_clip(clips / f"c{i}.mp4", frames=40)
     args = ["-s", str(source_image), "-t", str(clips), "-o", str(env / "out")]
     first = ffb(args, {})
-    time.sleep(1.0)
+    holds_lock(env / "out", first)  # not a sleep: on a loaded machine the second could take the lock first
     second = ffb(args + ["--wait"], {})
     out1, _ = first.communicate(timeout=300)
     out2, err2 = second.communicate(timeout=300)
