@@ -408,7 +408,7 @@ def test_serve_answers_scrapes_and_closes():
     metrics.reporter(QuietReporter()).finish("done", "a.mp4")
     with serve(metrics.registry, 0) as server:
         assert server.address == "127.0.0.1" and server.port > 0
-        with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=10) as response:
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=60) as response:
             text = response.read().decode()
         assert value(samples(text), "ffb_targets_total", status="done") == 1
         with pytest.raises(SettingsError, match=f"--metrics-port {server.port}: can't listen"):

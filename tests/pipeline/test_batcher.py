@@ -41,6 +41,6 @@ def test_map_batches_one_threads_items_and_errors_reach_every_waiter():
     futures = [failing.submit(i) for i in range(3)]
     for future in futures:
         with pytest.raises(ValueError, match="model failed"):
-            future.result(timeout=5)
+            future.result(timeout=60)
     failing.close()
     batcher.close()
