@@ -176,6 +176,27 @@ def test_kill_9_at_random_moments_then_rerun_gives_every_output_once(env, source
     assert journal == {**{name: "done" for name in [*lengths, "d.png"]}, "broken.mp4": "failed"}
 
 
+def test_a_run_killed_while_trying_the_output_dir_leaves_no_file_there(env, source_image, monkeypatch):
+    from facefusion_batch.pipeline.batch import check_output_dir
+
+    real_unlink = Path.unlink
+
+    def killed(path, missing_ok=False):  # the run dies between writing its test file and removing it
+        raise SystemExit(137)
+
+    monkeypatch.setattr(Path, "unlink", killed)
+    try:
+        check_output_dir(env / "out")
+    except SystemExit:
+        pass
+    monkeypatch.setattr(Path, "unlink", real_unlink)
+    assert [p.name for p in (env / "out").iterdir()], "the killed run left its test file"
+    image = env / "t.png"
+    cv2.imwrite(str(image), face_frame())
+    assert main(["run", "-s", str(source_image), "-t", str(image), "-o", str(env / "out"), "-q"]) == 0
+    assert sorted(p.name for p in (env / "out").iterdir()) == [".ffb", "t.png"]
+
+
 def test_finished_chunks_are_not_decoded_again(env, source_image, monkeypatch):
     from facefusion_batch.pipeline import video_job
     from facefusion_batch.pipeline.batch import Batch, job_options
