@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 import threading
+import time
 import types
 import urllib.request
 from pathlib import Path
@@ -167,7 +168,8 @@ def test_metrics_file_is_rewritten_during_the_run(tmp_path):
     reporter.expect(3)
     reporter.start("a.mp4", 10)
     reporter.advance(4)
-    for _ in range(500):  # written by the thread, not yet by end(): at most ~10 s on a loaded machine
+    deadline = time.monotonic() + 120  # written by the thread, not yet by end(): a bound for a loaded machine
+    while time.monotonic() < deadline:
         if prom.exists() and value(samples(prom.read_text()), "ffb_frames_total") == 4:
             break
         threading.Event().wait(0.02)
