@@ -14,7 +14,7 @@ def test_items_from_many_threads_share_calls_and_keep_their_results():
         time.sleep(0.005)
         return [i * i for i in items]
 
-    batcher = MicroBatcher(square_all, max_batch=4, max_wait=0.02)
+    batcher = MicroBatcher(square_all, max_batch=4, max_wait=0.5)  # full batches go at once; a slow thread still joins
     results = {}
 
     def worker(start):
