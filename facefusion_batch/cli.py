@@ -7,22 +7,27 @@ Exit codes: 0 all targets done; 1 some target failed; 2 bad usage or settings; 3
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import os
 import signal
 import sys
 import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Optional
 
-import functools
 import typer
 
 from facefusion_batch import __version__
-from facefusion_batch.errors import FfbError, SettingsError
+from facefusion_batch.errors import FfbError, SettingsError, SourceError
 from facefusion_batch.settings import (Engine, Executor, FaceDetectorModel, FaceSelectorMode, FrameTransport,
                                        LabelPosition, OutputProvenance, VideoEncoder, VideoMemoryStrategy,
-                                       VideoPreset, describe, load_settings)
+                                       VideoPreset, check_paths, describe, load_settings)
+from facefusion_batch.video.ffmpeg import describe_ffmpeg, use_ffmpeg
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="ffb: batch face swap for videos and images.\n\n"
@@ -32,25 +37,69 @@ app.add_typer(models_app, name="models")
 
 
 def reports_errors(command):
-    """Turn typed errors into one stderr line and the documented exit code; commands return their code."""
+    """Turn typed errors into one stderr line and the documented exit code; commands return their code.
+    Under --json an error is also one JSON object on stdout (`{"ok": false, "exit_code": N, "error": ...}`),
+    so a script reading stdout always gets a line."""
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> None:
+        as_json = bool(kwargs.get("as_json"))
+        stamp = RunStamp.now()
         try:
             code = command(*args, **kwargs)
         except FfbError as exc:
             print(f"ffb: error: {exc}", file=sys.stderr)
+            if as_json:
+                _print_json_line(stamp.error(command.__name__, exc.exit_code, str(exc)))
             raise typer.Exit(exc.exit_code) from None
+        except typer.Exit:
+            raise
         except KeyboardInterrupt:
             print("ffb: interrupted", file=sys.stderr)
+            if as_json:
+                _print_json_line(stamp.error(command.__name__, 130, "interrupted"))
             raise typer.Exit(130) from None
+        except Exception as exc:  # a bug: the traceback follows, and a script still gets its line
+            if as_json:
+                _print_json_line(stamp.error(command.__name__, 1, f"internal error: {type(exc).__name__}: {exc}"))
+            raise
         raise typer.Exit(code or 0)
 
     return wrapper
 
 
+@dataclass(frozen=True)
+class RunStamp:
+    """What identifies one invocation in a log of JSON lines: an id and its start time (UTC)."""
+
+    run_id: str
+    started: str
+
+    @staticmethod
+    def now() -> "RunStamp":
+        return RunStamp(uuid.uuid4().hex, _utc_now())
+
+    def head(self, exit_code: int) -> dict[str, Any]:
+        return {"ok": exit_code == 0, "exit_code": exit_code, "run_id": self.run_id, "started": self.started,
+                "finished": _utc_now(), "version": __version__}
+
+    def error(self, command: str, exit_code: int, message: str) -> dict[str, Any]:
+        return {**self.head(exit_code), "command": command.replace("_", "-"), "error": message}
+
+
+def _utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _print_json_line(data: Any) -> None:
+    print(json.dumps(data, default=str, ensure_ascii=False), flush=True)
+
+
 def _load(profile: Optional[Path], flags: dict[str, Any]):
-    return load_settings(profile, os.environ, flags)
+    resolved = load_settings(profile, os.environ, flags)
+    for warning in resolved.warnings:
+        print(f"ffb: warning: {warning}", file=sys.stderr)
+    return resolved
 
 
 def _print_json(data: Any) -> None:
@@ -60,14 +109,16 @@ def _print_json(data: Any) -> None:
 @app.command()
 @reports_errors
 def run(
-    source: Optional[Path] = typer.Option(None, "--source", "-s", help="Image of the face to put into the targets."),
+    source: Optional[list[Path]] = typer.Option(None, "--source", "-s", help="Image of the face to put into the "
+                                                "targets (one; several are not supported yet)."),
     target: Optional[list[str]] = typer.Option(None, "--target", "-t", help="Video, image, directory (searched "
                                                "recursively) or quoted glob ('clips/**/*.mp4': outputs mirror the "
                                                "tree below clips/); repeat, or list more after it."),
     more_targets: Optional[list[str]] = typer.Argument(None, metavar="TARGET", help="More targets, e.g. "
                                                        "what an unquoted clips/*.mp4 expands to.", show_default=False),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Output directory (mirrors the target tree). "
-                                          "Default: output_path from the profile, else ./output"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Output directory (mirrors the target tree), "
+                                          "or with one target the output file (-o result.mp4). Default: "
+                                          "output_path from the profile, else ./output"),
     profile: Optional[Path] = typer.Option(None, "--profile", "-p", help="Settings file: facefusion.ini-style .ini "
                                            "or .toml. Precedence: defaults < profile < FFB_* env < flags."),
     many_faces: bool = typer.Option(False, "--many-faces", help="Swap every face (same as --face-selector-mode many)."),
@@ -85,6 +136,11 @@ def run(
                                                       "'tensorrt cuda cpu'."),
     execution_device_id: Optional[int] = typer.Option(None, help="GPU index."),
     execution_thread_count: Optional[int] = typer.Option(None, help="Frame worker threads."),
+    execution_queue_count: Optional[int] = typer.Option(None, help="Frames in flight per worker thread."),
+    execution_inference_slots: Optional[int] = typer.Option(None, help="Model calls allowed at once (0: 1 on a "
+                                                            "GPU, the thread count on CPU)."),
+    ffmpeg_path: Optional[Path] = typer.Option(None, help="ffmpeg executable to use (default: the bundled one); "
+                                               "must be version 6.0 or newer."),
     output_video_encoder: Optional[VideoEncoder] = typer.Option(None, help="ffmpeg video encoder."),
     output_video_preset: Optional[VideoPreset] = typer.Option(None, help="Encoder speed preset."),
     output_video_quality: Optional[int] = typer.Option(None, help="0..100, higher is better (maps to CRF)."),
@@ -120,18 +176,22 @@ def run(
     wait: bool = typer.Option(False, "--wait", help="If another ffb run holds this output, wait for it instead "
                                                     "of exiting (exit code 6)."),
     print_settings: bool = typer.Option(False, "--print-settings", help="Show the resolved settings and exit."),
-    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary on stdout as one line of JSON (run id, "
+                                 "start/end time UTC, version, engine, counts, outcomes); errors too."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
     metrics_file: Optional[Path] = typer.Option(None, "--metrics-file", help="Write Prometheus metrics to this "
                                                 "file every 15 s and at the end, atomically: for node_exporter's "
                                                 "textfile collector, a *.prom file in its directory."),
 ) -> int:
     """Swap the source face into every target video and image."""
+    stamp = RunStamp.now()
     flags: dict[str, Any] = {
         "output_path": output, "engine": engine, "models_path": models_path,
         "face_detector_model": face_detector_model, "face_detector_min_size": face_detector_min_size,
         "execution_providers": execution_providers,
         "execution_device_id": execution_device_id, "execution_thread_count": execution_thread_count,
+        "execution_queue_count": execution_queue_count, "execution_inference_slots": execution_inference_slots,
+        "ffmpeg_path": ffmpeg_path,
         "output_video_encoder": output_video_encoder, "output_video_preset": output_video_preset,
         "output_video_quality": output_video_quality, "temp_path": temp_path, "chunk_size": chunk_size,
         "frame_transport": frame_transport, "keypoint_reuse": keypoint_reuse,
@@ -147,26 +207,35 @@ def run(
     if reference_face and not (many_faces or face_selector_mode):
         flags["face_selector_mode"] = "reference"
     resolved = _load(profile, flags)
+    settings = resolved.settings
+    use_ffmpeg(settings.ffmpeg_path)
     if print_settings:
-        rows = describe(resolved)
+        rows = describe(resolved) + _ffmpeg_rows(resolved)
         if as_json:
             _print_json(rows)
         else:
             _settings_table(rows)
         return 0
     target = [*(target or []), *(more_targets or [])]
-    if source is None or not target:
+    if not source or not target:
         raise SettingsError("ffb run needs --source FACE_IMAGE and at least one --target; see ffb run --help")
+    if len(source) > 1:
+        raise SettingsError(f"several sources ({' '.join(map(str, source))}) are not supported yet; pass one "
+                            "--source image of the face")
+    source_path = source[0]
+    check_paths(settings)
+    if settings.output_file is not None:
+        _check_output_file(settings.output_file, target)
 
     from facefusion_batch.pipeline.batch import Batch, open_state, prepare_first
     from facefusion_batch.pipeline.progress import make_reporter
 
-    settings = resolved.settings
     signing = _check_signing(settings)  # a broken certificate: one error before any work
     if settings.executor == "ray":
         from facefusion_batch.executors import require_ray
 
         require_ray()  # before the lock: say at once how to install it
+    check_source(source_path)  # before the lock and the models: exit 4 at once
     metrics = None
     if metrics_file:
         from facefusion_batch.metrics import FileMetrics
@@ -192,11 +261,12 @@ def run(
 
             if signing:
                 reporter.message(signing)
-            result = run_batch(settings, source, target, journal, reporter, force=force, retry_failed=retry_failed)
+            result = run_batch(settings, source_path, target, journal, reporter, force=force,
+                               retry_failed=retry_failed)
         else:
             lookahead = prepare_first(settings, target, journal)  # while the models load
             try:
-                batch = Batch(settings, source, reporter)
+                batch = Batch(settings, source_path, reporter)
             except BaseException:
                 lookahead.close()
                 raise
@@ -214,13 +284,66 @@ def run(
             journal.close()
         if lock:
             lock.release()
+    code = 130 if result.interrupted else 1 if result.failed else 0
     if as_json:
-        _print_json(result.to_dict())
+        summary = result.to_dict()
+        summary.pop("ok", None)
+        _print_json_line({**stamp.head(code), "command": "run", **summary})
     else:
         _summary_table(result)
-    if result.interrupted:
-        return 130
-    return 1 if result.failed else 0
+    return code
+
+
+def check_source(path: Path) -> None:
+    """The source must be one readable image file: SourceError (exit 4) naming it and the fix otherwise,
+    before any model loads."""
+    from facefusion_batch.media import IMAGE_EXTENSIONS, image_header_problem
+
+    fix = f"pass --source with a photo of the face ({', '.join(e.lstrip('.') for e in IMAGE_EXTENSIONS)})"
+    if path.is_dir():
+        raise SourceError(f"{path}: is a directory, not an image; {fix}")
+    if not path.exists():
+        broken = " (a broken symbolic link)" if path.is_symlink() else ""
+        raise SourceError(f"{path}: source image not found{broken}; {fix}")
+    if not path.is_file():
+        raise SourceError(f"{path}: not a regular file; {fix}")
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(1 << 16)
+    except OSError as exc:
+        raise SourceError(f"{path}: can't read the source image ({exc.strerror or exc}); {fix}") from None
+    problem = image_header_problem(head)
+    if problem:
+        raise SourceError(f"{path}: {problem}; {fix}")
+
+
+def _check_output_file(output: Path, specs: list[str]) -> None:
+    """-o result.mp4 names one output file: the targets must give exactly one file, of the same kind."""
+    from facefusion_batch.media import kind_of
+    from facefusion_batch.targets import discover
+
+    targets, rejected = discover(specs, output.parent, output)
+    found = len(targets) + len(rejected)
+    if found > 1:
+        raise SettingsError(f"--output {output} names one output file, but the targets give {found} files; pass "
+                            "one target, or an output directory (-o DIR) for several")
+    if targets and targets[0].kind != kind_of(output):
+        def article(kind: str | None) -> str:
+            return "a video" if kind == "video" else "an image"
+
+        raise SettingsError(f"--output {output} is {article(kind_of(output))} file name but {targets[0].path} is "
+                            f"{article(targets[0].kind)}; give the output {article(targets[0].kind)} extension "
+                            f"such as {targets[0].path.suffix}")
+
+
+def _ffmpeg_rows(resolved) -> list[dict[str, Any]]:
+    """--print-settings rows saying which ffmpeg runs: path, version, hardware encoders it lists."""
+    info = describe_ffmpeg()
+    origin = resolved.origins["ffmpeg_path"] if info.origin == "setting" else info.origin
+    encoders = " ".join(info.hardware_encoders) or "none"
+    return [{"section": "ffmpeg (in use)", "key": "path", "value": info.path, "origin": origin},
+            {"section": "ffmpeg (in use)", "key": "version", "value": info.version or "unknown", "origin": origin},
+            {"section": "ffmpeg (in use)", "key": "hardware_encoders", "value": encoders, "origin": origin}]
 
 
 def _interrupt(signum: int, frame: Any) -> None:
@@ -399,10 +522,13 @@ def detect_gpus(
 
     gpus, reason = hardware.query_nvidia_smi()
     findings = hardware.report(gpus, reason, hardware.onnxruntime_providers())
+    info = describe_ffmpeg()
     if as_json:
-        _print_json(findings)
+        _print_json({**findings, "ffmpeg": dataclasses.asdict(info)})
     else:
         print(hardware.render_text(findings), end="")
+        print(f"ffmpeg: {info.path} ({info.origin}, version {info.version or 'unknown'}); hardware encoders built "
+              f"in: {' '.join(info.hardware_encoders) or 'none'}")
     return 0
 
 
@@ -527,11 +653,54 @@ def version() -> None:
 
 def main(argv: Optional[list[str]] = None) -> int:
     """Run the CLI in-process and return the exit code (tests call this)."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    several = several_sources(args)
+    if several:
+        print(f"ffb: error: {several}", file=sys.stderr)
+        if "--json" in args:
+            _print_json_line(RunStamp.now().error("run", 2, several))
+        return 2
     try:
-        app(args=argv, prog_name="ffb")
+        code = app(args=args, prog_name="ffb", standalone_mode=False)
+    except typer.Abort:
+        print("Aborted!", file=sys.stderr)
+        return 1
+    except typer.TyperException as exc:  # usage: an unknown flag, a value not among the choices
+        if not hasattr(exc, "format_message"):
+            raise
+        _show_usage_error(exc)
+        if "--json" in args:
+            command = next((a for a in args if not a.startswith("-")), "")
+            _print_json_line(RunStamp.now().error(command, exc.exit_code, exc.format_message()))
+        return exc.exit_code
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return 0
+    return code if isinstance(code, int) else 0
+
+
+def several_sources(args: list[str]) -> str | None:
+    """FaceFusion takes several sources after one -s (`-s a.jpg b.jpg`); here the second would be taken as
+    a positional target and get the face swapped in. An image right after the source is refused instead."""
+    if not args or args[0] != "run":
+        return None
+    from facefusion_batch.media import kind_of
+
+    for index, arg in enumerate(args[:-2]):
+        if arg in ("-s", "--source") and not args[index + 2].startswith("-") \
+                and kind_of(Path(args[index + 2])) == "image":
+            return (f"several sources (-s {args[index + 1]} {args[index + 2]}) are not supported yet; pass one "
+                    f"--source image of the face (if {args[index + 2]} is a target, pass it with -t)")
+    return None
+
+
+def _show_usage_error(exc: Any) -> None:
+    """As Typer shows it when it handles the error itself."""
+    try:
+        from typer import rich_utils
+
+        rich_utils.rich_format_error(exc)
+    except ImportError:  # pragma: no cover - rich is a dependency
+        exc.show()
 
 
 def entry() -> None:

@@ -53,6 +53,26 @@ def read_image(path: Path, error: type[Exception] = SourceError) -> np.ndarray:
     return image
 
 
+def image_header_problem(head: bytes) -> str | None:
+    """Why a file that starts with `head` is no image ffb reads (None: its header is a JPEG/PNG/WebP's)."""
+    from PIL import Image, UnidentifiedImageError
+
+    if not head:
+        return "file is empty"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(head)) as image:
+                kind = image.format
+    except Image.DecompressionBombError:
+        return None  # an image; read_image refuses it for its size, with the reason
+    except (UnidentifiedImageError, OSError, ValueError):
+        return "not a readable image (no JPEG, PNG or WebP header)"
+    if kind not in ("JPEG", "PNG", "WEBP", "MPO"):
+        return f"a {kind} image, which ffb does not read"
+    return None
+
+
 def _header_size(data: np.ndarray) -> tuple[int, int]:
     """Image size from the header alone (no pixel decoding); (0, 0) when the header isn't recognised."""
     from PIL import Image, UnidentifiedImageError

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import configparser
 import dataclasses
+import difflib
 import os
 import sys
 import tempfile
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
+from facefusion_batch import facefusion_ini
 from facefusion_batch.errors import SettingsError
 
 if sys.version_info >= (3, 11):
@@ -60,7 +62,8 @@ class Settings:
 
     temp_path: Path = _spec("paths", "Directory for extracted frames and chunks (fast local disk).",
                             default_factory=lambda: Path(tempfile.gettempdir()))
-    output_path: Path = _spec("paths", "Directory that receives the outputs (mirrors the target tree).",
+    output_path: Path = _spec("paths", "Directory that receives the outputs (mirrors the target tree); with one "
+                              "target it may name the output file (result.mp4), as in FaceFusion.",
                               default_factory=lambda: Path("output"))
     models_path: Path = _spec("paths", "Directory of .onnx model files; a FaceFusion .assets/models works.",
                               default_factory=lambda: _default_cache() / "models")
@@ -70,13 +73,16 @@ class Settings:
     shared_path: Path | None = _spec(
         "paths", "Ray executor: directory every node mounts at the same path, where the chunks of a video split "
         "across workers meet (default: temp_path, which is then shared).", None)
+    ffmpeg_path: Path | None = _spec(
+        "paths", "ffmpeg executable to use (default: the one bundled with ffb, from imageio-ffmpeg); checked "
+        "against the minimum version at start-up.", None)
 
     download_mirror: str = _spec("download", "Base URL to fetch model files from instead of the FaceFusion "
                                  "release (a mirror holding the same file names).", "")
 
     engine: Engine = _spec("face_swapper", "auto: neural when its models are present, else offline.",
                            "auto")
-    face_swapper_model: FaceSwapperModel = _spec("face_swapper", "Neural swapper model.", "inswapper_128")
+    face_swapper_model: FaceSwapperModel = _spec("processors", "Neural swapper model.", "inswapper_128")
 
     face_detector_model: FaceDetectorModel = _spec("face_detector", "Neural face detector.", "scrfd")
     face_detector_size: int = _spec("face_detector", "Detector input size in pixels (square).", 640)
@@ -101,12 +107,12 @@ class Settings:
         "face_selector", "Max cosine distance to the reference face, 0..2 (lower is stricter).", 0.6)
 
     output_video_encoder: VideoEncoder = _spec(
-        "output", "ffmpeg video encoder; auto: libvpx-vp9 for .webm, libx264 elsewhere.", "auto")
-    output_video_preset: VideoPreset = _spec("output", "Encoder speed/size preset.", "veryfast")
-    output_video_quality: int = _spec("output", "Video quality 0..100 (maps to CRF; higher is better).", 80)
-    output_image_quality: int = _spec("output", "JPEG/WebP quality 0..100 for image targets.", 95)
-    output_marking: bool = _spec("output", "Mark outputs as AI-modified at all (false, or --no-marking: no "
-                                           "metadata, no C2PA, whatever output_provenance says).", True)
+        "output_creation", "ffmpeg video encoder; auto: libvpx-vp9 for .webm, libx264 elsewhere.", "auto")
+    output_video_preset: VideoPreset = _spec("output_creation", "Encoder speed/size preset.", "veryfast")
+    output_video_quality: int = _spec("output_creation", "Video quality 0..100 (maps to CRF; higher is better).", 80)
+    output_image_quality: int = _spec("output_creation", "JPEG/WebP quality 0..100 for image targets.", 95)
+    output_marking: bool = _spec("output_creation", "Mark outputs as AI-modified at all (false, or --no-marking: "
+                                 "no metadata, no C2PA, whatever output_provenance says).", True)
 
     output_provenance: OutputProvenance = _spec(
         "provenance", "c2pa: signed C2PA content credentials plus metadata marking; metadata: container/EXIF "
@@ -165,8 +171,21 @@ class Settings:
         "tolerant: keep sessions and arenas.", "moderate")
     system_memory_limit: int = _spec("memory", "Process data-segment limit in GB (0: no limit).", 0)
 
-    log_level: LogLevel = _spec("logging", "info: progress and notes on stderr; error: only errors and the summary.",
+    log_level: LogLevel = _spec("misc", "info: progress and notes on stderr; error: only errors and the summary.",
                               "info")
+
+    @property
+    def output_file(self) -> Path | None:
+        """The output file when output_path names one (a media extension, and not an existing directory)."""
+        from facefusion_batch.media import kind_of
+
+        path = self.output_path
+        return path if kind_of(path) is not None and not path.is_dir() else None
+
+    @property
+    def output_dir(self) -> Path:
+        """The directory that receives the outputs (the output file's directory when output_path names one)."""
+        return self.output_path.parent if self.output_file is not None else self.output_path
 
     def micro_batch(self) -> int:
         """Max items per micro-batched model call (1: micro-batching off)."""
@@ -222,10 +241,11 @@ def choices(name: str) -> tuple[str, ...]:
 
 
 def parse_value(name: str, raw: Any, where: str) -> Any:
-    """Convert a raw profile/env/flag value to the field's type; raise SettingsError naming `where`."""
+    """Convert a raw profile/env/flag value to the field's type; raise SettingsError naming `where`.
+    FaceFusion's forms of a value are accepted too (`640x640`, `yolo_face`, `jpeg`)."""
     hint = _HINTS[name]
     try:
-        value = _convert(name, hint, raw)
+        value = _convert(name, hint, _facefusion_form(name, raw))
     except (ValueError, TypeError) as exc:
         raise SettingsError(f"{where}: {exc}") from None
     if name in _RANGES and value is not None:
@@ -233,6 +253,33 @@ def parse_value(name: str, raw: Any, where: str) -> Any:
         if not low <= value <= high:
             raise SettingsError(f"{where}: {value} is out of range {low}..{high}")
     return value
+
+
+# FaceFusion's spelling of a value -> ffb's (its log levels have no ffb counterpart but info's nearest).
+_FACEFUSION_VALUES = {
+    "face_detector_model": {"yolo_face": "yoloface"},
+    "temp_frame_format": {"jpeg": "jpg"},
+    "log_level": {"warn": "info", "debug": "info"},
+}
+
+
+def _facefusion_form(name: str, raw: Any) -> Any:
+    if not isinstance(raw, str):
+        return raw
+    text = raw.strip()
+    if name == "face_detector_size" and "x" in text.lower():
+        width, _, height = text.lower().partition("x")
+        if width.strip() != height.strip():
+            raise ValueError(f"{text!r}: the detectors take a square input; give one number or a square "
+                             "size such as 640x640")
+        return width.strip()
+    if name == "execution_device_id":
+        ids = text.replace(",", " ").split()
+        if len(ids) > 1:
+            raise ValueError(f"{text!r}: one run uses one GPU; give one id, or use --executor ray with "
+                             "ray_num_gpus to spread a batch over several GPUs")
+        return ids[0] if ids else text
+    return _FACEFUSION_VALUES.get(name, {}).get(text.lower(), raw)
 
 
 def _convert(name: str, hint: Any, raw: Any) -> Any:
@@ -280,29 +327,110 @@ def _choice(name: str, literal: Any, raw: str) -> str:
     return value
 
 
+# Sections ffb used before it took FaceFusion's names for the keys both share; still accepted.
+_OLD_SECTIONS = {"output_creation": "output", "misc": "logging", "processors": "face_swapper"}
+
+
+def _sections_of(name: str) -> tuple[str, ...]:
+    """The profile sections a setting may be written in: its own, and its older ffb name."""
+    section = FIELDS[name].metadata["section"]
+    old = _OLD_SECTIONS.get(section)
+    return (section, old) if old else (section,)
+
+
+ALL_SECTIONS: tuple[str, ...] = tuple(dict.fromkeys([*SECTIONS, *facefusion_ini.LAYOUT, *_OLD_SECTIONS.values()]))
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A profile's values, and one warning naming the FaceFusion keys it sets that ffb does not use."""
+
+    values: dict[str, Any]
+    warnings: tuple[str, ...] = ()
+
+
 def read_profile(path: Path) -> dict[str, Any]:
-    """Read an ini or TOML profile into {field: value}; unknown sections/keys and bad values are errors."""
+    """Read an ini or TOML profile into {field: value} (see `load_profile`)."""
+    return load_profile(path).values
+
+
+def load_profile(path: Path) -> Profile:
+    """Read an ini (ffb's or FaceFusion's facefusion.ini) or TOML profile. Every problem (unknown section
+    or key, bad value) is reported at once in one SettingsError; FaceFusion keys ffb does not use are
+    listed in one warning."""
     if not path.is_file():
         raise SettingsError(f"{path}: profile not found; pass an existing .ini or .toml file to --profile")
     raw_sections = _read_toml(path) if path.suffix.lower() == ".toml" else _read_ini(path)
     values: dict[str, Any] = {}
+    problems: list[str] = []
+    ignored: list[tuple[str, str]] = []
+    not_yet: list[tuple[str, str]] = []
     for section, keys in raw_sections.items():
-        if section not in SECTIONS:
-            raise SettingsError(f"{path}: unknown section [{section}]; known sections: {', '.join(SECTIONS)}")
+        if section not in ALL_SECTIONS:
+            problems.append(f"unknown section [{section}]{_did_you_mean(section, ALL_SECTIONS)}"
+                            if section != "DEFAULT" else
+                            "[DEFAULT] is not supported (its keys would apply to every section); put each key "
+                            "in its own section")
+            continue
         for key, raw in keys.items():
-            spec = FIELDS.get(key)
-            where = f"{path} [{section}] {key}"
-            if spec is None or spec.metadata["section"] != section:
-                hint = f" (it belongs in [{spec.metadata['section']}])" if spec else ""
-                raise SettingsError(f"{where}: unknown key{hint}")
-            if isinstance(raw, str) and raw.strip() == "":
-                continue  # FaceFusion leaves unset keys blank: keep the default
-            values[key] = parse_value(key, raw, where)
-    return values
+            blank = isinstance(raw, str) and raw.strip() == ""
+            name = facefusion_ini.RENAMED.get(key, key)
+            if name in FIELDS and section in _sections_of(name):
+                if blank:
+                    continue  # FaceFusion leaves unset keys blank: keep the default
+                try:
+                    values[name] = parse_value(name, raw, f"[{section}] {key}")
+                except SettingsError as exc:
+                    problems.append(str(exc))
+            elif facefusion_ini.is_facefusion_key(section, key):
+                if blank or (key == "processors" and facefusion_ini.uses_only_swapper(str(raw))):
+                    continue
+                planned, note = facefusion_ini.ignored_note(key)
+                (not_yet if planned else ignored).append((section, note))
+            else:
+                problems.append(_unknown_key(section, key))
+    if problems:
+        count = f"{len(problems)} problems: " if len(problems) > 1 else ""
+        raise SettingsError(f"{path}: {count}" + "; ".join(problems))
+    warnings = []
+    if ignored or not_yet:
+        parts = []
+        if ignored:
+            parts.append("FaceFusion settings ffb does not have, ignored: " + _by_section(ignored))
+        if not_yet:
+            parts.append("not used yet (face enhancer and masks are planned): " + _by_section(not_yet))
+        warnings.append(f"{path}: " + ". ".join(parts))
+    return Profile(values, tuple(warnings))
+
+
+def _by_section(notes: list[tuple[str, str]]) -> str:
+    """'[a] k1, k2; [b] k3' from (section, key note) pairs."""
+    grouped: dict[str, list[str]] = {}
+    for section, note in notes:
+        grouped.setdefault(section, []).append(note)
+    return "; ".join(f"[{section}] {', '.join(keys)}" for section, keys in grouped.items())
+
+
+def _unknown_key(section: str, key: str) -> str:
+    name = facefusion_ini.RENAMED.get(key, key)
+    if name in FIELDS:
+        return f"[{section}] {key}: unknown key here (it belongs in [{FIELDS[name].metadata['section']}])"
+    facefusion_section = facefusion_ini.section_of(key)
+    if facefusion_section:
+        return f"[{section}] {key}: unknown key here (FaceFusion's key of [{facefusion_section}])"
+    here = [n for n in FIELDS if section in _sections_of(n)] + list(facefusion_ini.LAYOUT.get(section, ()))
+    everywhere = list(FIELDS) + [k for keys in facefusion_ini.LAYOUT.values() for k in keys]
+    return f"[{section}] {key}: unknown key{_did_you_mean(key, here) or _did_you_mean(key, everywhere)}"
+
+
+def _did_you_mean(word: str, candidates: Any) -> str:
+    close = difflib.get_close_matches(word.lower(), list(dict.fromkeys(candidates)), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def _read_ini(path: Path) -> dict[str, dict[str, Any]]:
-    parser = configparser.ConfigParser(interpolation=None)
+    # No default section: configparser's [DEFAULT] would leak its keys into every section unchecked.
+    parser = configparser.ConfigParser(interpolation=None, default_section="\0none")
     try:
         parser.read(path, encoding="utf-8")
     except (configparser.Error, UnicodeDecodeError) as exc:
@@ -322,24 +450,36 @@ def _read_toml(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def read_environment(environ: Mapping[str, str]) -> dict[str, Any]:
-    """Read FFB_<KEY> variables (e.g. FFB_EXECUTION_PROVIDERS="cuda cpu"); unknown FFB_ names are errors."""
+    """Read FFB_<KEY> variables (e.g. FFB_EXECUTION_PROVIDERS="cuda cpu"); see `load_environment`."""
+    return load_environment(environ)[0]
+
+
+def load_environment(environ: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:
+    """FFB_<KEY> variables as {field: value}, and a warning naming FFB_ variables that are no setting (a
+    stray variable must not stop every command); a bad value of a known setting is an error."""
     values: dict[str, Any] = {}
+    unknown: list[str] = []
     for var, raw in environ.items():
         if not var.startswith("FFB_") or raw == "":
             continue
         key = var[4:].lower()
         if key not in FIELDS:
-            raise SettingsError(f"environment {var}: unknown setting; see `ffb run --print-settings`")
+            close = difflib.get_close_matches(key, list(FIELDS), n=1, cutoff=0.6)
+            unknown.append(var + (f" (did you mean FFB_{close[0].upper()}?)" if close else ""))
+            continue
         values[key] = parse_value(key, raw, f"environment {var}")
-    return values
+    warnings = [f"environment: {', '.join(sorted(unknown))}: not ffb settings, ignored (see ffb run "
+                "--print-settings)"] if unknown else []
+    return values, warnings
 
 
 @dataclass(frozen=True)
 class Resolved:
-    """The settings and, for each field, where its value came from."""
+    """The settings, for each field where its value came from, and warnings for the user (once each)."""
 
     settings: Settings
     origins: dict[str, str]
+    warnings: tuple[str, ...] = ()
 
 
 def load_settings(
@@ -348,9 +488,11 @@ def load_settings(
     flags: Mapping[str, Any] | None = None,
 ) -> Resolved:
     """Resolve defaults < profile < environment < flags into one frozen Settings."""
+    loaded = load_profile(profile) if profile else Profile({})
+    environment, env_warnings = load_environment(os.environ if environ is None else environ)
     layers = [
-        (f"profile {profile}", read_profile(profile) if profile else {}),
-        ("environment", read_environment(os.environ if environ is None else environ)),
+        (f"profile {profile}", loaded.values),
+        ("environment", environment),
         ("flag", {k: parse_value(k, v, f"--{k.replace('_', '-')}") for k, v in (flags or {}).items()
                   if v is not None}),
     ]
@@ -366,7 +508,7 @@ def load_settings(
     if settings.executor == "ray":
         _check_ray(settings)
     _check_provenance(settings)
-    return Resolved(settings, origins)
+    return Resolved(settings, origins, (*loaded.warnings, *env_warnings))
 
 
 def _check_provenance(settings: Settings) -> None:
@@ -405,3 +547,35 @@ def describe(resolved: Resolved) -> list[dict[str, Any]]:
         rows.append({"section": spec.metadata["section"], "key": name,
                      "value": "" if value is None else str(value), "origin": resolved.origins[name]})
     return rows
+
+
+# Directory settings a run writes to (True) or only reads from (False).
+_DIRECTORIES = {"temp_path": True, "cache_path": True, "models_path": False, "state_path": True,
+                "shared_path": True}
+
+
+def check_paths(settings: Settings) -> None:
+    """Before any work: every directory setting must be a directory, or creatable as one; one SettingsError
+    naming the setting otherwise (rather than each target failing with "File exists")."""
+    # (output_path is the run's to check: a bad output directory is exit 5)
+    checks = [(name, getattr(settings, name), writes) for name, writes in _DIRECTORIES.items()]
+    for name, path, writes in checks:
+        if path is None:
+            continue
+        problem = _directory_problem(Path(path), writes)
+        if problem:
+            raise SettingsError(f"{name} {path}: {problem}; set {name} (or its --{name.replace('_', '-')} flag "
+                                f"or FFB_{name.upper()}) to a directory")
+
+
+def _directory_problem(path: Path, writes: bool) -> str | None:
+    existing = path
+    while not existing.exists() and not existing.is_symlink() and existing != existing.parent:
+        existing = existing.parent
+    if existing.is_symlink() and not existing.exists():
+        return f"{existing} is a broken symbolic link"
+    if not existing.is_dir():
+        return "is a file, not a directory" if existing == path else f"{existing} is a file, not a directory"
+    if writes and not os.access(existing, os.W_OK | os.X_OK):
+        return "is not writable" if existing == path else f"can't be created ({existing} is not writable)"
+    return None

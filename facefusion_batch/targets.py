@@ -33,13 +33,15 @@ def _walk(directory: Path, skip: Path) -> list[Path]:
     return found
 
 
-def discover(specs: Sequence[str], output_dir: Path) -> tuple[list[Target], list[Rejected]]:
+def discover(specs: Sequence[str], output_dir: Path, output_file: Path | None = None
+             ) -> tuple[list[Target], list[Rejected]]:
     """Expand target specs into targets with output paths; explain every spec that yields nothing usable.
 
     Outputs mirror the tree: below a directory given as a target, and below the fixed (non-magic) start of a
     glob, so `up/**/*.mp4` gives out/a/x.mp4 and out/b/x.mp4, not two out/x.mp4. A file named on its own
     keeps only its name. Files in the output directory are never targets of a directory or glob (a re-run
     of `-t 'clips/**' -o clips/out` must not take its own outputs as inputs).
+    With `output_file` (-o result.mp4) the one target is written there (several would all claim it).
     """
     targets: list[Target] = []
     rejected: list[Rejected] = []
@@ -70,6 +72,8 @@ def discover(specs: Sequence[str], output_dir: Path) -> tuple[list[Target], list
                 targets.append(Target(path, kind_of(path) or "", output_dir / _below(path, base or path.parent)))
         if base is not None and matches and len(targets) == found:
             rejected.append(Rejected(Path(spec), "pattern matches no video or image files"))
+    if output_file is not None:
+        targets = [Target(t.path, t.kind, output_file) for t in targets]
     return _deduplicate(targets, rejected)
 
 

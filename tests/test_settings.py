@@ -73,10 +73,15 @@ def test_bad_toml_and_missing_profile(tmp_path):
 
 
 def test_environment_errors_name_the_variable():
-    with pytest.raises(SettingsError, match="FFB_NOPE: unknown setting"):
-        load_settings(None, {"FFB_NOPE": "1"}, {})
     with pytest.raises(SettingsError, match="environment FFB_CHUNK_SIZE: expected a whole number"):
         load_settings(None, {"FFB_CHUNK_SIZE": "lots"}, {})
+
+
+def test_stray_ffb_variables_are_one_warning_not_an_error():
+    resolved = load_settings(None, {"FFB_NOPE": "1", "FFB_CHUNK_SIZ": "9", "FFB_CHUNK_SIZE": "12"}, {})
+    assert resolved.settings.chunk_size == 12
+    assert len(resolved.warnings) == 1
+    assert "FFB_CHUNK_SIZ (did you mean FFB_CHUNK_SIZE?), FFB_NOPE: not ffb settings, ignored" in resolved.warnings[0]
 
 
 def test_flag_errors_name_the_flag():

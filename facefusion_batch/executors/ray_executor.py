@@ -122,12 +122,13 @@ class _Driver:
         self.drained_at = 0.0
 
     def run(self, specs: Sequence[str]) -> BatchResult:
-        targets, rejected = discover(specs, self.settings.output_path)
+        targets, rejected = discover(specs, self.settings.output_dir, self.settings.output_file)
         self.rejected = [Outcome(str(r.path), "failed", reason=r.reason) for r in rejected]
         self.reporter.expect(len(targets))
         self.pending = deque(enumerate(targets))
         check = self._storage_check(targets)
         interrupted = False
+        stopped: list[str] = []  # targets in flight when interrupted (the summary names them)
         try:
             self.pool.start(self.source, check)
             while self.pending or self.queue or self.attempts:
@@ -140,6 +141,7 @@ class _Driver:
         except KeyboardInterrupt:
             interrupted = True
             for job in list(self.active.values()):
+                stopped.append(str(job.target.path))
                 self._record(job, "interrupted", "interrupted")
         finally:
             self.pool.stop()  # first, so that no worker writes after the clean-up
@@ -148,7 +150,7 @@ class _Driver:
                     _discard(task.sent)
             for directory in (check.shared, check.output):
                 check.probe_file(directory).unlink(missing_ok=True)
-        return self._summary(len(targets), interrupted)
+        return self._summary(len(targets), interrupted, stopped)
 
     def first_worker(self, info: WorkerInfo) -> None:
         """What the local executor says once its engine is loaded, said once the first worker is ready."""
@@ -158,14 +160,14 @@ class _Driver:
         for outcome in self.rejected:
             self.reporter.message(f"{outcome.target}: {outcome.reason}")
 
-    def _summary(self, count: int, interrupted: bool) -> BatchResult:
+    def _summary(self, count: int, interrupted: bool, stopped: Sequence[str] = ()) -> BatchResult:
         first = self.pool.first
         result = BatchResult(first.engine if first else "", list(first.models) if first else [],
                              sorted({p for s in self.pool.slots if s.info for p in s.info.providers}))
         result.outcomes = self.rejected + [self.outcomes[i] for i in range(count) if i in self.outcomes]
         if interrupted:
             result.interrupted = True
-            result.outcomes.append(Outcome("(batch)", "failed", reason=INTERRUPTED))
+            result.outcomes += [Outcome(name, "failed", reason=INTERRUPTED) for name in stopped or ["(batch)"]]
         result.source_embeddings_computed = self.pool.embeddings
         result.detector_calls = sum(o.detector_calls for o in result.outcomes)
         return result
@@ -174,7 +176,7 @@ class _Driver:
         """Write the token files workers must see, and list the inputs they must read."""
         settings = self.remote_settings
         inputs = [self.source] + [Path(os.path.abspath(t.path)) for t in targets]
-        check = StorageCheck(self.token, shared_root(settings), settings.output_path,
+        check = StorageCheck(self.token, shared_root(settings), settings.output_dir,
                              tuple(p for p in inputs if os.access(p, os.R_OK)))
         for directory in (check.shared, check.output):
             directory.mkdir(parents=True, exist_ok=True)

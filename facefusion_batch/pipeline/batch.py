@@ -31,7 +31,7 @@ from facefusion_batch.provenance.sign import Marker
 from facefusion_batch.settings import Settings
 from facefusion_batch.targets import Target, discover
 from facefusion_batch.timing import Timings, timed
-from facefusion_batch.video.ffmpeg import EncodeOptions
+from facefusion_batch.video.ffmpeg import EncodeOptions, use_ffmpeg
 
 
 STATUSES = ("done", "no_face", "skipped", "failed")
@@ -93,16 +93,20 @@ def check_output_dir(directory: Path) -> None:
 
 def state_dir(settings: Settings) -> Path:
     """Where the journal and the lock of an output tree live."""
-    return settings.state_path or settings.output_path / ".ffb"
+    return settings.state_path or settings.output_dir / ".ffb"
 
 
 def open_state(settings: Settings, wait: bool, reporter: Reporter) -> tuple[RunLock, Journal]:
     """Lock the output tree (before any model loads, so a second run leaves at once) and open its journal;
     then clear what killed runs left: hidden partial outputs and old abandoned workspaces."""
-    check_output_dir(settings.output_path)
+    check_output_dir(settings.output_dir)
     lock = RunLock(state_dir(settings) / "lock")
     lock.acquire(wait=wait, on_wait=reporter.message)
-    for partial in settings.output_path.rglob(".*.tmp*"):
+    # With an output file (-o result.mp4) its directory is not ffb's to search: only the file's own partials.
+    output_file = settings.output_file
+    partials = (settings.output_dir.glob(f".{output_file.stem}.ffb-*.tmp*") if output_file
+                else settings.output_path.rglob(".*.tmp*"))
+    for partial in partials:
         if ".ffb-" in partial.name and partial.is_file():
             partial.unlink(missing_ok=True)
     remove_stale_workspaces(settings.temp_path)
@@ -196,7 +200,7 @@ def prepare_first(settings: Settings, specs: Sequence[str], journal: Journal | N
     `Batch.run`: started before the engine is built, it is ready when the models have loaded."""
     lookahead = Lookahead(settings.temp_path)
     try:
-        targets, _ = discover(specs, settings.output_path)
+        targets, _ = discover(specs, settings.output_dir, settings.output_file)
     except (FfbError, OSError):
         return lookahead  # run() reports it
     first = next((t for t in targets if t.kind == "video"), None)
@@ -213,7 +217,8 @@ class Batch:
                  engine: FaceEngine | None = None) -> None:
         self.settings, self.reporter = settings, reporter
         self.timings: Timings | None = None  # set by callers that measure stages (ffb benchmark)
-        check_output_dir(settings.output_path)
+        check_output_dir(settings.output_dir)
+        use_ffmpeg(settings.ffmpeg_path)  # this process's ffmpeg (a Ray or benchmark worker's too)
         apply_memory_limit(settings.system_memory_limit)
         self.engine = engine or build_engine(settings)
         self.source: Record = self.engine.prepare_source(source)
@@ -307,18 +312,20 @@ class Batch:
         While one video is being processed the next is prepared (see Lookahead; pass one from
         `prepare_first` to have the first video prepared while the engine loaded), and once its frames are
         done it is joined, verified and renamed on a thread of its own while the next one starts."""
-        targets, rejected = discover(specs, self.settings.output_path)
+        targets, rejected = discover(specs, self.settings.output_dir, self.settings.output_file)
         result = BatchResult(self.engine.name, list(self.engine.models), self.engine.pool.active_providers())
         result.outcomes += [Outcome(str(r.path), "failed", reason=r.reason) for r in rejected]
         for r in rejected:
             self.reporter.message(f"{r.path}: {r.reason}")
         self.reporter.expect(len(targets))
         finishing: _Finishing | None = None
+        current: Target | None = None  # the target being started (named when interrupted)
         try:
             with lookahead or Lookahead(self.settings.temp_path) as self._lookahead, \
                     ThreadPoolExecutor(1, thread_name_prefix="ffb-finish") as finisher:
                 try:
                     for index, target in enumerate(targets):
+                        current = target
                         self._following = functools.partial(self._next_to_run, targets[index + 1:], journal,
                                                             force, retry_failed)
                         begun = self._claim_and_begin(target, journal, force, retry_failed)
@@ -330,12 +337,13 @@ class Batch:
                             result.outcomes.append(begun)
                         else:
                             finishing = _Finishing(target, begun[1], finisher.submit(begun[0]))
+                        current = None
                 finally:
                     if finishing is not None:  # also on Ctrl-C: the output being joined is completed
                         result.outcomes.append(self._settle(finishing, journal))
         except KeyboardInterrupt:
             result.interrupted = True
-            result.outcomes.append(Outcome("(batch)", "failed", reason=INTERRUPTED))
+            result.outcomes.append(Outcome(str(current.path) if current else "(batch)", "failed", reason=INTERRUPTED))
         finally:
             self._lookahead = self._following = None
         result.source_embeddings_computed = self.engine.cache.computed
@@ -419,7 +427,7 @@ class Batch:
             following = self._following() if lookahead and self._following else None
             if lookahead and following:
                 lookahead.prepare(following[0].path, hash_content=following[1])
-            prepare_output(self.settings.output_path, target.output, target.path)
+            prepare_output(self.settings.output_dir, target.output, target.path)
             if target.kind == "image":
                 self.reporter.start(str(target.path), 1)
                 swapped, note = self.image(target, content)

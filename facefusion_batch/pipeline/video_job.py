@@ -423,10 +423,21 @@ def _transcode(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_fr
         if decoder.returncode != 0 or index == 0:
             raise MediaError(f"{info.path}: decoding failed after {index} frames ({ffmpeg.error_line(log)})")
         if index < info.frame_count - 1 or b"partial file" in log:
-            raise MediaError(f"{info.path}: damaged or truncated: only {index} of {info.frame_count} frames "
-                             f"could be decoded ({ffmpeg.error_line(log) if log.strip() else 'missing data'})")
+            raise MediaError(f"{info.path}: damaged or truncated: {_shortfall(info, index)} "
+                             f"({ffmpeg.error_line(log) if log.strip() else 'missing data'})")
         write_json(workspace / "end.json", {"frames": index})
     return counters
+
+
+def _shortfall(info: VideoInfo, decoded: int) -> str:
+    """What a damaged video lacks. The probe counts the frames present, so when all of them decoded the
+    file itself is cut short; its header's duration says by how much, when it says more."""
+    if decoded < info.frame_count - 1:
+        return f"only {decoded} of its {info.frame_count} frames could be decoded"
+    declared = round(info.duration * float(info.fps))
+    if declared > decoded + 1:
+        return f"the file ends early: its header promises ~{declared} frames, only {decoded} are in it"
+    return f"the file ends early (its {decoded} frames decoded, but data after them is missing)"
 
 
 class _Encoder:

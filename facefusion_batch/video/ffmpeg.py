@@ -30,17 +30,105 @@ SWS_FLAGS = ["-sws_flags", "accurate_rnd+full_chroma_int"]
 _COLOUR_MATRICES = {"bt709", "bt470bg", "smpte170m", "bt2020nc", "fcc", "smpte240m"}
 
 
-@functools.lru_cache(maxsize=None)
+# Oldest ffmpeg ffb is tested with (`-fps_mode`, `-display_rotation`, level-tagged logs).
+MIN_VERSION = (6, 0)
+_VERSION = re.compile(r"ffmpeg version\s+n?(\d+)\.(\d+)")
+# The process's ffmpeg, chosen once by `use_ffmpeg` at start-up (like a signal handler, a process-level
+# choice: the pure command builders below name it without every caller passing settings down).
+_chosen: list[str] = []
+
+
+@dataclass(frozen=True)
+class FfmpegInfo:
+    """Which ffmpeg is in use: its path, where it came from, version and the hardware encoders it lists."""
+
+    path: str
+    origin: str  # "bundled" (imageio-ffmpeg), "setting" (ffmpeg_path) or "PATH"
+    version: str
+    hardware_encoders: tuple[str, ...]
+
+
 def ffmpeg_binary() -> str:
-    """The system ffmpeg when on PATH, else the static binary shipped by the imageio-ffmpeg wheel."""
-    found = shutil.which("ffmpeg")
-    if found:
-        return found
+    """The ffmpeg of this process: the one `use_ffmpeg` chose, else the bundled (tested) binary of the
+    imageio-ffmpeg wheel, else the first on PATH."""
+    if _chosen:
+        return _chosen[0]
+    return _default_ffmpeg()[0]
+
+
+@functools.lru_cache(maxsize=None)
+def _default_ffmpeg() -> tuple[str, str]:
     try:
         import imageio_ffmpeg
-    except ImportError:  # pragma: no cover - imageio-ffmpeg is a dependency
-        raise MediaError("ffmpeg not found: install it (apt install ffmpeg) or pip install imageio-ffmpeg") from None
-    return imageio_ffmpeg.get_ffmpeg_exe()
+
+        return imageio_ffmpeg.get_ffmpeg_exe(), "bundled"
+    except (ImportError, RuntimeError):  # pragma: no cover - imageio-ffmpeg is a dependency
+        found = shutil.which("ffmpeg")
+        if found:
+            return found, "PATH"
+    raise MediaError("ffmpeg not found: pip install imageio-ffmpeg (or set ffmpeg_path)")
+
+
+def use_ffmpeg(configured: Path | None) -> str | None:
+    """Choose this process's ffmpeg: `configured` (the ffmpeg_path setting), checked to run and be at least
+    MIN_VERSION (SettingsError naming ffmpeg_path otherwise); None: the default, found when first needed
+    (off the start-up path: the first probe runs beside the model loading). Returns the configured path."""
+    from facefusion_batch.errors import SettingsError
+
+    if configured is None:
+        _chosen.clear()
+        return None
+    path = str(configured)
+    minimum = ".".join(map(str, MIN_VERSION))
+    fix = (f"set ffmpeg_path (--ffmpeg-path, FFB_FFMPEG_PATH) to an ffmpeg {minimum} or newer, or leave it "
+           "empty for the bundled one")
+    try:
+        version = ffmpeg_version(path)
+    except (OSError, subprocess.SubprocessError) as exc:
+        reason = getattr(exc, "strerror", None) or exc
+        raise SettingsError(f"ffmpeg_path {path}: can't run it ({reason}); {fix}") from None
+    if not version:
+        raise SettingsError(f"ffmpeg_path {path}: not an ffmpeg (`-version` names none); {fix}")
+    number = version_tuple(version)
+    if number is not None and number < MIN_VERSION:
+        raise SettingsError(f"ffmpeg_path {path}: ffmpeg {version} is older than {minimum}; {fix}")
+    _chosen[:] = [path]
+    return path
+
+
+def version_tuple(version: str) -> tuple[int, int] | None:
+    """(major, minor) of an ffmpeg version string; None for a git build (`N-12345-g...`), taken as new."""
+    match = _VERSION.match(f"ffmpeg version {version}")
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+@functools.lru_cache(maxsize=8)
+def ffmpeg_version(path: str) -> str:
+    """The version an ffmpeg reports ("" when its output names none). OSError when it can't be run."""
+    out = subprocess.run([path, "-hide_banner", "-version"], capture_output=True, timeout=30).stdout
+    first = out.decode("utf-8", "replace").splitlines()[:1]
+    return first[0].split()[2] if first and first[0].startswith("ffmpeg version ") and len(first[0].split()) > 2 \
+        else ""
+
+
+def describe_ffmpeg() -> FfmpegInfo:
+    """The process's ffmpeg: path, origin, version and the hardware encoders it lists."""
+    path = ffmpeg_binary()
+    origin = "setting" if _chosen and _chosen[0] != _default_ffmpeg()[0] else _default_ffmpeg()[1]
+    try:
+        listing = subprocess.run([path, "-hide_banner", "-encoders"], capture_output=True, timeout=30).stdout
+        return FfmpegInfo(path, origin, ffmpeg_version(path), hardware_encoders(listing.decode("utf-8", "replace")))
+    except (OSError, subprocess.SubprocessError):
+        return FfmpegInfo(path, origin, "", ())
+
+
+_HARDWARE = re.compile(r"^\s*V[\w.]{5}\s+((?:h264|hevc)_(?:nvenc|qsv|amf|vaapi|videotoolbox))\b", re.MULTILINE)
+
+
+def hardware_encoders(encoders_listing: str) -> tuple[str, ...]:
+    """The H.264/HEVC hardware encoders an `ffmpeg -encoders` listing names (built in: whether the machine
+    has the hardware is another matter)."""
+    return tuple(_HARDWARE.findall(encoders_listing))
 
 
 @dataclass(frozen=True)

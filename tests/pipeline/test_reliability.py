@@ -151,9 +151,9 @@ def test_kill_9_at_random_moments_then_rerun_gives_every_output_once(env, source
     (clips / "broken.mp4").write_bytes(b"\x00" * 100)
     args = ["-s", str(source_image), "-t", str(clips), "-o", str(env / "out"), "--chunk-size", "15"]
     rng = random.Random(7)
-    for _ in range(4):
+    for delay in [0.0] + [rng.uniform(0.3, 2.5) for _ in range(4)]:  # 0: killed before it made anything
         victim = ffb(args, {})
-        time.sleep(rng.uniform(0.3, 2.5))
+        time.sleep(delay)
         victim.send_signal(signal.SIGKILL)
         victim.wait()
         killed_early = not (env / "out").is_dir()  # killed before the output tree was made: nothing to check

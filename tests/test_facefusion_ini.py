@@ -1,0 +1,168 @@
+"""A FaceFusion user's facefusion.ini works as an ffb profile: FaceFusion 3.8.1's stock file and a filled-in one."""
+from __future__ import annotations
+
+import configparser
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import make_clip
+from facefusion_batch import facefusion_ini
+from facefusion_batch.cli import main
+from facefusion_batch.errors import SettingsError
+from facefusion_batch.settings import FIELDS, load_profile, load_settings
+
+DATA = Path(__file__).parent / "data"
+STOCK = DATA / "facefusion-3.8.1.ini"
+FILLED = DATA / "facefusion-3.8.1-filled.ini"
+SHIPPED = Path(__file__).parents[1] / "facefusion.ini"
+
+
+def write(tmp_path: Path, text: str, name: str = "p.ini") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_stock_facefusion_ini_is_the_defaults_without_a_warning():
+    resolved = load_settings(STOCK, {}, {})
+    assert resolved.settings == load_settings(None, {}, {}).settings
+    assert resolved.warnings == ()
+
+
+def test_filled_facefusion_ini_is_used_in_facefusion_formats():
+    resolved = load_settings(FILLED, {}, {})
+    s = resolved.settings
+    assert (s.face_detector_model, s.face_detector_size, s.face_detector_score) == ("yoloface", 640, 0.5)
+    assert (s.face_selector_mode, s.reference_face_distance) == ("many", 0.3)
+    assert (s.temp_frame_format, s.execution_device_id, s.execution_providers) == ("png", 0, ("cpu",))
+    assert (s.output_video_encoder, s.output_video_quality, s.output_image_quality) == ("libx264", 80, 80)
+    assert (s.face_swapper_model, s.video_memory_strategy, s.execution_thread_count) == ("inswapper_128", "strict", 2)
+    assert resolved.origins["face_detector_size"] == f"profile {FILLED}"
+
+
+def test_filled_facefusion_ini_lists_what_ffb_ignores_once_in_one_warning():
+    warnings = load_settings(FILLED, {}, {}).warnings
+    assert len(warnings) == 1
+    text = warnings[0]
+    ignored, _, planned = text.partition("not used yet")
+    for key in ("jobs_path", "source_paths (pass --source)", "source_pattern", "face_detector_margin",
+                "face_landmarker_model", "face_selector_order", "voice_extractor_model", "keep_temp",
+                "output_audio_encoder", "face_swapper_pixel_boost", "open_browser", "download_providers",
+                "benchmark_mode", "halt_on_error"):
+        assert ignored.count(key) == 1, key
+    assert "[face_masker] face_occluder_model, face_parser_model, face_mask_types" in planned
+    for key in ("processors", "face_enhancer_model", "face_mask_types", "face_occluder_model"):
+        assert planned.count(f" {key},") + planned.count(f" {key}\n") + planned.endswith(key) == 1, key
+    for used in ("face_detector_size", "temp_frame_format", "execution_device_ids", "log_level"):
+        assert used not in text
+    # blank keys ask for nothing: not listed
+    assert "trim_frame_start" not in text and "age_modifier_model" not in text
+
+
+def test_processors_face_swapper_alone_is_what_ffb_does(tmp_path):
+    assert load_profile(write(tmp_path, "[processors]\nprocessors = face_swapper\n")).warnings == ()
+
+
+def test_every_facefusion_key_is_recognised_in_its_section(tmp_path):
+    """Every key of FaceFusion 3.8.1's ini, each with a value: never an error."""
+    parser = configparser.ConfigParser()
+    parser.read(STOCK)
+    lines = []
+    samples = {"face_detector_size": "320x320", "face_detector_model": "scrfd", "execution_device_ids": "0",
+               "execution_providers": "cpu", "temp_frame_format": "jpeg", "log_level": "debug",
+               "video_memory_strategy": "tolerant", "face_selector_mode": "one", "output_video_encoder": "libx265",
+               "output_video_preset": "slow", "face_swapper_model": "inswapper_128_fp16", "temp_path": str(tmp_path),
+               "output_path": str(tmp_path / "out"), "keep_temp": "true", "halt_on_error": "true"}
+    for section in parser.sections():
+        lines.append(f"[{section}]")
+        lines += [f"{key} = {samples.get(key, '1')}" for key in parser[section]]
+    profile = load_profile(write(tmp_path, "\n".join(lines) + "\n"))
+    assert profile.values["face_detector_size"] == 320
+    assert profile.values["temp_frame_format"] == "jpg"
+    assert profile.values["log_level"] == "info"
+    assert profile.values["output_path"] == tmp_path / "out"
+    assert len(profile.warnings) == 1
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("[face_detector]\nface_detector_size = 640x480\n", "[face_detector] face_detector_size: '640x480': the "
+                                                        "detectors take a square input"),
+    ("[execution]\nexecution_device_ids = 0 1\n", "[execution] execution_device_ids: '0 1': one run uses one GPU"),
+    ("[face_detector]\nface_detector_model = retinaface\n", "'retinaface' is not one of: scrfd, yoloface"),
+    ("[misc]\nlog_level = loud\n", "[misc] log_level: 'loud' is not one of"),
+])
+def test_facefusion_values_ffb_cannot_honour_are_errors(tmp_path, text, expected):
+    with pytest.raises(SettingsError, match=".*") as error:
+        load_profile(write(tmp_path, text))
+    assert expected in str(error.value)
+
+
+def test_all_problems_are_reported_at_once_with_did_you_mean(tmp_path):
+    profile = write(tmp_path, "[execution]\nexecution_threads = 2\nexecution_providers = cuda rocm\n"
+                              "[face_selecter]\nface_selector_mode = one\n[output_creation]\noutput_vidoe_quality = 5\n"
+                              "[paths]\nkeep_temp = true\n")
+    with pytest.raises(SettingsError) as error:
+        load_profile(profile)
+    text = str(error.value)
+    assert "\n" not in text and text.startswith(f"{profile}: 5 problems: ")
+    assert "[execution] execution_threads: unknown key (did you mean execution_thread_count?)" in text
+    assert "'rocm' is not one of: cpu, cuda, tensorrt" in text
+    assert "unknown section [face_selecter] (did you mean face_selector?)" in text
+    assert "output_vidoe_quality: unknown key (did you mean output_video_quality?)" in text
+    assert "[paths] keep_temp: unknown key here (FaceFusion's key of [frame_extraction])" in text
+
+
+def test_default_section_is_refused_not_leaked(tmp_path):
+    profile = write(tmp_path, "[DEFAULT]\nbogus = 1\n[execution]\nexecution_thread_count = 2\n")
+    with pytest.raises(SettingsError, match=r"\[DEFAULT\] is not supported"):
+        load_profile(profile)
+    profile = write(tmp_path, "[DEFAULT]\nexecution_thread_count = 3\n")
+    with pytest.raises(SettingsError, match=r"\[DEFAULT\] is not supported"):
+        load_profile(profile)
+
+
+def test_ffb_sections_used_before_facefusion_names_still_work(tmp_path):
+    profile = write(tmp_path, "[output]\noutput_video_quality = 70\n[logging]\nlog_level = error\n"
+                              "[face_swapper]\nengine = offline\nface_swapper_model = inswapper_128_fp16\n")
+    values = load_profile(profile).values
+    assert values == {"output_video_quality": 70, "log_level": "error", "engine": "offline",
+                      "face_swapper_model": "inswapper_128_fp16"}
+
+
+def test_toml_profile_takes_facefusion_keys_too(tmp_path):
+    profile = write(tmp_path, '[face_detector]\nface_detector_size = "512x512"\n[execution]\n'
+                              'execution_device_ids = "1"\n[uis]\nopen_browser = true\n', "p.toml")
+    loaded = load_profile(profile)
+    assert loaded.values == {"face_detector_size": 512, "execution_device_id": 1}
+    assert "[uis] open_browser" in loaded.warnings[0]
+
+
+def test_shipped_profile_is_true_to_its_claim():
+    """ffb's facefusion.ini: every ffb setting, each in FaceFusion's section where FaceFusion has the key."""
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read(SHIPPED)
+    written = {key: section for section in parser.sections() for key in parser[section]}
+    assert set(written) == set(FIELDS)
+    for key, section in written.items():
+        assert section == FIELDS[key].metadata["section"], key
+        facefusion_section = facefusion_ini.section_of(key)
+        if facefusion_section:
+            assert section == facefusion_section, key
+    assert load_settings(SHIPPED, {}, {}).warnings == ()
+
+
+@pytest.mark.parametrize("profile", [STOCK, FILLED])
+def test_run_with_a_facefusion_ini(env, source_image, capsys, profile):
+    clip = make_clip(env / "a.mp4", frames=6)
+    assert main(["run", "--profile", str(profile), "--print-settings", "--json"]) == 0
+    rows = {row["key"]: row for row in json.loads(capsys.readouterr().out)}
+    assert rows["face_detector_model"]["value"] == ("yoloface" if profile == FILLED else "scrfd")
+    code = main(["run", "--profile", str(profile), "-s", str(source_image), "-t", str(clip), "-o", str(env / "out"),
+                 "--json", "-q"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    summary = json.loads(captured.out)
+    assert summary["counts"]["done"] == 1 and (env / "out" / "a.mp4").is_file()
+    assert captured.err.count("warning:") == (1 if profile == FILLED else 0)
