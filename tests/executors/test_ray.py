@@ -154,7 +154,7 @@ def test_killing_a_worker_mid_batch_still_completes_the_batch(ray_env, source_im
     ended = threading.Event()
 
     def kill_one() -> None:
-        deadline = time.monotonic() + 120  # a bound, not a pace: the batch ending stops the search too
+        deadline = time.monotonic() + 600  # only a bound: the batch ending stops the search (a loaded machine is slow)
         while time.monotonic() < deadline and not ended.is_set():
             if list((ray_env / "tmp").glob("ffb-*/chunk_00001.json")):
                 pid = busy_worker()
@@ -170,7 +170,7 @@ def test_killing_a_worker_mid_batch_still_completes_the_batch(ray_env, source_im
     finally:
         ended.set()
         killer.join()
-    assert killed, "a worker was killed mid-batch"
+    assert killed, f"a worker was killed mid-batch\n{err}"
     assert code == 0, err
     assert "retrying on another worker" in err
     assert {o["status"] for o in summary["outcomes"]} == {"done"}
