@@ -11,7 +11,6 @@ import dataclasses
 import functools
 import json
 import os
-import signal
 import sys
 import time
 import uuid
@@ -22,7 +21,7 @@ from typing import Any, Optional
 
 import typer
 
-from facefusion_batch import __version__
+from facefusion_batch import __version__, interrupts
 from facefusion_batch.errors import FfbError, SettingsError, SourceError
 from facefusion_batch.settings import (Engine, Executor, FaceDetectorModel, FaceSelectorMode, FrameTransport,
                                        LabelPosition, OutputProvenance, VideoEncoder, VideoMemoryStrategy,
@@ -172,7 +171,8 @@ def run(
     ray_address: Optional[str] = typer.Option(None, help="Ray cluster to join: auto or ray://host:10001 (implies "
                                               "--executor ray); without it Ray starts on this machine."),
     force: bool = typer.Option(False, "--force", help="Redo targets the journal says are finished and unchanged."),
-    retry_failed: bool = typer.Option(False, "--retry-failed", help="Only retry targets whose last run failed."),
+    retry_failed: bool = typer.Option(False, "--retry-failed", help="Also retry targets whose last run failed "
+                                      "though they are unchanged (changed and new targets always run)."),
     wait: bool = typer.Option(False, "--wait", help="If another ffb run holds this output, wait for it instead "
                                                     "of exiting (exit code 6)."),
     print_settings: bool = typer.Option(False, "--print-settings", help="Show the resolved settings and exit."),
@@ -227,9 +227,6 @@ def run(
     if settings.output_file is not None:
         _check_output_file(settings.output_file, target)
 
-    from facefusion_batch.pipeline.batch import Batch, open_state, prepare_first
-    from facefusion_batch.pipeline.progress import make_reporter
-
     signing = _check_signing(settings)  # a broken certificate: one error before any work
     if settings.executor == "ray":
         from facefusion_batch.executors import require_ray
@@ -242,17 +239,32 @@ def run(
 
         # A path it can't write fails here, before anything starts; the output tells several jobs' files apart.
         metrics = FileMetrics(metrics_file, {"output": str(settings.output_path)})
-    signal.signal(signal.SIGTERM, _interrupt)  # cron's kill: clean up like Ctrl-C
+    with interrupts.handled() as signals:  # cron's kill (SIGTERM) ends a run like Ctrl-C
+        result = _run_local_or_ray(settings, source_path, target, wait, quiet, force, retry_failed, signing,
+                                   metrics, signals)
+        with signals.held():  # the summary is printed whole, whatever arrives now
+            result.interrupted = result.interrupted or signals.signalled
+            code = 130 if result.interrupted else 1 if result.failed else 0
+            _print_summary(result, as_json, stamp, code)
+    return code
+
+
+def _run_local_or_ray(settings, source_path: Path, target: list[str], wait: bool, quiet: bool, force: bool,
+                      retry_failed: bool, signing: str, metrics, signals: interrupts.Interrupts):
+    """The batch's result; a signal before the batch began gives an interrupted result with no targets."""
+    from facefusion_batch.pipeline.batch import INTERRUPTED, Batch, BatchResult, Outcome, open_state, prepare_first
+    from facefusion_batch.pipeline.progress import make_reporter
+
     reporter = make_reporter(quiet=quiet or settings.log_level == "error")
     reporter = metrics.reporter(reporter) if metrics else reporter
-    if settings.executor != "ray":  # Ray workers check on their own machines
-        from facefusion_batch.models.sessions import usable_settings
-
-        settings, dropped = usable_settings(settings)
-        for line in dropped:
-            reporter.message(f"ffb: {line}")
     lock = journal = result = None
     try:
+        if settings.executor != "ray":  # Ray workers check on their own machines
+            from facefusion_batch.models.sessions import usable_settings
+
+            settings, dropped = usable_settings(settings)
+            for line in dropped:
+                reporter.message(f"ffb: {line}")
         lock, journal = open_state(settings, wait, reporter)
         if metrics:
             metrics.started(journal)
@@ -276,22 +288,37 @@ def run(
             if metrics:
                 metrics.attach(batch)
             result = batch.run(target, journal, force=force, retry_failed=retry_failed, lookahead=lookahead)
+    except KeyboardInterrupt:
+        result = BatchResult(str(settings.engine), [], [], [Outcome("(batch)", "failed", reason=INTERRUPTED)],
+                             interrupted=True)
     finally:
-        if metrics:
-            metrics.end(result)
-        reporter.close()
-        if journal:
-            journal.close()
-        if lock:
-            lock.release()
-    code = 130 if result.interrupted else 1 if result.failed else 0
+        with signals.held():
+            if metrics:
+                metrics.end(result)
+            reporter.close()
+            if journal:
+                journal.close()
+            if lock:
+                lock.release()
+    return result
+
+
+def _print_summary(result, as_json: bool, stamp: "RunStamp", code: int) -> None:
+    """The summary as one JSON line or a table; a table that can't be drawn (e.g. rich rejects a name) falls
+    back to plain lines: the summary is always printed."""
     if as_json:
         summary = result.to_dict()
         summary.pop("ok", None)
         _print_json_line({**stamp.head(code), "command": "run", **summary})
-    else:
+        return
+    try:
         _summary_table(result)
-    return code
+    except Exception as exc:  # noqa: BLE001 - any rendering failure; the plain lines still say everything
+        print(f"ffb: summary table failed ({type(exc).__name__}); plain summary follows", file=sys.stderr)
+        for o in result.outcomes:
+            print(f"{o.target!r}\t{o.status}\t{o.frames}\t{o.seconds:.1f}\t{o.reason or o.output or ''}")
+        counts = result.to_dict()["counts"]
+        print(", ".join(f"{name} {count}" for name, count in counts.items()))
 
 
 def check_source(path: Path) -> None:
@@ -344,10 +371,6 @@ def _ffmpeg_rows(resolved) -> list[dict[str, Any]]:
     return [{"section": "ffmpeg (in use)", "key": "path", "value": info.path, "origin": origin},
             {"section": "ffmpeg (in use)", "key": "version", "value": info.version or "unknown", "origin": origin},
             {"section": "ffmpeg (in use)", "key": "hardware_encoders", "value": encoders, "origin": origin}]
-
-
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
 
 
 def _check_signing(settings) -> str:
@@ -704,4 +727,7 @@ def _show_usage_error(exc: Any) -> None:
 
 
 def entry() -> None:
-    sys.exit(main())
+    interrupts.install()  # for the whole process: a signal during start-up ends it with 130 too
+    code = main()
+    interrupts.ignore()
+    sys.exit(code)

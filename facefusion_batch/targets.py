@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import glob
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -77,6 +78,15 @@ def discover(specs: Sequence[str], output_dir: Path, output_file: Path | None = 
     return _deduplicate(targets, rejected)
 
 
+def resolved(path: Path) -> Path:
+    """The path with links resolved; a link loop can't be, and stays as it is (absolute): reading it fails,
+    and that failure is the target's."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):
+        return Path(os.path.abspath(path))
+
+
 def _below(path: Path, base: Path) -> Path:
     """`path` relative to `base`, which a glob or directory walk put above it (its name if not, to be safe)."""
     try:
@@ -97,16 +107,16 @@ def glob_base(pattern: str) -> Path:
 
 
 def _inside(path: Path, directory: Path) -> bool:
-    resolved = path.resolve()
-    return resolved == directory or directory in resolved.parents
+    real = resolved(path)
+    return real == directory or directory in real.parents
 
 
 def _deduplicate(targets: list[Target], rejected: list[Rejected]) -> tuple[list[Target], list[Rejected]]:
-    inputs = {t.path.resolve() for t in targets}
+    inputs = {resolved(t.path) for t in targets}
     seen: dict[Path, Path] = {}
     kept: list[Target] = []
     for target in targets:
-        source, out = target.path.resolve(), target.output.resolve()
+        source, out = resolved(target.path), resolved(target.output)
         if source in seen.values() and seen.get(out) == source:
             continue  # the same file named twice
         if out in inputs:
@@ -120,3 +130,28 @@ def _deduplicate(targets: list[Target], rejected: list[Rejected]) -> tuple[list[
             seen[out] = source
             kept.append(target)
     return kept, rejected
+
+
+_SPECIAL = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+            (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"))
+
+
+def special_kind(mode: int) -> str | None:
+    """What a file of this st_mode is when it isn't a regular file (None when it is one)."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((name for test, name in _SPECIAL if test(mode)), "not a regular file")
+
+
+def not_regular(path: Path) -> str | None:
+    """Why `path` (links followed) can't be a target although its name says it could, or None for a regular
+    file (or one that can't be looked at: reading it then gives the reason). Reading a FIFO or /dev/zero
+    would never end."""
+    try:
+        kind = special_kind(path.stat().st_mode)
+    except OSError:
+        return None
+    if kind is None:
+        return None
+    link = f" (a link to {os.path.realpath(path)})" if path.is_symlink() else ""
+    return f"{path}: is {kind}{link}, not a regular file; only video and image files can be processed"

@@ -10,6 +10,7 @@ expected of it is that discovery neither follows it nor hangs.
 from __future__ import annotations
 
 import os
+import socket
 import struct
 import subprocess
 import zlib
@@ -157,6 +158,31 @@ def _huge_png(path: Path) -> None:
 
 def _dangling(path: Path) -> None:
     os.symlink("missing-target.mp4", path)
+
+
+def _fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+def _link_to(device: str) -> Callable[[Path], None]:
+    return lambda path: os.symlink(device, path)
+
+
+def _socket(path: Path) -> None:
+    """A Unix socket's file stays behind once its server is gone, as a crashed daemon leaves it."""
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.close()
+
+
+def _unreadable(path: Path) -> None:
+    _face_clip(path)
+    path.chmod(0)
+
+
+# Root reads a file without read permission; anyone else must get a clear failure, journaled.
+UNREADABLE = DONE if os.geteuid() == 0 else Expected("failed", "permission denied")
+NOT_REGULAR = "not a regular file"
 
 
 def _long_name(length: int) -> str:
@@ -382,6 +408,17 @@ CASES: list[tuple[str, Callable[[Path], object], Expected]] = [
     ("h264_opus.mkv", lambda p: _face_clip(p, audio=["-c:a", "libopus", "-b:a", "32k"]), DONE),
     ("flac_audio.mp4", lambda p: _face_clip(p, audio=["-c:a", "flac"]), DONE),
     ("pcm_audio.mp4", lambda p: _face_clip(p, audio=["-c:a", "pcm_s16le"]), DONE),
+    # Files that are no regular files: reading one would never end (and the hung run would keep the lock).
+    ("fifo.mp4", _fifo, Expected("failed", "FIFO")),
+    ("dev_zero_link.mp4", _link_to("/dev/zero"), Expected("failed", NOT_REGULAR)),
+    ("dev_null_link.png", _link_to("/dev/null"), Expected("failed", NOT_REGULAR)),
+    ("socket.mov", _socket, Expected("failed", "socket")),
+    ("self_link_loop.mp4", _link_to("self_link_loop.mp4"), Expected("failed", "symbolic link loop")),
+    ("unreadable.mp4", _unreadable, UNREADABLE),
+    # A directory named like a video is a directory: what is inside it is processed.
+    ("folder.mp4/inside.mp4", _face_clip, DONE),
+    # Rich markup in a path ("[/x]" closes a tag that was never opened) is printed literally.
+    ("markup[/x] name.mp4", _face_clip, DONE),
     # Valid files whose layout or picture a careless probe gets wrong (issue 10, class 4).
     ("edit_list_cut.mp4", _edit_list_cut, DONE),
     ("no_pts.avi", _no_pts_avi, DONE),

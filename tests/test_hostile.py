@@ -3,6 +3,7 @@ the finished videos keep frame count, size, audio and timing, and nothing partia
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -42,6 +43,11 @@ def test_hostile_batch(batch, capsys, monkeypatch):
     for row in rows:
         if row.status == "failed":
             assert row.reason.count("\n") == 0 and row.name.split("/")[-1][:40] in row.reason
+    # As cron starts it again: every failure is journaled, nothing is tried again, exit 0.
+    code = main(["run", "--engine", "offline", "--many-faces", "--json", "-q", "-s", str(hostile_report.SOURCE),
+                 "-t", str(corpus), "-o", str(out), "--temp-path", str(temp)])
+    again = capsys.readouterr()
+    assert hostile_report.rerun_problems(subprocess.CompletedProcess([], code, again.out, again.err)) == []
 
 
 def test_source_with_several_faces_uses_the_largest(batch, capsys, monkeypatch):

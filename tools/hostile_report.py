@@ -4,8 +4,10 @@
 
 Prints a Markdown table: each target, the outcome expected, what ffb reported, and what the files show:
 frames decoded from input and output, audio kept, display size kept, duration, and any partial or hidden
-file left in the output or temp directory. A second run checks that a two-face source is reported.
-Exits 1 when any case differs from its expectation. Needs no models and no network.
+file left in the output or temp directory. A re-run (as cron would start it) must skip every target: the
+failures are journaled, nothing is tried again until it changes, exit 0. A last run checks that a two-face
+source is reported. Exits 1 when any case differs from its expectation or a run hangs. Needs no models and
+no network.
 """
 from __future__ import annotations
 
@@ -50,10 +52,26 @@ def ffb_command() -> str:
     return str(local) if local.exists() else "ffb"
 
 
+RUN_LIMIT_S = 900  # a run that takes longer is reported as hung (a FIFO read for ever, ...)
+
+
 def run_ffb(source: Path, target: Path, out: Path, temp: Path, quiet: bool = True) -> subprocess.CompletedProcess:
     args = [ffb_command(), "run", "--engine", "offline", "--many-faces", "--json", "-s", str(source),
-            "-t", str(target), "-o", str(out), "--temp-path", str(temp)]
-    return subprocess.run(args + (["-q"] if quiet else []), capture_output=True, text=True, timeout=900)
+            "-t", str(target), "-o", str(out), "--temp-path", str(temp)] + (["-q"] if quiet else [])
+    try:
+        return subprocess.run(args, capture_output=True, text=True, timeout=RUN_LIMIT_S)
+    except subprocess.TimeoutExpired as exc:
+        return subprocess.CompletedProcess(args, -1, "", f"hung: no end after {RUN_LIMIT_S} s\n{exc.stderr or ''}")
+
+
+def rerun_problems(proc: subprocess.CompletedProcess) -> list[str]:
+    """What is wrong with a re-run over the same corpus and output: anything but every target skipped."""
+    try:
+        result = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        return [f"no JSON summary (exit {proc.returncode}): {proc.stderr[-300:]}"]
+    again = [f"{Path(o['target']).name} {o['status']}" for o in result["outcomes"] if o["status"] != "skipped"]
+    return ([f"exit {proc.returncode}, expected 0"] if proc.returncode else []) + again
 
 
 def decoded_times(path: Path) -> list[float] | None:
@@ -290,9 +308,11 @@ def report(workdir: Path) -> int:
     left = leftovers(out, temp)
     print(f"\nleft over in output/temp dirs: {', '.join(left) if left else 'nothing'}")
     print(f"outcomes for unlisted paths (symlink loop etc.): {'; '.join(strays) if strays else 'none'}")
+    again = rerun_problems(run_ffb(SOURCE, corpus, out, temp))
+    print(f"re-run (cron): {'WRONG: ' + '; '.join(again) if again else 'ok, every target skipped, exit 0'}")
     multi_ok, multi_summary = multi_face_check(workdir, corpus / "plain.mp4")
     print(f"two-face source: {'ok' if multi_ok else 'WRONG'} ({multi_summary})")
-    wrong = sum(bool(r.problems) for r in rows) + bool(left) + bool(strays) + (not multi_ok)
+    wrong = sum(bool(r.problems) for r in rows) + bool(left) + bool(strays) + bool(again) + (not multi_ok)
     print(f"{wrong} problem(s)")
     return 1 if wrong else 0
 

@@ -69,9 +69,10 @@ class _ObservedBatch(Batch):
         self._note("first_in")  # a video's first frame is a reference, analysed by a task of its own
         super().analyse(frame, reference)
 
-    def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool) -> tuple[np.ndarray, int]:
+    def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool, index: int | None = None
+                 ) -> tuple[np.ndarray, int]:
         self._note("first_in")
-        result = super().__call__(frame, reference, is_new)
+        result = super().__call__(frame, reference, is_new, index)
         self._note("first_out")
         with self._lock:
             self.targets[-1]["faces"] += result[1]
@@ -183,7 +184,7 @@ def model_bound(batch: Batch, clip: Path, settings: Settings, budget: int) -> di
     calls = batch.engine.detector_calls()
     batch.timings = timings = Timings()
     started, cpu_before = time.perf_counter(), cpu_seconds()
-    planned = ((frame, *gate.plan(index, thumb, info.width))
+    planned = ((frame, *gate.plan(index, thumb, info.width), index)
                for index, (frame, thumb) in enumerate(zip(frames, thumbs)))
     with ThreadPoolExecutor(options.threads, thread_name_prefix="ffb-frame") as pool:
         done = sum(1 for _ in ordered_map(pool, batch, planned, options.in_flight))

@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import threading
+import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from facefusion_batch.errors import TargetError
 from facefusion_batch.models.catalog import ModelSpec
+from facefusion_batch.targets import special_kind
 
 Status = Literal["ok", "unverified", "missing", "corrupt"]
 _BLOCK = 1 << 20
@@ -36,15 +40,44 @@ def crc32_of(path: Path) -> str:
     return f"{value & 0xFFFFFFFF:08x}"
 
 
+HASH_MIN_RATE = 10_000_000  # bytes/s: slower than this (plus a minute) means a stalled disk or network mount
+
+
 def sha256_of(path: Path, stop: threading.Event | None = None) -> str:
-    """The file's sha256; with `stop`, hashing gives up (raising InterruptedError) once it is set."""
+    """The file's sha256. Only a regular file is read (a FIFO or a device would never end), and only the
+    bytes it had when opened: a file that grows or shrinks meanwhile is refused, and so is a read slower
+    than HASH_MIN_RATE. With `stop`, hashing gives up (raising InterruptedError) once it is set."""
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while block := handle.read(_BLOCK):
+    _refuse_special(path, os.stat(path).st_mode)  # a socket can't even be opened
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # opening a FIFO must not wait for a writer
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        _refuse_special(path, info.st_mode)  # it may have been replaced meanwhile
+        left = info.st_size
+        limit = 60 + left / HASH_MIN_RATE
+        deadline = time.monotonic() + limit
+        while left > 0:
+            block = handle.read(min(_BLOCK, left))
             if stop is not None and stop.is_set():
                 raise InterruptedError(f"{path}: hashing stopped")
+            if not block:
+                raise TargetError(f"{path}: the file shrank while it was read (being rewritten?); it is tried "
+                                  "again once it changes")
+            if time.monotonic() > deadline:
+                raise TargetError(f"{path}: reading it took over {limit:.0f} s "
+                                  "(a stalled disk or network mount?)")
             digest.update(block)
+            left -= len(block)
+        if handle.read(1):
+            raise TargetError(f"{path}: the file grew while it was read (still being written?); it is tried "
+                              "again once it changes")
     return digest.hexdigest()
+
+
+def _refuse_special(path: Path, mode: int) -> None:
+    kind = special_kind(mode)
+    if kind is not None:
+        raise TargetError(f"{path}: is {kind}, not a regular file; only video and image files can be processed")
 
 
 class ChecksumMemo:

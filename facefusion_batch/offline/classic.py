@@ -22,24 +22,40 @@ EYES = ((33, 7, 163, 144, 145, 153, 154, 155, 133, 173, 157, 158, 159, 160, 161,
         (362, 382, 381, 380, 374, 373, 390, 249, 263, 466, 388, 387, 386, 385, 384, 398))
 OUTER_EYE_CORNERS = (33, 263)
 CHIN, FOREHEAD = 152, 10
+NOSE_TIP, CHEEK_LINE = 1, (234, 454)
+# Faces turned further than this (see `turn`) are left as they are: a swap would be mangled.
+PROFILE = 1.6
 LANDMARK_COUNT = 468
 
 # The oval's top runs into hair or a hat brim: keep this share of its height above the eyes.
 FOREHEAD_KEEP = 0.75
+# Cheek landmarks whose colour is the source's skin colour (for finding its hairline).
+CHEEKS = (50, 280, 36, 266)
+# LAB distance (8-bit OpenCV units) from the skin colour beyond which a forehead pixel is hair.
+HAIR_DISTANCE = 40.0
+# The swap region stops this share of the forehead below the source's hairline, and keeps at least HAIRLINE_MIN.
+HAIRLINE_MARGIN = 0.1
+HAIRLINE_MIN = 0.25
 # Pull the whole ring this much towards the face centre so background at the jaw line stays out.
 RING_SHRINK = 0.96
 # Feather width as a share of the face size (distance forehead to chin).
 FEATHER = 0.06
-# Clamp on the per-channel spread ratio of the colour transfer: a flat target must not erase the source.
-STD_RATIO = (0.7, 1.4)
-# Limit on the lightness gain of the colour transfer.
-GAIN_LIMIT = 2.0
-# Pixels sampled for the colour statistics (more cost time, not accuracy).
-STATS_SAMPLES = 4096
+# Colour transfer: the low frequencies are measured on a grid this many cells across the work rect, blurred
+# over this share of it, and may change L, a, b by at most these amounts; lightness above KNEE is compressed.
+SHADE_GRID = 32
+SHADE_SCALE = 0.2
+SHADE_LIMIT = (20.0, 15.0, 15.0)
+KNEE = 88.0
+HIGHLIGHT = 97.0  # source lightness at which the chroma shift has faded out completely
 # The warp map is computed on a grid this many cells across the face (forehead to chin), then upsampled.
 MAP_GRID = 100
 # Faces smaller than this (pixels, forehead to chin) are left alone.
 MIN_FACE_SIZE = 8.0
+# A triangle of the band along the face oval that is more than this many times larger in the target than in
+# the source (after the overall scale) was edge-on in the source (a cheek wrapping away): stretching it tears
+# the texture into stripes, so the target's own pixels stay there. So do rim triangles whose corners run the
+# other way round (facing away in the target's pose).
+MAX_STRETCH = 2.5
 
 
 @dataclass(frozen=True)
@@ -54,6 +70,7 @@ class SourceTexture:
     landmarks: np.ndarray  # (468, 2) float32, crop pixels, corner origin
     triangles: np.ndarray  # (T, 3) int32 landmark indices
     size: float  # forehead-to-chin distance in level-0 pixels
+    forehead_keep: float = FOREHEAD_KEEP  # share of the forehead above the eyes that is skin, not hair
 
 
 def prepare_source(image: np.ndarray, landmarks: np.ndarray) -> SourceTexture:
@@ -69,7 +86,43 @@ def prepare_source(image: np.ndarray, landmarks: np.ndarray) -> SourceTexture:
     levels = [crop]
     while min(levels[-1].shape[:2]) >= 64 and len(levels) < 4:
         levels.append(cv2.pyrDown(levels[-1]))
-    return SourceTexture(tuple(levels), local, delaunay(local, crop.shape[1], crop.shape[0]), size)
+    return SourceTexture(tuple(levels), local, delaunay(local, crop.shape[1], crop.shape[0]), size,
+                         min(FOREHEAD_KEEP, max(HAIRLINE_MIN, skin_height(crop, local) - HAIRLINE_MARGIN)))
+
+
+def skin_height(image: np.ndarray, points: np.ndarray) -> float:
+    """How far up the forehead the source's skin reaches before hair (a fringe) starts, as a share of the
+    height from the eyes to the top of the face oval: rows of a band above the eyes are compared with the
+    cheeks' colour in LAB from the top down, and the first row that is mostly skin is the hairline (from the
+    top, so that glasses rims above the eyes are not taken for hair)."""
+    lab = cv2.cvtColor(image, cv2.COLOR_BGR2LAB).astype(np.float32)
+    height, width = lab.shape[:2]
+    size = _face_size(points)
+    radius = max(1, int(size * 0.03))
+    samples = []
+    for index in CHEEKS:
+        x, y = np.round(points[index]).astype(int)
+        samples.append(lab[max(0, y - radius):y + radius + 1, max(0, x - radius):x + radius + 1].reshape(-1, 3))
+    skin = np.median(np.concatenate(samples), axis=0)
+    up = points[FOREHEAD] - points[CHIN]
+    up /= np.linalg.norm(up)
+    across = np.array([-up[1], up[0]])
+    eyes = points[list(OUTER_EYE_CORNERS)].mean(axis=0)
+    top = float((points[FOREHEAD] - eyes) @ up)
+    half = 0.2 * float(np.linalg.norm(points[OUTER_EYE_CORNERS[0]] - points[OUTER_EYE_CORNERS[1]]))
+    if top <= 1 or half <= 1:
+        return 1.0
+    offsets = np.linspace(-half, half, 15)
+    for share in np.linspace(1.0, 0.2, 17):
+        centre = eyes + up * (share * top)
+        xy = np.round(centre + np.outer(offsets, across)).astype(int)
+        inside = (xy[:, 0] >= 0) & (xy[:, 1] >= 0) & (xy[:, 0] < width) & (xy[:, 1] < height)
+        if inside.sum() < len(offsets) // 2:
+            continue
+        colours = lab[xy[inside, 1], xy[inside, 0]]
+        if np.mean(np.linalg.norm(colours - skin, axis=1) <= HAIR_DISTANCE) > 0.5:
+            return float(share)
+    return 0.2
 
 
 def delaunay(points: np.ndarray, width: int, height: int) -> np.ndarray:
@@ -109,27 +162,66 @@ def swap_face(frame: np.ndarray, target_landmarks: np.ndarray, source: SourceTex
     local = points - (x0 + 0.5, y0 + 0.5)  # pixel-centre coordinates of the work rect
     depth = _depth(target_landmarks)
     warped = warp_source(source, local, depth, (x1 - x0, y1 - y0))
-    mask = face_mask(local, (y1 - y0, x1 - x0), size, keep_mouth=keep_mouth, keep_eyes=keep_eyes)
+    hidden = local[source.triangles[hidden_triangles(source, local)]]
+    mask = face_mask(local, (y1 - y0, x1 - x0), size, keep_mouth=keep_mouth, keep_eyes=keep_eyes,
+                     cut=hidden, forehead_keep=source.forehead_keep)
     target = frame[y0:y1, x0:x1]
     result[y0:y1, x0:x1] = _blend(target, match_colour(warped, target, mask), mask)
     return result
 
 
+def hidden_triangles(source: SourceTexture, points: np.ndarray) -> np.ndarray:
+    """Indices of source triangles that must not be drawn onto target ``points``: facing away in the target
+    (their corners turn the other way than in the source) or stretched more than MAX_STRETCH times."""
+    tri = source.triangles
+    # Only the band along the face oval wraps away from the camera with the pose; inside it, area changes are
+    # expression (a squint, a smile) and the features carry the identity.
+    rim = np.isin(tri, FACE_OVAL).any(axis=1)
+    scale = (_face_size(points) / max(source.size, 1e-6)) ** 2
+    source_area = _signed_areas(source.landmarks[tri])
+    target_area = _signed_areas(points[tri, :2])
+    stretch = np.abs(target_area) / np.maximum(np.abs(source_area) * scale, 1e-6)
+    away = np.sign(source_area) != np.sign(target_area)
+    return np.flatnonzero(rim & (away | (stretch > MAX_STRETCH)))
+
+
+def _signed_areas(corners: np.ndarray) -> np.ndarray:
+    a, b, c = corners[:, 0], corners[:, 1], corners[:, 2]
+    return ((b[:, 0] - a[:, 0]) * (c[:, 1] - a[:, 1]) - (b[:, 1] - a[:, 1]) * (c[:, 0] - a[:, 0])) / 2
+
+
+def turn(points: np.ndarray) -> float:
+    """How far the face is turned: the nose tip's offset from the middle of the cheek line (landmarks 234
+    and 454), in half cheek-widths. About 0 frontal, ~1 at 40 degrees; beyond PROFILE the far half of the
+    face is hidden and the mesh there is a guess."""
+    left, right = points[CHEEK_LINE[0], :2], points[CHEEK_LINE[1], :2]
+    axis = right - left
+    half = float(np.linalg.norm(axis)) / 2
+    if half < 1e-6:
+        return float("inf")
+    return float((points[NOSE_TIP, :2] - (left + right) / 2) @ axis) / (2 * half * half)
+
+
 def face_mask(points: np.ndarray, shape: tuple[int, int], size: float, *, keep_mouth: bool = True,
-              keep_eyes: bool = False) -> np.ndarray:
-    """Feathered float32 mask in [0, 1]: the face oval (forehead trimmed) less the kept target features."""
+              keep_eyes: bool = False, cut: np.ndarray | None = None,
+              forehead_keep: float = FOREHEAD_KEEP) -> np.ndarray:
+    """Feathered float32 mask in [0, 1]: the face oval (forehead trimmed) less the kept target features and
+    less the ``cut`` triangles ((T, 3, 2) points)."""
     mask = np.zeros(shape, np.uint8)
-    cv2.fillPoly(mask, [_round(mask_ring(points))], 255, cv2.LINE_AA)
+    cv2.fillPoly(mask, [_round(mask_ring(points, forehead_keep))], 255, cv2.LINE_AA)
     holes = ([INNER_LIPS] if keep_mouth else []) + (list(EYES) if keep_eyes else [])
     if holes:
         cv2.fillPoly(mask, [_round(points[list(ring)]) for ring in holes], 0, cv2.LINE_AA)
+    if cut is not None:
+        for triangle in cut:
+            cv2.fillConvexPoly(mask, _round(triangle), 0, cv2.LINE_AA)
     sigma = max(FEATHER * size / 3, 0.8)
     radius = int(np.ceil(1.5 * sigma))
     mask = cv2.erode(mask, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * radius + 1,) * 2))
     return cv2.GaussianBlur(mask.astype(np.float32) / 255, (0, 0), sigma)
 
 
-def mask_ring(points: np.ndarray) -> np.ndarray:
+def mask_ring(points: np.ndarray, forehead_keep: float = FOREHEAD_KEEP) -> np.ndarray:
     """The face oval, shrunk slightly and with its part above the eyes lowered (hair, hat brims)."""
     oval = points[list(FACE_OVAL)]
     centre = oval.mean(axis=0)
@@ -138,36 +230,48 @@ def mask_ring(points: np.ndarray) -> np.ndarray:
     up /= np.linalg.norm(up)
     eyes = points[list(OUTER_EYE_CORNERS)].mean(axis=0)
     height = (ring - eyes) @ up
-    return ring - np.outer(np.maximum(height, 0) * (1 - FOREHEAD_KEEP), up)
+    return ring - np.outer(np.maximum(height, 0) * (1 - forehead_keep), up)
 
 
 def match_colour(warped: np.ndarray, target: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """``warped`` (uint8 BGR) with its LAB statistics matched to the target's skin over the mask's core.
+    """``warped`` (uint8 BGR) recoloured in LAB to the target's skin, region by region.
 
-    Chroma is shifted and scaled to the target's median and spread; lightness is scaled by the ratio of
-    medians, not shifted, so black glasses frames and dark nostrils stay dark on a brighter face.
+    The source's detail is kept and its low frequencies are replaced by the target's (both measured over the
+    mask's core and spread from there): the target's shading and tint stay where they are, a side-lit face
+    stays side-lit. The change is limited (SHADE_LIMIT) so that target features never paint through, and
+    lightness is compressed softly towards white instead of clipping highlights.
     """
-    core = np.flatnonzero(mask > 0.5)
-    if len(core) < 16:
+    core = (mask > 0.5).astype(np.float32)
+    if core.sum() < 16:
         return warped
-    core = core[::max(1, len(core) // STATS_SAMPLES)]
+    height, width = warped.shape[:2]
     source_lab = cv2.cvtColor(warped.astype(np.float32) * np.float32(1 / 255), cv2.COLOR_BGR2LAB)
-    target_pixels = target.reshape(-1, 1, 3)[core].astype(np.float32) * np.float32(1 / 255)
-    source_centre, source_spread = _robust_stats(source_lab.reshape(-1, 3)[core])
-    target_centre, target_spread = _robust_stats(cv2.cvtColor(target_pixels, cv2.COLOR_BGR2LAB)[:, 0])
-    scale = np.clip(target_spread / np.maximum(source_spread, 0.5), *STD_RATIO)
-    scale[0] = np.clip(target_centre[0] / max(source_centre[0], 1.0), 1 / GAIN_LIMIT, GAIN_LIMIT)
-    offset = target_centre - source_centre * scale
-    offset[0] = 0.0
-    matched = source_lab * scale.astype(np.float32) + offset.astype(np.float32)
+    # Low frequencies on a small grid (cheap), by normalised convolution over the core only.
+    step = max(1, int(max(height, width) // SHADE_GRID))
+    small = (max(1, width // step), max(1, height // step))
+
+    def lab_small(image: np.ndarray) -> np.ndarray:
+        shrunk = cv2.resize(image, small, interpolation=cv2.INTER_AREA)
+        return cv2.cvtColor(shrunk.astype(np.float32) * np.float32(1 / 255), cv2.COLOR_BGR2LAB)
+
+    weight = cv2.resize(core, small, interpolation=cv2.INTER_AREA)
+    sigma = max(1.0, SHADE_SCALE * max(small))
+    spread = cv2.GaussianBlur(weight, (0, 0), sigma)
+    difference = (lab_small(target) - lab_small(warped)) * weight[..., None]
+    local = cv2.GaussianBlur(difference, (0, 0), sigma) / np.maximum(spread, 1e-6)[..., None]
+    overall = difference.reshape(-1, 3).sum(axis=0) / max(float(weight.sum()), 1e-6)
+    trust = np.clip(spread / 0.2, 0, 1)[..., None]  # far from the core: the overall difference
+    offset = np.clip(trust * local + (1 - trust) * overall, -np.array(SHADE_LIMIT), np.array(SHADE_LIMIT))
+    matched = source_lab + cv2.resize(offset.astype(np.float32), (width, height), interpolation=cv2.INTER_LINEAR)
+    # Near white a chroma shift only tints the highlight (bluish shine on a nose): fade it out there.
+    fade = np.clip((np.float32(HIGHLIGHT) - source_lab[..., 0]) / np.float32(HIGHLIGHT - KNEE + 10), 0, 1)
+    matched[..., 1:] = source_lab[..., 1:] + (matched[..., 1:] - source_lab[..., 1:]) * fade[..., None]
+    # Soft shoulder above KNEE: approaches 100 without reaching it (no clipped highlights).
+    lightness = matched[..., 0]
+    over = np.maximum(lightness - np.float32(KNEE), 0)
+    lightness -= over - over * np.float32(100 - KNEE) / (np.float32(100 - KNEE) + over)
     bgr = cv2.cvtColor(matched, cv2.COLOR_LAB2BGR)
     return np.clip(bgr * np.float32(255) + np.float32(0.5), 0, 255).astype(np.uint8)
-
-
-def _robust_stats(pixels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-channel median and interquartile spread: glasses, brows and shadows barely move them."""
-    low, median, high = np.percentile(pixels, (25, 50, 75), axis=0)
-    return median.astype(np.float64), (high - low).astype(np.float64)
 
 
 def warp_source(source: SourceTexture, points: np.ndarray, depth: np.ndarray | None,

@@ -15,8 +15,8 @@ from facefusion_batch.errors import SettingsError
 from facefusion_batch.faces.types import Face
 from facefusion_batch.models.sessions import Counter, GuardedSession, SessionPool
 from facefusion_batch.offline import classic
-from facefusion_batch.offline.mediapipe import (MODEL_FILES, MediaPipeDetector, MediaPipeLandmarker, asset_path,
-                                                five_points)
+from facefusion_batch.offline.mediapipe import (MODEL_FILES, Detection, MediaPipeDetector, MediaPipeLandmarker,
+                                                asset_path, five_points)
 from facefusion_batch.pipeline.batcher import MicroBatcher
 from facefusion_batch.pipeline.source_cache import Record, SourceCache
 from facefusion_batch.settings import Settings
@@ -39,6 +39,7 @@ class OfflineEngine:
             return GuardedSession(pool, asset_path(MODEL_FILES[role]), slots)
 
         self._frames_detected = Counter()
+        self.profiles_left = Counter()  # face-frames in strong profile left unswapped
         self._detector = MediaPipeDetector(guard("long_range"), guard("short_range"),
                                            score_threshold=settings.face_detector_score,
                                            min_face_size=settings.face_detector_min_size or None)
@@ -61,8 +62,26 @@ class OfflineEngine:
             return []
         mesh = self._landmarker.predict(frame, detections)
         points = five_points(mesh.points)
-        return [Face(box=d.box, score=d.score, kps=points[i], landmarks=mesh.points[i])
-                for i, d in enumerate(detections) if mesh.presence[i] >= _PRESENCE]
+        faces = [Face(box=d.box, score=d.score, kps=points[i], landmarks=mesh.points[i])
+                 for i, d in enumerate(detections) if mesh.presence[i] >= _PRESENCE]
+        # Fit once more on the region the mesh itself spans (as MediaPipe's own tracking does): a detector box
+        # off-centre or too large gives a mesh that is too large or offset; its own box does not.
+        return [face for face in self.refit(frame, [_meshed_box(face) for face in faces])]
+
+    def refit(self, frame: np.ndarray, predicted: Sequence[Face]) -> list[Face]:
+        """The face mesh fitted straight on tracks' predicted boxes (the landmark model needs only a region
+        and says whether a face is there): finds faces the detector missed, e.g. tilted or moving ones."""
+        detections = [Detection(face.box, face.score, _keypoints(face)) for face in predicted]
+        mesh = self._landmarker.predict(frame, detections)
+        points = five_points(mesh.points)
+        found = []
+        for i, face in enumerate(predicted):
+            if mesh.presence[i] < _PRESENCE:
+                continue
+            moved = mesh.points[i, :, :2].mean(axis=0) - face.landmarks[:, :2].mean(axis=0)
+            found.append(Face(box=face.box + np.tile(moved, 2).astype(face.box.dtype), score=float(mesh.presence[i]),
+                              kps=points[i], landmarks=mesh.points[i]))
+        return found
 
     def embed(self, frame: np.ndarray, faces: Sequence[Face]) -> np.ndarray:
         raise SettingsError("the offline engine has no face recogniser; reference mode needs --engine neural")
@@ -82,6 +101,9 @@ class OfflineEngine:
     def swap(self, frame: np.ndarray, faces: Sequence[Face], source: Record) -> np.ndarray:
         texture = self._texture(source)
         for face in faces:
+            if abs(classic.turn(face.landmarks)) > classic.PROFILE:
+                self.profiles_left.add()  # left as it is, not mangled
+                continue
             frame = classic.swap_face(frame, face.landmarks, texture)
         return frame
 
@@ -97,6 +119,25 @@ class OfflineEngine:
     def detector_calls(self) -> int:
         """Frames on which detection ran (several may share one batched model call)."""
         return self._frames_detected.value
+
+
+def _meshed_box(face: Face) -> Face:
+    """`face` with its box replaced by the square its landmarks span (what a detector's box is, on a face the
+    mesh fits well)."""
+    low, high = face.landmarks[:, :2].min(axis=0), face.landmarks[:, :2].max(axis=0)
+    centre, side = (low + high) / 2, float((high - low).max())
+    box = np.concatenate([centre - side / 2, centre + side / 2]).astype(np.float32)
+    return Face(box=box, score=face.score, kps=face.kps, landmarks=face.landmarks)
+
+
+def _keypoints(face: Face) -> np.ndarray:
+    """MediaPipe detector keypoints (eyes, nose, mouth, ears) from a face's 5 points and box: the landmark
+    ROI uses the eyes (rotation) and the box (size and centre) only."""
+    right_eye, left_eye, nose, mouth_right, mouth_left = face.kps
+    x1, y1, x2, y2 = face.box
+    middle = (y1 + y2) / 2
+    return np.array([right_eye, left_eye, nose, (mouth_right + mouth_left) / 2, (x1, middle), (x2, middle)],
+                    np.float32)
 
 
 def _crop_box(box: np.ndarray, shape: tuple[int, ...], margin: float) -> tuple[int, int, int, int]:

@@ -7,13 +7,16 @@ that reference's detection, which was submitted earlier to the same FIFO pool, s
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 import cv2
 import numpy as np
 
+from facefusion_batch.faces.tracking import Tracker
 from facefusion_batch.faces.types import Face
 
 THUMB_WIDTH = 96
@@ -55,6 +58,49 @@ class Reference:
     thumb: np.ndarray
     result: Future = field(default_factory=Future)  # -> (faces, their patches)
     ahead: bool = False  # analysed by a task of its own, ahead of its frame's turn
+    tracks: TrackState | None = None  # the face tracks of its gate's frames
+
+
+class TrackState:
+    """The face tracks of one gate's (one chunk's) frames, updated strictly in frame order.
+
+    Frames are processed on several threads; each finds its faces in parallel, then takes its `turn`, which
+    waits until the frame before it had its turn. A frame's predecessors were submitted to the same FIFO
+    pool before it, so they are running or done and the wait always ends (a failed frame still takes its
+    turn, see `skip`).
+    """
+
+    def __init__(self, smooth: bool = True) -> None:
+        self._smooth = smooth
+        self._next: int | None = None
+        self._done = threading.Condition()
+        self.tracker: Tracker | None = None
+
+    @contextlib.contextmanager
+    def turn(self, index: int, shape: tuple[int, ...] | None):
+        """Hold frame `index`'s turn; yields the tracker (made for frames of `shape` on the first turn)."""
+        with self._done:
+            self._done.wait_for(lambda: self._next is not None and self._next >= index)
+        try:
+            if self.tracker is None and shape is not None:
+                self.tracker = Tracker(shape[1], shape[0], self._smooth)
+            yield self.tracker
+        finally:
+            with self._done:
+                self._next = index + 1
+                self._done.notify_all()
+
+    def begin(self, index: int) -> None:
+        """The gate's first frame is `index` (set when it is planned, before any frame can take a turn)."""
+        with self._done:
+            if self._next is None:
+                self._next = index
+                self._done.notify_all()
+
+    def skip(self, index: int) -> None:
+        """Frame `index` failed: let the frames after it have their turns."""
+        with self.turn(index, None):
+            pass
 
 
 @dataclass(frozen=True)
@@ -127,8 +173,9 @@ class MotionGate:
     planning a new reference does not wait for the one before it.
     """
 
-    def __init__(self, enabled: bool, threshold: float, interval: int) -> None:
+    def __init__(self, enabled: bool, threshold: float, interval: int, tracks: TrackState | None = None) -> None:
         self._enabled, self._threshold, self._interval = enabled, threshold, interval
+        self.tracks = tracks
         self._reference: Reference | None = None
         self._previous: Reference | None = None  # whose faces `_boxes` will be, not fetched yet
         self._boxes: np.ndarray | None = None  # faces of the previous reference; None: look everywhere
@@ -139,7 +186,9 @@ class MotionGate:
         ref = self._reference
         if ref is None or not self._enabled or self._needs_detection(index, thumb, ref, frame_width):
             self._previous, self._boxes = (ref if self._enabled else None), None
-            ref = self._reference = Reference(index, thumb)
+            ref = self._reference = Reference(index, thumb, tracks=self.tracks)
+            if self.tracks is not None:
+                self.tracks.begin(index)
             self.references += 1
             return ref, True
         return ref, False
@@ -159,6 +208,6 @@ def _boxes_of(reference: Reference | None) -> np.ndarray | None:
         return None
     try:
         faces = reference.result.result()[0]
-    except BaseException:  # the failure is reported by the frame that hit it
+    except Exception:  # noqa: BLE001 - the reference's own frame raises it and fails the video; never a signal
         return None
     return np.array([f.box for f in faces], np.float32).reshape(-1, 4)

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import shutil
+import sqlite3
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -13,15 +15,17 @@ from typing import Callable, Sequence
 import numpy as np
 
 from facefusion_batch import __version__
-from facefusion_batch.errors import FfbError, MediaError, OutputError
+from facefusion_batch.errors import MediaError, OutputError, TargetError
 from facefusion_batch.media import read_picture, temp_name, write_picture
 from facefusion_batch.memory import apply_memory_limit
-from facefusion_batch.pipeline.analysis import MotionGate, Reference, face_patches, track
+from facefusion_batch.pipeline.analysis import MotionGate, Reference, TrackState, face_patches, track
 from facefusion_batch.models.store import sha256_of
 from facefusion_batch.pipeline.engine import FaceEngine, Selection, build_engine, build_selection
-from facefusion_batch.pipeline.journal import FINISHED, Journal, settings_key
+from facefusion_batch.pipeline import guard
+from facefusion_batch.pipeline.journal import FINISHED, UNREADABLE, Journal, settings_key
 from facefusion_batch.pipeline.lock import RunLock
 from facefusion_batch.pipeline.lookahead import Lookahead
+from facefusion_batch.pipeline.guard import GuardedReporter
 from facefusion_batch.pipeline.output_guard import prepare_output
 from facefusion_batch.pipeline.progress import Reporter
 from facefusion_batch.pipeline.source_cache import Record
@@ -29,7 +33,7 @@ from facefusion_batch.pipeline.video_job import JobOptions, Seal, encode_video
 from facefusion_batch.provenance.label import VisibleLabel
 from facefusion_batch.provenance.sign import Marker
 from facefusion_batch.settings import Settings
-from facefusion_batch.targets import Target, discover
+from facefusion_batch.targets import Target, discover, not_regular
 from facefusion_batch.timing import Timings, timed
 from facefusion_batch.video.ffmpeg import EncodeOptions, use_ffmpeg
 
@@ -146,21 +150,33 @@ def _when(timestamp: float) -> str:
 
 
 def os_reason(target: Target, exc: OSError) -> str:
-    if target.path.is_symlink() and not target.path.exists():
-        return f"{target.path}: broken symbolic link"
-    where = exc.filename if exc.filename else target.path
-    return f"{target.path}: {exc.strerror or exc} ({where})" if where != target.path else f"{target.path}: {exc}"
+    return guard.os_reason(target.path, exc)
+
+
+def refuse_special(target: Target) -> None:
+    """Raise for a target that is no regular file (a FIFO, a device, a link to /dev/zero): reading it would
+    never end."""
+    reason = not_regular(target.path)
+    if reason:
+        raise TargetError(reason)
 
 
 def claim(journal: Journal, target: Target, output_key: str, force: bool, retry_failed: bool,
           hashed: str | None = None) -> tuple[Outcome | None, str, str]:
     """The journal's decision on a target: (an outcome when it is skipped or can't be read, else None; its
     content hash; its resume key). A target to be done is recorded as `running` (the caller records the end).
-    `hashed` is the file's sha256 when it was computed ahead of time."""
+    `hashed` is the file's sha256 when it was computed ahead of time. A target that can't be read at all is
+    recorded as failed, so later runs skip it until it changes (a chmod counts)."""
     try:
-        content = journal.content_hash(target.path, hashed)
-    except OSError as exc:
-        return Outcome(str(target.path), "failed", reason=os_reason(target, exc)), "", ""
+        content = journal.cached_hash(target.path)
+        if content is None:
+            refuse_special(target)  # before any read
+            content = hashed or sha256_of(target.path)
+    except (TargetError, OSError) as exc:
+        reason = guard.failure_reason(target.path, exc)
+        with contextlib.suppress(OSError, sqlite3.Error):  # e.g. nothing at all at that path any more
+            journal.record(target.path, target.output, UNREADABLE, output_key, "failed", reason)
+        return Outcome(str(target.path), "failed", reason=reason), UNREADABLE, ""
     skip = _skip(journal, target, content, output_key, force, retry_failed)
     if skip is not None:
         return skip, content, ""
@@ -170,7 +186,8 @@ def claim(journal: Journal, target: Target, output_key: str, force: bool, retry_
 
 def _skip(journal: Journal, target: Target, content: str | None, output_key: str, force: bool,
           retry_failed: bool) -> Outcome | None:
-    """The skip outcome the journal gives a target with this content hash (None: unknown, i.e. changed)."""
+    """The skip outcome the journal gives a target with this content hash (None: unknown, i.e. changed).
+    A changed or new target is always work; `retry_failed` also retries unchanged failures."""
     entry = None if force or content is None else journal.is_current(target.path, target.output, content,
                                                                        output_key)
     last_failed = entry is not None and entry.status == "failed"
@@ -180,8 +197,6 @@ def _skip(journal: Journal, target: Target, content: str | None, output_key: str
     if last_failed and not retry_failed:
         return Outcome(str(target.path), "skipped",
                        reason=f"failed before and unchanged; --retry-failed tries again: {entry.reason}")
-    if retry_failed and not last_failed and not force:
-        return Outcome(str(target.path), "skipped", reason="not a previous failure (--retry-failed)")
     return None
 
 
@@ -201,8 +216,8 @@ def prepare_first(settings: Settings, specs: Sequence[str], journal: Journal | N
     lookahead = Lookahead(settings.temp_path)
     try:
         targets, _ = discover(specs, settings.output_dir, settings.output_file)
-    except (FfbError, OSError):
-        return lookahead  # run() reports it
+    except Exception:  # noqa: BLE001 - run() meets it again and reports it
+        return lookahead
     first = next((t for t in targets if t.kind == "video"), None)
     if first is not None:
         lookahead.prepare(first.path, hash_content=needs_hash(journal, first))
@@ -215,7 +230,8 @@ class Batch:
 
     def __init__(self, settings: Settings, source: Path, reporter: Reporter,
                  engine: FaceEngine | None = None) -> None:
-        self.settings, self.reporter = settings, reporter
+        self.settings = settings
+        self.reporter: Reporter = GuardedReporter(reporter)  # a display failure never ends the batch
         self.timings: Timings | None = None  # set by callers that measure stages (ffb benchmark)
         check_output_dir(settings.output_dir)
         use_ffmpeg(settings.ffmpeg_path)  # this process's ffmpeg (a Ray or benchmark worker's too)
@@ -224,7 +240,7 @@ class Batch:
         self.source: Record = self.engine.prepare_source(source)
         faces_in_source = int(self.source.get("faces", 1))
         if faces_in_source > 1:
-            reporter.message(f"{source}: {faces_in_source} faces in the source image; using the largest")
+            self.reporter.message(f"{source}: {faces_in_source} faces in the source image; using the largest")
         self.selection: Selection = build_selection(settings, self.engine)
         source_sha256 = sha256_of(source)
         self.marker = Marker.for_run(settings, self.engine.name, self.engine.models, source_sha256)
@@ -251,7 +267,7 @@ class Batch:
 
     def new_gate(self) -> MotionGate:
         s = self.settings
-        return MotionGate(s.keypoint_reuse, s.reuse_motion_threshold, s.redetect_interval)
+        return MotionGate(s.keypoint_reuse, s.reuse_motion_threshold, s.redetect_interval, TrackState())
 
     def analyse(self, frame: np.ndarray, reference: Reference) -> None:
         """Detect the faces of a new reference frame and keep what tracking needs; frames waiting on the
@@ -266,21 +282,43 @@ class Batch:
             raise
         reference.result.set_result((faces, patches))
 
-    def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool) -> tuple[np.ndarray, int]:
-        """Process one video frame: a new reference is analysed (unless that was done ahead), any other
-        frame tracks the reference's faces."""
+    def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool, index: int | None = None
+                 ) -> tuple[np.ndarray, int]:
+        """Process frame `index` of a video: a new reference is analysed (unless that was done ahead), any
+        other frame tracks the reference's faces; the faces then join their face tracks (in frame order)."""
+        tracks = reference.tracks if index is not None else None
+        # Cuts are looked for on reference frames only: the gate makes every frame that changed that much a
+        # new reference, and has its thumbnail already.
+        thumb = reference.thumb if is_new else None
+        try:
+            faces, detected = self._faces(frame, reference, is_new)
+        except BaseException:
+            if tracks is not None:
+                tracks.skip(index)
+            raise
+        if tracks is None:
+            return self.swap(frame, faces)
+        with tracks.turn(index, frame.shape) as tracker, timed(self.timings, "track"):
+            # Look again where a tracked face should be before declaring it gone.
+            missing = [] if thumb is not None and tracker.cut(thumb) else tracker.missing(index, faces)
+            refits = self.engine.refit(frame, missing) if missing else []
+            tracked = tracker.update(index, faces, detected, thumb, refits)
+            chosen = self.selection.pick_tracked(frame, tracked, tracker, detected, self.engine)
+        return self.swap_faces(frame, chosen)
+
+    def _faces(self, frame: np.ndarray, reference: Reference, is_new: bool) -> tuple[list, bool]:
+        """The frame's faces, and whether they were detected on it (not moved from a reference)."""
         if is_new:
             if not reference.ahead:
                 self.analyse(frame, reference)
-            faces = reference.result.result()[0]
-        else:
-            ref_faces, patches = reference.result.result()
-            with timed(self.timings, "track"):
-                faces = track(ref_faces, patches, frame) if ref_faces else []
-            if faces is None:
-                with timed(self.timings, "detect"):
-                    faces = self.engine.detect(frame)
-        return self.swap(frame, faces)
+            return reference.result.result()[0], True
+        ref_faces, patches = reference.result.result()
+        with timed(self.timings, "track"):
+            faces = track(ref_faces, patches, frame) if ref_faces else []
+        if faces is None:
+            with timed(self.timings, "detect"):
+                return self.engine.detect(frame), True
+        return faces, False
 
     def frame(self, frame: np.ndarray) -> tuple[np.ndarray, int]:
         """Process a single picture: detect, select, swap."""
@@ -291,6 +329,10 @@ class Batch:
     def swap(self, frame: np.ndarray, faces: list) -> tuple[np.ndarray, int]:
         with timed(self.timings, "swap"):
             faces = self.selection.pick(frame, faces, self.engine)
+        return self.swap_faces(frame, faces)
+
+    def swap_faces(self, frame: np.ndarray, faces: list) -> tuple[np.ndarray, int]:
+        with timed(self.timings, "swap"):
             if faces:
                 frame = self.engine.swap(frame, faces, self.source)
         if faces and self.timings is not None:
@@ -307,16 +349,18 @@ class Batch:
     def run(self, specs: Sequence[str], journal: Journal | None = None, force: bool = False,
             retry_failed: bool = False, lookahead: Lookahead | None = None) -> BatchResult:
         """Process every target. With a journal, unchanged finished targets are skipped (`force` redoes
-        them), earlier failures are skipped until their file changes, and `retry_failed` runs only those.
+        them), earlier failures are skipped until their file changes (`retry_failed` runs them again).
+        No exception from one target ends the batch: it becomes that target's failure. Only an interruption
+        (KeyboardInterrupt, SystemExit) ends it early, with `interrupted` set.
 
         While one video is being processed the next is prepared (see Lookahead; pass one from
         `prepare_first` to have the first video prepared while the engine loaded), and once its frames are
         done it is joined, verified and renamed on a thread of its own while the next one starts."""
         targets, rejected = discover(specs, self.settings.output_dir, self.settings.output_file)
         result = BatchResult(self.engine.name, list(self.engine.models), self.engine.pool.active_providers())
-        result.outcomes += [Outcome(str(r.path), "failed", reason=r.reason) for r in rejected]
-        for r in rejected:
-            self.reporter.message(f"{r.path}: {r.reason}")
+        result.outcomes += [Outcome(str(r.path), "failed", reason=f"{r.path}: {r.reason}") for r in rejected]
+        for outcome in result.outcomes:
+            self.reporter.message(outcome.reason)
         self.reporter.expect(len(targets))
         finishing: _Finishing | None = None
         current: Target | None = None  # the target being started (named when interrupted)
@@ -328,8 +372,10 @@ class Batch:
                         current = target
                         self._following = functools.partial(self._next_to_run, targets[index + 1:], journal,
                                                             force, retry_failed)
-                        begun = self._claim_and_begin(target, journal, force, retry_failed)
+                        begun = self._guarded(target, journal, functools.partial(
+                            self._claim_and_begin, target, journal, force, retry_failed))
                         if finishing is not None:
+                            current = finishing.target  # an interruption now cuts this one's finishing
                             result.outcomes.append(self._settle(finishing, journal))
                             finishing = None
                         if isinstance(begun, Outcome):  # skipped, or unreadable before it began
@@ -338,10 +384,16 @@ class Batch:
                         else:
                             finishing = _Finishing(target, begun[1], finisher.submit(begun[0]))
                         current = None
-                finally:
+                except BaseException:
                     if finishing is not None:  # also on Ctrl-C: the output being joined is completed
-                        result.outcomes.append(self._settle(finishing, journal))
-        except KeyboardInterrupt:
+                        cut, current = current, finishing.target  # named if its own finishing was cut
+                        result.outcomes.append(self._settle(finishing, journal, interrupted=True))
+                        current = cut
+                    raise
+                if finishing is not None:
+                    current = finishing.target
+                    result.outcomes.append(self._settle(finishing, journal))
+        except (KeyboardInterrupt, SystemExit):
             result.interrupted = True
             result.outcomes.append(Outcome(str(current.path) if current else "(batch)", "failed", reason=INTERRUPTED))
         finally:
@@ -379,19 +431,47 @@ class Batch:
             return skip
         try:
             return self.begin(target, resume, content), content
-        except KeyboardInterrupt:
-            journal.record(target.path, target.output, content, self.output_key, "interrupted", "interrupted")
+        except (KeyboardInterrupt, SystemExit):
+            self._record(journal, target, content, Outcome(str(target.path), "interrupted", reason="interrupted"))
             raise
 
-    def _settle(self, finishing: _Finishing, journal: Journal | None) -> Outcome:
-        """Wait for a target's completion, then report and journal its outcome (on the batch's thread)."""
+    def _guarded(self, target: Target, journal: Journal | None,
+                 work: Callable[[], Outcome | tuple[Callable[[], Outcome], str]]
+                 ) -> Outcome | tuple[Callable[[], Outcome], str]:
+        """`work` for one target; whatever it raises (short of an interruption) is that target's failure,
+        journaled here (the caller reports it)."""
+        try:
+            return work()
+        except Exception as exc:  # noqa: BLE001 - one target's failure, whatever it is, is not the batch's
+            outcome = Outcome(str(target.path), "failed", reason=guard.failure_reason(target.path, exc))
+            self._record(journal, target, UNREADABLE, outcome)
+            return outcome
+
+    def _settle(self, finishing: _Finishing, journal: Journal | None, interrupted: bool = False) -> Outcome:
+        """Wait for a target's completion, then report and journal its outcome (on the batch's thread).
+        A failure while the run is being interrupted is journaled as interrupted, not failed: Ctrl-C in a
+        terminal also kills ffb's ffmpeg processes, so the failure may be the signal's, and the next run
+        must try again."""
         outcome = finishing.future.result()
         self._report(outcome)
-        if journal is not None:
-            target = finishing.target
-            journal.record(target.path, target.output, finishing.content, self.output_key, outcome.status,
-                           outcome.reason, outcome.frames, outcome.seconds)
+        if interrupted and outcome.status == "failed":
+            outcome.reason += " (while the run was interrupted: the next run tries again)"
+            self._record(journal, finishing.target, finishing.content,
+                         dataclasses.replace(outcome, status="interrupted"))
+        else:
+            self._record(journal, finishing.target, finishing.content, outcome)
         return outcome
+
+    def _record(self, journal: Journal | None, target: Target, content: str, outcome: Outcome) -> None:
+        """Journal a target's outcome; a journal that can't be written is said, and the batch goes on."""
+        if journal is None:
+            return
+        try:
+            journal.record(target.path, target.output, content, self.output_key, outcome.status, outcome.reason,
+                           outcome.frames, outcome.seconds)
+        except Exception as exc:  # noqa: BLE001 - the outcome is in the summary; next run redoes the target
+            self.reporter.message(guard.one_line(f"{target.path}: not recorded in the journal "
+                                                 f"({type(exc).__name__}: {exc}); the next run does it again"))
 
     def _report(self, outcome: Outcome) -> None:
         self.reporter.finish(outcome.status, outcome.target)
@@ -413,8 +493,9 @@ class Batch:
         calls = self.engine.detector_calls()
         lookahead = self._lookahead
 
-        def failed(exc: BaseException) -> Outcome:
-            reason = str(exc) if isinstance(exc, FfbError) else os_reason(target, exc)  # type: ignore[arg-type]
+        def failed(exc: Exception) -> Outcome:
+            reason = (guard.disk_full_reason(target.path, exc, self.settings.temp_path, target.output)
+                      or guard.failure_reason(target.path, exc))
             return Outcome(str(target.path), "failed", reason=reason, seconds=time.perf_counter() - started)
 
         def outcome(swapped: int, frames: int, note: str) -> Outcome:
@@ -423,10 +504,9 @@ class Batch:
                            time.perf_counter() - started, calls_made)
 
         try:
+            refuse_special(target)
             prepared = lookahead.take(target.path) if lookahead and target.kind == "video" else None
-            following = self._following() if lookahead and self._following else None
-            if lookahead and following:
-                lookahead.prepare(following[0].path, hash_content=following[1])
+            self._prepare_following()
             prepare_output(self.settings.output_dir, target.output, target.path)
             if target.kind == "image":
                 self.reporter.start(str(target.path), 1)
@@ -439,7 +519,7 @@ class Batch:
                                    prepared, lookahead.current_decoded if lookahead else None,
                                    self.seal(target.path, content))
             calls_made = self.engine.detector_calls() - calls
-        except (FfbError, OSError) as exc:
+        except Exception as exc:  # noqa: BLE001 - see run: the target's failure
             result = failed(exc)
             return lambda: result
         finally:
@@ -448,7 +528,7 @@ class Batch:
         def complete() -> Outcome:
             try:
                 counters = encoded.finish()
-            except (FfbError, OSError) as exc:
+            except Exception as exc:  # noqa: BLE001 - see run: the target's failure
                 return failed(exc)
             note = counters.note
             if counters.resumed_frames:
@@ -457,6 +537,18 @@ class Batch:
             return outcome(counters.frames_with_faces, counters.frames, note)
 
         return complete
+
+    def _prepare_following(self) -> None:
+        """Have the lookahead make the next video ready. Only speed depends on it: when it fails, that video
+        is prepared in its turn, and fails there if it must."""
+        if self._lookahead is None or self._following is None:
+            return
+        try:
+            following = self._following()
+            if following:
+                self._lookahead.prepare(following[0].path, hash_content=following[1])
+        except Exception:  # noqa: BLE001 - see above; an interruption still ends the run
+            pass
 
     def image(self, target: Target, content: str | None = None) -> tuple[int, str]:
         """Swap one image target (every frame of an animated one; alpha kept, see media) into its output;

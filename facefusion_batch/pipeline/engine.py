@@ -15,6 +15,7 @@ import numpy as np
 from facefusion_batch.errors import ModelError, SettingsError, SourceError
 from facefusion_batch.faces.detectors import ScrfdDetector, YoloFaceDetector
 from facefusion_batch.faces.recognizer import ArcFaceRecognizer
+from facefusion_batch.faces.tracking import Tracked, Tracker
 from facefusion_batch.faces.types import Face
 from facefusion_batch.media import read_image
 from facefusion_batch.models import store
@@ -41,6 +42,10 @@ class FaceEngine(Protocol):
     def prepare_source(self, path: Path) -> Record: ...
 
     def swap(self, frame: np.ndarray, faces: Sequence[Face], source: Record) -> np.ndarray: ...
+
+    def refit(self, frame: np.ndarray, predicted: Sequence[Face]) -> list[Face]:
+        """Faces found again at tracks' predicted places (the detector missed them); may be fewer."""
+        ...
 
     def detector_calls(self) -> int: ...
 
@@ -111,9 +116,16 @@ class NeuralEngine:
     def swap(self, frame: np.ndarray, faces: Sequence[Face], source: Record) -> np.ndarray:
         return self._swapper.swap(frame, faces, self._swapper.latent(source["embedding"]))
 
+    def refit(self, frame: np.ndarray, predicted: Sequence[Face]) -> list[Face]:
+        """The neural detectors see whole frames only: a missed face is carried by its track instead."""
+        return []
+
     def detector_calls(self) -> int:
         """Frames on which detection ran (the neural detectors take one frame per call)."""
         return self._detector_session.calls.value
+
+
+REFERENCE_LOOKS = 5  # reference mode: a track's identity is measured on up to this many detected frames
 
 
 @dataclass(frozen=True)
@@ -132,6 +144,25 @@ class Selection:
         embeddings = engine.embed(frame, faces)
         distances = 1.0 - embeddings @ self.reference
         return [face for face, d in zip(faces, distances) if d <= self.distance]
+
+    def pick_tracked(self, frame: np.ndarray, tracked: list[Tracked], tracker: Tracker, detected: bool,
+                     engine: FaceEngine) -> list[Face]:
+        """Faces to swap among a frame's tracked faces: `one` keeps the shot's chosen track; `reference`
+        judges each track by the mean distance of its faces measured so far (measured again on detected
+        frames, at most REFERENCE_LOOKS times), so one odd frame does not switch a person on or off."""
+        if self.mode == "many" or not tracked:
+            return [t.face for t in tracked]
+        if self.mode == "one":
+            return [t.face for t in tracker.choose_one(tracked)]
+        measure = [t for t in tracked if not t.coasting and t.track in tracker.tracks
+                   and (not tracker.tracks[t.track].matches
+                        or (detected and len(tracker.tracks[t.track].matches) < REFERENCE_LOOKS))]
+        if measure:
+            distances = 1.0 - engine.embed(frame, [t.face for t in measure]) @ self.reference
+            for item, distance in zip(measure, distances):
+                tracker.tracks[item.track].matches.append(float(distance))
+        return [t.face for t in tracked if t.track in tracker.tracks
+                and float(np.mean(tracker.tracks[t.track].matches or [np.inf])) <= self.distance]
 
 
 def build_selection(settings: Settings, engine: FaceEngine) -> Selection:

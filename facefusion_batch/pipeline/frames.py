@@ -49,8 +49,7 @@ class Spool:
                     item: Item = frame
                     if self._transport == "temp":
                         item = self._directory / f"{index:08d}.{self._format}"
-                        if not cv2.imwrite(str(item), frame):
-                            raise MediaError(f"{item}: can't write extracted frame (temp disk full?)")
+                        write_frame(item, frame)
                 if not self._put((item, thumb)):
                     return
             if self._on_end is not None:
@@ -80,6 +79,14 @@ class Spool:
     def close(self) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
+
+
+def write_frame(path: Path, frame: np.ndarray) -> None:
+    """Write a spooled frame; a full disk raises OSError(ENOSPC) naming the file, like any write."""
+    ok, encoded = cv2.imencode(path.suffix, frame)
+    if not ok:
+        raise MediaError(f"{path}: can't encode extracted frame as {path.suffix}")
+    path.write_bytes(encoded)
 
 
 def load(item: Item) -> np.ndarray:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from facefusion_batch.models.store import sha256_of
+from facefusion_batch.targets import resolved
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS targets (
@@ -31,10 +32,14 @@ CREATE TABLE IF NOT EXISTS targets (
     seconds REAL NOT NULL DEFAULT 0,
     output_size INTEGER,
     output_mtime_ns INTEGER,
-    updated REAL NOT NULL
+    updated REAL NOT NULL,
+    ctime_ns INTEGER
 )
 """
 FINISHED = ("done", "no_face")
+# The content hash recorded for a target that could not be read: it fails, and is skipped until it changes.
+UNREADABLE = "unreadable"
+GONE = (-1, 0, 0)  # the stamp of a target that vanished before its outcome was recorded
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,7 @@ class Entry:
     output_size: int | None
     output_mtime_ns: int | None
     updated: float
+    ctime_ns: int | None = None  # None in rows written before it was recorded
 
 
 def settings_key(parts: dict[str, Any]) -> str:
@@ -71,12 +77,15 @@ class Journal:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(targets)")}
+        if "ctime_ns" not in columns:  # a journal written by an older ffb
+            self._db.execute("ALTER TABLE targets ADD COLUMN ctime_ns INTEGER")
 
     def close(self) -> None:
         self._db.close()
 
     def get(self, target: Path) -> Entry | None:
-        row = self._db.execute("SELECT * FROM targets WHERE target = ?", (str(target.resolve()),)).fetchone()
+        row = self._db.execute("SELECT * FROM targets WHERE target = ?", (str(resolved(target)),)).fetchone()
         return Entry(*row) if row else None
 
     def entries(self) -> Iterator[Entry]:
@@ -84,10 +93,11 @@ class Journal:
             yield Entry(*row)
 
     def cached_hash(self, target: Path) -> str | None:
-        """The journal's sha256 of the file while its size and mtime are unchanged, else None."""
-        stat = target.stat()
+        """The journal's sha256 of the file while its size, mtime and ctime are unchanged, else None (ctime
+        moves on a chmod too: a file made readable is looked at again)."""
+        size, mtime, ctime = stamp(target)
         entry = self.get(target)
-        if entry and (entry.size, entry.mtime_ns) == (stat.st_size, stat.st_mtime_ns):
+        if entry and (entry.size, entry.mtime_ns) == (size, mtime) and entry.ctime_ns in (None, ctime):
             return entry.content_hash
         return None
 
@@ -112,7 +122,10 @@ class Journal:
 
     def record(self, target: Path, output: Path, content: str, key: str, status: str, reason: str = "",
                frames: int = 0, seconds: float = 0.0) -> None:
-        stat = target.stat()
+        try:
+            size, mtime, ctime = stamp(target)
+        except FileNotFoundError:  # deleted while it was processed: its outcome is still recorded
+            size, mtime, ctime = GONE
         out_size = out_mtime = None
         if status in FINISHED and output.exists():
             out_stat = output.stat()
@@ -121,6 +134,18 @@ class Journal:
         attempts = (previous.attempts if previous and previous.content_hash == content else 0)
         attempts += status != "running"
         self._db.execute(
-            "INSERT OR REPLACE INTO targets VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (str(target.resolve()), str(output), stat.st_size, stat.st_mtime_ns, content, key, status, reason,
-             attempts, frames, seconds, out_size, out_mtime, time.time()))
+            "INSERT OR REPLACE INTO targets (target, output, size, mtime_ns, content_hash, settings_key, status, "
+            "reason, attempts, frames, seconds, output_size, output_mtime_ns, updated, ctime_ns) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (str(resolved(target)), str(output), size, mtime, content, key, status, reason,
+             attempts, frames, seconds, out_size, out_mtime, time.time(), ctime))
+
+
+def stamp(path: Path) -> tuple[int, int, int]:
+    """(size, mtime_ns, ctime_ns) of the file, or of the link itself when it leads nowhere (a dangling link
+    is then recorded like any file that fails, and looked at again once it changes)."""
+    try:
+        info = path.stat()
+    except OSError:  # a link pointing nowhere, or round in a loop
+        info = path.lstat()  # raises when there is nothing at all
+    return info.st_size, info.st_mtime_ns, info.st_ctime_ns

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from facefusion_batch.models.store import sha256_of
+from facefusion_batch.targets import not_regular
 from facefusion_batch.video.decoder import Decoder
 from facefusion_batch.video.probe import VideoInfo, probe
 
@@ -56,13 +57,16 @@ class Lookahead:
         self.close()
 
     def prepare(self, path: Path, hash_content: bool = False) -> None:
-        """Start making `path` ready, dropping anything else prepared; a no-op when it already is."""
+        """Start making `path` ready, dropping anything else prepared; a no-op when it already is, and
+        when it is no regular file (a FIFO or a device would hold the thread for ever: the batch refuses it)."""
         with self._lock:
             pending = self._pending
             if pending is not None and pending.path == path and pending.stamp == _stamp(path):
                 return
             self._pending = None
         self._drop(pending)
+        if not_regular(path):
+            return
         content = self._worker.submit(sha256_of, path, self._closing) if hash_content else None
         with self._lock:
             self._pending = _Pending(path, _stamp(path), self._worker.submit(probe, path), content)

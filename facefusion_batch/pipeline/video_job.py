@@ -41,8 +41,9 @@ class FrameProcessor(Protocol):
     def analyse(self, frame: np.ndarray, reference: Reference) -> None:
         """Detect a new reference's faces and set its result (a task of its own, ahead of its frame)."""
 
-    def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool) -> tuple[np.ndarray, int]:
-        """Swap faces in `frame`; returns (frame, faces swapped)."""
+    def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool, index: int
+                 ) -> tuple[np.ndarray, int]:
+        """Swap faces in frame `index` of the video; returns (frame, faces swapped)."""
 
 
 @dataclass
@@ -65,11 +66,17 @@ class JobOptions:
     timings: Timings | None = None  # stage times go here when set (ffb benchmark)
 
 
+def size_text(size: float) -> str:
+    """Bytes as a person reads them: GB from 1 GB, else MB (kB below 1 MB)."""
+    if size >= 1e9:
+        return f"{size / 1e9:.1f} GB"
+    return f"{size / 1e6:.0f} MB" if size >= 1e6 else f"{size / 1e3:.0f} kB"
+
+
 def check_space(directory: Path, needed: int, what: str, fix: str) -> None:
     free = shutil.disk_usage(directory).free
     if free < needed:
-        raise TargetError(f"{what}: needs ~{needed / 1e9:.1f} GB free in {directory}, has {free / 1e9:.1f} GB; "
-                          f"{fix}")
+        raise TargetError(f"{what}: needs ~{size_text(needed)} free in {directory}, has {size_text(free)}; {fix}")
 
 
 SPOOL_BYTES = 512 * 1024 ** 2  # decoded frames waiting on disk, at most (a few frames for 4K)
@@ -85,10 +92,12 @@ def spool_ahead(info: VideoInfo, options: JobOptions) -> int:
 
 
 def estimate(info: VideoInfo, options: JobOptions) -> tuple[int, int]:
-    """(temp bytes, output bytes) one video needs: spooled frames + encoded chunks, and the output."""
+    """(temp bytes, output bytes) one video needs: spooled frames (never more than the video has) + encoded
+    chunks, and the output."""
     frame_bytes = info.width * info.height * 3
-    spool = frame_bytes * spool_ahead(info, options) if options.transport == "temp" else 0
-    encoded = max(info.path.stat().st_size * 2, 10_000_000)
+    spooled = min(spool_ahead(info, options), max(1, info.frame_count))
+    spool = frame_bytes * spooled if options.transport == "temp" else 0
+    encoded = max(info.path.stat().st_size * 2, 2_000_000)
     return spool + encoded, encoded
 
 
@@ -345,7 +354,7 @@ def _transcode(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_fr
         for index, (payload, thumb) in enumerate(spool, start):
             if index % options.chunk_size == 0 or not gates:
                 gates.append(frame_fn.new_gate())
-            yield (payload, *gates[-1].plan(index, thumb, info.width))
+            yield (payload, *gates[-1].plan(index, thumb, info.width), index)
 
     preloaded: dict[int, np.ndarray] = {}  # reference frames loaded by their analysis, by frame index
 
@@ -353,13 +362,14 @@ def _transcode(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_fr
         try:
             with timed(options.timings, "decode"):
                 frame = load(payload)
+            preloaded[reference.index] = frame
+            frame_fn.analyse(frame, reference)
         except BaseException as exc:
-            reference.result.set_exception(exc)
+            if not reference.result.done():  # frames waiting on the reference would wait for ever
+                reference.result.set_exception(exc)
             raise
-        preloaded[reference.index] = frame
-        frame_fn.analyse(frame, reference)
 
-    def work(payload, reference: Reference, is_new: bool) -> tuple[np.ndarray, int]:
+    def work(payload, reference: Reference, is_new: bool, index: int) -> tuple[np.ndarray, int]:
         if is_new and reference.ahead:
             failure = reference.result.exception()  # waits for the analysis
             if failure is not None:
@@ -369,7 +379,7 @@ def _transcode(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_fr
             with timed(options.timings, "decode"):
                 frame = load(payload)
         with timed(options.timings, "frame"):  # frames in the processor now: the metrics' frames in flight
-            return frame_fn(frame, reference, is_new)
+            return frame_fn(frame, reference, is_new, index)
 
     analyses: list[tuple[Future, Reference]] = []
 
@@ -377,11 +387,11 @@ def _transcode(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_fr
         """The planned frames, `in_flight` behind planning: a new reference is queued for analysis as it is
         planned, so frames after it rarely wait for its faces."""
         window: collections.deque = collections.deque()
-        for payload, reference, is_new in planned():
+        for payload, reference, is_new, index in planned():
             if is_new:
                 reference.ahead = True
                 analyses.append((pool.submit(analyse, payload, reference), reference))
-            window.append((payload, reference, is_new))
+            window.append((payload, reference, is_new, index))
             if len(window) > options.in_flight:
                 yield window.popleft()
         yield from window

@@ -100,7 +100,12 @@ def probe(path: Path) -> VideoInfo:
         raise MediaError(f"{path}: broken symbolic link")
     if path.is_file() and path.stat().st_size == 0:
         raise MediaError(f"{path}: file is empty")
-    run = subprocess.run(ffmpeg.probe_command(path), capture_output=True)
+    limit = probe_limit(path)
+    try:
+        run = subprocess.run(ffmpeg.probe_command(path), capture_output=True, timeout=limit)
+    except subprocess.TimeoutExpired:
+        raise MediaError(f"{path}: probing took over {limit:.0f} s (a stalled disk or network mount, or not a "
+                         "file at all?)") from None
     text, errors = ffmpeg.split_levels(run.stderr)
     streams, mapped, duration_text = describe_input(text)
     header, packets = split_framecrc(run.stdout.decode("ascii", "replace"))
@@ -135,6 +140,15 @@ def probe(path: Path) -> VideoInfo:
                      covers=tuple(i for i, s in streams.items() if _is_cover(s)),
                      other_videos=max(0, sum(s.kind == "Video" and not _is_cover(s) for s in streams.values()) - 1),
                      timecode=_timecode([stream] * bool(stream) + list(streams.values())))
+
+
+def probe_limit(path: Path) -> float:
+    """Seconds a probe may take: it reads every packet, so a minute plus the file at 10 MB/s."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 0
+    return 60 + size / 10_000_000
 
 
 def _is_cover(stream: _Stream) -> bool:

@@ -179,3 +179,70 @@ def test_source_triangulation_covers_the_mesh(source):
     triangles = source.triangles
     assert triangles.shape[1] == 3 and len(triangles) > 800
     assert set(np.unique(triangles)) == set(range(classic.LANDMARK_COUNT))
+
+
+def squeezed(landmarks: np.ndarray, side: float) -> np.ndarray:
+    """The landmarks with the half of the face on one side of the nose compressed 5x towards the nose (as
+    the far half of a turned face is): `side` +1 squeezes the image-right half, -1 the left."""
+    out = landmarks.copy()
+    nose_x = landmarks[classic.NOSE_TIP, 0]
+    far = (landmarks[:, 0] - nose_x) * side > 0
+    out[far, 0] = nose_x + (landmarks[far, 0] - nose_x) / 5
+    return out
+
+
+def test_rim_triangles_stretched_from_an_edge_on_source_keep_the_targets_pixels(source, mesh):
+    frame = np.ascontiguousarray(skimage_data.astronaut()[:, :, ::-1])
+    target = mesh(frame)
+    assert len(classic.hidden_triangles(source, target[:, :2])) < 10, "a frontal target tears nothing"
+    # A source whose one half is squeezed (turned away) would be stretched back out on a frontal target.
+    squeezed_source = classic.prepare_source(cv2.imread(str(SOURCE_IMAGE)), squeezed(mesh(cv2.imread(
+        str(SOURCE_IMAGE))), +1))
+    hidden = classic.hidden_triangles(squeezed_source, target[:, :2])
+    assert len(hidden) > 10
+    assert np.isin(squeezed_source.triangles[hidden], classic.FACE_OVAL).any(axis=1).all(), "only the rim"
+    swapped = classic.swap_face(frame, target, squeezed_source)
+    x, y = np.round(target[classic.CHEEK_LINE[1], :2]).astype(int)  # the stretched side's cheek edge
+    assert np.abs(swapped[y - 3:y + 4, x - 8:x - 2].astype(int) - frame[y - 3:y + 4, x - 8:x - 2]).mean() < 3
+
+
+def test_skin_height_finds_a_fringe(source, mesh):
+    image = cv2.imread(str(SOURCE_IMAGE))
+    landmarks = mesh(image)
+    xy = landmarks[:, :2].astype(np.float64)
+    assert classic.skin_height(image, xy) > 0.7, "Grace Hopper's forehead is skin up to her cap"
+    fringe = image.copy()
+    eyes = xy[list(classic.OUTER_EYE_CORNERS)].mean(axis=0)
+    top = xy[classic.FOREHEAD]
+    cut = int(round(eyes[1] + 0.5 * (top[1] - eyes[1])))  # hair down to half way from the top to the eyes
+    fringe[:cut] = (20, 30, 60)
+    assert 0.4 <= classic.skin_height(fringe, xy) <= 0.55
+    fringed = classic.prepare_source(fringe, landmarks)
+    assert fringed.forehead_keep < source.forehead_keep
+
+
+def test_colour_keeps_the_targets_shading_and_never_clips_highlights():
+    rng = np.random.default_rng(0)
+    face = np.clip(rng.normal(150, 20, (120, 120, 3)), 0, 255).astype(np.uint8)  # a flat, detailed source
+    ramp = np.linspace(60, 240, 120, dtype=np.float32)  # a target lit from the right, bright at the edge
+    target = np.repeat(np.repeat(ramp[None, :, None], 120, axis=0), 3, axis=2).astype(np.uint8)
+    mask = np.zeros((120, 120), np.float32)
+    mask[10:110, 10:110] = 1
+    out = classic.match_colour(face, target, mask)
+    columns = out[20:100].astype(float).mean(axis=(0, 2))
+    assert columns[80:100].mean() - columns[20:40].mean() > 60, "the side lighting stays"
+    assert (out[20:100, 20:100] == 255).mean() < 0.01, "highlights are compressed, not clipped"
+    detail = out[20:100, 20:100].astype(float) - cv2.blur(out[20:100, 20:100], (9, 9)).astype(float)
+    assert detail.std() > 8, "the source's detail survives"
+
+
+def test_turn_measures_how_far_a_face_is_turned(mesh):
+    frame = np.ascontiguousarray(skimage_data.astronaut()[:, :, ::-1])
+    landmarks = mesh(frame)
+    assert abs(classic.turn(landmarks)) < 0.3
+    profile = landmarks.copy()
+    profile[list(classic.CHEEK_LINE), :2] = [(100, 100), (160, 100)]  # the cheek line seen edge-on, short
+    profile[classic.NOSE_TIP, :2] = (210, 105)  # the nose tip well beyond the near cheek
+    assert classic.turn(profile) > classic.PROFILE
+    profile[classic.NOSE_TIP, :2] = (50, 105)
+    assert classic.turn(profile) < -classic.PROFILE

@@ -47,7 +47,8 @@ def test_too_little_temp_disk_fails_that_target_only(env, source_image, capsys, 
     summary = json.loads(capsys.readouterr().out)
     assert code == 1
     video = summary["outcomes"][0]
-    assert video["status"] == "failed" and "GB free in" in video["reason"] and "temp_path" in video["reason"]
+    assert video["status"] == "failed" and "temp_path" in video["reason"]
+    assert " MB free in " in video["reason"] and "has 1 kB" in video["reason"], "MB below 1 GB, never '0.0 GB'"
     assert summary["outcomes"][1]["status"] == "done"
     assert not (env / "out" / "a.mp4").exists()
 

@@ -36,7 +36,8 @@ class Recorder:
             raise error
         reference.result.set_result(([], []))
 
-    def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool) -> tuple[np.ndarray, int]:
+    def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool, index: int
+                 ) -> tuple[np.ndarray, int]:
         faces, _ = reference.result.result()
         if is_new:
             with self.lock:
@@ -114,8 +115,9 @@ def test_a_link_planted_at_the_resume_workspace_is_not_followed(tmp_path):
 class Swapper(Recorder):
     """Counts one face on every frame (so the output is encoded and joined, not copied through)."""
 
-    def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool) -> tuple[np.ndarray, int]:
-        super().__call__(frame, reference, is_new)
+    def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool, index: int
+                 ) -> tuple[np.ndarray, int]:
+        super().__call__(frame, reference, is_new, index)
         return frame, 1
 
 

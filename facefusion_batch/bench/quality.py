@@ -1,0 +1,180 @@
+"""Output-quality metrics (definitions in docs/quality.md), as pure functions over frames and boxes.
+
+`benchmarks/quality.py` feeds them frames of clips whose true face boxes it knows, plus the distances an
+independent face-recognition judge measured; nothing here needs the judge, so the unit tests run anywhere.
+Frames are uint8 BGR (or grey) arrays of one size; boxes are x1, y1, x2, y2 in frame pixels.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+SWAPPED = 5.0  # mean |out - in| inside the box at or above which a face-frame counts as swapped
+JUMP = 12.0  # added flicker above which a swapped face-frame is a jump
+ACCEPT = 0.6  # judge distance below which two faces are the same person
+
+
+def _region(shape: tuple[int, ...], box: Sequence[float]) -> tuple[slice, slice] | None:
+    height, width = shape[:2]
+    x1, y1, x2, y2 = (int(round(v)) for v in box)
+    x1, y1, x2, y2 = max(0, x1), max(0, y1), min(width, x2), min(height, y2)
+    if x2 - x1 < 1 or y2 - y1 < 1:
+        return None
+    return slice(y1, y2), slice(x1, x2)
+
+
+def mean_abs(a: np.ndarray, b: np.ndarray, box: Sequence[float]) -> float:
+    """Mean absolute difference of `a` and `b` inside `box` (grey levels, all channels); nan if empty."""
+    region = _region(a.shape, box)
+    if region is None:
+        return float("nan")
+    return float(np.abs(a[region].astype(np.int16) - b[region].astype(np.int16)).mean())
+
+
+def strength(inp: np.ndarray, out: np.ndarray, box: Sequence[float]) -> float:
+    """How much the output changed the face in `box`."""
+    return mean_abs(inp, out, box)
+
+
+def added_flicker(in_prev: np.ndarray, in_cur: np.ndarray, out_prev: np.ndarray, out_cur: np.ndarray,
+                  box: Sequence[float]) -> float:
+    """Frame-to-frame change inside `box` the output has beyond the input's own."""
+    return mean_abs(out_cur, out_prev, box) - mean_abs(in_cur, in_prev, box)
+
+
+def iou(a: Sequence[float], b: Sequence[float]) -> float:
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0
+
+
+@dataclass
+class TrackStats:
+    """Temporal metrics of one face track over the frames it is present in."""
+
+    frames: int = 0
+    swapped: int = 0
+    missed: int = 0  # present but not swapped (only where swapping was expected)
+    toggles: int = 0  # swapped -> not -> swapped
+    jumps: int = 0
+    flicker: list[float] = field(default_factory=list)  # added flicker of each judged face-frame
+    missed_at: list[int] = field(default_factory=list)
+    jumps_at: list[int] = field(default_factory=list)
+
+
+def track_stats(strengths: Sequence[float], flickers: Sequence[float], frames: Sequence[int] | None = None,
+                expected: bool = True) -> TrackStats:
+    """Metrics of one track: `strengths[i]` of its i-th present frame, `flickers[i]` the added flicker
+    since the previous frame (nan where there is none: first frame, after a cut). `expected`: the face should
+    be swapped in every frame (mode many); otherwise misses are not counted."""
+    frames = list(range(len(strengths))) if frames is None else list(frames)
+    stats = TrackStats(frames=len(strengths))
+    swapped = [s >= SWAPPED for s in strengths]
+    stats.swapped = sum(swapped)
+    if expected:
+        stats.missed_at = [f for f, s in zip(frames, swapped) if not s]
+        stats.missed = len(stats.missed_at)
+    stats.toggles = toggles(swapped)
+    for index, (frame, flick) in enumerate(zip(frames, flickers)):
+        if not np.isfinite(flick):
+            continue
+        if swapped[index] or (index > 0 and swapped[index - 1]):
+            stats.flicker.append(float(flick))
+        if swapped[index] and flick > JUMP:
+            stats.jumps += 1
+            stats.jumps_at.append(frame)
+    return stats
+
+
+def toggles(swapped: Sequence[bool]) -> int:
+    """Times a track went swapped -> not swapped -> swapped again."""
+    count, seen, off = 0, False, False
+    for s in swapped:
+        if s:
+            if seen and off:
+                count += 1
+            seen, off = True, False
+        elif seen:
+            off = True
+    return count
+
+
+def switches(chosen: Sequence[int | None], shots: Sequence[int]) -> list[int]:
+    """Frame indices where mode `one` swapped a different track than the last one it swapped in the same
+    shot (`chosen[i]`: the track swapped in frame i, None for none)."""
+    at, last, shot = [], None, None
+    for index, (track, current) in enumerate(zip(chosen, shots)):
+        if current != shot:
+            last, shot = None, current
+        if track is None:
+            continue
+        if last is not None and track != last:
+            at.append(index)
+        last = track
+    return at
+
+
+def chosen_track(strengths: dict[int, float]) -> int | None:
+    """The track mode `one` swapped in a frame: the most changed face, if any face changed enough."""
+    if not strengths:
+        return None
+    track, value = max(strengths.items(), key=lambda item: item[1])
+    return track if value >= SWAPPED else None
+
+
+def background_diff(inp: np.ndarray, out: np.ndarray, boxes: Sequence[Sequence[float]], grow: float = 0.3
+                    ) -> float:
+    """Mean |out - in| outside every box grown by `grow` of its size on each side (the swap regions)."""
+    keep = np.ones(inp.shape[:2], bool)
+    for x1, y1, x2, y2 in boxes:
+        w, h = x2 - x1, y2 - y1
+        region = _region(inp.shape, (x1 - grow * w, y1 - grow * h, x2 + grow * w, y2 + grow * h))
+        if region is not None:
+            keep[region] = False
+    if not keep.any():
+        return float("nan")
+    return float(np.abs(inp.astype(np.int16) - out.astype(np.int16))[keep].mean())
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The judge's verdict on one output face."""
+
+    to_source: float  # descriptor distance output face - source face
+    to_target: float  # output face - the original face at that place
+    found: bool  # the judge re-detected a face there in the output
+
+
+def identity_summary(verdicts: Sequence[Identity]) -> dict[str, float]:
+    """Shares: accepted as the source, closer to source than target, still found as a face."""
+    if not verdicts:
+        return {"faces": 0, "accepted": float("nan"), "closer": float("nan"), "found": float("nan")}
+    n = len(verdicts)
+    return {"faces": n,
+            "accepted": sum(v.to_source < ACCEPT for v in verdicts) / n,
+            "closer": sum(v.to_source < v.to_target for v in verdicts) / n,
+            "found": sum(v.found for v in verdicts) / n}
+
+
+def flicker_summary(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and 95th percentile of added flicker."""
+    if len(values) == 0:
+        return float("nan"), float("nan")
+    array = np.asarray(values, np.float64)
+    return float(array.mean()), float(np.percentile(array, 95))
+
+
+def yaw_from_five(points: np.ndarray) -> float:
+    """Rough yaw in degrees from dlib's 5 points (two corners per eye, then the nose base): how far the
+    nose sits off the eyes' midline, as a share of the half eye distance. Frontal 0; sign = direction."""
+    eye_a, eye_b = points[0:2].mean(axis=0), points[2:4].mean(axis=0)
+    axis = eye_b - eye_a
+    half = np.linalg.norm(axis) / 2
+    if half < 1e-6:
+        return 90.0
+    offset = float((points[4] - (eye_a + eye_b) / 2) @ (axis / np.linalg.norm(axis)))
+    return float(np.degrees(np.arcsin(np.clip(offset / half, -1.0, 1.0))))

@@ -1,0 +1,343 @@
+"""Face tracks across frames: association, coasting through short misses, shot cuts, landmark smoothing.
+
+Pure and single-threaded: the pipeline feeds `Tracker.update` the faces of each frame in frame order (see
+pipeline/analysis.py `TrackState`), and swaps the faces it returns. A fresh tracker starts at every chunk,
+so a resumed run, which analyses each chunk alone, makes the same choices as an uninterrupted one.
+
+Smoothing: each track keeps filtered points (mesh landmarks, the 5 keypoints and the box corners, so all
+stay consistent) and a velocity. A frame's raw points are blended into the prediction (filtered + velocity)
+with a weight that is small when the face is still and the fit differs only by fitting noise (a re-detection
+on a still shot then eases in over a few frames instead of ticking) and 1 when the face really moves or
+turns (so nothing lags). A fit whose shape disagrees with the track (a mesh that went wrong) is rejected:
+the track keeps its own shape at the fit's position until fits agree again or the disagreement persists.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from facefusion_batch.faces.types import Face
+
+MATCH_IOU = 0.25  # a face continues a track when its box overlaps the track's predicted box this much
+CONTAINED = 0.8  # ... or when the smaller of the two boxes lies this much inside the other
+COAST = 6  # frames a confirmed track is carried through detection misses with its motion
+STILL_ALPHA = 0.2  # blend weight of a new fit into a still track (fitting noise eases in over ~5 frames)
+NOISE = 0.015  # fit differences below this share of the face size count as noise
+MOVE = 0.06  # differences from this share of the face size on are followed at once
+SPEED = 0.02  # motion of this share of the face size per frame is followed at once
+OUTLIER = 0.08  # shape residual (after a similarity fit) above this share of the face size is an outlier
+SCALE_JUMP = 0.15  # a size change beyond this (log ratio) from one frame to the next is an outlier
+OFFSET_JUMP = 0.3  # ... and so is a move of this share of the face size beyond the predicted motion
+RELOCK = 8  # consecutive outliers after which the fits are believed (the face did change)
+VELOCITY_GAIN = 0.5
+MAX_ZOOM = 0.03  # per-frame scale changes beyond this share, or rolls beyond MAX_ROLL radians, are not motion
+MAX_ROLL = 0.03
+MIN_SPAN = 3  # zoom and roll are measured between detected fits at least this many frames apart (fit noise)
+REFIT_SPAN = 30  # frames a track is looked for by refits after the detector last saw it
+CUT_HISTOGRAM = 0.5  # L1 distance of normalised grey histograms (0..2) above which two frames are a cut
+CUT_CHANGE = 25.0  # ... and mean absolute grey change above which
+
+
+def is_cut(previous: np.ndarray | None, current: np.ndarray) -> bool:
+    """Whether two small grey thumbnails (float, 0..255) lie on either side of a hard cut: the picture changed
+    a lot *and* its grey-level distribution did (a pan changes pixels but keeps the distribution)."""
+    if previous is None or previous.shape != current.shape:
+        return previous is not None
+    change = float(np.abs(current - previous).mean())
+    if change < CUT_CHANGE:
+        return False
+    bins = np.linspace(0, 256, 33)
+    a = np.histogram(previous, bins)[0] / previous.size
+    b = np.histogram(current, bins)[0] / current.size
+    return float(np.abs(a - b).sum()) > CUT_HISTOGRAM
+
+
+def _points(face: Face) -> np.ndarray:
+    """All of a face's points as one float64 array: landmarks (with depth), keypoints, box corners."""
+    parts = []
+    if face.landmarks is not None:
+        parts.append(_pad(face.landmarks))
+    parts.append(_pad(face.kps))
+    parts.append(_pad(face.box.reshape(2, 2)))
+    return np.concatenate(parts)
+
+
+def _pad(points: np.ndarray) -> np.ndarray:
+    points = np.asarray(points, np.float64)
+    if points.shape[1] == 3:
+        return points
+    return np.concatenate([points, np.zeros((len(points), 1))], axis=1)
+
+
+def _face(template: Face, points: np.ndarray) -> Face:
+    """`template` with its points replaced by `points` (as laid out by `_points`)."""
+    at = 0
+    landmarks = None
+    if template.landmarks is not None:
+        count, columns = template.landmarks.shape
+        landmarks = points[:count, :columns].astype(template.landmarks.dtype)
+        at = count
+    kps = points[at:at + len(template.kps), :2].astype(template.kps.dtype)
+    box = points[at + len(template.kps):, :2].reshape(4).astype(template.box.dtype)
+    return dataclasses.replace(template, box=box, kps=kps, landmarks=landmarks)
+
+
+def _size(points: np.ndarray) -> float:
+    xy = points[:, :2]
+    return float(max(np.ptp(xy[:, 0]), np.ptp(xy[:, 1]), 1.0))
+
+
+def shape_residual(a: np.ndarray, b: np.ndarray) -> float:
+    """RMS distance between point sets `a` and `b` (x, y) after the best similarity transform of `b` onto
+    `a`, as a share of `a`'s size: how different their shapes are, whatever their position and scale."""
+    a2, b2 = a[:, :2] - a[:, :2].mean(axis=0), b[:, :2] - b[:, :2].mean(axis=0)
+    za, zb = a2[:, 0] + 1j * a2[:, 1], b2[:, 0] + 1j * b2[:, 1]
+    denominator = float(np.vdot(zb, zb).real)
+    if denominator < 1e-9:
+        return float("inf")
+    scale = np.vdot(zb, za) / denominator  # complex: rotation and scale
+    return float(np.sqrt(np.mean(np.abs(za - scale * zb) ** 2)) / _size(a))
+
+
+def disagrees(prediction: np.ndarray, raw: np.ndarray) -> bool:
+    """Whether a new fit is implausible for the track in one step: another shape, or a size or position
+    jump no real motion between two frames makes."""
+    if len(raw) != len(prediction):
+        return False
+    size = _size(prediction)
+    scale = _size(raw) / size
+    offset = float(np.linalg.norm(raw[:, :2].mean(axis=0) - prediction[:, :2].mean(axis=0))) / size
+    return (shape_residual(prediction, raw) > OUTLIER or abs(np.log(scale)) > SCALE_JUMP
+            or offset > OFFSET_JUMP)
+
+
+def similarity(a: np.ndarray, b: np.ndarray) -> complex:
+    """The scale and rotation (as one complex number) that best takes point set `a` onto `b` about their
+    centres."""
+    a2, b2 = a[:, :2] - a[:, :2].mean(axis=0), b[:, :2] - b[:, :2].mean(axis=0)
+    za, zb = a2[:, 0] + 1j * a2[:, 1], b2[:, 0] + 1j * b2[:, 1]
+    denominator = float(np.vdot(za, za).real)
+    return complex(np.vdot(za, zb) / denominator) if denominator > 1e-9 else 1 + 0j
+
+
+def blend_weight(difference: float, speed: float) -> float:
+    """Weight of a new fit (0..1) from its difference to the prediction and the track's speed, both as
+    shares of the face size: STILL_ALPHA for noise on a still face, 1 for real motion or change."""
+    change = np.clip((difference - NOISE) / (MOVE - NOISE), 0.0, 1.0)
+    moving = np.clip(speed / SPEED, 0.0, 1.0)
+    return float(STILL_ALPHA + (1 - STILL_ALPHA) * max(change, moving))
+
+
+@dataclass
+class Track:
+    id: int
+    face: Face  # latest raw face (the template for output faces)
+    points: np.ndarray  # filtered points
+    raw: np.ndarray  # latest accepted raw points
+    velocity: np.ndarray = field(default_factory=lambda: np.zeros(2))  # centroid motion, pixels per frame
+    similarity: complex = 1 + 0j  # per-frame scale and rotation about the centre (from detected fits)
+    fitted: np.ndarray | None = None  # the last detected fit's points, and its frame
+    fitted_at: int = 0
+    first: int = 0
+    last: int = 0  # last frame with a face of its own
+    confirmed: int = 0  # last frame the detector (not a refit) saw it
+    hits: int = 1
+    outliers: int = 0
+    area: float = 0.0  # its face's area on its first frame (mode `one` picks the largest)
+    matches: list[float] = field(default_factory=list)  # reference-mode distances measured on it
+
+    def speed(self, size: float) -> float:
+        """How fast the face moves, zooms or rolls: the largest, as a share of its size per frame."""
+        return max(float(np.linalg.norm(self.velocity)) / size, abs(abs(self.similarity) - 1),
+                   abs(float(np.angle(self.similarity))))
+
+    def predicted(self, frames: int = 1) -> np.ndarray:
+        """The filtered points moved on `frames` frames: turned and scaled about their centre by the
+        per-frame similarity (zoom, roll) seen between detections, and shifted by the velocity."""
+        moved = self.points.copy()
+        if self.similarity != 1:
+            centre = moved[:, :2].mean(axis=0)
+            z = (moved[:, 0] - centre[0]) + 1j * (moved[:, 1] - centre[1])
+            z *= self.similarity ** frames
+            moved[:, 0], moved[:, 1] = z.real + centre[0], z.imag + centre[1]
+            moved[:, 2] *= abs(self.similarity) ** frames
+        moved[:, :2] += self.velocity * frames
+        return moved
+
+
+@dataclass(frozen=True)
+class Tracked:
+    """One face to swap in a frame: its track, the smoothed face, and whether it was carried (no face of
+    its own in this frame)."""
+
+    track: int
+    face: Face
+    coasting: bool = False
+
+
+class Tracker:
+    """Face tracks over consecutive frames of one chunk; `update` must be called in frame order."""
+
+    def __init__(self, width: int, height: int, smooth: bool = True) -> None:
+        self._width, self._height, self._smooth = width, height, smooth
+        self.tracks: dict[int, Track] = {}
+        self._next_id = 0
+        self._thumb: np.ndarray | None = None
+        self.chosen: int | None = None  # mode `one`: the track chosen for the current shot
+        self.cuts = 0
+        self.coasted = 0  # face-frames swapped through a detection miss
+        self.rejected = 0  # fits rejected as outliers
+
+    def update(self, index: int, faces: list[Face], detected: bool, thumb: np.ndarray | None = None,
+               refits: list[Face] | None = None) -> list[Tracked]:
+        """The frame's faces joined to tracks (smoothed), plus confirmed tracks carried through a miss.
+        `refits` are faces found again at tracks' predicted places (see `missing`): they continue their
+        tracks but do not count as seen by the detector."""
+        own = len(faces)
+        faces = faces + list(refits or [])
+        if thumb is not None:
+            if is_cut(self._thumb, thumb):
+                self.tracks.clear()
+                self.chosen = None
+                self.cuts += 1
+            self._thumb = thumb
+        pairs = self._associate(index, faces)
+        result = []
+        for face_index, face in enumerate(faces):
+            track = pairs.get(face_index)
+            if track is None:
+                if face_index >= own:
+                    continue  # a refit that continues no track
+                track = self._start(index, face)
+            else:
+                self._follow(track, index, face, detected)
+                if face_index < own:
+                    track.confirmed = index
+            result.append(Tracked(track.id, _face(track.face, track.points)))
+        seen = {t.track for t in result}
+        for track in list(self.tracks.values()):
+            if track.id in seen:
+                continue
+            gap = index - track.last
+            predicted = track.predicted(gap)
+            if gap > COAST or track.hits < 2 or not self._inside(predicted):
+                del self.tracks[track.id]
+                continue
+            self.coasted += 1
+            result.append(Tracked(track.id, _face(track.face, predicted), coasting=True))
+        return result
+
+    def cut(self, thumb: np.ndarray) -> bool:
+        """Whether a frame with this thumbnail starts a new shot (nothing changes until `update`)."""
+        return is_cut(self._thumb, thumb)
+
+    def missing(self, index: int, faces: list[Face]) -> list[Face]:
+        """Where the confirmed tracks that none of `faces` continues are predicted to be in frame `index`:
+        regions to look at again before a face is declared gone."""
+        matched = {track.id for track in self._associate(index, faces).values()}
+        found = []
+        for track in self.tracks.values():
+            if (track.id in matched or track.hits < 2 or index - track.last > COAST
+                    or index - track.confirmed > REFIT_SPAN):
+                continue
+            predicted = track.predicted(index - track.last)
+            if self._inside(predicted):
+                found.append(_face(track.face, predicted))
+        return found
+
+    def _associate(self, index: int, faces: list[Face]) -> dict[int, Track]:
+        pairs: list[tuple[float, int, int]] = []
+        for track in self.tracks.values():
+            predicted = _face(track.face, track.predicted(index - track.last)).box
+            for face_index, face in enumerate(faces):
+                overlap = _iou(predicted, face.box)
+                # A fit much larger or smaller than the track but around it is the track gone wrong (an
+                # outlier to reject), not another face to swap as well.
+                if overlap >= MATCH_IOU or _contained(predicted, face.box) >= CONTAINED:
+                    pairs.append((overlap, face_index, track.id))
+        chosen: dict[int, Track] = {}
+        used: set[int] = set()
+        for _, face_index, track_id in sorted(pairs, reverse=True):
+            if face_index not in chosen and track_id not in used:
+                chosen[face_index] = self.tracks[track_id]
+                used.add(track_id)
+        return chosen
+
+    def _start(self, index: int, face: Face) -> Track:
+        points = _points(face)
+        track = Track(self._next_id, face, points, points, first=index, last=index, confirmed=index,
+                      area=face.area, fitted=points, fitted_at=index)
+        self.tracks[track.id] = track
+        self._next_id += 1
+        return track
+
+    def _follow(self, track: Track, index: int, face: Face, detected: bool) -> None:
+        raw = _points(face)
+        gap = max(1, index - track.last)
+        prediction = track.predicted(gap)
+        size = _size(prediction)
+        if disagrees(prediction, raw) and track.outliers < RELOCK:
+            # A fit that disagrees with the track (a mesh gone wrong): the track carries on with its motion.
+            track.outliers += 1
+            self.rejected += 1
+            track.points = prediction
+        else:
+            track.outliers = 0
+            if not detected:  # a translation of the same fit: its motion is the face's motion
+                motion = (raw[:, :2].mean(axis=0) - track.raw[:, :2].mean(axis=0)) / gap
+                track.velocity = track.velocity + VELOCITY_GAIN * (motion - track.velocity)
+            elif track.fitted is not None and len(track.fitted) == len(raw) and index - track.fitted_at >= MIN_SPAN:
+                step = similarity(track.fitted, raw) ** (1 / (index - track.fitted_at))
+                if abs(abs(step) - 1) < MAX_ZOOM and abs(np.angle(step)) < MAX_ROLL:
+                    track.similarity = track.similarity + VELOCITY_GAIN * (step - track.similarity)
+            if len(raw) != len(prediction) or not self._smooth:
+                track.points = raw
+            elif not detected:
+                # A moved copy of an older fit: only its position is news; shape, size and roll are the
+                # track's own, carried on by the similarity seen between detections.
+                shift = raw[:, :2].mean(axis=0) - prediction[:, :2].mean(axis=0)
+                weight = blend_weight(float(np.linalg.norm(shift)) / size, track.speed(size))
+                track.points = prediction.copy()
+                track.points[:, :2] += weight * shift
+            else:
+                difference = float(np.sqrt(np.mean(np.sum((raw[:, :2] - prediction[:, :2]) ** 2, axis=1)))) / size
+                weight = blend_weight(difference, track.speed(size))
+                track.points = prediction + weight * (raw - prediction)
+            if detected:
+                track.fitted, track.fitted_at = raw, index
+            track.raw = raw
+            track.face = face
+        track.last = index
+        track.hits += 1
+
+    def _inside(self, points: np.ndarray) -> bool:
+        x, y = points[:, 0], points[:, 1]
+        return bool(x.min() >= 0 and y.min() >= 0 and x.max() <= self._width and y.max() <= self._height)
+
+    def choose_one(self, tracked: list[Tracked]) -> list[Tracked]:
+        """Mode `one`: the shot's chosen track (the largest face when it was first chosen), kept while it
+        lives; a new choice only when it ended."""
+        present = {t.track: t for t in tracked}
+        if self.chosen not in present:
+            if not present:
+                return []
+            self.chosen = max(present, key=lambda i: self.tracks[i].area)
+        return [present[self.chosen]]
+
+
+def _contained(a: np.ndarray, b: np.ndarray) -> float:
+    """Share of the smaller of two boxes that lies inside the other."""
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    smaller = min((a[2] - a[0]) * (a[3] - a[1]), (b[2] - b[0]) * (b[3] - b[1]))
+    return float(ix * iy / smaller) if smaller > 0 else 0.0
+
+
+def _iou(a: np.ndarray, b: np.ndarray) -> float:
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return float(inter / union) if union > 0 else 0.0

@@ -1,0 +1,72 @@
+"""SIGTERM and SIGINT end a run the same deterministic way: the first one raises KeyboardInterrupt in the
+main thread (the batch records it, cleans up and exits 130); every later one is ignored, so clean-up is
+never cut short and the exit status can't turn into -15 (a second signal during interpreter shutdown,
+when Python has put the default handlers back, would kill the process).
+
+Where no KeyboardInterrupt may land (writing the summary, closing the journal) the handler is `held`:
+a signal is only recorded, and the caller reads `signalled` afterwards.
+"""
+from __future__ import annotations
+
+import contextlib
+import signal
+from typing import Any, Iterator
+
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class Interrupts:
+    """The process's handler for SIGTERM and SIGINT while a command runs."""
+
+    def __init__(self) -> None:
+        self.signalled = False
+        self._held = 0
+
+    def handle(self, signum: int, frame: Any) -> None:
+        first = not self.signalled
+        self.signalled = True
+        for sig in SIGNALS:  # at OS level: Python's shutdown leaves an ignored signal ignored
+            signal.signal(sig, signal.SIG_IGN)
+        if first and not self._held:
+            raise KeyboardInterrupt
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Within: a signal is recorded in `signalled` but raises nothing."""
+        self._held += 1
+        try:
+            yield
+        finally:
+            self._held -= 1
+
+
+@contextlib.contextmanager
+def handled() -> Iterator[Interrupts]:
+    """The Interrupts already installed for this process (see `install`), else new ones installed for the
+    duration of the block (in-process callers such as tests get their own handlers back afterwards)."""
+    current = signal.getsignal(signal.SIGTERM)
+    owner = getattr(current, "__self__", None)
+    if isinstance(owner, Interrupts):
+        yield owner
+        return
+    previous = {sig: signal.getsignal(sig) for sig in SIGNALS}
+    interrupts = install()
+    try:
+        yield interrupts
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def install() -> Interrupts:
+    """Make SIGTERM and SIGINT raise KeyboardInterrupt once (see the module's text); for the whole process."""
+    interrupts = Interrupts()
+    for sig in SIGNALS:
+        signal.signal(sig, interrupts.handle)
+    return interrupts
+
+
+def ignore() -> None:
+    """The command is over: a late signal must not change its exit status during interpreter shutdown."""
+    for sig in SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)

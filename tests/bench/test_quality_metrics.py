@@ -1,0 +1,96 @@
+"""The quality benchmark's metric definitions, on synthetic frames (no judge needed)."""
+import numpy as np
+import pytest
+
+from facefusion_batch.bench import quality as q
+
+
+def frames(value: int, shape=(40, 60, 3)) -> np.ndarray:
+    return np.full(shape, value, np.uint8)
+
+
+def test_strength_and_flicker_inside_box_only():
+    inp = frames(100)
+    out = inp.copy()
+    out[10:20, 10:20] = 120  # a 10x10 change inside a 20x20 box
+    box = (5, 5, 25, 25)
+    assert q.strength(inp, out, box) == pytest.approx(20 * 100 / 400)
+    assert q.strength(inp, out, (40, 0, 60, 10)) == 0.0
+    # The output changes by 20 inside the box from one frame to the next, the input by nothing.
+    assert q.added_flicker(inp, inp, inp, out, box) == pytest.approx(5.0)
+    # Input motion the output merely follows adds no flicker.
+    assert q.added_flicker(inp, out, inp, out, box) == pytest.approx(0.0)
+    assert np.isnan(q.strength(inp, out, (70, 50, 80, 60)))  # off the frame
+
+
+def test_track_stats_counts_misses_toggles_and_jumps():
+    strengths = [20, 20, 1, 20, 20, 2, 2, 20]
+    flickers = [np.nan, 0.5, 3.0, 15.0, 0.2, 1.0, 0.0, 13.0]
+    stats = q.track_stats(strengths, flickers, frames=range(10, 18))
+    assert stats.missed == 3 and stats.missed_at == [12, 15, 16]
+    assert stats.toggles == 2
+    assert stats.jumps == 2 and stats.jumps_at == [13, 17]
+    # Flicker is measured where the face is swapped now or was just before (frame 16 is neither).
+    assert stats.flicker == [0.5, 3.0, 15.0, 0.2, 1.0, 13.0]
+    assert q.track_stats(strengths, flickers, expected=False).missed == 0
+
+
+def test_toggles():
+    assert q.toggles([False, True, True, False]) == 0
+    assert q.toggles([True, False, True, False, False, True]) == 2
+    assert q.toggles([]) == 0
+
+
+def test_switches_reset_at_shot_cuts_and_ignore_gaps():
+    chosen = [1, 1, None, 1, 2, 2, 3, 3]
+    shots = [0, 0, 0, 0, 0, 0, 1, 1]
+    assert q.switches(chosen, shots) == [4]  # the cut to shot 1 is not a switch
+    assert q.switches([1, None, 2], [0, 0, 0]) == [2]
+
+
+def test_chosen_track():
+    assert q.chosen_track({1: 3.0, 2: 9.0}) == 2
+    assert q.chosen_track({1: 3.0}) is None
+    assert q.chosen_track({}) is None
+
+
+def test_background_excludes_grown_boxes():
+    inp = frames(50, (100, 100, 3))
+    out = inp.copy()
+    out[40:60, 40:60] = 250  # only the face changed
+    assert q.background_diff(inp, out, [(40, 40, 60, 60)]) == 0.0
+    out[50, 37] = 60  # just outside the box, inside its grown swap region
+    assert q.background_diff(inp, out, [(40, 40, 60, 60)]) == 0.0
+    assert q.background_diff(inp, out, [(40, 40, 60, 60)], grow=0.0) > 0.0
+    out[0, 0] = 60
+    assert q.background_diff(inp, out, [(40, 40, 60, 60)]) > 0.0
+
+
+def test_identity_summary_shares():
+    verdicts = [q.Identity(0.4, 0.7, True), q.Identity(0.65, 0.5, True), q.Identity(0.5, 0.6, False),
+                q.Identity(0.7, 0.8, True)]
+    summary = q.identity_summary(verdicts)
+    assert summary["faces"] == 4
+    assert summary["accepted"] == pytest.approx(0.5)
+    assert summary["closer"] == pytest.approx(0.75)
+    assert summary["found"] == pytest.approx(0.75)
+    assert np.isnan(q.identity_summary([])["accepted"])
+
+
+def test_iou_and_flicker_summary():
+    assert q.iou((0, 0, 10, 10), (0, 0, 10, 10)) == 1.0
+    assert q.iou((0, 0, 10, 10), (5, 0, 15, 10)) == pytest.approx(1 / 3)
+    assert q.iou((0, 0, 1, 1), (2, 2, 3, 3)) == 0.0
+    mean, p95 = q.flicker_summary([0.0] * 19 + [10.0])
+    assert mean == pytest.approx(0.5) and p95 == pytest.approx(0.5)
+
+
+def test_yaw_from_five_points():
+    # Two corners per eye then the nose base: nose on the midline is frontal, off it is turned.
+    frontal = np.array([[70, 50], [60, 50], [30, 50], [40, 50], [50, 70]], float)
+    assert q.yaw_from_five(frontal) == pytest.approx(0.0)
+    turned = frontal.copy()
+    turned[4, 0] = 35  # under one eye's centre (the eye centres are at 65 and 35)
+    assert abs(q.yaw_from_five(turned)) == pytest.approx(90.0)
+    turned[4, 0] = 50 - 7.5
+    assert abs(q.yaw_from_five(turned)) == pytest.approx(30.0)

@@ -1,0 +1,220 @@
+"""Face tracks: association, coasting, cuts, `one`'s choice, landmark smoothing and outlier rejection."""
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from facefusion_batch.faces import tracking
+from facefusion_batch.faces.tracking import Tracker, blend_weight, is_cut, shape_residual
+from facefusion_batch.faces.types import Face
+from facefusion_batch.pipeline.analysis import MotionGate, TrackState
+
+
+def face(x: float, y: float, size: float = 100.0, mesh: np.ndarray | None = None) -> Face:
+    """A face whose box is (x, y)-(x+size, y+size), with a small landmark 'mesh'."""
+    base = np.array([[0.3, 0.4], [0.7, 0.4], [0.5, 0.6], [0.35, 0.8], [0.65, 0.8]]) if mesh is None else mesh
+    points = np.asarray(base, np.float64) * size + (x, y)
+    return Face(np.array([x, y, x + size, y + size], np.float32), 0.9, points[:5].astype(np.float32),
+                np.concatenate([points, np.zeros((len(points), 1))], axis=1).astype(np.float32))
+
+
+def test_faces_keep_their_track_as_they_move():
+    tracker = Tracker(1000, 600)
+    ids = []
+    for t in range(10):
+        out = tracker.update(t, [face(100 + 5 * t, 100), face(600 - 5 * t, 120)], detected=t % 4 == 0)
+        ids.append([o.track for o in sorted(out, key=lambda o: o.face.box[0])])
+    assert all(row == ids[0] for row in ids) and len(set(ids[0])) == 2
+
+
+def test_a_short_miss_is_carried_with_the_motion_and_a_long_one_ends_the_track():
+    tracker = Tracker(2000, 600)
+    for t in range(5):
+        tracker.update(t, [face(100 + 10 * t, 100)], detected=False)
+    carried = tracker.update(5, [], detected=True)
+    assert len(carried) == 1 and carried[0].coasting
+    assert carried[0].face.box[0] == pytest.approx(150, abs=2)  # moved on at ~10 px per frame
+    back = tracker.update(6, [face(160, 100)], detected=True)
+    assert [b.track for b in back] == [carried[0].track] and not back[0].coasting
+    for t in range(7, 7 + tracking.COAST + 1):
+        last = tracker.update(t, [], detected=True)
+    assert last == []  # gone for longer than COAST frames
+
+
+def test_an_unconfirmed_track_is_not_carried():
+    tracker = Tracker(1000, 600)
+    tracker.update(0, [face(100, 100)], detected=True)
+    assert tracker.update(1, [], detected=True) == []
+
+
+def test_a_cut_ends_every_track():
+    tracker = Tracker(1000, 600)
+    dark, bright = np.full((54, 96), 30.0, np.float32), np.full((54, 96), 200.0, np.float32)
+    first = tracker.update(0, [face(100, 100)], True, dark)
+    tracker.update(1, [face(100, 100)], False, dark)
+    after = tracker.update(2, [face(100, 100)], True, bright)
+    assert after[0].track != first[0].track and tracker.cuts == 1
+
+
+def test_is_cut_ignores_a_pan():
+    rng = np.random.default_rng(0)
+    scene = rng.uniform(0, 255, (60, 200)).astype(np.float32)
+    assert not is_cut(scene[:, :96], scene[:, 8:104])  # the camera moved: pixels changed, not their spread
+    assert is_cut(scene[:, :96], np.full((60, 96), 20, np.float32))
+    assert not is_cut(None, scene[:, :96])
+
+
+def test_one_keeps_its_track_while_another_face_grows():
+    tracker = Tracker(2000, 1000)
+    chosen = set()
+    for t in range(20):
+        out = tracker.update(t, [face(100, 100, 120), face(600, 100, 100 + 5 * t)], detected=True)
+        chosen |= {o.track for o in tracker.choose_one(out)}
+    assert len(chosen) == 1
+    assert tracker.tracks[chosen.pop()].area == pytest.approx(120 * 120)
+
+
+def test_refits_on_a_still_face_ease_in_and_real_moves_are_followed_at_once():
+    tracker = Tracker(1000, 600)
+    tracker.update(0, [face(100, 100)], True)
+    nudged = tracker.update(1, [face(101, 100)], True)[0].face  # 1 % of the face: fitting noise
+    assert 100.05 < nudged.box[0] < 100.5
+    moved = tracker.update(2, [face(120, 100)], True)[0].face  # 20 % of the face: a real move
+    assert moved.box[0] == pytest.approx(120, abs=0.5)
+    assert blend_weight(0.0, 0.0) == pytest.approx(tracking.STILL_ALPHA)
+    assert blend_weight(0.2, 0.0) == 1.0 and blend_weight(0.0, 0.5) == 1.0
+
+
+def test_a_fit_that_disagrees_with_the_track_is_rejected_until_it_persists():
+    tracker = Tracker(1000, 600)
+    for t in range(3):
+        tracker.update(t, [face(100, 100)], detected=False)
+    wrong = np.array([[0.3, 0.2], [0.7, 0.5], [0.5, 0.9], [0.2, 0.8], [0.9, 0.7]])  # another shape
+    held = tracker.update(3, [face(100, 100, mesh=wrong)], True)[0].face
+    assert held.kps[0] == pytest.approx((130, 140))  # the track's own shape
+    assert tracker.rejected == 1
+    for t in range(4, 4 + tracking.RELOCK + 1):
+        last = tracker.update(t, [face(100, 100, mesh=wrong)], True)[0].face
+    assert np.abs(last.kps - (wrong[:5] * 100 + 100)).max() < 5  # it persisted: believed at last
+    jumped = Tracker(1000, 600)
+    jumped.update(0, [face(100, 100)], True)
+    jumped.update(1, [face(90, 90, 130)], True)  # 30 % larger from one frame to the next
+    assert jumped.rejected == 1
+
+
+def test_shape_residual_ignores_position_scale_and_rotation():
+    rng = np.random.default_rng(1)
+    points = rng.uniform(0, 100, (30, 2))
+    angle = 0.4
+    rotation = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
+    assert shape_residual(points, points @ rotation.T * 1.7 + 40) == pytest.approx(0, abs=1e-9)
+    assert shape_residual(points, rng.uniform(0, 100, (30, 2))) > 0.1
+
+
+def test_turns_are_taken_in_frame_order_whatever_order_threads_arrive_in():
+    gate = MotionGate(False, 4.0, 12, TrackState())
+    thumb = np.zeros((54, 96), np.float32)
+    references = [gate.plan(index, thumb, 96)[0] for index in range(10, 16)]
+    order: list[int] = []
+
+    def take(index: int, reference) -> None:
+        with reference.tracks.turn(index, (54, 96)):
+            order.append(index)
+
+    threads = [threading.Thread(target=take, args=(i, r)) for i, r in zip(range(15, 9, -1), references[::-1])]
+    for thread in threads:  # the last frame first
+        thread.start()
+        time.sleep(0.01)
+    for thread in threads:
+        thread.join(timeout=5)
+    assert order == list(range(10, 16))
+
+
+def test_a_failed_frame_lets_the_next_take_its_turn():
+    tracks = TrackState()
+    tracks.begin(0)
+    with tracks.turn(0, (10, 10)):
+        pass
+    tracks.skip(1)
+    done = threading.Event()
+
+    def later() -> None:
+        with tracks.turn(2, (10, 10)):
+            done.set()
+
+    thread = threading.Thread(target=later)
+    thread.start()
+    thread.join(timeout=5)
+    assert done.is_set()
+
+
+def test_missing_faces_are_looked_for_where_their_tracks_predict_and_refits_continue_them():
+    tracker = Tracker(2000, 600)
+    for t in range(3):
+        tracker.update(t, [face(100 + 10 * t, 100), face(600, 100)], detected=False)
+    missing = tracker.missing(3, [face(600, 100)])
+    assert len(missing) == 1 and missing[0].box[0] == pytest.approx(130, abs=3)  # moving on at ~10 px a frame
+    out = tracker.update(3, [face(600, 100)], True, refits=[face(131, 100)])
+    assert len(out) == 2 and not any(o.coasting for o in out)
+    # A refit matching no track starts none.
+    assert len(tracker.update(4, [], True, refits=[face(1500, 300)])) == 2
+    # Refits alone keep a track for REFIT_SPAN frames after the detector last saw it, no longer.
+    lone = Tracker(2000, 600)
+    lone.update(0, [face(100, 100)], True)
+    lone.update(1, [face(100, 100)], True)
+    for t in range(2, 2 + tracking.REFIT_SPAN):
+        assert lone.missing(t, []), t
+        lone.update(t, [], True, refits=[face(100, 100)])
+    assert lone.missing(2 + tracking.REFIT_SPAN, []) == []
+
+
+def test_a_much_larger_fit_around_a_track_is_that_track_gone_wrong_not_another_face():
+    tracker = Tracker(2000, 1000)
+    for t in range(3):
+        first = tracker.update(t, [face(300, 300)], detected=False)
+    out = tracker.update(3, [face(230, 230, 240)], True)  # IoU ~0.17, but the track lies inside it
+    assert [o.track for o in out] == [first[0].track]
+    assert out[0].face.box[0] == pytest.approx(300, abs=1) and tracker.rejected == 1
+
+
+def test_reference_mode_judges_tracks_not_single_frames():
+    from facefusion_batch.pipeline.engine import Selection
+
+    reference = np.array([1.0, 0.0])
+
+    class Engine:
+        calls = 0
+
+        def embed(self, frame, faces):
+            Engine.calls += 1
+            # The face on the left is the reference person, but one frame of it looks like someone else.
+            return np.array([[0.0, 1.0] if f.box[0] < 300 and Engine.calls == 3 else
+                             [1.0, 0.0] if f.box[0] < 300 else [0.0, 1.0] for f in faces])
+
+    selection = Selection("reference", reference, 0.6)
+    tracker = Tracker(2000, 1000)
+    picked = []
+    for t in range(8):
+        tracked = tracker.update(t, [face(100, 100), face(600, 100)], detected=True)
+        picked.append([f.box[0] < 300 for f in selection.pick_tracked(None, tracked, tracker, True, Engine())])
+    assert all(row == [True] for row in picked), picked
+    assert Engine.calls <= 5  # measured on up to REFERENCE_LOOKS detected frames, then decided
+
+
+def test_zoom_seen_between_detections_carries_on_between_them():
+    # The face grows 2 % a frame; it is fitted every 4th frame and only moved (translation) in between.
+    tracker = Tracker(4000, 4000)
+    sizes = []
+    for t in range(17):
+        fitted = 4 * (t // 4)
+        size = 100 * 1.02 ** fitted
+        reference = face(1000 - size / 2, 1000 - size / 2, size)
+        out = tracker.update(t, [reference], detected=t == fitted)[0].face
+        sizes.append(float(out.box[2] - out.box[0]))
+    truth = [100 * 1.02 ** t for t in range(17)]
+    # After two detections the zoom is known: in-between frames follow it instead of holding the old size.
+    assert sizes[14] == pytest.approx(truth[14], rel=0.015)
+    assert abs(sizes[15] - truth[15]) < abs(truth[12] - truth[15])
