@@ -72,7 +72,7 @@ def test_planning_a_new_reference_does_not_wait_for_the_one_before(enabled):
     gate.plan(1, thumb, frame.shape[1])  # motion around "everywhere": nothing to wait for
     pool = ThreadPoolExecutor(1)  # the interval makes frame 2 a new reference, without waiting
     try:
-        second, is_new = pool.submit(gate.plan, 2, thumb, frame.shape[1]).result(timeout=10)
+        second, is_new = pool.submit(gate.plan, 2, thumb, frame.shape[1]).result(timeout=120)
     except TimeoutError:
         first.result.set_result(([FACE], []))  # let the stuck planner go before failing
         raise
