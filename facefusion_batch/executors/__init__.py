@@ -1,6 +1,6 @@
 """Executors: where the targets of a batch are processed.
 
-`local` (the default) is `pipeline.batch.Batch.run` in this process. `ray` spreads the same batch over a Ray
+`local` (the default, `executors.local`) processes the targets in this process. `ray` spreads the same batch over a Ray
 cluster (`executors.ray_executor`): Ray actors each hold one loaded engine, take work items from the driver
 (whole targets, or frame-range segments of long videos), and the driver keeps the lock, the journal, the
 progress and the summary exactly as the local executor does.
