@@ -140,7 +140,8 @@ def test_an_interruption_journals_what_was_claimed_and_not_finished(tree):
     settings, folder, journal = tree
     executor = FakeExecutor(stop_after=2)
     result = run_batch(settings, [str(folder)], executor, Recorder(), journal)
-    assert result.interrupted and statuses(result)[-1] == ("(batch)", "failed")
+    # the summary names the target whose work was cut (claimed, not finished), not "(batch)"
+    assert result.interrupted and statuses(result)[-1] == ("bad.png", "failed")
     assert statuses(result)[:-1] == [("a.png", "done")]
     assert journal.get(folder / "bad.png").status == "interrupted"
     assert journal.get(folder / "c.png") is None, "never claimed"
