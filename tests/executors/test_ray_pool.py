@@ -36,7 +36,7 @@ def fake_ray(answers: dict[str, Exception]) -> types.SimpleNamespace:
 
 def pool(ray, retries: int = 2) -> WorkerPool:
     settings = types.SimpleNamespace(ray_max_retries=retries)
-    return WorkerPool(ray, settings, types.SimpleNamespace(message=lambda text: None), on_first=lambda info: None)
+    return WorkerPool(ray, settings, lambda text: None)  # the structure's pool: messages go to a callable
 
 
 def test_a_worker_ray_is_still_restarting_is_asked_again_not_counted_dead(monkeypatch):
