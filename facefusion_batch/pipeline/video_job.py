@@ -17,7 +17,7 @@ import numpy as np
 
 from facefusion_batch.errors import MediaError, TargetError
 from facefusion_batch.media import temp_name
-from facefusion_batch.pipeline.analysis import MotionGate, Reference
+from facefusion_batch.pipeline.analysis import MotionGate, Reference, TrackState
 from facefusion_batch.pipeline.frames import Spool, load, ordered_map
 from facefusion_batch.pipeline.lookahead import Prepared
 from facefusion_batch.pipeline.workspace import Workspace
@@ -317,6 +317,7 @@ class _FrameStages:
         self._info, self._options, self._frame_fn = plan.info, plan.options, frame_fn
         self._preloaded: dict[int, np.ndarray] = {}  # reference frames loaded by their analysis, by index
         self._analyses: list[tuple[Future, Reference]] = []
+        self._tracks: list[TrackState] = []  # the face tracks of the gates planned so far
 
     def planned(self, spool: Spool, start: int) -> Iterator[tuple[object, Reference, bool, int]]:
         """(payload, reference, is_new, index) per frame. A fresh gate per chunk: every chunk is analysed
@@ -325,6 +326,8 @@ class _FrameStages:
         for index, (payload, thumb) in enumerate(spool, start):
             if index % self._options.chunk_size == 0 or gate is None:
                 gate = self._frame_fn.new_gate()
+                if gate.tracks is not None:
+                    self._tracks.append(gate.tracks)
             yield (payload, *gate.plan(index, thumb, self._info.width), index)
 
     def analysed_ahead(self, pool: ThreadPoolExecutor, planned: Iterator[tuple[object, Reference, bool, int]]
@@ -359,10 +362,13 @@ class _FrameStages:
             return self._frame_fn(frame, reference, is_new, index)
 
     def cancel_pending(self) -> None:
-        """Stopped early: analyses not started are dropped, and whoever waits on them is told."""
+        """The range is over (or stopped early): analyses not started are dropped and whoever waits on them
+        is told; frames still waiting for a track turn give up."""
         for analysis, reference in self._analyses:
             if analysis.cancel():
                 reference.result.set_exception(CancelledError())
+        for tracks in self._tracks:  # frames waiting for a turn that a failed or dropped frame won't take
+            tracks.abandon()
 
     def _analyse(self, payload: object, reference: Reference) -> None:
         try:
