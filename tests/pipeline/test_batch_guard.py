@@ -69,14 +69,14 @@ def _inject(stage: str, error: BaseException, monkeypatch) -> None:
     elif stage == "progress":
         patch(PlainReporter, "start", lambda self, name, *a: name.endswith(VICTIM))
     elif stage == "deleted":  # the target vanishes while its frames are processed
-        real = Batch.swap
+        real = Batch.swap_faces
 
         def swap(self, frame, faces):
             if frame.shape == VICTIM_SHAPE:
                 (Path(self.settings.output_path).parent / "in" / VICTIM).unlink(missing_ok=True)
             return real(self, frame, faces)
 
-        monkeypatch.setattr(Batch, "swap", swap)
+        monkeypatch.setattr(Batch, "swap_faces", swap)
     else:
         raise AssertionError(stage)
 

@@ -83,13 +83,13 @@ def test_a_target_deleted_while_it_is_processed_is_still_journaled(env, source_i
     clips.mkdir()
     doomed = make_clip(clips / "doomed.mp4", frames=4)
     make_clip(clips / "z.mp4", frames=4)
-    real = batch_module.Batch.swap
+    real = batch_module.Batch.swap_faces
 
     def swap(self, frame, faces):
         doomed.unlink(missing_ok=True)
         return real(self, frame, faces)
 
-    monkeypatch.setattr(batch_module.Batch, "swap", swap)
+    monkeypatch.setattr(batch_module.Batch, "swap_faces", swap)
     code, outcomes = run(["-s", str(source_image), "-t", str(clips), "-o", str(env / "out")], capsys)
     assert set(outcomes) == {"doomed.mp4", "z.mp4"} and code in (0, 1)
     journal = Journal(env / "out" / ".ffb" / "journal.sqlite")

@@ -160,7 +160,7 @@ def test_a_failure_during_an_interruption_is_tried_again_next_run(env, source_im
     first = make_clip(folder / "a.mp4", frames=4)
     make_clip(folder / "b.mp4", frames=10, image=cv2.resize(face_frame(), (320, 240)))
     failing = threading.Event()
-    real_finish, real_swap = video_job.finish_video, Batch.swap
+    real_finish, real_swap = video_job.finish_video, Batch.swap_faces
 
     def finish(plan, workspace, tags, *seal):
         if plan.info.path.name == "a.mp4":
@@ -175,7 +175,7 @@ def test_a_failure_during_an_interruption_is_tried_again_next_run(env, source_im
         return real_swap(self, frame, faces)
 
     monkeypatch.setattr(video_job, "finish_video", finish)
-    monkeypatch.setattr(Batch, "swap", swap)
+    monkeypatch.setattr(Batch, "swap_faces", swap)
     args = ["run", "--engine", "neural", "--json", "-q", "-s", str(source_image), "-t", str(folder),
             "-o", str(env / "out")]
     assert main(args) == 130
@@ -185,6 +185,6 @@ def test_a_failure_during_an_interruption_is_tried_again_next_run(env, source_im
     assert journal.get(first).status == "interrupted"
     journal.close()
     monkeypatch.setattr(video_job, "finish_video", real_finish)
-    monkeypatch.setattr(Batch, "swap", real_swap)
+    monkeypatch.setattr(Batch, "swap_faces", real_swap)
     assert main(args) == 0
     assert {o["status"] for o in json.loads(capsys.readouterr().out)["outcomes"]} == {"done"}
