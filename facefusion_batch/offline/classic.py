@@ -57,6 +57,7 @@ MIN_FACE_SIZE = 8.0
 # the texture into stripes, so the target's own pixels stay there. So do rim triangles whose corners run the
 # other way round (facing away in the target's pose).
 MAX_STRETCH = 2.5
+LEVEL_BLEND = 0.02  # scales this close above a pyramid level sample that level alone
 
 
 @dataclass(frozen=True)
@@ -310,7 +311,11 @@ def warp_source(source: SourceTexture, points: np.ndarray, depth: np.ndarray | N
     bilinear upsample is exact inside triangles and off by a fraction of a pixel at their edges.
     """
     target_size = _face_size(points)
-    level = int(np.clip(np.round(np.log2(source.size / max(target_size, 1e-6))), 0, len(source.levels) - 1))
+    # Trilinear: the two pyramid levels around the scale, blended by where the scale lies between them, so
+    # that a zooming face neither pops at a level change nor shimmers from sampling too sharp a level.
+    scale = float(np.clip(np.log2(source.size / max(target_size, 1e-6)), 0, len(source.levels) - 1))
+    level = int(np.floor(scale))
+    between = scale - level if level + 1 < len(source.levels) else 0.0
     source_points = source.landmarks / 2 ** level - 0.5  # pixel-centre coordinates of that level
     triangles = source.triangles
     if depth is not None:  # far triangles first, so near ones overwrite them where the mesh folds
@@ -330,8 +335,15 @@ def warp_source(source: SourceTexture, points: np.ndarray, depth: np.ndarray | N
     if step > 1:
         map_x = cv2.resize(map_x, size, interpolation=cv2.INTER_LINEAR)
         map_y = cv2.resize(map_y, size, interpolation=cv2.INTER_LINEAR)
-    return cv2.remap(source.levels[level], map_x[:size[1], :size[0]], map_y[:size[1], :size[0]],
-                     cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    map_x, map_y = map_x[:size[1], :size[0]], map_y[:size[1], :size[0]]
+    warped = cv2.remap(source.levels[level], map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    if between < LEVEL_BLEND:
+        return warped
+    # The same map one level down: pixel centres at half the coordinates.
+    coarser = cv2.remap(source.levels[level + 1], map_x * np.float32(0.5) - np.float32(0.25),
+                        map_y * np.float32(0.5) - np.float32(0.25), cv2.INTER_LINEAR,
+                        borderMode=cv2.BORDER_REPLICATE)
+    return cv2.addWeighted(warped, 1 - between, coarser, between, 0)
 
 
 def _triangle_maps(source: np.ndarray, target: np.ndarray) -> np.ndarray:
