@@ -26,6 +26,7 @@ from facefusion_batch.pipeline.progress import Reporter
 from facefusion_batch.settings import Settings
 
 WORKER_WAIT_S = 600.0  # with no worker started for this long, the pool gives up
+RESTART_POLL_S = 1.0  # how often a worker Ray is still restarting is asked to start again
 
 
 def connect(ray: ModuleType, settings: Settings) -> bool:
@@ -71,10 +72,11 @@ class Slot:
 
     id: int
     handle: Any
-    state: str = "starting"  # starting | idle | busy | gone
+    state: str = "starting"  # starting | restarting | idle | busy | gone
     ref: Any = None  # the pending start() call
     info: WorkerInfo | None = None
     deaths: int = 0
+    retry_at: float = 0.0  # restarting: when to call start() again
 
     @property
     def where(self) -> str:
@@ -124,7 +126,7 @@ class WorkerPool:
 
     def free(self) -> int:
         """Workers that are or will soon be without work."""
-        return sum(s.state in ("idle", "starting") for s in self.slots)
+        return sum(s.state in ("idle", "starting", "restarting") for s in self.slots)
 
     def submit(self, slot: Slot, item: Item, dispatch: int) -> None:
         self._running[slot.handle.run.remote(item, dispatch)] = (slot, dispatch)
@@ -132,9 +134,17 @@ class WorkerPool:
 
     def wait(self, timeout: float) -> list[Done]:
         """Items that came back within `timeout` (worker start-ups are followed on the way)."""
+        now = time.monotonic()
+        for slot in self.slots:
+            if slot.state == "restarting" and slot.retry_at <= now:
+                slot.state, slot.ref = "starting", slot.handle.start.remote()
+        restarting = [s.retry_at for s in self.slots if s.state == "restarting"]
+        if restarting:
+            timeout = max(0.0, min(timeout, min(restarting) - now))
         starting = {s.ref: s for s in self.slots if s.state == "starting"}
         refs = list(self._running) + list(starting)
         if not refs:
+            time.sleep(timeout if restarting else 0.0)
             return []
         ready, rest = self.ray.wait(refs, num_returns=1, timeout=timeout)
         if ready and rest:
@@ -187,6 +197,10 @@ class WorkerPool:
     def _started(self, slot: Slot) -> None:
         try:
             info: WorkerInfo = self.ray.get(slot.ref)
+        except self.ray.exceptions.ActorUnavailableError:
+            # Ray is still restarting it (slow on a loaded machine): not another death, ask again shortly
+            slot.state, slot.retry_at = "restarting", time.monotonic() + RESTART_POLL_S
+            return
         except self.ray.exceptions.RayActorError:
             self._died(slot)
             return

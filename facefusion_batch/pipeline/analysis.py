@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass, field
 
 import cv2
@@ -74,13 +74,17 @@ class TrackState:
         self._smooth = smooth
         self._next: int | None = None
         self._done = threading.Condition()
+        self._abandoned = False
         self.tracker: Tracker | None = None
 
     @contextlib.contextmanager
     def turn(self, index: int, shape: tuple[int, ...] | None):
-        """Hold frame `index`'s turn; yields the tracker (made for frames of `shape` on the first turn)."""
+        """Hold frame `index`'s turn; yields the tracker (made for frames of `shape` on the first turn).
+        CancelledError when the video was stopped before the frames ahead of it took theirs."""
         with self._done:
-            self._done.wait_for(lambda: self._next is not None and self._next >= index)
+            self._done.wait_for(lambda: self._abandoned or (self._next is not None and self._next >= index))
+            if self._abandoned and (self._next is None or self._next < index):
+                raise CancelledError(f"frame {index}: the video stopped before its turn")
         try:
             if self.tracker is None and shape is not None:
                 self.tracker = Tracker(shape[1], shape[0], self._smooth)
@@ -99,8 +103,14 @@ class TrackState:
 
     def skip(self, index: int) -> None:
         """Frame `index` failed: let the frames after it have their turns."""
-        with self.turn(index, None):
+        with contextlib.suppress(CancelledError), self.turn(index, None):
             pass
+
+    def abandon(self) -> None:
+        """The video stopped: frames still waiting for a turn (one before them will never come) give up."""
+        with self._done:
+            self._abandoned = True
+            self._done.notify_all()
 
 
 @dataclass(frozen=True)

@@ -86,9 +86,10 @@ class BatchResult:
 def check_output_dir(directory: Path) -> None:
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        probe = directory / f".ffb-write-test-{time.monotonic_ns()}"
+        # a hidden temp name (`.*.tmp` with `.ffb-`): one a killed run leaves is swept like its partial outputs
+        probe = directory / f".ffb-write-test-{time.monotonic_ns()}.tmp"
         probe.write_bytes(b"")
-        probe.unlink()
+        probe.unlink(missing_ok=True)  # a run sweeping the tree may have taken it already
     except OSError as exc:
         raise OutputError(f"{directory}: output directory is not writable ({exc.strerror}); pass --output "
                           "with a directory you can write to") from None

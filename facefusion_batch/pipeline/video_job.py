@@ -417,6 +417,9 @@ def _transcode(plan: VideoPlan, workspace: Path, frame_fn: FrameProcessor, on_fr
                 for analysis, reference in analyses:
                     if analysis.cancel():
                         reference.result.set_exception(CancelledError())
+                for gate in gates:  # frames waiting for a turn that a failed or dropped frame won't take
+                    if gate.tracks is not None:
+                        gate.tracks.abandon()
         if encoder:
             with timed(options.timings, "encode"):
                 encoder.close()

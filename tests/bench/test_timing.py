@@ -11,7 +11,7 @@ def test_measure_accumulates_seconds_and_counts():
             time.sleep(0.002)
     timings.add("detect", 0.5, count=2)
     snap = timings.snapshot()
-    assert snap["swap"]["count"] == 3 and 0.005 < snap["swap"]["seconds"] < 1.0
+    assert snap["swap"]["count"] == 3 and 0.005 < snap["swap"]["seconds"] < 30.0
     assert snap["detect"] == {"seconds": 0.5, "count": 2}
 
 

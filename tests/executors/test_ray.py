@@ -93,16 +93,50 @@ def test_long_clip_is_split_into_segments_and_joined(ray_env, source_image, caps
     assert not list((ray_env / "tmp").glob("ffb-*")), "workspaces and scratch dirs are removed"
 
 
+def parent(pid: int) -> int:
+    stat = (Path("/proc") / str(pid) / "stat").read_text()
+    return int(stat[stat.rindex(")") + 2:].split()[1])
+
+
+def ours(pid: int) -> bool:
+    """Whether `pid` descends from this process: other test runs on the machine have Ray workers too."""
+    try:
+        while pid > 1:
+            pid = parent(pid)
+            if pid == os.getpid():
+                return True
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
+
+
+def busy(pid: int) -> bool:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().startswith(b"ray::FfbWorker.run")
+    except OSError:
+        return False
+
+
 def busy_worker() -> int | None:
     """The pid of a Ray worker process of ours that is running an item right now."""
     for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if (entry / "cmdline").read_bytes().startswith(b"ray::FfbWorker.run"):
-                    return int(entry.name)
-            except OSError:
-                continue
+        if entry.name.isdigit() and busy(int(entry.name)) and ours(int(entry.name)):
+            return int(entry.name)
     return None
+
+
+def kill_mid_item(pid: int) -> bool:
+    """SIGKILL the worker `pid` while it runs an item. It is stopped first and looked at again, so that an
+    item that ended between finding the worker and the kill (a loaded machine) can't make it an idle kill."""
+    try:
+        os.kill(pid, signal.SIGSTOP)
+    except ProcessLookupError:
+        return False
+    if busy(pid):
+        os.kill(pid, signal.SIGKILL)
+        return True
+    os.kill(pid, signal.SIGCONT)
+    return False
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="finds the worker process through /proc")
@@ -117,22 +151,26 @@ def test_killing_a_worker_mid_batch_still_completes_the_batch(ray_env, source_im
         make_clip(clips / name, frames=frames)
     common = ["-s", str(source_image), "-t", str(clips), "--chunk-size", "10"]
     killed: list[int] = []
+    ended = threading.Event()
 
     def kill_one() -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            pid = busy_worker()
-            if pid and list((ray_env / "tmp").glob("ffb-*/chunk_00001.json")):
-                os.kill(pid, signal.SIGKILL)  # a process this test's Ray started for the batch
-                killed.append(pid)
-                return
+        deadline = time.monotonic() + 600  # only a bound: the batch ending stops the search (a loaded machine is slow)
+        while time.monotonic() < deadline and not ended.is_set():
+            if list((ray_env / "tmp").glob("ffb-*/chunk_00001.json")):
+                pid = busy_worker()
+                if pid and kill_mid_item(pid):  # a process this test's Ray started for the batch
+                    killed.append(pid)
+                    return
             time.sleep(0.05)
 
     killer = threading.Thread(target=kill_one)
     killer.start()
-    code, summary, err = run(common + ["-o", str(ray_env / "ray")], capsys, "ray")
-    killer.join()
-    assert killed, "a worker was killed mid-batch"
+    try:
+        code, summary, err = run(common + ["-o", str(ray_env / "ray")], capsys, "ray")
+    finally:
+        ended.set()
+        killer.join()
+    assert killed, f"a worker was killed mid-batch\n{err}"
     assert code == 0, err
     assert "retrying on another worker" in err
     assert {o["status"] for o in summary["outcomes"]} == {"done"}

@@ -72,7 +72,7 @@ def test_planning_a_new_reference_does_not_wait_for_the_one_before(enabled):
     gate.plan(1, thumb, frame.shape[1])  # motion around "everywhere": nothing to wait for
     pool = ThreadPoolExecutor(1)  # the interval makes frame 2 a new reference, without waiting
     try:
-        second, is_new = pool.submit(gate.plan, 2, thumb, frame.shape[1]).result(timeout=10)
+        second, is_new = pool.submit(gate.plan, 2, thumb, frame.shape[1]).result(timeout=120)
     except TimeoutError:
         first.result.set_result(([FACE], []))  # let the stuck planner go before failing
         raise
@@ -154,3 +154,34 @@ def test_tracking_is_deterministic_and_leaves_the_reference_untouched():
     results = {tuple(track([FACE], patches, after)[0].kps.ravel()) for _ in range(5)}
     assert len(results) == 1
     assert np.array_equal(patches[0].grey, kept)
+
+
+def test_a_frame_waiting_for_a_turn_that_never_comes_gives_up_when_the_video_stops():
+    """A failed reference frame that never took its turn must not hang the frames after it (the pool's
+    shutdown would wait on them for ever)."""
+    import threading
+    from concurrent.futures import CancelledError
+
+    from facefusion_batch.pipeline.analysis import TrackState
+
+    tracks = TrackState()
+    tracks.begin(0)
+    with tracks.turn(0, (8, 8, 3)):
+        pass
+    outcome: list = []
+
+    def later_frame() -> None:
+        try:
+            with tracks.turn(2, (8, 8, 3)):  # frame 1 never takes its turn
+                outcome.append("ran")
+        except CancelledError:
+            outcome.append("gave up")
+
+    waiter = threading.Thread(target=later_frame)
+    waiter.start()
+    waiter.join(0.2)
+    assert waiter.is_alive() and outcome == [], "frame 2 must wait for frame 1"
+    tracks.abandon()
+    waiter.join(60)
+    assert outcome == ["gave up"]
+    tracks.skip(3)  # a failing frame after the stop does not wait either

@@ -33,7 +33,7 @@ def test_a_video_is_finished_while_the_next_one_starts(batch_of_two, monkeypatch
     def finish(plan, workspace, tags, *seal):
         if plan.info.path.name == "a.mp4":
             seen["thread"] = threading.current_thread().name
-            seen["overlapped"] = b_started.wait(timeout=20)  # a sequential batch would only get here later
+            seen["overlapped"] = b_started.wait(timeout=120)  # a sequential batch would only get here later
         return real_finish(plan, workspace, tags, *seal)
 
     def start(name, total):

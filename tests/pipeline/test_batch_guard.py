@@ -55,7 +55,7 @@ def _inject(stage: str, error: BaseException, monkeypatch) -> None:
     elif stage == "analyse":
         patch(Batch, "analyse", lambda self, frame, *a: frame.shape == VICTIM_SHAPE)
     elif stage == "swap":
-        patch(Batch, "swap", lambda self, frame, *a: frame.shape == VICTIM_SHAPE)
+        patch(Batch, "swap_faces", lambda self, frame, *a: frame.shape == VICTIM_SHAPE)  # every frame's swap
     elif stage == "encode":
         patch(video_job._Encoder, "write", lambda self, *a: self._path.name == VICTIM)
     elif stage == "join":

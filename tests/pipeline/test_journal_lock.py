@@ -70,7 +70,7 @@ def test_lock_of_a_killed_process_is_taken_over(tmp_path):
     path = tmp_path / "lock"
     code = ("import sys, time\nsys.path.insert(0, %r)\nfrom facefusion_batch.pipeline.lock import RunLock\n"
             "lock = RunLock(__import__('pathlib').Path(%r))\nlock.acquire()\nprint('locked', flush=True)\n"
-            "time.sleep(60)\n"
+            "time.sleep(600)\n"
             % (os.getcwd(), str(path)))
     holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "locked"
@@ -84,14 +84,16 @@ def test_lock_of_a_killed_process_is_taken_over(tmp_path):
 
 
 def test_wait_queues_behind_the_holder(tmp_path):
-    import threading
-
     path = tmp_path / "lock"
     first = RunLock(path)
     first.acquire()
     messages = []
-    threading.Timer(0.3, first.release).start()
+
+    def waiting(message: str) -> None:  # the holder ends once the second is seen waiting: no race with a timer
+        messages.append(message)
+        first.release()
+
     second = RunLock(path)
-    second.acquire(wait=True, on_wait=messages.append, poll=0.05)
+    second.acquire(wait=True, on_wait=waiting, poll=0.05)
     second.release()
     assert messages and "waiting for the other ffb run" in messages[0]

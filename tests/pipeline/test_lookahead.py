@@ -52,7 +52,7 @@ def test_unused_preparation_is_dropped_and_its_decoder_killed(tmp_path, started)
     with Lookahead(tmp_path) as ahead:
         ahead.prepare(a)
         ahead.current_decoded()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 120
         while not started and time.monotonic() < deadline:
             time.sleep(0.01)
         assert started and started[0].returncode is None  # running, blocked on its full pipe
@@ -89,13 +89,13 @@ def test_content_hash_is_given_only_while_the_file_is_unchanged(tmp_path):
 def test_closing_does_not_wait_for_a_big_file_to_be_hashed(tmp_path):
     big = tmp_path / "big.mp4"
     with big.open("wb") as handle:
-        handle.truncate(64 * 1024 ** 3)  # sparse: minutes of hashing, no disk
+        handle.truncate(1024 ** 4)  # sparse: far more than a minute of hashing, no disk
     ahead = Lookahead(tmp_path)
     ahead.prepare(big, hash_content=True)
     time.sleep(0.2)  # hashing has begun
     started = time.monotonic()
     ahead.close()
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 60  # a loaded machine is slow; hashing 1 TiB is slower still
 
 
 @pytest.fixture

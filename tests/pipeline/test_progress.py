@@ -91,7 +91,8 @@ def test_the_live_area_is_the_batch_and_the_latest_running_targets_within_the_te
     if height >= 6:
         assert len(lines) == 5 and "and 2 more running" in lines[-1]
         assert "video [bold] 13.mp4" in lines[2] and "20/40 frames" in lines[3]  # the current one advanced
-        assert lines[3].endswith("video [/x] 14.mp4")
+        # the column is padded to its width; how much depends on the fps figure, i.e. on the machine's speed
+        assert lines[3].rstrip().endswith("video [/x] 14.mp4")
     assert not any("…" == line.strip() for line in lines)
 
 

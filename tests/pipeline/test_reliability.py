@@ -75,7 +75,7 @@ def test_a_second_run_on_the_same_output_exits_at_once(env, source_image, capsys
     holder.acquire()
     started = time.monotonic()
     code = main(["run", "-s", str(source_image), "-t", str(image), "-o", str(env / "out")])
-    assert code == 6 and time.monotonic() - started < 5
+    assert code == 6 and time.monotonic() - started < 60  # a waiting run would wait forever: the lock is held
     assert "another ffb run" in capsys.readouterr().err
     holder.release()
     assert main(["run", "-s", str(source_image), "-t", str(image), "-o", str(env / "out"), "-q"]) == 0
@@ -86,6 +86,21 @@ def ffb(args: list[str], env_vars: dict[str, str]) -> subprocess.Popen:
                             env={**os.environ, **env_vars}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
+def holds_lock(output: Path, run: subprocess.Popen, timeout: float = 120.0) -> None:
+    """Wait until `run` holds the output's lock: the lock file names its pid once the flock is taken."""
+    lock = output / ".ffb" / "lock"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if json.loads(lock.read_text() or "{}").get("pid") == run.pid:
+                return
+        except (OSError, ValueError):
+            pass
+        assert run.poll() is None, run.communicate()[1].decode()
+        time.sleep(0.05)
+    raise AssertionError(f"pid {run.pid} did not take {lock} within {timeout} s")
+
+
 def test_two_concurrent_runs_never_process_the_same_tree_together(env, source_image):
     clips = env / "clips"
     clips.mkdir()
@@ -93,7 +108,7 @@ def test_two_concurrent_runs_never_process_the_same_tree_together(env, source_im
         make_clip(clips / f"c{i}.mp4", frames=40)
     args = ["-s", str(source_image), "-t", str(clips), "-o", str(env / "out")]
     first = ffb(args, {})
-    time.sleep(1.0)
+    holds_lock(env / "out", first)  # not a sleep: on a loaded machine the second could take the lock first
     second = ffb(args + ["--wait"], {})
     out1, _ = first.communicate(timeout=300)
     out2, err2 = second.communicate(timeout=300)
@@ -109,8 +124,9 @@ def test_resumed_video_equals_an_uninterrupted_run(env, source_image):
     whole = ffb(common + ["-o", str(env / "whole")], {"FFB_TEMP_PATH": str(env / "tmp-whole")})
     assert whole.wait(timeout=300) == 0
     victim = ffb(common + ["-o", str(env / "resumed")], {"FFB_EXECUTION_THREAD_COUNT": "1"})
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not list((env / "tmp").glob("ffb-*/chunk_00002.json")):
+    deadline = time.monotonic() + 120  # a bound for a loaded machine; the file ends the wait
+    while not list((env / "tmp").glob("ffb-*/chunk_00002.json")):
+        assert time.monotonic() < deadline and victim.poll() is None, "the third chunk was never finished"
         time.sleep(0.02)
     victim.kill()  # SIGKILL: no cleanup at all
     victim.wait()
@@ -145,7 +161,7 @@ def test_kill_9_at_random_moments_then_rerun_gives_every_output_once(env, source
             if path.suffix == ".mp4" and not path.name.startswith("."):  # hidden: a killed run's temp name
                 assert probe(path).frame_count == lengths[path.name]
     final = ffb(args, {})
-    out, err = final.communicate(timeout=300)
+    out, err = final.communicate(timeout=600)
     summary = json.loads(out)
     result = statuses(summary)
     assert result["broken.mp4"] in ("failed", "skipped")
@@ -158,6 +174,27 @@ def test_kill_9_at_random_moments_then_rerun_gives_every_output_once(env, source
     assert main(["status", str(env / "out"), "--json"]) == 0
     journal = {Path(r["target"]).name: r["status"] for r in json.loads(capsys.readouterr().out)}
     assert journal == {**{name: "done" for name in [*lengths, "d.png"]}, "broken.mp4": "failed"}
+
+
+def test_a_run_killed_while_trying_the_output_dir_leaves_no_file_there(env, source_image, monkeypatch):
+    from facefusion_batch.pipeline.batch import check_output_dir
+
+    real_unlink = Path.unlink
+
+    def killed(path, missing_ok=False):  # the run dies between writing its test file and removing it
+        raise SystemExit(137)
+
+    monkeypatch.setattr(Path, "unlink", killed)
+    try:
+        check_output_dir(env / "out")
+    except SystemExit:
+        pass
+    monkeypatch.setattr(Path, "unlink", real_unlink)
+    assert [p.name for p in (env / "out").iterdir()], "the killed run left its test file"
+    image = env / "t.png"
+    cv2.imwrite(str(image), face_frame())
+    assert main(["run", "-s", str(source_image), "-t", str(image), "-o", str(env / "out"), "-q"]) == 0
+    assert sorted(p.name for p in (env / "out").iterdir()) == [".ffb", "t.png"]
 
 
 def test_finished_chunks_are_not_decoded_again(env, source_image, monkeypatch):
