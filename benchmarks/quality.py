@@ -428,7 +428,17 @@ def summary(rows: list[Scored]) -> dict:
             "redetect_flicker_max": max((f for s in items for f in s.redetect_flicker), default=float("nan")),
         }
 
-    return {"total": block(rows), "clips": {s.name: block([s]) for s in rows}}
+    def per_track(scored: Scored) -> dict:
+        """Added flicker per true face (shot.face): where a clip's p95 comes from."""
+        result = {}
+        for (shot, face), stats in sorted(scored.tracks.items()):
+            mean, p95 = q.flicker_summary(stats.flicker)
+            result[f"{shot}.{face}"] = {"flicker_mean": mean, "flicker_p95": p95, "frames": stats.frames,
+                                        "swapped": stats.swapped}
+        return result
+
+    return {"total": block(rows), "clips": {s.name: block([s]) for s in rows},
+            "tracks": {s.name: per_track(s) for s in rows if s.tracks}}
 
 
 COLUMNS = (("faces_judged", "judged", "{:.0f}"), ("accepted", "accept", "{:.0%}"), ("closer", "closer", "{:.0%}"),

@@ -24,7 +24,9 @@ from facefusion_batch.offline.mediapipe import (MODEL_FILES, Detection, MediaPip
 from facefusion_batch.settings import Settings
 
 _PRESENCE = 0.5  # face-mesh presence below this means the detection was not a face
-_SOURCE_MARGIN = 0.35  # keep this much context around the source face in the cached crop
+_SOURCE_MARGIN = 0.35
+REFIT_SIZE = 0.05  # a detector box within this (log ratio) of the mesh's own box ...
+REFIT_OFFSET = 0.03  # ... and centred within this share of its size needs no second mesh fit  # keep this much context around the source face in the cached crop
 
 
 class OfflineEngine:
@@ -68,8 +70,15 @@ class OfflineEngine:
         faces = [Face(box=d.box, score=d.score, kps=points[i], landmarks=mesh.points[i])
                  for i, d in enumerate(detections) if mesh.presence[i] >= _PRESENCE]
         # Fit once more on the region the mesh itself spans (as MediaPipe's own tracking does): a detector box
-        # off-centre or too large gives a mesh that is too large or offset; its own box does not.
-        return [face for face in self.refit(frame, [_meshed_box(face) for face in faces])]
+        # off-centre or too large gives a mesh that is too large or offset; its own box does not. Where the
+        # two boxes agree already, a second fit would give the same mesh: it is skipped (CPU).
+        meshed = [_meshed_box(face) for face in faces]
+        again = [i for i, (face, box) in enumerate(zip(faces, meshed)) if not _agree(face.box, box.box)]
+        refits = self.refit(frame, [meshed[i] for i in again]) if again else []
+        if len(refits) != len(again):  # a refit lost the face: keep only the faces refitted or agreeing
+            return [f for f in self.refit(frame, meshed)]
+        fitted = dict(zip(again, refits))
+        return [fitted.get(i, box) for i, box in enumerate(meshed)]
 
     def refit(self, frame: np.ndarray, predicted: Sequence[Face]) -> list[Face]:
         """The face mesh fitted straight on tracks' predicted boxes (the landmark model needs only a region
@@ -134,6 +143,16 @@ def _meshed_box(face: Face) -> Face:
     centre, side = (low + high) / 2, float((high - low).max())
     box = np.concatenate([centre - side / 2, centre + side / 2]).astype(np.float32)
     return Face(box=box, score=face.score, kps=face.kps, landmarks=face.landmarks)
+
+
+def _agree(box: np.ndarray, other: np.ndarray) -> bool:
+    """Whether two face boxes are the same region for the landmark model: sizes within REFIT_SIZE, centres
+    within REFIT_OFFSET of the size."""
+    side, other_side = float(box[2] - box[0]), float(other[2] - other[0])
+    if side <= 0 or other_side <= 0:
+        return False
+    offset = float(np.linalg.norm((box[:2] + box[2:]) / 2 - (other[:2] + other[2:]) / 2)) / side
+    return abs(np.log(other_side / side)) < REFIT_SIZE and offset < REFIT_OFFSET
 
 
 def _keypoints(face: Face) -> np.ndarray:

@@ -42,7 +42,8 @@ CUT_CHANGE = 25.0  # ... and mean absolute grey change above which
 
 def is_cut(previous: np.ndarray | None, current: np.ndarray) -> bool:
     """Whether two small grey thumbnails (float, 0..255) lie on either side of a hard cut: the picture changed
-    a lot *and* its grey-level distribution did (a pan changes pixels but keeps the distribution)."""
+    a lot *and* its grey-level distribution did (a pan changes pixels but keeps the distribution), the more
+    the picture changed the less."""
     if previous is None or previous.shape != current.shape:
         return previous is not None
     change = float(np.abs(current - previous).mean())
@@ -51,7 +52,9 @@ def is_cut(previous: np.ndarray | None, current: np.ndarray) -> bool:
     bins = np.linspace(0, 256, 33)
     a = np.histogram(previous, bins)[0] / previous.size
     b = np.histogram(current, bins)[0] / current.size
-    return float(np.abs(a - b).sum()) > CUT_HISTOGRAM
+    # The larger the change, the less of a histogram change it needs (a cut between two shots of similar
+    # tones); the pan of a textured scene changes the histogram hardly at all.
+    return float(np.abs(a - b).sum()) > CUT_HISTOGRAM * CUT_CHANGE / change
 
 
 def _points(face: Face) -> np.ndarray:
@@ -145,7 +148,7 @@ class Track:
     confirmed: int = 0  # last frame the detector (not a refit) saw it
     hits: int = 1
     outliers: int = 0
-    area: float = 0.0  # its face's area on its first frame (mode `one` picks the largest)
+    area: float = 0.0  # its face's area inside the frame on its first frame (mode `one` picks the largest)
     matches: list[float] = field(default_factory=list)  # reference-mode distances measured on it
 
     def speed(self, size: float) -> float:
@@ -268,7 +271,7 @@ class Tracker:
     def _start(self, index: int, face: Face) -> Track:
         points = _points(face)
         track = Track(self._next_id, face, points, points, first=index, last=index, confirmed=index,
-                      area=face.area, fitted=points, fitted_at=index)
+                      area=self._visible_area(face.box), fitted=points, fitted_at=index)
         self.tracks[track.id] = track
         self._next_id += 1
         return track
@@ -311,6 +314,12 @@ class Tracker:
             track.face = face
         track.last = index
         track.hits += 1
+
+    def _visible_area(self, box: np.ndarray) -> float:
+        """The area of a face box inside the frame: a face cut by the frame's edge (its fit extrapolated
+        beyond it) is not the largest because its box reaches out of the picture."""
+        x1, y1, x2, y2 = (float(v) for v in box)
+        return max(0.0, min(x2, self._width) - max(x1, 0.0)) * max(0.0, min(y2, self._height) - max(y1, 0.0))
 
     def _inside(self, points: np.ndarray) -> bool:
         x, y = points[:, 0], points[:, 1]

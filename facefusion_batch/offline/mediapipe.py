@@ -351,6 +351,27 @@ class _BlazeFace:
         return results
 
 
+RECHECK_SIZE = 0.2  # short-range faces smaller than this share of the frame's long side are checked again
+RECHECK_CONTEXT = 3.0  # ... by the full-range model on a square view this many times their size
+
+
+def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two boxes (x1, y1, x2, y2) are one face: one's centre lies inside the other."""
+    ca, cb = (a[:2] + a[2:]) / 2, (b[:2] + b[2:]) / 2
+    return bool((b[:2] <= ca).all() and (ca <= b[2:]).all() or (a[:2] <= cb).all() and (cb <= a[2:]).all())
+
+
+def _view_around(index: int, box: np.ndarray, side: float, width: int, height: int) -> View | None:
+    """A square view of ``side`` pixels centred on ``box``, shifted (and if need be shrunk) into the frame."""
+    side = int(min(side, width, height))
+    if side < 16:
+        return None
+    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+    x = int(np.clip(round(cx - side / 2), 0, width - side))
+    y = int(np.clip(round(cy - side / 2), 0, height - side))
+    return View(index, x, y, side, side, (x > 0, y > 0, x + side < width, y + side < height))
+
+
 class MediaPipeDetector:
     """Both BlazeFace detectors, merged by IoU: short range finds close-ups, full range smaller faces.
 
@@ -387,7 +408,44 @@ class MediaPipeDetector:
             results = model.run(frames, views, self.score_threshold, self.iou_threshold)
             for view, result in zip(views, results):
                 found[view.frame].append(result)
+        self._recheck_small(frames, found)
         return [self._merge(parts) for parts in found]
+
+    def _recheck_small(self, frames: Sequence[np.ndarray],
+                       found: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]]) -> None:
+        """Small faces only the short-range model found are looked at again by the full-range model, on a
+        view around each: short range sees them far below its design size and gives boxes (and keypoints)
+        up to 1.7x too large, so the mesh fitted on them is too large too. A face the full-range model finds
+        there replaces the short-range one; one it does not find stays as it was. Where the full-range model
+        found the face already, its box stands alone instead of being averaged with the oversized one."""
+        views, owners = [], []
+        dropped: dict[int, set[int]] = {}
+        for index, parts in enumerate(found):
+            short, rest = parts[0], parts[1:]
+            height, width = frames[index].shape[:2]
+            others = np.concatenate([p[0] for p in rest]) if rest else np.zeros((0, 4))
+            for i, box in enumerate(short[0]):
+                side = float(max(box[2] - box[0], box[3] - box[1]))
+                if side >= RECHECK_SIZE * max(width, height):
+                    continue
+                if any(_overlap(box, o) for o in others):
+                    dropped.setdefault(index, set()).add(i)  # the full-range box stands alone
+                    continue
+                view = _view_around(index, box, RECHECK_CONTEXT * side, width, height)
+                if view is not None:
+                    views.append(view)
+                    owners.append((index, i))
+        results = self._long.run(frames, views, self.score_threshold, self.iou_threshold) if views else []
+        for (index, i), (boxes, keypoints, scores) in zip(owners, results):
+            box = found[index][0][0][i]
+            near = [j for j in range(len(boxes)) if _overlap(box, boxes[j])]
+            if near:
+                j = max(near, key=lambda j: scores[j])
+                found[index].append((boxes[j:j + 1], keypoints[j:j + 1], scores[j:j + 1]))
+                dropped.setdefault(index, set()).add(i)
+        for index, drop in dropped.items():
+            keep = np.array([i not in drop for i in range(len(found[index][0][0]))], bool)
+            found[index][0] = tuple(part[keep] for part in found[index][0])
 
     def _merge(self, parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> list[Detection]:
         boxes, keypoints, scores = (np.concatenate([p[k] for p in parts]) for k in range(3))

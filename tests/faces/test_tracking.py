@@ -67,6 +67,15 @@ def test_is_cut_ignores_a_pan():
     assert not is_cut(None, scene[:, :96])
 
 
+def test_is_cut_finds_a_cut_between_shots_of_similar_tones():
+    # Every pixel changes, the grey levels' spread only a little (a shot of a group after a close-up of
+    # similar skin and wall tones): still a cut; it ends the tracks, so no face is carried onto the new shot.
+    rng = np.random.default_rng(1)
+    before = rng.uniform(0, 255, (54, 96)).astype(np.float32)
+    after = rng.uniform(40, 255, (54, 96)).astype(np.float32)
+    assert is_cut(before, after)
+
+
 def test_one_keeps_its_track_while_another_face_grows():
     tracker = Tracker(2000, 1000)
     chosen = set()
@@ -75,6 +84,15 @@ def test_one_keeps_its_track_while_another_face_grows():
         chosen |= {o.track for o in tracker.choose_one(out)}
     assert len(chosen) == 1
     assert tracker.tracks[chosen.pop()].area == pytest.approx(120 * 120)
+
+
+def test_one_picks_the_largest_face_by_what_of_it_is_inside_the_frame():
+    # A face cut by the top edge whose fit reaches far above the picture (150 px box, 85 px visible) is not
+    # larger than a whole 130 px face.
+    tracker = Tracker(640, 360)
+    out = tracker.update(0, [face(185, -65, 150), face(444, 158, 130)], detected=True)
+    (chosen,) = tracker.choose_one(out)
+    assert chosen.face.box[0] == pytest.approx(444)
 
 
 def test_refits_on_a_still_face_ease_in_and_real_moves_are_followed_at_once():

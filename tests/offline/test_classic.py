@@ -246,3 +246,23 @@ def test_turn_measures_how_far_a_face_is_turned(mesh):
     assert classic.turn(profile) > classic.PROFILE
     profile[classic.NOSE_TIP, :2] = (50, 105)
     assert classic.turn(profile) < -classic.PROFILE
+
+
+def _drawn_apart(source: classic.SourceTexture, octaves: float) -> float:
+    """Mean change of the face's middle between drawing it 2 ** -(octaves -+ 0.004) times the source's size."""
+    drawn = []
+    for shift in (-0.004, 0.004):
+        points = source.landmarks.astype(np.float64) * 2.0 ** -(octaves + shift)
+        centre = points.mean(axis=0)
+        points += 64 - centre  # both drawings centred on the same pixel
+        drawn.append(classic.warp_source(source, points - 0.5, None, (128, 128)).astype(np.float32))
+    return float(np.abs(drawn[0] - drawn[1])[44:84, 44:84].mean())
+
+
+@pytest.mark.parametrize("octaves", [1.0, 1.5, 2.0])
+def test_a_zooming_face_changes_smoothly_across_pyramid_levels(source, octaves):
+    # The same face drawn at two sizes 0.6 % apart, on either side of a pyramid level or of the half-way
+    # point between two, changes no more than between two sizes within one level: the texture never pops
+    # (sharper or blurrier all at once) as a face zooms.
+    assert len(source.levels) > int(np.ceil(octaves))
+    assert _drawn_apart(source, octaves) < 1.5 * max(_drawn_apart(source, octaves + 0.2), 0.3)

@@ -244,3 +244,60 @@ def test_landmarks_batch_all_faces_of_a_frame(sources: dict, detector: mp.MediaP
     for i, detection in enumerate(found):
         np.testing.assert_allclose(landmarker.landmarks(frame, [detection])[0], together.points[i], atol=1e-2)
     assert landmarker.landmarks(frame, []).shape == (0, 468, 3)
+
+
+class _Canned:
+    """A stand-in for one BlazeFace model: fixed detections per call, and the views it was asked about."""
+
+    def __init__(self, *answers: list[tuple[tuple[float, float, float, float], float]]) -> None:
+        self.answers, self.views = list(answers), []
+
+    def run(self, frames, views, score_threshold, iou_threshold):
+        self.views.append(list(views))
+        found = self.answers.pop(0)
+        results = []
+        for view in views:
+            inside = [(box, score) for box, score in found
+                      if view.x <= (box[0] + box[2]) / 2 <= view.x + view.width
+                      and view.y <= (box[1] + box[3]) / 2 <= view.y + view.height]
+            boxes = np.array([box for box, _ in inside], np.float32).reshape(-1, 4)
+            keypoints = np.repeat(((boxes[:, :2] + boxes[:, 2:]) / 2)[:, None, :], 6, axis=1)
+            results.append((boxes, keypoints, np.array([s for _, s in inside], np.float32)))
+        return results
+
+
+def _with_models(short: _Canned, long: _Canned) -> mp.MediaPipeDetector:
+    plain = mp.MediaPipeDetector(make_session("long_range"), make_session("short_range"))
+    plain._short, plain._long = short, long
+    return plain
+
+
+def test_small_short_range_face_is_taken_from_the_full_range_model_on_a_closer_view() -> None:
+    # Short range sees a 55 px face of a 640 px frame at 1.7x its size; full range misses it on the whole
+    # frame but finds it on a view around it.
+    frame = np.zeros((360, 640, 3), np.uint8)
+    short = _Canned([((150, -10, 243, 83), 0.6)])
+    long = _Canned([], [((164, 9, 219, 64), 0.8)])
+    (found,) = _with_models(short, long).detect([frame])
+    assert len(found) == 1 and np.allclose(found[0].box, (164, 9, 219, 64))
+    (view,) = long.views[1]
+    assert view.width == view.height == int(mp.RECHECK_CONTEXT * 93) and view.x <= 164 and view.y == 0
+
+
+def test_small_short_range_face_found_by_full_range_is_not_averaged_with_it() -> None:
+    frame = np.zeros((360, 640, 3), np.uint8)
+    short = _Canned([((241, 69, 338, 166), 0.55)])
+    long = _Canned([((254, 80, 318, 143), 0.8)])
+    (found,) = _with_models(short, long).detect([frame])
+    assert len(found) == 1 and np.allclose(found[0].box, (254, 80, 318, 143))
+    assert len(long.views) == 1  # nothing to look at again
+
+
+def test_large_or_unconfirmed_short_range_faces_stay() -> None:
+    frame = np.zeros((360, 640, 3), np.uint8)
+    # A close-up (short range's own range) and a small face the full-range model does not find either.
+    short = _Canned([((100, 20, 300, 220), 0.9), ((400, 100, 460, 160), 0.6)])
+    long = _Canned([], [])
+    (found,) = _with_models(short, long).detect([frame])
+    assert sorted(tuple(np.round(d.box)) for d in found) == [(100, 20, 300, 220), (400, 100, 460, 160)]
+    assert len(long.views[1]) == 1

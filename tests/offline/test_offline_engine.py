@@ -87,3 +87,26 @@ def test_refit_finds_a_face_at_its_predicted_place_and_nothing_where_there_is_no
     shift = found[0].landmarks[:, :2].mean(axis=0) - face.landmarks[:, :2].mean(axis=0)
     assert shift == pytest.approx((9, 6), abs=2)
     assert engine.refit(np.full_like(frame, 90), [face]) == []
+
+
+def test_second_mesh_fit_only_where_the_detector_box_disagrees_with_the_mesh(env):
+    from skimage import data as skimage_data
+
+    from facefusion_batch.offline import engine as offline_engine
+    from facefusion_batch.pipeline.engine import build_engine
+    from facefusion_batch.settings import load_settings
+
+    assert offline_engine._agree(np.array([100, 100, 200, 200.0]), np.array([102, 101, 201, 203.0]))
+    assert not offline_engine._agree(np.array([100, 100, 200, 200.0]), np.array([100, 110, 200, 210.0]))
+    assert not offline_engine._agree(np.array([100, 100, 200, 200.0]), np.array([90, 90, 210, 210.0]))
+
+    tmp_path, _ = env
+    engine = build_engine(load_settings(None, {}, {"engine": "offline", "cache_path": tmp_path / "cache"}).settings)
+    frame = np.ascontiguousarray(skimage_data.astronaut()[:, :, ::-1])
+    calls = []
+    original = engine.refit
+    engine.refit = lambda image, faces: calls.append(len(faces)) or original(image, faces)
+    (face,) = engine.detect(frame)
+    refitted = original(frame, [face])  # what a second fit on the mesh's own box gives
+    assert calls == []  # a frontal face: the detector box and the mesh agree, one fit is enough
+    assert np.abs(refitted[0].landmarks[:, :2] - face.landmarks[:, :2]).max() < 0.03 * (face.box[2] - face.box[0])
