@@ -92,7 +92,7 @@ def test_refit_finds_a_face_at_its_predicted_place_and_nothing_where_there_is_no
 def test_second_mesh_fit_only_where_the_detector_box_disagrees_with_the_mesh(env):
     from skimage import data as skimage_data
 
-    from facefusion_batch.offline import engine as offline_engine
+    from facefusion_batch.engines import offline as offline_engine
     from facefusion_batch.pipeline.engine import build_engine
     from facefusion_batch.settings import load_settings
 
