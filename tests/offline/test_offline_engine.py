@@ -93,7 +93,7 @@ def test_second_mesh_fit_only_where_the_detector_box_disagrees_with_the_mesh(env
     from skimage import data as skimage_data
 
     from facefusion_batch.engines import offline as offline_engine
-    from facefusion_batch.pipeline.engine import build_engine
+    from facefusion_batch.engines import build_engine
     from facefusion_batch.settings import load_settings
 
     assert offline_engine._agree(np.array([100, 100, 200, 200.0]), np.array([102, 101, 201, 203.0]))
