@@ -7,7 +7,6 @@ import sqlite3
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 from facefusion_batch.concurrency import plan
 from facefusion_batch.errors import OutputError, TargetError
@@ -15,12 +14,11 @@ from facefusion_batch.models.store import sha256_of
 from facefusion_batch.pipeline import guard
 from facefusion_batch.pipeline.journal import FINISHED, UNREADABLE, Journal, settings_key
 from facefusion_batch.pipeline.lock import RunLock
-from facefusion_batch.pipeline.lookahead import Lookahead
 from facefusion_batch.pipeline.progress import Reporter
 from facefusion_batch.pipeline.video_job import JobOptions
 from facefusion_batch.pipeline.workspace import remove_stale
 from facefusion_batch.settings import Settings
-from facefusion_batch.targets import Target, discover, not_regular
+from facefusion_batch.targets import Target, not_regular
 from facefusion_batch.timing import Timings
 from facefusion_batch.video.ffmpeg import EncodeOptions
 
@@ -167,17 +165,3 @@ def needs_hash(journal: Journal | None, target: Target) -> bool:
     except OSError:
         return False
 
-
-def prepare_first(settings: Settings, specs: Sequence[str], journal: Journal | None) -> Lookahead:
-    """A Lookahead already preparing the batch's first video (hash, probe, decoder): started before the
-    engine is built, it is ready when the models have loaded."""
-    lookahead = Lookahead(settings.temp_path)
-    try:
-        targets, _ = discover(specs, settings.output_dir, settings.output_file)
-    except Exception:  # noqa: BLE001 - run() meets it again and reports it
-        return lookahead
-    first = next((t for t in targets if t.kind == "video"), None)
-    if first is not None:
-        lookahead.prepare(first.path, hash_content=needs_hash(journal, first))
-        lookahead.current_decoded()  # no decoder runs yet
-    return lookahead
