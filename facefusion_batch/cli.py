@@ -269,10 +269,7 @@ def run(
     target = [*(target or []), *(more_targets or [])]
     if not source or not target:
         raise SettingsError("ffb run needs --source FACE_IMAGE and at least one --target; see ffb run --help")
-    if len(source) > 1:
-        raise SettingsError(f"several sources ({' '.join(map(str, source))}) are not supported yet; pass one "
-                            "--source image of the face")
-    source_path = source[0]
+    sources = list(dict.fromkeys(source))  # the same photo twice is one photo
     check_paths(settings)
     if settings.output_file is not None:
         _check_output_file(settings.output_file, target)
@@ -281,7 +278,8 @@ def run(
         from facefusion_batch.executors import require_ray
 
         require_ray()  # before the lock: say at once how to install it
-    check_source(source_path)  # before the lock and the models: exit 4 at once
+    for path in sources:
+        check_source(path)  # before the lock and the models: exit 4 at once
     metrics = None
     if metrics_file:
         from facefusion_batch.metrics import FileMetrics
@@ -289,7 +287,8 @@ def run(
         # A path it can't write fails here, before anything starts; the output tells several jobs' files apart.
         metrics = FileMetrics(metrics_file, {"output": str(settings.output_path)})
     with interrupts.handled() as signals:  # cron's kill (SIGTERM) ends a run like Ctrl-C
-        result = _run(settings, source_path, target, wait, quiet, force, retry_failed, metrics, signals)
+        result = _run(settings, sources[0] if len(sources) == 1 else sources, target, wait, quiet, force,
+                      retry_failed, metrics, signals)
         with signals.held():  # the summary is printed whole, whatever arrives now
             result.interrupted = result.interrupted or signals.signalled
             code = 130 if result.interrupted else 1 if result.failed else 0
@@ -297,7 +296,7 @@ def run(
     return code
 
 
-def _run(settings, source_path: Path, target: list[str], wait: bool, quiet: bool, force: bool,
+def _run(settings, source_path: Path | list[Path], target: list[str], wait: bool, quiet: bool, force: bool,
          retry_failed: bool, metrics, signals: interrupts.Interrupts):
     """The batch's result (through the public API); a signal before the batch began gives an interrupted
     result with no targets."""
@@ -739,7 +738,8 @@ def join_multi_values(args: list[str]) -> list[str]:
 
 def several_sources(args: list[str]) -> str | None:
     """FaceFusion takes several sources after one -s (`-s a.jpg b.jpg`); here the second would be taken as
-    a positional target and get the face swapped in. An image right after the source is refused instead."""
+    a positional target and get the face swapped in. An image right after the source is refused instead
+    (ffb takes several sources as repeated -s)."""
     if not args or args[0] != "run":
         return None
     from facefusion_batch.media import kind_of
@@ -747,8 +747,9 @@ def several_sources(args: list[str]) -> str | None:
     for index, arg in enumerate(args[:-2]):
         if arg in ("-s", "--source") and not args[index + 2].startswith("-") \
                 and kind_of(Path(args[index + 2])) == "image":
-            return (f"several sources (-s {args[index + 1]} {args[index + 2]}) are not supported yet; pass one "
-                    f"--source image of the face (if {args[index + 2]} is a target, pass it with -t)")
+            return (f"several sources after one -s ({args[index + 1]} {args[index + 2]}): give each its own -s "
+                    f"(-s {args[index + 1]} -s {args[index + 2]}) to average them into one identity; if "
+                    f"{args[index + 2]} is a target, pass it with -t")
     return None
 
 

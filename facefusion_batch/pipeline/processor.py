@@ -10,7 +10,7 @@ import dataclasses
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence, Union
 
 import numpy as np
 
@@ -28,7 +28,11 @@ from facefusion_batch.settings import Settings
 from facefusion_batch.timing import Timings, timed
 
 # Settings that shape an output (the rest only change speed, paths or logging).
-_SHAPING = ("face_swapper_model", "face_detector_model", "face_detector_size", "face_detector_score",
+_SHAPING = ("processors", "face_swapper_model", "face_swapper_weight", "face_swapper_pixel_boost",
+            "face_enhancer_model", "face_enhancer_blend", "face_enhancer_weight", "face_mask_types", "face_mask_blur",
+            "face_mask_padding", "face_mask_regions", "face_mask_areas", "face_occluder_model", "face_parser_model",
+            "face_selector_order", "face_selector_gender", "face_selector_race", "face_selector_age_start",
+            "face_selector_age_end", "face_detector_model", "face_detector_size", "face_detector_score",
             "face_detector_min_size", "keypoint_reuse", "reuse_motion_threshold", "redetect_interval",
             "face_selector_mode", "reference_face_distance", "output_video_encoder", "output_video_preset",
             "output_video_quality", "output_image_quality", "output_marking", "chunk_size",
@@ -141,16 +145,35 @@ class FrameProcessor:
         return functools.partial(self.marker.place, parent=target, parent_sha256=content or None)
 
 
-def prepare(settings: Settings, source: Path, on_message: Callable[[str], None],
+Sources = Union[Path, Sequence[Path]]
+
+
+def source_paths(source: Sources) -> tuple[Path, ...]:
+    """One source path, or several (photos of one person, averaged into one identity)."""
+    return (Path(source),) if isinstance(source, (str, Path)) else tuple(Path(p) for p in source)
+
+
+def prepare(settings: Settings, source: Sources, on_message: Callable[[str], None],
             engine: FaceEngine | None = None) -> FrameProcessor:
-    """Load the engine (unless given), prepare the source face and the selection: once per process."""
+    """Load the engine (unless given), prepare the source face(s) and the selection: once per process."""
+    sources = source_paths(source)
+    owned = engine is None
     engine = engine or build_engine(settings)
-    record = engine.prepare_source(source)
-    faces_in_source = int(record.get("faces", 1))
-    if faces_in_source > 1:
-        on_message(f"{source}: {faces_in_source} faces in the source image; using the largest")
-    selection = build_selection(settings, engine)
-    source_sha256 = sha256_of(source)
+    try:
+        records = []
+        for path in sources:
+            record = engine.prepare_source(path)
+            faces_in_source = int(record.get("faces", 1))
+            if faces_in_source > 1:
+                on_message(f"{path}: {faces_in_source} faces in the source image; using the largest")
+            records.append(record)
+        record = engine.merge_sources(records)
+        selection = build_selection(settings, engine)
+    except BaseException:
+        if owned:
+            engine.close()
+        raise
+    source_sha256 = ",".join(sha256_of(path) for path in sources)
     marker = Marker.for_run(settings, engine.name, engine.models, source_sha256)
     label = (VisibleLabel(settings.visible_label, settings.visible_label_position, settings.visible_label_size,
                           settings.visible_label_opacity) if settings.visible_label else None)
