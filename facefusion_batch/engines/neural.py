@@ -29,7 +29,7 @@ from facefusion_batch.models.sessions import GuardedSession, SessionPool
 from facefusion_batch.models.signature import check_model
 from facefusion_batch.processors import pixel_boost
 from facefusion_batch.processors.build import Processors, build_processors
-from facefusion_batch.processors.classifier import filter_faces, needs_classifier
+from facefusion_batch.processors.classifier import FaceClassifier, filter_faces, needs_classifier
 from facefusion_batch.processors.enhancer import EnhancerOptions
 from facefusion_batch.processors.masks import MaskOptions
 from facefusion_batch.processors.plan import ProcessorPlan
@@ -137,11 +137,15 @@ class NeuralEngine:
                                              recognizer_state.spec)
         self._swapper: InSwapper | None = None
         self._processors: Processors | None = None
+        self._classifier: FaceClassifier | None = None
         if uses_earlier_path(settings):
             self._swapper = self._inswapper(by_name[settings.face_swapper_model])
+            if self.plan.classify:
+                self._classifier = FaceClassifier(self._open(by_name[CLASSIFIER].path), CATALOG[CLASSIFIER])
         else:
             self._processors = build_processors(self.plan, lambda name: self._open(by_name[name].path),
                                                 lambda name: read_emap(by_name[name].path))
+            self._classifier = self._processors.classifier
         self._weighted = (self._processors is not None and self._processors.swapper is not None
                           and settings.face_swapper_weight != 0.5
                           and CATALOG[settings.face_swapper_model].kind not in _IMAGE_SOURCE)
@@ -212,7 +216,7 @@ class NeuralEngine:
 
     def face_filter(self) -> Callable[[np.ndarray, list[Face]], list[Face]] | None:
         """The face selector's gender/race/age filters (FairFace), or None when none is set."""
-        classifier = self._processors.classifier if self._processors else None
+        classifier = self._classifier
         if classifier is None:
             return None
         s = self._settings
