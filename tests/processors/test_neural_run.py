@@ -215,3 +215,19 @@ def test_offline_engine_refuses_what_needs_the_neural_models(ff_env, picture, so
     assert says in err and "use --engine neural" in err and "ffb models download" in err
     assert err.strip().count("\n") == 0
     assert not (ff_env / "out" / "portrait.png").exists()
+
+
+def test_micro_batched_chain_gives_the_same_frames(ff_env, clip, source, capsys, monkeypatch):
+    """batch_size 4: the processor models get a dynamic batch axis (patched copies in the cache) and the frame
+    threads' faces share calls; the frames are those of single calls."""
+    outputs = {}
+    for batch in ("1", "4"):
+        monkeypatch.setenv("FFB_BATCH_SIZE", batch)
+        code, _, err = run(capsys, *CHAIN, "--face-swapper-model", "hyperswap_1a_256", "--face-enhancer-model",
+                           "gpen_bfr_256", "--output-video-quality", "100", "-s", str(source), "-t", str(clip),
+                           "-o", str(ff_env / f"out{batch}"))
+        assert code == 0, err
+        outputs[batch] = decode_all(ff_env / f"out{batch}" / "talk.mp4").astype(np.int16)
+    patched = {p.name.split(".dynamic")[0] for p in (ff_env / "cache" / "dynamic").glob("*.onnx")}
+    assert {"hyperswap_1a_256", "gpen_bfr_256"} <= patched
+    assert np.abs(outputs["1"] - outputs["4"]).max() <= 2
