@@ -231,3 +231,15 @@ def test_micro_batched_chain_gives_the_same_frames(ff_env, clip, source, capsys,
     patched = {p.name.split(".dynamic")[0] for p in (ff_env / "cache" / "dynamic").glob("*.onnx")}
     assert {"hyperswap_1a_256", "gpen_bfr_256"} <= patched
     assert np.abs(outputs["1"] - outputs["4"]).max() <= 2
+
+
+def test_enhancer_alone(ff_env, picture, source, capsys):
+    """FaceFusion's `--processors face_enhancer`: the faces are enhanced, not swapped."""
+    code, summary, err = run(capsys, "--processors", "face_enhancer", "--face-enhancer-model", "gpen_bfr_512",
+                             "-s", str(source), "-t", str(picture), "-o", str(ff_env / "out"))
+    assert code == 0, err
+    assert "gpen_bfr_512" in summary["models"] and not any("swap" in m for m in summary["models"])
+    before, after = cv2.imread(str(picture)), cv2.imread(str(ff_env / "out" / "portrait.png"))
+    inside, background_p995, _ = regions(before, after)
+    assert inside > 5 and background_p995 <= 2
+    assert face_texture(after) < 0.5 * face_texture(before)
