@@ -75,7 +75,24 @@ def test_average_identity_is_facefusions_mean_of_raw_and_of_unit_embeddings():
 def test_every_output_shaping_processor_setting_is_in_the_journal_key():
     names = [n for n, f in FIELDS.items() if f.metadata["section"] in ("processors", "face_masker")]
     names += [n for n in FIELDS if n.startswith("face_selector_") and n != "face_selector_mode"]
-    assert names and set(names) <= set(processor._SHAPING)
+    assert names and set(names) <= set(processor._SHAPING) | set(processor._SHAPING_UNLESS_DEFAULT)
+
+
+def test_processor_settings_at_their_defaults_leave_the_journal_key_as_it_was():
+    """An ffb user's journal from before the processor settings still matches: nothing is redone."""
+    from types import SimpleNamespace
+
+    from facefusion_batch.settings import load_settings
+
+    engine = SimpleNamespace(name="neural", model_files=())
+    marker = SimpleNamespace(key="m")
+    settings = load_settings(None, {}, {}).settings
+    before = processor.settings_key({"version": processor.__version__, "engine": "neural", "models": [],
+                                     "source": "s", "reference": None, "provenance": "m",
+                                     **{name: getattr(settings, name) for name in processor._SHAPING}})
+    assert processor.output_key(settings, "s", engine, marker) == before
+    enhanced = load_settings(None, {}, {"processors": "face_swapper face_enhancer"}).settings
+    assert processor.output_key(enhanced, "s", engine, marker) != before
 
 
 def _neural(env: Path, *args: str) -> list[str]:
