@@ -16,6 +16,7 @@ from facefusion_batch.engines.base import source_face
 from facefusion_batch.engines.source_cache import Record, SourceCache
 from facefusion_batch.errors import SettingsError
 from facefusion_batch.faces.types import Face
+from facefusion_batch.models import store
 from facefusion_batch.models.batcher import MicroBatcher
 from facefusion_batch.models.sessions import Counter, GuardedSession, SessionPool
 from facefusion_batch.offline import classic
@@ -32,7 +33,7 @@ REFIT_OFFSET = 0.03  # ... and centred within this share of its size needs no se
 def refuse_neural_only(settings: Settings) -> None:
     """The offline engine has its own swapper and mesh mask: FaceFusion's processor settings it can't honour
     are one SettingsError naming them and the neural models they need (never silently ignored)."""
-    from facefusion_batch.engines.neural import neural_model_names
+    from facefusion_batch.engines.neural import neural_model_states
 
     asked = []
     if "face_enhancer" in settings.processors:
@@ -49,11 +50,13 @@ def refuse_neural_only(settings: Settings) -> None:
         asked.append("face selector gender/race/age filters")
     if not asked:
         return
-    names = [] if "area" in settings.face_mask_types else neural_model_names(settings)
-    models = f" and its models (`ffb models download {' '.join(names)}`)" if names else ""
+    if "area" in settings.face_mask_types:
+        raise SettingsError(f"the offline engine can't do {', '.join(asked)}: it has its own swapper and mesh mask "
+                            "(and the neural engine has no 68-point landmarks for area masks yet); drop the area mask")
+    names = [s.spec.name for s in neural_model_states(settings) if not store.usable(s)]
+    models = f" after `ffb models download {' '.join(names)}`" if names else ""
     raise SettingsError(f"the offline engine can't do {', '.join(asked)}: it has its own swapper and mesh mask; "
-                        f"use --engine neural{models}" + (", without area masks (the neural engine has no "
-                                                          "68-point landmarks yet)" if not names else ""))
+                        f"use --engine neural{models}")
 
 
 class OfflineEngine:

@@ -206,15 +206,26 @@ def test_what_the_neural_engine_cannot_do_is_one_line_exit_2(ff_env, picture, so
     (["--face-mask-types", "region"], "region masks"),
     (["--face-swapper-model", "hyperswap_1a_256"], "face_swapper_model hyperswap_1a_256"),
     (["--face-selector-race", "asian"], "face selector gender/race/age filters"),
+    (["--face-mask-blur", "0.5"], "face_mask_blur / face_mask_padding"),
 ])
 def test_offline_engine_refuses_what_needs_the_neural_models(ff_env, picture, source, capsys, args, says):
     code = main(["run", "--engine", "offline", "--json", "-q", *args, "-s", str(source), "-t", str(picture),
                  "-o", str(ff_env / "out")])
     err = capsys.readouterr().err
     assert code == 2
-    assert says in err and "use --engine neural" in err and "ffb models download" in err
+    assert says in err and "use --engine neural" in err and "ffb models download" not in err  # all present
     assert err.strip().count("\n") == 0
     assert not (ff_env / "out" / "portrait.png").exists()
+
+
+def test_offline_refusal_names_the_neural_models_to_download(tmp_path, capsys, monkeypatch, picture, source):
+    monkeypatch.setenv("FFB_MODELS_PATH", str(tmp_path / "empty"))
+    monkeypatch.setenv("FFB_CACHE_PATH", str(tmp_path / "cache"))
+    code = main(["run", "-q", "--processors", "face_swapper", "face_enhancer", "--face-mask-types", "box", "occlusion",
+                 "-s", str(source), "-t", str(picture), "-o", str(tmp_path / "out")])  # engine auto: offline here
+    err = capsys.readouterr().err
+    assert code == 2 and err.strip().count("\n") == 0
+    assert "ffb models download inswapper_128 xseg_1 gfpgan_1.4 arcface_w600k_r50 scrfd_2.5g" in err
 
 
 def test_micro_batched_chain_gives_the_same_frames(ff_env, clip, source, capsys, monkeypatch):
