@@ -141,9 +141,9 @@ class NeuralEngine:
         if uses_earlier_path(settings):
             self._swapper = self._inswapper(by_name[settings.face_swapper_model])
             if self.plan.classify:
-                self._classifier = FaceClassifier(self._open(by_name[CLASSIFIER].path), CATALOG[CLASSIFIER])
+                self._classifier = FaceClassifier(self._open(by_name[CLASSIFIER]), CATALOG[CLASSIFIER])
         else:
-            self._processors = build_processors(self.plan, lambda name: self._open(by_name[name].path),
+            self._processors = build_processors(self.plan, lambda name: self._open(by_name[name]),
                                                 lambda name: read_emap(by_name[name].path))
             self._classifier = self._processors.classifier
         self._weighted = (self._processors is not None and self._processors.swapper is not None
@@ -154,20 +154,21 @@ class NeuralEngine:
         path = state.path
         if self._concurrency.micro_batch > 1:
             path = dynamic_batch_model(path, self._settings.cache_path / "dynamic") or path
-        return InSwapper(GuardedSession(self.pool, path, self._slots), state.spec, read_emap(state.path),
+        session = GuardedSession(self.pool, path, self._slots, state.spec.name)  # timed under the model's name
+        return InSwapper(session, state.spec, read_emap(state.path),
                          self._concurrency.micro_batch, self._settings.batch_wait_ms / 1000,
                          self._concurrency.batcher_producers)
 
-    def _open(self, path: Path) -> Any:
+    def _open(self, state: store.ModelState) -> Any:
         """A processor model's session: guarded, and with micro-batching on, its calls from all frame threads
         merged into one where the model has (or can be given) a dynamic batch axis."""
-        batch = self._concurrency.micro_batch
+        batch, path, name = self._concurrency.micro_batch, state.path, state.spec.name
         if batch > 1:
             path = dynamic_batch_model(path, self._settings.cache_path / "dynamic") or path
-        session = GuardedSession(self.pool, path, self._slots)
+        session = GuardedSession(self.pool, path, self._slots, name)  # timed under the model's own name
         if batch <= 1 or not batch_allowed(session, ("weight",)):
             return session
-        return MergedRuns(session, self._make_batcher(path.stem))
+        return MergedRuns(session, self._make_batcher(name))
 
     def _make_batcher(self, name: str) -> Callable[[Callable], MicroBatcher]:
         def make(run: Callable) -> MicroBatcher:

@@ -254,3 +254,30 @@ def test_enhancer_alone(ff_env, picture, source, capsys):
     inside, background_p995, _ = regions(before, after)
     assert inside > 5 and background_p995 <= 2
     assert face_texture(after) < 0.5 * face_texture(before)
+
+
+def test_model_calls_are_timed_under_the_models_names_when_batched(ff_env, monkeypatch):
+    """Patched dynamic-batch copies (cache/dynamic/NAME.dynamic-...onnx) still count under NAME in the pool's
+    timings (what `ffb benchmark` and the metrics report per model)."""
+    from facefusion_batch.engines import build_engine
+    from facefusion_batch.settings import load_settings
+    from facefusion_batch.timing import Timings
+
+    monkeypatch.setenv("FFB_BATCH_SIZE", "4")
+    settings = load_settings(None, None, {"engine": "neural", "processors": "face_swapper face_enhancer",
+                                          "face_swapper_model": "ghost_1_256", "face_enhancer_model": "codeformer",
+                                          "face_mask_types": "box occlusion region"}).settings
+    engine = build_engine(settings)
+    try:
+        engine.pool.timings = Timings()
+        frame = face_frame()
+        faces = engine.detect(frame)
+        path = ff_env / "src.png"
+        cv2.imwrite(str(path), cv2.flip(frame, 1))
+        record = engine.prepare_source(path)
+        engine.swap(frame, faces, record)
+        names = set(engine.pool.timings.snapshot())
+    finally:
+        engine.close()
+    assert {"ghost_1_256", "crossface_ghost", "codeformer", "xseg_1", "bisenet_resnet_34"} <= names, names
+    assert not any(".dynamic" in name for name in names)
