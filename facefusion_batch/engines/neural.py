@@ -197,7 +197,9 @@ class NeuralEngine:
                 record["input"] = swapper.source_input(raw, frame=image, kps=face.kps)
             return record
 
-        return self.cache.get(path, "neural-source:" + ":".join(self.models), compute)
+        # The record's form depends on the path (the chain's records carry the swapper's source feed).
+        path_kind = "chain" if self._processors is not None else "inswapper"
+        return self.cache.get(path, f"neural-source:{path_kind}:" + ":".join(self.models), compute)
 
     def merge_sources(self, records: Sequence[Record]) -> Record:
         """Several photos of one person as one identity, as FaceFusion averages them: the mean of the raw

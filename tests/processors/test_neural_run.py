@@ -281,3 +281,10 @@ def test_model_calls_are_timed_under_the_models_names_when_batched(ff_env, monke
         engine.close()
     assert {"ghost_1_256", "crossface_ghost", "codeformer", "xseg_1", "bisenet_resnet_34"} <= names, names
     assert not any(".dynamic" in name for name in names)
+
+
+def test_source_cache_of_the_earlier_path_does_not_feed_the_chain(ff_env, picture, source, capsys):
+    """Same models, same cache: a default run, then one with a mask setting (the chain): both swap."""
+    for index, args in enumerate(([], ["--face-mask-blur", "0.31"], [])):
+        code, summary, err = run(capsys, *args, "-s", str(source), "-t", str(picture), "-o", str(ff_env / f"o{index}"))
+        assert code == 0 and summary["counts"]["done"] == 1, summary
