@@ -98,7 +98,9 @@ def check_states(states: Sequence[store.ModelState]) -> None:
     problems = []
     if missing:
         names = [s.spec.name for s in missing]
-        why = " (the face selector's gender/race/age filters need it)" if CLASSIFIER in names else ""
+        why = (f" ({CATALOG[CLASSIFIER].file}: the face selector's gender/race/age filters need it)"
+               if CLASSIFIER in names and len(names) > 1 else
+               " (the face selector's gender/race/age filters need it)" if CLASSIFIER in names else "")
         problems.append(f"{', '.join(s.spec.file for s in missing)} not found in {missing[0].path.parent}{why}; "
                         f"run `ffb models download {' '.join(names)}` (or copy them from FaceFusion's "
                         ".assets/models)")
@@ -114,18 +116,27 @@ class NeuralEngine:
 
     def __init__(self, settings: Settings, pool: SessionPool, cache: SourceCache,
                  slots: threading.Semaphore) -> None:
+        self.pool, self.cache, self._settings = pool, cache, settings
+        self._swapper: InSwapper | None = None
+        self._batchers: list[MicroBatcher] = []
+        try:
+            self._load(settings, slots)
+        except BaseException:  # a model that fails to load: the batcher threads and sessions opened so far go
+            self.close()
+            raise
+
+    def _load(self, settings: Settings, slots: threading.Semaphore) -> None:
         self.plan = processor_plan(settings)
         states = neural_model_states(settings)
         check_states(states)
         for state in states:
             check_model(state.spec, state.path)  # before anything parses it: a wrong file is named as such
-        self.pool, self.cache, self._settings = pool, cache, settings
+        pool = self.pool
         self.models = tuple(state.spec.name for state in states)
         self.model_files = tuple(state.path for state in states)
         by_name = {state.spec.name: state for state in states}
         self._concurrency = plan(settings)
         self._slots = slots
-        self._batchers: list[MicroBatcher] = []
         detector_state = by_name[DETECTOR_FOR[settings.face_detector_model]]
         detector = GuardedSession(pool, detector_state.path, slots)
         detector_class = ScrfdDetector if settings.face_detector_model == "scrfd" else YoloFaceDetector
@@ -135,7 +146,6 @@ class NeuralEngine:
         recognizer_state = by_name[RECOGNIZER]
         self._recognizer = ArcFaceRecognizer(GuardedSession(pool, recognizer_state.path, slots),
                                              recognizer_state.spec)
-        self._swapper: InSwapper | None = None
         self._processors: Processors | None = None
         self._classifier: FaceClassifier | None = None
         if uses_earlier_path(settings):

@@ -44,8 +44,11 @@ def dynamic_batch_model(path: Path, cache_dir: Path,
     if failed.is_file():
         return None
     make_session = make_session or _cpu_session
+    try:
+        original = make_session(path)
+    except Exception:  # noqa: BLE001 - a model ONNX Runtime can't load: the session pool names it (ModelError)
+        return None
     cache_dir.mkdir(parents=True, exist_ok=True)
-    original = make_session(path)
     if has_dynamic_batch(original):
         native.write_text("the model already has a dynamic batch axis\n")
         return path
