@@ -46,9 +46,6 @@ def run(source: PathLike | Sequence[PathLike], targets: PathLike | Sequence[Path
     if not specs:
         raise SettingsError("no targets given: pass at least one video, image, directory or glob")
     sources = source_paths(source)
-    if len(sources) > 1 and settings.executor == "ray":
-        raise SettingsError("several sources are not supported with the ray executor yet; pass one --source, or "
-                            "run with --executor local")
     reporter = GuardedReporter(reporter or QuietReporter())  # a display failure never ends the batch
     signing = _check_signing(settings)  # a broken certificate: one error before any work
     if settings.executor == "ray":

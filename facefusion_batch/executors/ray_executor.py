@@ -31,6 +31,7 @@ from facefusion_batch.executors.plan import (Item, Join, Segment, StorageCheck, 
                                              chunk_count, segment_length, segments, staged_name)
 from facefusion_batch.executors.ray_pool import Done, WorkerPool, connect
 from facefusion_batch.pipeline.batch import Outcome, os_reason
+from facefusion_batch.pipeline.processor import Sources, source_paths
 from facefusion_batch.pipeline.workspace import Workspace, remove_stale
 from facefusion_batch.provenance.sign import place
 from facefusion_batch.settings import Settings
@@ -86,10 +87,11 @@ class _Task:
 class RayExecutor:
     concurrent_targets = True
 
-    def __init__(self, settings: Settings, source: Path) -> None:
+    def __init__(self, settings: Settings, source: Sources) -> None:
+        """`source`: one photo, or several of one person (each worker averages them, as the local executor)."""
         self.settings = settings
         self.remote_settings = absolute(settings)
-        self.source = Path(os.path.abspath(source))
+        self.sources = tuple(Path(os.path.abspath(path)) for path in source_paths(source))
         self.token = uuid.uuid4().hex[:12]
         self.queue: deque[_Task] = deque()
         self.attempts: dict[int, _Task] = {}  # dispatch -> task, while in flight
@@ -118,7 +120,7 @@ class RayExecutor:
             self._started_here = connect(ray, self.settings)
             self._pool = WorkerPool(ray, self.remote_settings, work.message)
             self._check = self._storage_check(targets)
-            self.pool.start(self.source, self._check)
+            self.pool.start(self.sources[0] if len(self.sources) == 1 else self.sources, self._check)
             while self.pool.first is None:
                 self.pool.wait(POLL_S)
                 self.pool.stranded()  # raises when no worker starts
@@ -172,7 +174,7 @@ class RayExecutor:
     def _storage_check(self, targets: Sequence[Target]) -> StorageCheck:
         """Write the token files workers must see, and list the inputs they must read."""
         settings = self.remote_settings
-        inputs = [self.source] + [Path(os.path.abspath(t.path)) for t in targets]
+        inputs = [*self.sources] + [Path(os.path.abspath(t.path)) for t in targets]
         check = StorageCheck(self.token, shared_root(settings), settings.output_dir,
                              tuple(p for p in inputs if os.access(p, os.R_OK)))
         for directory in (check.shared, check.output):

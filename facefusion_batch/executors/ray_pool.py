@@ -23,6 +23,7 @@ from facefusion_batch.errors import FfbError, SettingsError
 from facefusion_batch.executors.plan import Item, StorageCheck, WorkerInfo
 from facefusion_batch.executors.worker import FfbWorker, ProgressBox
 from facefusion_batch.pipeline.batch import Outcome
+from facefusion_batch.pipeline.processor import Sources
 from facefusion_batch.settings import Settings
 
 WORKER_WAIT_S = 600.0  # with no worker started for this long, the pool gives up
@@ -105,7 +106,7 @@ class WorkerPool:
         self._box: Any = None
         self._alive_at = time.monotonic()
 
-    def start(self, source: Path, check: StorageCheck) -> None:
+    def start(self, source: Sources, check: StorageCheck) -> None:
         ray, s = self.ray, self.settings
         resources = ray.cluster_resources()
         count = worker_count(s, resources.get("CPU", 0.0), resources.get("GPU", 0.0))

@@ -19,7 +19,7 @@ from facefusion_batch.executors.plan import Item, Join, Segment, StorageCheck, W
 from facefusion_batch.memory import apply_memory_limit
 from facefusion_batch.pipeline import guard, job
 from facefusion_batch.pipeline.batch import NO_FACE, Outcome, check_output_dir, job_options
-from facefusion_batch.pipeline.processor import FrameProcessor, prepare
+from facefusion_batch.pipeline.processor import FrameProcessor, Sources, prepare
 from facefusion_batch.pipeline.video_job import encode_chunks, finish_video, plan_video
 from facefusion_batch.pipeline.workspace import Workspace, remove_stale
 from facefusion_batch.settings import Settings
@@ -121,7 +121,7 @@ class FfbWorker:
     """Built with the settings, the source and the storage check; loads the engine on first use, so an
     actor Ray restarts after a crash gets ready again on its own."""
 
-    def __init__(self, settings: Settings, source: Path, check: StorageCheck, box_name: str | None = None) -> None:
+    def __init__(self, settings: Settings, source: Sources, check: StorageCheck, box_name: str | None = None) -> None:
         # The progress box is found by name: an actor handle among the arguments would put them in the
         # object store, from where a restart can't be sure to get them back.
         self._settings, self._source, self._check = settings, source, check

@@ -201,3 +201,25 @@ def test_a_worker_that_cannot_see_an_input_stops_the_run_with_the_path(ray_env, 
     assert code == 2
     assert "only-on-the-driver.png: the Ray worker on" in err and "can't read this input" in err
     assert "Scale-out on Ray" in err
+
+
+def test_several_sources_are_averaged_as_with_the_thread_executor(ray_env, source_image, capsys):
+    """-s a -s b on Ray: each worker averages the photos into one identity, as the local executor does."""
+    other = ray_env / "other.png"
+    cv2.imwrite(str(other), cv2.flip(face_frame(), 1))  # the mirrored face: another identity for the stand-ins
+    clip = make_clip(ray_env / "a.mp4", frames=6)
+    picture = ray_env / "d.png"
+    cv2.imwrite(str(picture), face_frame())
+    targets = ["-t", str(clip), "-t", str(picture), "-q"]
+    both = ["-s", str(source_image), "-s", str(other), *targets]
+    code, local, err = run(both + ["-o", str(ray_env / "local")], capsys)
+    assert code == 0, err
+    code, distributed, err = run(both + ["-o", str(ray_env / "ray")], capsys, "ray")
+    assert code == 0, err
+    assert distributed["counts"] == local["counts"] == {"done": 2, "no_face": 0, "skipped": 0, "failed": 0}
+    assert np.array_equal(decode_all(ray_env / "ray" / "a.mp4"), decode_all(ray_env / "local" / "a.mp4"))
+    averaged = cv2.imread(str(ray_env / "ray" / "d.png"))
+    assert np.array_equal(averaged, cv2.imread(str(ray_env / "local" / "d.png")))
+    code, _, err = run(["-s", str(source_image), *targets, "-o", str(ray_env / "one")], capsys)
+    assert code == 0, err
+    assert not np.array_equal(averaged, cv2.imread(str(ray_env / "one" / "d.png"))), "both photos count"
