@@ -296,6 +296,61 @@ def run(
     return code
 
 
+# `ffb run --help` in groups, so that ~60 options read as a few short lists (and an 80-column terminal
+# shows every flag's name whole). An option not listed here shows under "Options".
+RUN_HELP_PANELS: dict[str, tuple[str, ...]] = {
+    "Faces and files": ("source", "target", "output", "profile"),
+    "Face selector": ("many_faces", "face_selector_mode", "reference_face", "face_selector_order",
+                      "face_selector_gender", "face_selector_race", "face_selector_age_start",
+                      "face_selector_age_end"),
+    "Processors (FaceFusion's flags; neural engine)": (
+        "processors", "face_swapper_model", "face_swapper_weight", "face_swapper_pixel_boost",
+        "face_enhancer_model", "face_enhancer_blend", "face_enhancer_weight"),
+    "Face masks (FaceFusion's flags)": ("face_mask_types", "face_mask_blur", "face_mask_padding",
+                                        "face_mask_regions", "face_mask_areas", "face_occluder_model",
+                                        "face_parser_model"),
+    "Engine, models, face detection": ("engine", "models_path", "face_detector_model", "face_detector_min_size"),
+    "Face tracking": ("keypoint_reuse",),
+    "Execution": ("execution_providers", "execution_device_id", "execution_thread_count",
+                  "execution_queue_count", "execution_inference_slots", "video_memory_strategy",
+                  "system_memory_limit", "ffmpeg_path", "temp_path", "chunk_size", "frame_transport"),
+    "Output video": ("output_video_encoder", "output_video_preset", "output_video_quality"),
+    "Marking and provenance": ("no_marking", "output_provenance", "c2pa_certificate", "c2pa_private_key",
+                               "visible_label", "visible_label_position", "visible_label_size",
+                               "visible_label_opacity"),
+    "Batch": ("executor", "ray_address", "force", "retry_failed", "wait", "print_settings", "as_json", "quiet",
+              "metrics_file"),
+}
+
+
+LONG_CHOICES = 14  # characters: a longer `<a|b|c>` list squeezes the flag names; it goes in the help text
+
+
+def _group_help(command: Any, panels: dict[str, tuple[str, ...]]) -> None:
+    """Put each named parameter of `command` in its help panel, and show a long list of choices as a short
+    metavar (the last word of the flag) with the choices in the help text (Typer reads both when it builds
+    the help, after this)."""
+    import inspect
+    import typing
+
+    parameters = inspect.signature(command).parameters
+    for panel, names in panels.items():
+        for name in names:
+            parameters[name].default.rich_help_panel = panel
+    for name, hint in typing.get_type_hints(inspect.unwrap(command)).items():
+        values = typing.get_args(next((a for a in typing.get_args(hint) if a is not type(None)), hint))
+        option = parameters[name].default if name in parameters else None
+        if not values or not all(isinstance(v, str) for v in values) or not isinstance(option, typer.models.OptionInfo):
+            continue
+        if len("|".join(values)) > LONG_CHOICES and option.metavar is None:
+            option.metavar = name.rsplit("_", 1)[-1].upper()
+            if not all(value in (option.help or "") for value in values):
+                option.help = f"{option.help} Choices: {', '.join(values)}."
+
+
+_group_help(run, RUN_HELP_PANELS)
+
+
 def _run(settings, source_path: Path | list[Path], target: list[str], wait: bool, quiet: bool, force: bool,
          retry_failed: bool, metrics, signals: interrupts.Interrupts):
     """The batch's result (through the public API); a signal before the batch began gives an interrupted

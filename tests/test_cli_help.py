@@ -1,0 +1,43 @@
+"""`ffb run --help` on an 80-column terminal: every flag's name whole, in groups, long choice lists readable."""
+from __future__ import annotations
+
+import re
+
+import pytest
+import typer
+
+from facefusion_batch.cli import RUN_HELP_PANELS, app, main
+
+
+def _run_flags() -> list[str]:
+    command = typer.main.get_command(app).commands["run"]
+    return [name for param in command.params for name in (*param.opts, *param.secondary_opts)
+            if name.startswith("--")]
+
+
+@pytest.mark.parametrize("columns", ["80", "100"])
+def test_every_run_flag_is_shown_whole(capsys, monkeypatch, columns):
+    monkeypatch.setenv("COLUMNS", columns)
+    assert main(["run", "--help"]) == 0
+    text = capsys.readouterr().out
+    assert "…" not in text
+    shown = set(re.findall(r"--[a-z0-9-]+", text))
+    missing = [flag for flag in _run_flags() if flag not in shown]
+    assert not missing, missing
+
+
+def test_run_help_is_grouped_and_lists_long_choices_in_words(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["run", "--help"]) == 0
+    text = capsys.readouterr().out
+    for panel in RUN_HELP_PANELS:
+        assert f"─ {panel} ─" in text, panel
+    flat = " ".join(text.replace("│", " ").split())
+    assert "--face-swapper-model MODEL" in flat
+    assert "hififace_unofficial_256" in flat and "best-worst, worst-best" in flat  # the choices, as words
+    assert "--face-selector-gender <female|male>" in flat  # a short list stays where it was
+
+
+def test_long_choice_lists_are_still_checked(capsys):
+    assert main(["run", "--face-selector-order", "middle-out", "--print-settings"]) == 2
+    assert "middle-out" in capsys.readouterr().err
