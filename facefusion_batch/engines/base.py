@@ -70,6 +70,7 @@ def source_face(path: Path, engine: FaceEngine) -> tuple[np.ndarray, Face, int]:
 
 
 REFERENCE_LOOKS = 5  # reference mode: a track's identity is measured on up to this many detected frames
+FILTER_LOOKS = 5  # gender/race/age filters: a track is classified on up to this many detected frames
 
 
 @dataclass(frozen=True)
@@ -99,9 +100,8 @@ class Selection:
         """Faces to swap among a frame's tracked faces: `one` keeps the shot's chosen track; `reference`
         judges each track by the mean distance of its faces measured so far (measured again on detected
         frames, at most REFERENCE_LOOKS times), so one odd frame does not switch a person on or off."""
-        if tracked and self.keep is not None:  # classified on every frame, as FaceFusion does
-            kept = {id(face) for face in self.keep(frame, [t.face for t in tracked])}
-            tracked = [t for t in tracked if id(t.face) in kept]
+        if tracked and self.keep is not None:
+            tracked = self._vote(frame, tracked, tracker, detected)
         if self.mode == "many" or not tracked:
             return [t.face for t in tracked]
         if self.mode == "one":
@@ -116,6 +116,21 @@ class Selection:
         return [t.face for t in tracked if t.track in tracker.tracks
                 and float(np.mean(tracker.tracks[t.track].matches or [np.inf])) <= self.distance]
 
+    def _vote(self, frame: np.ndarray, tracked: list[Tracked], tracker: Tracker, detected: bool) -> list[Tracked]:
+        """The tracked faces the filters keep, decided per track by the majority of its answers (a tie: its
+        first answer), so a classifier that wavers on one person does not switch the swap on and off from
+        frame to frame as FaceFusion's per-frame answer does. A track is asked on its first frame, then on
+        detected frames, up to FILTER_LOOKS times."""
+        tracks = tracker.tracks
+        ask = [t for t in tracked if t.track not in tracks or not tracks[t.track].votes
+               or (detected and not t.coasting and len(tracks[t.track].votes) < FILTER_LOOKS)]
+        kept = {id(face) for face in self.keep(frame, [t.face for t in ask])} if ask else set()
+        answers = {t.track: id(t.face) in kept for t in ask}
+        for track, answer in answers.items():
+            if track in tracks:
+                tracks[track].votes.append(answer)
+        return [t for t in tracked if _majority(tracks[t.track].votes if t.track in tracks else [answers[t.track]])]
+
     def _choose_one(self, tracked: list[Tracked], tracker: Tracker) -> list[Tracked]:
         """The shot's chosen track, kept while it lives; chosen anew by `order` when it ended."""
         if self.order == "large-small":
@@ -125,6 +140,12 @@ class Selection:
             first = sort_faces([t.face for t in tracked], self.order)[0]
             tracker.chosen = next(t.track for t in tracked if t.face is first)
         return [present[tracker.chosen]]
+
+
+def _majority(votes: list[bool]) -> bool:
+    """True when most votes are; a tie goes the way of the first vote."""
+    yes = sum(votes)
+    return yes * 2 > len(votes) or (yes * 2 == len(votes) and votes[0])
 
 
 def build_selection(settings: Settings, engine: FaceEngine) -> Selection:

@@ -150,6 +150,7 @@ class Track:
     outliers: int = 0
     area: float = 0.0  # its face's area inside the frame on its first frame (mode `one` picks the largest)
     matches: list[float] = field(default_factory=list)  # reference-mode distances measured on it
+    votes: list[bool] = field(default_factory=list)  # face-selector filter answers (kept or not) measured on it
 
     def speed(self, size: float) -> float:
         """How fast the face moves, zooms or rolls: the largest, as a share of its size per frame."""

@@ -147,3 +147,41 @@ def test_gender_filter_swaps_only_the_matching_faces(env, capsys, tmp_path, neur
         out = tmp_path / gender / "t.png"
         changed[gender] = out.is_file() and not np.array_equal(cv2.imread(str(out)), cv2.imread(str(target)))
     assert sorted(changed.values()) == [False, True]
+
+
+def test_a_wavering_filter_answer_does_not_switch_a_tracked_face_on_and_off():
+    """The classifier answers 'keep' for the face at x=10 always, never for the one at x=300, and alternates
+    for the one at x=100: per frame that face would pop in and out; per track the majority holds it."""
+    from facefusion_batch.engines.base import FILTER_LOOKS
+
+    calls: list[int] = []
+    flip = iter([True, False] * 20)
+
+    def keep(frame, faces):
+        calls.append(len(faces))
+        wavering = {id(f) for f in faces if 50 < f.box[0] < 200}
+        out = [f for f in faces if f.box[0] < 50]
+        if wavering and next(flip):
+            out += [f for f in faces if id(f) in wavering]
+        return out
+
+    tracker, selection = Tracker(640, 480), Selection("many", keep=keep)
+    picked = []
+    for index in range(12):
+        moved = [face(100 + index, 40, 0.5), face(10 + index, 80, 0.7), face(300 - index, 20, 0.95)]
+        tracked = tracker.update(index, moved, True)
+        chosen = selection.pick_tracked(None, tracked, tracker, True, None)
+        picked.append(sorted("always" if f.box[0] < 50 else "wavering" if f.box[0] < 200 else "never"
+                             for f in chosen))
+    assert picked == [["always", "wavering"]] * 12, picked
+    assert sum(calls) == 3 * FILTER_LOOKS, "each track is classified on at most FILTER_LOOKS frames"
+
+
+def test_a_new_track_is_classified_on_its_first_frame_even_between_detections():
+    keep = lambda frame, faces: [f for f in faces if f.area > 3000]  # noqa: E731
+    tracker, selection = Tracker(640, 480), Selection("many", keep=keep)
+    tracked = tracker.update(0, [face(10, 80)], True)
+    assert len(selection.pick_tracked(None, tracked, tracker, False, None)) == 1
+    tracked = tracker.update(1, [face(11, 80), face(300, 20)], True)
+    chosen = selection.pick_tracked(None, tracked, tracker, False, None)
+    assert len(chosen) == 1 and chosen[0].box[0] < 50  # the new small face was asked, and is not kept
