@@ -68,6 +68,7 @@ class SessionPool:
         self._sessions: dict[tuple, tuple[Any, Any]] = {}  # key -> (session, its run options)
         self._providers: Optional[list[Any]] = None  # those of the settings that load here, found on first use
         self.loads = 0  # sessions created; the tests and the benchmark read it
+        self._used: set[str] = set()  # providers sessions ran on, kept when `strict` frees the sessions
         self.timings: Optional[Timings] = None  # set to time every inference call, by model name (metrics)
 
     def get(self, path: Path) -> Any:
@@ -83,6 +84,7 @@ class SessionPool:
             if key not in self._sessions:
                 session = self._create(path)
                 self._sessions[key] = (session, self._run_options(session))
+                self._used.add(session.get_providers()[0])
                 self.loads += 1
             return self._sessions[key]
 
@@ -112,8 +114,10 @@ class SessionPool:
                              "again with `ffb models download`") from None
 
     def active_providers(self) -> list[str]:
-        """Providers the loaded sessions really run on (first of each session)."""
-        return sorted({session.get_providers()[0] for session, _ in self._sessions.values()})
+        """Providers the sessions of this pool really ran on (first of each session), also those that the
+        `strict` strategy freed after a target."""
+        with self._lock:
+            return sorted(self._used | {session.get_providers()[0] for session, _ in self._sessions.values()})
 
     def _run_options(self, session: Any) -> Any:
         """Run options for the session's calls: under `moderate`, when the session really got CUDA (whose

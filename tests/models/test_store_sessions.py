@@ -82,3 +82,12 @@ def test_strict_strategy_releases_sessions_between_targets(neural_models):
     pool.after_target()
     pool.get(neural_models / "scrfd_2.5g.onnx")
     assert pool.loads == 2
+
+
+def test_providers_of_sessions_the_strict_strategy_freed_are_still_reported(neural_models):
+    """A run's summary names the providers it ran on ('engine neural on CPUExecutionProvider'), also when
+    `strict` freed every session after the last target (it read 'on no session')."""
+    pool = SessionPool(settings(video_memory_strategy="strict"))
+    pool.get(neural_models / "scrfd_2.5g.onnx")
+    pool.after_target()
+    assert pool.active_providers() == ["CPUExecutionProvider"]
