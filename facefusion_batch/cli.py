@@ -292,6 +292,9 @@ def run(
         with signals.held():  # the summary is printed whole, whatever arrives now
             result.interrupted = result.interrupted or signals.signalled
             code = 130 if result.interrupted else 1 if result.failed else 0
+            if quiet and settings.log_level != "error":  # -q drops progress, not the run's warnings
+                for warning in result.warnings:
+                    print(f"ffb: warning: {warning}", file=sys.stderr)
             _print_summary(result, as_json, stamp, code)
     return code
 

@@ -51,7 +51,7 @@ def run_batch(settings: Settings, specs: Sequence[str], executor: Executor, repo
     except (KeyboardInterrupt, SystemExit):
         stopped = run.interrupted()
     stats = executor.stats()
-    result = BatchResult(info.engine, list(info.models), stats.providers)
+    result = BatchResult(info.engine, list(info.models), stats.providers, warnings=[notice] if notice else [])
     result.outcomes = refused + [run.outcomes[i] for i in range(len(targets)) if i in run.outcomes]
     if stopped:
         result.interrupted = True

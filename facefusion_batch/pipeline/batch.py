@@ -48,6 +48,7 @@ class BatchResult:
     source_embeddings_computed: int = 0
     detector_calls: int = 0
     interrupted: bool = False
+    warnings: list[str] = field(default_factory=list)  # said once per run, e.g. models not for commercial use
 
     @property
     def failed(self) -> int:

@@ -169,6 +169,16 @@ def test_licence_warning_once_per_run(ff_env, clip, picture, source, capsys):
     assert "xseg_1" in warnings[0]  # licence not stated: named as such
 
 
+def test_licence_warning_reaches_quiet_and_json_runs(ff_env, picture, source, capsys):
+    """-q drops progress, not the warning (said once, on stderr); --json carries it in `warnings`."""
+    code, summary, err = run(capsys, "--face-swapper-model", "hyperswap_1a_256", "-s", str(source), "-t",
+                             str(picture), "-o", str(ff_env / "out"))
+    assert code == 0, err
+    assert len(summary["warnings"]) == 1 and "hyperswap_1a_256 (" in summary["warnings"][0]
+    warnings = [line for line in err.splitlines() if "commercial use" in line]
+    assert len(warnings) == 1 and warnings[0].startswith("ffb: warning: not licensed for commercial use")
+
+
 def test_missing_processor_models_are_named_in_one_line_with_the_fix(ff_env, facefusion_models, picture, source,
                                                                      capsys, tmp_path):
     models = tmp_path / "models"
