@@ -792,7 +792,8 @@ def join_multi_values(args: list[str]) -> list[str]:
             out.append(arg)
             continue
         words = [value] if equals else []
-        while not equals and index < len(args) and not args[index].startswith("-"):
+        while not equals and index < len(args) and not args[index].startswith("-") \
+                and not _names_a_file(args[index]):
             words.append(args[index])
             index += 1
         if not words:
@@ -803,6 +804,14 @@ def join_multi_values(args: list[str]) -> list[str]:
             out += [name, " ".join(words)]
             value_at[name] = len(out) - 1
     return out
+
+
+def _names_a_file(word: str) -> bool:
+    """A target after a multi-value flag (`--processors face_swapper clips/a.mp4`): a path, a media file name or
+    a file that exists. No processor, mask type, region, area or padding value looks like one."""
+    from facefusion_batch.media import kind_of
+
+    return "/" in word or os.sep in word or kind_of(Path(word)) is not None or os.path.exists(word)
 
 
 def several_sources(args: list[str]) -> str | None:

@@ -48,6 +48,18 @@ def test_facefusion_multi_value_flags_take_every_word_up_to_the_next_flag():
     assert join_multi_values(["models", "--processors", "a", "b"]) == ["models", "--processors", "a", "b"]
 
 
+@pytest.mark.parametrize("target", ["clip.mp4", "clips/", "photo.JPG", "existing"])
+def test_a_target_after_a_multi_value_flag_stays_a_target(tmp_path, monkeypatch, target):
+    """`ffb run -s f.jpg --processors face_swapper face_enhancer clips/*.mp4`: the shell's file names are targets,
+    not processors (argparse would take them as processor names)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "existing").mkdir()
+    args = ["run", "-s", "f.jpg", "--processors", "face_swapper", "face_enhancer", target, "--face-mask-regions",
+            "skin", "nose", target]
+    assert join_multi_values(args) == ["run", "-s", "f.jpg", "--processors", "face_swapper face_enhancer", target,
+                                       "--face-mask-regions", "skin nose", target]
+
+
 def test_processor_flags_reach_the_settings(capsys):
     rows = settings_rows(
         capsys, "--processors", "face_swapper", "face_enhancer", "--face-swapper-model", "hyperswap_1a_256",
