@@ -216,4 +216,7 @@ def test_run_with_a_facefusion_ini(env, source_image, capsys, profile):
     assert code == 0, captured.err
     summary = json.loads(captured.out)
     assert summary["counts"]["done"] == 1 and (env / "out" / "a.mp4").is_file()
-    assert captured.err.count("warning:") == (1 if profile == FILLED else 0)
+    lines = captured.err.splitlines()
+    licence = [line for line in lines if "commercial use" in line]  # inswapper, arcface, scrfd: said under -q too
+    assert len(licence) == 1 and licence[0].startswith("ffb: warning:")
+    assert sum("warning:" in line for line in lines) - 1 == (1 if profile == FILLED else 0)
