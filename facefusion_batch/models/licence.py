@@ -17,17 +17,8 @@ def non_commercial_notice(names: Iterable[str]) -> str | None:
     """One line naming the models in `names` that may not be used commercially (and those whose licence is
     unknown), or None when every one allows it. Printed once per run, not per target."""
     specs = [CATALOG[name] for name in dict.fromkeys(names) if name in CATALOG]
-    barred = [spec for spec in specs if spec.commercial is False]
-    unknown = [spec for spec in specs if spec.commercial is None]
-    if not barred and not unknown:
-        return None
-    parts = []
-    if barred:
-        parts.append(f"not licensed for commercial use: {_listed(barred)}")
-    if unknown:
-        parts.append(f"no licence stated (check before commercial use): {_listed(unknown)}")
-    return "licence: " + "; ".join(parts) + " (see `ffb models list`)"
-
-
-def _listed(specs: list[ModelSpec]) -> str:
-    return ", ".join(f"{spec.name} ({spec.licence})" for spec in specs)
+    barred = [f"{spec.name} [{spec.licence}]" for spec in specs if spec.commercial is False]
+    unknown = [spec.name for spec in specs if spec.commercial is None]
+    parts = ([f"not licensed for commercial use: {', '.join(barred)}"] if barred else []) + \
+        ([f"no licence stated, check before commercial use: {', '.join(unknown)}"] if unknown else [])
+    return "; ".join(parts) + " (see `ffb models list`)" if parts else None

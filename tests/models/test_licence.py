@@ -43,8 +43,8 @@ def test_notice_names_barred_and_unknown_models_once():
     line = non_commercial_notice(["hyperswap_1a_256", "gfpgan_1.4", "xseg_1", "hyperswap_1a_256"])
     assert line is not None and "\n" not in line
     assert line.count("hyperswap_1a_256") == 1 and "ResearchRAIL" in line
-    assert "not licensed for commercial use: hyperswap_1a_256" in line
-    assert "no licence stated" in line and "xseg_1" in line
+    assert "not licensed for commercial use: hyperswap_1a_256 [ResearchRAIL (FaceFusion)]" in line
+    assert "no licence stated, check before commercial use: xseg_1" in line and line.endswith("(see `ffb models list`)")
     assert "gfpgan_1.4" not in line
 
 
