@@ -405,7 +405,7 @@ def _report_models(profile: Optional[Path], models_path: Optional[Path], as_json
         from facefusion_batch.tables import print_line, print_table
 
         print_table(("name", "role", "status", "MB", "commercial", "licence"),
-                    [(row["name"], row["role"], row["status"],
+                    [(row["name"], row["role"].removeprefix("face_").removeprefix("embedding_"), row["status"],
                       "" if row["size_bytes"] is None else f"{row['size_bytes'] / 1e6:.1f}", row["commercial"],
                       row["licence"]) for row in rows],
                     title=f"models in {settings.models_path}")

@@ -186,7 +186,7 @@ PROCESSOR_MODELS: tuple[ModelSpec, ...] = (
     _enhancer("gpen_bfr_512", "ffhq_512", 512, f"{_NC} (yangxy)", False),
     _enhancer("gpen_bfr_1024", "ffhq_512", 1024, f"{_NC} (yangxy)", False),
     _enhancer("gpen_bfr_2048", "ffhq_512", 2048, f"{_NC} (yangxy)", False),
-    _enhancer("codeformer", "ffhq_512", 512, "S-Lab-1.0, Non-Commercial (sczhou)", False),
+    _enhancer("codeformer", "ffhq_512", 512, "S-Lab-1.0 (sczhou)", False),
     _enhancer("restoreformer_plus_plus", "ffhq_512", 512, "Apache-2.0 (wzhouxiff)", True),
     # XSeg occluders take the crop as BGR NHWC in [0, 1]; BiSeNet parsers take RGB NCHW, ImageNet-normalised.
     *(_processor(f"xseg_{n}", "occluder", release, 256, None, _ZERO, _ONE,

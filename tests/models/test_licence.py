@@ -75,6 +75,6 @@ def test_models_list_table_shows_licence_columns(tmp_path, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "commercial" in out and "licence" in out
     line = next(line for line in out.splitlines() if "codeformer" in line and "│" in line)
-    assert "face_enhancer" in line and "corrupt" in line and "2.5" in line and " no " in line
+    assert " enhancer " in line and "corrupt" in line and "2.5" in line and " no " in line
     assert "S-Lab-1.0" in line
     assert any(text.startswith("codeformer: ") for text in out.splitlines())  # the corrupt file's reason
