@@ -113,10 +113,12 @@ def main() -> int:
     for (tool, chain), seconds in results.items():
         print(f"  {tool:10s} {chain:17s} {seconds:7.2f} s  {frames / seconds:6.1f} fps")
     for tool in tools:
-        print(f"  {tool}: swapper+enhancer / swapper alone time {results[(tool, 'swapper+enhancer')] / results[(tool, 'swapper')]:.2f}")
+        chain_ratio = results[(tool, "swapper+enhancer")] / results[(tool, "swapper")]
+        print(f"  {tool}: swapper+enhancer / swapper alone time {chain_ratio:.2f}")
     if "facefusion" in tools:
         for chain in CHAINS:
-            print(f"  {chain}: FaceFusion time / ffb time {results[('facefusion', chain)] / results[('ffb', chain)]:.2f}")
+            speedup = results[("facefusion", chain)] / results[("ffb", chain)]
+            print(f"  {chain}: FaceFusion time / ffb time {speedup:.2f}")
     return 0
 
 

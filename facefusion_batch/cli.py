@@ -433,8 +433,9 @@ def _file_size(path: Path) -> int | None:
 @reports_errors
 def models_download(
     names: Optional[list[str]] = typer.Argument(None, help="Model names (see ffb models list); none: the default "
-                                                "neural set (inswapper_128, arcface_w600k_r50, scrfd_2.5g). Every swapper, enhancer, mask and "
-                                                "classifier model FaceFusion 3.8.1 uses can be named."),
+                                                "neural set (inswapper_128, arcface_w600k_r50, scrfd_2.5g). Every "
+                                                "swapper, enhancer, mask and classifier model FaceFusion 3.8.1 uses "
+                                                "can be named."),
     models_path: Optional[Path] = typer.Option(None, help="Models directory (default from settings)."),
     profile: Optional[Path] = typer.Option(None, "--profile", "-p", help="Settings file."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
