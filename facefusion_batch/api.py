@@ -21,6 +21,7 @@ from facefusion_batch.executors.base import Executor
 from facefusion_batch.metrics import RunMetrics
 from facefusion_batch.pipeline.batch import BatchResult, open_state
 from facefusion_batch.pipeline.journal import Journal
+from facefusion_batch.pipeline.processor import Sources, source_paths
 from facefusion_batch.pipeline.progress import QuietReporter, Reporter
 from facefusion_batch.pipeline.guard import GuardedReporter
 from facefusion_batch.settings import Settings, load_settings
@@ -29,10 +30,11 @@ Summary = BatchResult
 PathLike = Union[str, Path]
 
 
-def run(source: PathLike, targets: PathLike | Sequence[PathLike], output: PathLike | None = None,
+def run(source: PathLike | Sequence[PathLike], targets: PathLike | Sequence[PathLike], output: PathLike | None = None,
         settings: Settings | None = None, *, force: bool = False, retry_failed: bool = False, wait: bool = False,
         reporter: Reporter | None = None, metrics: RunMetrics | None = None) -> Summary:
-    """Swap the face of `source` into every video and image of `targets` (files, directories, globs), writing
+    """Swap the face of `source` (one image, or several photos of one person, averaged into one identity)
+    into every video and image of `targets` (files, directories, globs), writing
     to `output` (else `settings.output_path`). `settings` defaults to ffb's defaults (no profile, no
     environment: use `load_settings` for those). `wait`: wait for another run holding the output instead of
     raising `LockedError`. `reporter` gets progress (default: none; wrap it with `metrics.reporter` when
@@ -43,6 +45,10 @@ def run(source: PathLike, targets: PathLike | Sequence[PathLike], output: PathLi
     specs = [str(targets)] if isinstance(targets, (str, Path)) else [str(t) for t in targets]
     if not specs:
         raise SettingsError("no targets given: pass at least one video, image, directory or glob")
+    sources = source_paths(source)
+    if len(sources) > 1 and settings.executor == "ray":
+        raise SettingsError("several sources are not supported with the ray executor yet; pass one --source, or "
+                            "run with --executor local")
     reporter = GuardedReporter(reporter or QuietReporter())  # a display failure never ends the batch
     signing = _check_signing(settings)  # a broken certificate: one error before any work
     if settings.executor == "ray":
@@ -60,7 +66,7 @@ def run(source: PathLike, targets: PathLike | Sequence[PathLike], output: PathLi
     try:
         if metrics is not None:
             metrics.started(journal)
-        with _executor(settings, Path(source), journal, metrics) as executor:
+        with _executor(settings, sources[0] if len(sources) == 1 else sources, journal, metrics) as executor:
             result = run_batch(settings, specs, executor, reporter, journal, force, retry_failed,
                                notes=(signing,) if signing else ())
             return result
@@ -88,7 +94,7 @@ def _check_signing(settings: Settings) -> str:
             f"unless they trust {root}; --c2pa-certificate signs as your organisation")
 
 
-def _executor(settings: Settings, source: Path, journal: Journal, metrics: RunMetrics | None) -> Executor:
+def _executor(settings: Settings, source: Sources, journal: Journal, metrics: RunMetrics | None) -> Executor:
     """The executor the settings choose; the only place that knows them all."""
     if settings.executor == "ray":
         from facefusion_batch.executors.ray_executor import RayExecutor

@@ -36,6 +36,9 @@ def run_batch(settings: Settings, specs: Sequence[str], executor: Executor, repo
     for text in info.messages:
         reporter.message(text)
     reporter.message(f"engine: {info.engine} ({', '.join(info.models)})")
+    notice = licence_notice(info.models)
+    if notice:
+        reporter.message(f"ffb: warning: {notice}")
     for text in notes:
         reporter.message(text)
     refused = [Outcome(str(r.path), "failed", reason=f"{r.path}: {r.reason}") for r in rejected]
@@ -255,3 +258,16 @@ class OrderedProgress:
                 self._reporter.message(outcome.reason)
             self._cursor += 1
             self._started = False
+
+
+def licence_notice(models: Sequence[str]) -> str | None:
+    """The once-per-run warning naming the run's models that are not licensed for commercial use (or whose
+    licence says nothing), from the catalog's licence facts; None when every model allows it."""
+    from facefusion_batch.models.catalog import CATALOG
+
+    specs = [CATALOG[name] for name in dict.fromkeys(models) if name in CATALOG]
+    barred = [f"{s.name} ({s.licence})" for s in specs if s.commercial is False]
+    unknown = [s.name for s in specs if s.commercial is None]
+    parts = ([f"not licensed for commercial use: {', '.join(barred)}"] if barred else []) + \
+        ([f"no licence stated, check before commercial use: {', '.join(unknown)}"] if unknown else [])
+    return "; ".join(parts) + " (see `ffb models list`)" if parts else None
