@@ -474,7 +474,8 @@ def models_list(
     profile: Optional[Path] = typer.Option(None, "--profile", "-p", help="Settings file."),
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
 ) -> int:
-    """Show every known model, where it is expected and whether it is there and intact."""
+    """Show every known model: its role, whether it is there and intact, its size, its licence and whether
+    that licence allows commercial use (yes / no / unknown)."""
     return _report_models(profile, models_path, as_json)
 
 
@@ -493,30 +494,53 @@ def _report_models(profile: Optional[Path], models_path: Optional[Path], as_json
                    fail_on_corrupt: bool = False) -> int:
     from facefusion_batch.models import store
     from facefusion_batch.models.catalog import CATALOG
+    from facefusion_batch.models.licence import commercial_use
     from facefusion_batch.models.signature import checked
 
     settings = _load(profile, {"models_path": models_path}).settings
     memo = store.ChecksumMemo(settings.cache_path / "checksums.json")
     states = [checked(store.inspect(settings.models_path, spec, memo)) for spec in CATALOG.values()]
-    rows = [{"name": s.spec.name, "family": s.spec.family, "status": s.status, "path": str(s.path),
-             "detail": s.detail, "licence": s.spec.licence} for s in states]
+    rows = [{"name": s.spec.name, "role": _ROLES.get(s.spec.family, s.spec.family), "family": s.spec.family,
+             "status": s.status, "size_bytes": _file_size(s.path) if s.status != "missing" else None,
+             "path": str(s.path), "detail": s.detail, "licence": s.spec.licence,
+             "commercial": commercial_use(s.spec)} for s in states]
     if as_json:
         _print_json(rows)
     else:
-        from facefusion_batch.tables import print_table
+        from facefusion_batch.tables import print_line, print_table
 
-        print_table(("name", "family", "status", "detail"),
-                    [(row["name"], row["family"], row["status"], row["detail"]) for row in rows],
+        print_table(("name", "role", "status", "MB", "commercial", "licence"),
+                    [(row["name"], row["role"].removeprefix("face_").removeprefix("embedding_"), row["status"],
+                      "" if row["size_bytes"] is None else f"{row['size_bytes'] / 1e6:.1f}", row["commercial"],
+                      row["licence"]) for row in rows],
                     title=f"models in {settings.models_path}")
+        for row in rows:
+            if row["status"] == "corrupt":
+                print_line(f"{row['name']}: {row['detail']}")
     corrupt = any(s.status == "corrupt" for s in states)
     return 3 if fail_on_corrupt and corrupt else 0
+
+
+# FaceFusion's names for the processor roles; the rest are the face analyser's.
+_ROLES = {"swapper": "face_swapper", "enhancer": "face_enhancer", "occluder": "face_occluder",
+          "parser": "face_parser", "classifier": "face_classifier", "embedding_converter": "embedding_converter",
+          "recognizer": "face_recognizer", "detector_scrfd": "face_detector", "detector_yolo": "face_detector"}
+
+
+def _file_size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None
 
 
 @models_app.command("download")
 @reports_errors
 def models_download(
     names: Optional[list[str]] = typer.Argument(None, help="Model names (see ffb models list); none: the default "
-                                                "neural set (inswapper_128, arcface_w600k_r50, scrfd_2.5g)."),
+                                                "neural set (inswapper_128, arcface_w600k_r50, scrfd_2.5g). Every "
+                                                "swapper, enhancer, mask and classifier model FaceFusion 3.8.1 uses "
+                                                "can be named."),
     models_path: Optional[Path] = typer.Option(None, help="Models directory (default from settings)."),
     profile: Optional[Path] = typer.Option(None, "--profile", "-p", help="Settings file."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),

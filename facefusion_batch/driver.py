@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from facefusion_batch.executors.base import Claim, Executor, Work
+from facefusion_batch.models.licence import non_commercial_notice
 from facefusion_batch.pipeline import guard
 from facefusion_batch.pipeline.batch import INTERRUPTED, BatchResult, Outcome, claim, skip_outcome
 from facefusion_batch.pipeline.journal import UNREADABLE, Journal
@@ -36,7 +37,7 @@ def run_batch(settings: Settings, specs: Sequence[str], executor: Executor, repo
     for text in info.messages:
         reporter.message(text)
     reporter.message(f"engine: {info.engine} ({', '.join(info.models)})")
-    notice = licence_notice(info.models)
+    notice = non_commercial_notice(info.models)
     if notice:
         reporter.message(f"ffb: warning: {notice}")
     for text in notes:
@@ -259,15 +260,3 @@ class OrderedProgress:
             self._cursor += 1
             self._started = False
 
-
-def licence_notice(models: Sequence[str]) -> str | None:
-    """The once-per-run warning naming the run's models that are not licensed for commercial use (or whose
-    licence says nothing), from the catalog's licence facts; None when every model allows it."""
-    from facefusion_batch.models.catalog import CATALOG
-
-    specs = [CATALOG[name] for name in dict.fromkeys(models) if name in CATALOG]
-    barred = [f"{s.name} ({s.licence})" for s in specs if s.commercial is False]
-    unknown = [s.name for s in specs if s.commercial is None]
-    parts = ([f"not licensed for commercial use: {', '.join(barred)}"] if barred else []) + \
-        ([f"no licence stated, check before commercial use: {', '.join(unknown)}"] if unknown else [])
-    return "; ".join(parts) + " (see `ffb models list`)" if parts else None
