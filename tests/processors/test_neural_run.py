@@ -174,7 +174,7 @@ def test_licence_warning_reaches_quiet_and_json_runs(ff_env, picture, source, ca
     code, summary, err = run(capsys, "--face-swapper-model", "hyperswap_1a_256", "-s", str(source), "-t",
                              str(picture), "-o", str(ff_env / "out"))
     assert code == 0, err
-    assert len(summary["warnings"]) == 1 and "hyperswap_1a_256 (" in summary["warnings"][0]
+    assert len(summary["warnings"]) == 1 and "hyperswap_1a_256 [" in summary["warnings"][0]
     warnings = [line for line in err.splitlines() if "commercial use" in line]
     assert len(warnings) == 1 and warnings[0].startswith("ffb: warning: not licensed for commercial use")
 
