@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -270,3 +271,50 @@ def test_watch_takes_runs_options_and_refuses_what_it_cannot_do(env, source_imag
                  "--executor", "ray"]) == 2
     assert "--executor ray is not supported by watch" in capsys.readouterr().err
     assert not (env / "out" / ".ffb" / "lock").exists()
+
+
+@pytest.mark.skipif(shutil.which("prometheus") is None, reason="prometheus not installed (Debian: apt-get "
+                    "install prometheus; .ci/run does)")
+def test_prometheus_scrapes_a_watch(env, source_image, watches, tmp_path):
+    from test_metrics_prometheus import free_port, query
+
+    incoming = env / "in"
+    incoming.mkdir()
+    port, prometheus_port = free_port(), free_port()
+    watch = watches(env, source_image, incoming, "--metrics-port", str(port)).ready()
+    good = make_clip(incoming / "good.mp4", frames=6)
+    garbage = incoming / "garbage.mp4"
+    garbage.write_bytes(b"\0" * 4096)
+    watch.wait_for(lambda: finished(env, good)() and journal_entry(env, garbage) is not None
+                   and journal_entry(env, garbage).status == "failed", "both files journaled")
+    config = tmp_path / "prometheus.yml"
+    config.write_text("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n"
+                      f"  - job_name: ffb-watch\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n")
+    with open(tmp_path / "prometheus.log", "wb") as log:
+        prometheus = subprocess.Popen([shutil.which("prometheus"), f"--config.file={config}",
+                                       f"--storage.tsdb.path={tmp_path / 'data'}",
+                                       f"--web.listen-address=127.0.0.1:{prometheus_port}"],
+                                      stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
+    try:
+        answer: dict[str, float] = {}
+        end = time.monotonic() + DEADLINE
+        while (answer.get("done"), answer.get("failed")) != (1.0, 1.0) and time.monotonic() < end:
+            assert prometheus.poll() is None, (tmp_path / "prometheus.log").read_text()[-2000:]
+            time.sleep(0.5)
+            try:
+                result = query(prometheus_port, 'ffb_targets_total{job="ffb-watch"}')
+            except OSError:  # not listening yet
+                continue
+            answer = {series["metric"]["status"]: float(series["value"][1]) for series in result}
+        assert answer == {"done": 1.0, "failed": 1.0, "no_face": 0.0, "skipped": 0.0}
+        backlog = query(prometheus_port, 'ffb_backlog_targets{job="ffb-watch"}')
+        assert [float(series["value"][1]) for series in backlog] == [0.0]
+    finally:
+        prometheus.terminate()
+        try:
+            prometheus.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            prometheus.kill()
+            prometheus.wait()
+    code, summary = watch.stop()
+    assert code == 0 and summary["counts"]["done"] == 1 and summary["counts"]["failed"] == 1
