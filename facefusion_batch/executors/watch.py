@@ -71,6 +71,7 @@ class WatchExecutor:
         use_ffmpeg(self.settings.ffmpeg_path)
         apply_memory_limit(self.settings.system_memory_limit)
         self._catch_hangup()
+        self.feed.say = work.message
         self.feed.start()
         messages: list[str] = []
         self.processor = prepare(self.settings, self.source, messages.append)

@@ -6,12 +6,14 @@ so a file still being uploaded or copied in pieces is never started. A file is h
 it changed since (the journal then decides whether it is redone).
 
 Nothing here spins: the caller blocks in `ready()` on a pipe that the event thread (and `wake`, which a
-signal handler may call) writes to, with a timeout only while some file is settling.
+signal handler may call) writes to, with a timeout while some file is settling, and every CHECK_EVERY
+seconds to look at the watched directories themselves (a stat each).
 """
 from __future__ import annotations
 
 import os
 import select
+import stat
 import threading
 import time
 from pathlib import Path
@@ -20,6 +22,7 @@ from typing import Callable, Optional, Sequence
 from facefusion_batch.media import kind_of
 
 Stamp = tuple[int, int]  # size, mtime_ns
+CHECK_EVERY = 5.0  # seconds between two looks at the watched directories themselves (gone, replaced)
 
 
 def _stamp(path: Path) -> Optional[Stamp]:
@@ -28,9 +31,18 @@ def _stamp(path: Path) -> Optional[Stamp]:
         st = path.stat()
     except OSError:
         return None
-    if not (st.st_mode & 0o170000) == 0o100000:
+    if not stat.S_ISREG(st.st_mode):
         return None
     return st.st_size, st.st_mtime_ns
+
+
+def _identity(directory: Path) -> Optional[tuple[int, int]]:
+    """Device and inode of a directory (links followed); None when there is no directory there."""
+    try:
+        st = directory.stat()
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
 
 
 def _hidden(path: Path, root: Path) -> bool:
@@ -45,7 +57,9 @@ def _hidden(path: Path, root: Path) -> bool:
 
 class FolderFeed:
     """Complete media files appearing or changing below `directories` (recursively). Start it, then call
-    `ready()` in a loop; `close()` stops the event thread (also when start failed half way)."""
+    `ready()` in a loop; `close()` stops the event thread (also when start failed half way). A watched
+    directory that is removed or replaced (an unmounted share, a folder recreated) is watched again once
+    it is back; `say` tells both."""
 
     def __init__(self, directories: Sequence[Path], settle: float, poll: bool = False,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -61,6 +75,10 @@ class FolderFeed:
         os.set_blocking(self._read_fd, False)
         os.set_blocking(self._write_fd, False)
         self._observer = None
+        self._handler = _Handler(self)
+        self._watches: dict[Path, tuple[Optional[tuple[int, int]], object]] = {}  # identity, watchdog's watch
+        self._checked = 0.0
+        self.say: Callable[[str], None] = lambda text: None
         self.woken = False  # set by `wake` (e.g. SIGHUP); the caller clears it
 
     # ---- life ------------------------------------------------------------------------------------------
@@ -71,14 +89,45 @@ class FolderFeed:
         from watchdog.observers.polling import PollingObserver
 
         observer = PollingObserver(timeout=1.0) if self.poll else Observer()
-        handler = _Handler(self)
-        for directory in self.directories:
-            observer.schedule(handler, str(directory), recursive=True)
         self._observer = observer
         observer.daemon = True
         observer.start()
         for directory in self.directories:
+            self._arm(directory)
+        self._checked = self._clock()
+
+    def _arm(self, directory: Path) -> None:
+        """Watch `directory` (when it is there), then note what it holds."""
+        identity = _identity(directory)
+        watch = None
+        if identity is not None:
+            assert self._observer is not None
+            watch = self._observer.schedule(self._handler, str(directory), recursive=True)
             self.note_tree(directory)
+        self._watches[directory] = (identity, watch)
+
+    def _watching(self, watch: object) -> bool:
+        """Whether watchdog still watches (its emitter ends itself when the directory is deleted: one made
+        again at once may even get the same inode)."""
+        emitters = self._observer.emitters if self._observer is not None else ()
+        return any(e.watch == watch and e.should_keep_running() for e in emitters)
+
+    def _check_directories(self) -> None:
+        """Re-watch a directory that was removed or replaced since it was armed."""
+        self._checked = self._clock()
+        for directory, (identity, watch) in list(self._watches.items()):
+            now = _identity(directory)
+            if now == identity and (watch is None or self._watching(watch)):
+                continue
+            if watch is not None:
+                try:
+                    self._observer.unschedule(watch)  # type: ignore[union-attr]
+                except (KeyError, OSError):
+                    pass  # its emitter already ended with the directory
+                self.say(f"ffb watch: {directory}: the watched directory is gone; watching for it to come back")
+            self._arm(directory)
+            if now is not None:
+                self.say(f"ffb watch: {directory}: watching it again")
 
     def close(self) -> None:
         """Stop the event thread; safe to call more than once."""
@@ -147,10 +196,13 @@ class FolderFeed:
     def ready(self) -> list[Path]:
         """Block until some files have settled, or `wake`; returns those files (possibly none)."""
         while True:
+            if self._clock() - self._checked >= CHECK_EVERY:
+                self._check_directories()
             found = self._pass()
             if found or self.woken:
                 return found
-            self._wait(self._next_due())
+            due = self._next_due()
+            self._wait(CHECK_EVERY if due is None else min(due, CHECK_EVERY))
 
     def _wait(self, timeout: Optional[float]) -> None:
         select.select([self._read_fd], [], [], timeout)
@@ -183,7 +235,7 @@ class FolderFeed:
         return sorted(found)
 
     def _next_due(self) -> Optional[float]:
-        """Seconds until the first settling file may have settled; None (wait for an event) when none is."""
+        """Seconds until the first settling file may have settled; None when none is settling."""
         with self._lock:
             if not self._pending:
                 return None

@@ -139,3 +139,24 @@ def test_the_backlog_gauge_counts_files_still_settling():
     waiting[0] = 0
     metrics.finish("done", "a")
     assert backlog() == 1
+
+
+def test_a_watched_directory_removed_and_made_again_is_watched_again(tmp_path, poll):
+    watched = tmp_path / "in"
+    watched.mkdir()
+    said: list[str] = []
+    with FolderFeed([watched], SETTLE, poll) as feed:
+        feed.say = said.append
+        (watched / "a.mp4").write_bytes(b"a")
+        assert collect(feed, 1) == [watched / "a.mp4"]
+        shutil.rmtree(watched)  # e.g. a share unmounted
+        end = time.monotonic() + DEADLINE
+        while not any("gone" in line for line in said):
+            assert time.monotonic() < end, "the directory's loss was never noticed"
+            assert quiet(feed, 1.0) == []
+        watched.mkdir()
+        (watched / "b.mp4").write_bytes(b"b")
+        assert collect(feed, 1) == [watched / "b.mp4"]
+        (watched / "c.mp4").write_bytes(b"c")
+        assert collect(feed, 1) == [watched / "c.mp4"], "events flow from the new directory"
+    assert any("watching it again" in line for line in said)
