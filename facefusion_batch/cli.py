@@ -13,6 +13,7 @@ import functools
 import inspect
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -94,7 +95,13 @@ def _utc_now() -> str:
 
 
 def _print_json_line(data: Any) -> None:
-    print(json.dumps(data, default=str, ensure_ascii=False), flush=True)
+    print(_utf8(json.dumps(data, default=str, ensure_ascii=False)), flush=True)
+
+
+def _utf8(text: str) -> str:
+    """JSON text that is valid UTF-8: a file name that is not (its bytes kept as lone surrogates) shows its
+    bytes as the text \\udcXX, as the journal and `ffb status` show them."""
+    return re.sub("[\ud800-\udfff]", lambda m: f"\\\\u{ord(m.group()):04x}", text)
 
 
 def _load(profile: Optional[Path], flags: dict[str, Any]):
@@ -105,7 +112,7 @@ def _load(profile: Optional[Path], flags: dict[str, Any]):
 
 
 def _print_json(data: Any) -> None:
-    print(json.dumps(data, indent=2, default=str))
+    print(_utf8(json.dumps(data, indent=2, default=str)))
 
 
 @app.command()

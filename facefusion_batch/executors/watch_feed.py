@@ -21,19 +21,24 @@ from typing import Callable, Optional, Sequence
 
 from facefusion_batch.media import kind_of
 
-Stamp = tuple[int, int]  # size, mtime_ns
+Stamp = tuple[int, int, int]  # size, mtime_ns, ctime_ns (a chmod counts: the journal retries a file made readable)
 CHECK_EVERY = 5.0  # seconds between two looks at the watched directories themselves (gone, replaced)
 
 
 def _stamp(path: Path) -> Optional[Stamp]:
-    """Size and modification time of a regular file; None when it is gone or no regular file."""
+    """Size and times of what is at `path` (of the link itself when it leads nowhere); None when nothing is
+    there or it is a directory. FIFOs, devices and broken links are handed out like files: the run refuses
+    each in one line and journals it, as `ffb run` does."""
     try:
         st = path.stat()
     except OSError:
+        try:
+            st = path.lstat()
+        except OSError:
+            return None
+    if stat.S_ISDIR(st.st_mode):
         return None
-    if not stat.S_ISREG(st.st_mode):
-        return None
-    return st.st_size, st.st_mtime_ns
+    return st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
 def _identity(directory: Path) -> Optional[tuple[int, int]]:
@@ -224,7 +229,7 @@ class FolderFeed:
             for path, (known, since) in list(self._pending.items()):
                 stamp = _stamp(path)
                 if stamp is None:
-                    del self._pending[path]  # gone (renamed away, deleted) or not a regular file
+                    del self._pending[path]  # gone (renamed away, deleted), or a directory
                 elif stamp != known:
                     self._pending[path] = (stamp, now)
                 elif now - since >= self.settle:

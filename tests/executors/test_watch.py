@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from conftest import decode_all, make_clip
-from facefusion_batch.pipeline.journal import Journal
+from facefusion_batch.pipeline.journal import Journal, text_of
+from facefusion_batch.targets import resolved
 
 DEADLINE = 120.0  # seconds, for a loaded machine; the condition ends every wait
 SETTLE = 2.0
@@ -91,7 +92,8 @@ def finished(env: Path, target: Path) -> Callable[[], bool]:
 
 
 def outcomes_of(summary: dict, target: Path) -> list[dict]:
-    return [o for o in summary["outcomes"] if Path(o["target"]).resolve() == target.resolve()]
+    """`target`'s outcomes (in JSON a name that is not UTF-8 shows its bytes as \\udcXX text)."""
+    return [o for o in summary["outcomes"] if text_of(resolved(Path(o["target"]))) == text_of(resolved(target))]
 
 
 def test_a_file_copied_in_slowly_is_processed_once_and_only_when_complete(env, source_image, watches):
@@ -157,24 +159,40 @@ def test_cron_and_watch_share_the_journal(env, source_image, watches):
     assert (env / "out" / "a.mp4").stat().st_mtime_ns == written
 
 
-def test_a_hostile_file_is_reported_and_the_next_file_still_processed(env, source_image, watches):
+def test_hostile_files_are_reported_and_the_next_file_still_processed(env, source_image, watches):
     incoming = env / "in"
     incoming.mkdir()
     watch = watches(env, source_image, incoming).ready()
-    garbage = incoming / "garbage.mp4"
-    garbage.write_bytes(np.random.default_rng(1).integers(0, 256, 50_000, dtype=np.uint8).tobytes())
-    watch.wait_for(lambda: journal_entry(env, garbage) is not None
-                   and journal_entry(env, garbage).status == "failed", "the garbage file journaled as failed")
+    noise = np.random.default_rng(1).integers(0, 256, 50_000, dtype=np.uint8).tobytes()
+    hostile = {
+        "garbage.mp4": lambda p: p.write_bytes(noise),
+        "empty.mov": lambda p: p.write_bytes(b""),
+        "fifo.mp4": lambda p: os.mkfifo(p),
+        "dangling.mp4": lambda p: p.symlink_to(incoming / "nowhere.mp4"),
+        "loop.mp4": lambda p: p.symlink_to(p),
+        os.fsdecode(b"not-utf8-\xff.mp4"): lambda p: p.write_bytes(noise),
+        "new\nline.jpg": lambda p: p.write_bytes(noise[:999]),
+        "truncated.mp4": lambda p: p.write_bytes(make_clip(env / "whole.mp4", frames=6).read_bytes()[:3000]),
+    }
+    for name, make in hostile.items():
+        make(incoming / name)
+    (incoming / "dir.mp4").mkdir()  # a directory with a video's name: looked into, not a target
+    for name in hostile:
+        watch.wait_for(lambda: journal_entry(env, incoming / name) is not None
+                       and journal_entry(env, incoming / name).status == "failed", f"{name!r} journaled as failed")
     good = make_clip(env / "good.mp4", frames=6)
     os.replace(good, incoming / "good.mp4")
     watch.wait_for(finished(env, incoming / "good.mp4"), "the good file done")
-    assert any(line.startswith(str(garbage)) and "failed" not in line.split(":", 1)[0]
-               for line in watch.log().splitlines()), watch.log()
+    lines = watch.log().splitlines()
+    for name in ("garbage.mp4", "fifo.mp4", "dangling.mp4", "loop.mp4"):
+        assert any(line.startswith(str(incoming / name) + ": ") and not line.endswith(": failed")
+                   for line in lines), f"{name}: one line with the reason\n{watch.log()}"
     code, summary = watch.stop(signal.SIGINT)
     assert code == 130, "Ctrl-C: 130"
-    assert [o["status"] for o in outcomes_of(summary, garbage)] == ["failed"]
+    for name in hostile:
+        assert [o["status"] for o in outcomes_of(summary, incoming / name)] == ["failed"], name
     assert [o["status"] for o in outcomes_of(summary, incoming / "good.mp4")] == ["done"]
-    assert not (env / "out" / "garbage.mp4").exists()
+    assert sorted(p.name for p in (env / "out").iterdir() if not p.name.startswith(".")) == ["good.mp4"]
 
 
 def test_sigterm_mid_video_then_restart_resumes_and_loses_nothing(env, source_image, watches, monkeypatch):
