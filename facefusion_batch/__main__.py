@@ -1,3 +1,3 @@
-from facefusion_batch.cli import entry
+from facefusion_batch.launch import entry
 
 entry()

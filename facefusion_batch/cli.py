@@ -760,6 +760,17 @@ def version() -> None:
 def main(argv: Optional[list[str]] = None) -> int:
     """Run the CLI in-process and return the exit code (tests call this)."""
     args = sys.argv[1:] if argv is None else list(argv)
+    try:
+        return _main(args)
+    except KeyboardInterrupt:  # outside any command's own handling, e.g. while a lazy import runs
+        print("ffb: interrupted", file=sys.stderr)
+        if "--json" in args:
+            command = next((a for a in args if not a.startswith("-")), "")
+            _print_json_line(RunStamp.now().error(command, 130, "interrupted"))
+        return 130
+
+
+def _main(args: list[str]) -> int:
     several = several_sources(args)
     if several:
         print(f"ffb: error: {several}", file=sys.stderr)
@@ -807,10 +818,3 @@ def _show_usage_error(exc: Any) -> None:
         rich_utils.rich_format_error(exc)
     except ImportError:  # pragma: no cover - rich is a dependency
         exc.show()
-
-
-def entry() -> None:
-    interrupts.install()  # for the whole process: a signal during start-up ends it with 130 too
-    code = main()
-    interrupts.ignore()
-    sys.exit(code)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import threading
 from typing import Any, Iterator
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -59,6 +60,24 @@ def handled() -> Iterator[Interrupts]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """For code that must not be cut by a KeyboardInterrupt but may be slow, such as importing a C
+    extension (onnxruntime's turns one raised inside its initialisation into "ImportError: initialization
+    failed"): within, a signal is only recorded; it is raised on leaving. Only the main thread defers
+    (signals are handled there); elsewhere this does nothing."""
+    current = signal.getsignal(signal.SIGTERM)
+    owner = getattr(current, "__self__", None)
+    if not isinstance(owner, Interrupts) or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = owner.signalled
+    with owner.held():
+        yield
+    if owner.signalled and not before and not owner._held:  # an enclosing `held` keeps it recorded only
+        raise KeyboardInterrupt
 
 
 def install() -> Interrupts:

@@ -23,6 +23,7 @@ PACKAGE_FLOOR = 7
 # First matching prefix wins; the number is the floor (higher = closer to the user).
 FLOORS: tuple[tuple[str, int], ...] = (
     ("facefusion_batch.__main__", 9),
+    ("facefusion_batch.launch", 9),  # the `ffb` entry point: signal handlers first, then the CLI
     ("facefusion_batch.cli", 8),
     ("facefusion_batch.bench", 7),
     ("facefusion_batch.watch", 7),

@@ -14,15 +14,16 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from facefusion_batch.errors import FfbError, SettingsError
+from facefusion_batch.errors import SettingsError
 from facefusion_batch.executors.plan import Item, Join, Segment, StorageCheck, WorkerInfo, Whole
 from facefusion_batch.memory import apply_memory_limit
-from facefusion_batch.pipeline import job
-from facefusion_batch.pipeline.batch import NO_FACE, Outcome, check_output_dir, job_options, os_reason
+from facefusion_batch.pipeline import guard, job
+from facefusion_batch.pipeline.batch import NO_FACE, Outcome, check_output_dir, job_options
 from facefusion_batch.pipeline.processor import FrameProcessor, prepare
 from facefusion_batch.pipeline.video_job import encode_chunks, finish_video, plan_video
 from facefusion_batch.pipeline.workspace import Workspace, remove_stale
 from facefusion_batch.settings import Settings
+from facefusion_batch.targets import Target
 from facefusion_batch.video.ffmpeg import use_ffmpeg
 
 
@@ -162,6 +163,13 @@ class FfbWorker:
             self._reporter.flush()
 
 
+def _failed(processor: FrameProcessor, target: Target, exc: Exception, started: float) -> Outcome:
+    """The same one-line failure the local executor gives (`pipeline.guard`), for a segment or a join."""
+    reason = (guard.disk_full_reason(target.path, exc, processor.settings.temp_path, target.output)
+              or guard.failure_reason(target.path, exc))
+    return Outcome(str(target.path), "failed", reason=reason, seconds=time.perf_counter() - started)
+
+
 def encode_segment(processor: FrameProcessor, item: Segment, shared: Workspace, on_frames: Callable[[int], None]) -> Outcome:
     """Encode a segment's chunks in a scratch workspace on this node's temp_path (spooled frames stay on
     local disk), then publish the finished chunks to the shared workspace. Chunks another attempt already
@@ -179,9 +187,8 @@ def encode_segment(processor: FrameProcessor, item: Segment, shared: Workspace, 
         if not done.done:
             frames += encode_chunks(plan, scratch.make(), processor, on_frames, done.index, item.last).frames
             scratch.publish(shared, size, done.index, item.last)
-    except (FfbError, OSError) as exc:
-        reason = str(exc) if isinstance(exc, FfbError) else os_reason(target, exc)
-        return Outcome(str(target.path), "failed", reason=reason, seconds=time.perf_counter() - started)
+    except Exception as exc:  # noqa: BLE001 - one target's failure, whatever it is, is not the batch's
+        return _failed(processor, target, exc, started)
     finally:
         engine.pool.after_target()
     scratch.remove()
@@ -199,8 +206,7 @@ def join_segments(processor: FrameProcessor, item: Join, shared: Workspace) -> O
         note = finish_video(dataclasses.replace(plan, out=item.staged), shared, processor.tags,
                             processor.seal(target.path))
         frames, faces = shared.totals(plan.options.chunk_size)
-    except (FfbError, OSError) as exc:
-        reason = str(exc) if isinstance(exc, FfbError) else os_reason(target, exc)
-        return Outcome(str(target.path), "failed", reason=reason, seconds=time.perf_counter() - started)
+    except Exception as exc:  # noqa: BLE001 - as in encode_segment
+        return _failed(processor, target, exc, started)
     status, reason = ("done", note) if faces else ("no_face", NO_FACE)
     return Outcome(str(target.path), status, str(item.staged), reason, frames, time.perf_counter() - started)

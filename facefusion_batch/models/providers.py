@@ -24,7 +24,10 @@ NOT_BUILT_IN = "not in this ONNX Runtime build"
 
 def ort():
     """Import onnxruntime with its own log at errors only (what fails to load is captured where it is tried)."""
-    import onnxruntime
+    from facefusion_batch import interrupts
+
+    with interrupts.deferred():  # a signal inside its C initialisation would become an ImportError
+        import onnxruntime
 
     onnxruntime.set_default_logger_severity(3)
     return onnxruntime
