@@ -239,7 +239,7 @@ def run(
     if settings.output_file is not None:
         _check_output_file(settings.output_file, target)
 
-    if settings.executor == "ray":
+    if settings.executor == "ray" and _WATCHING.get() is None:  # watch refuses Ray, installed or not
         from facefusion_batch.executors import require_ray
 
         require_ray()  # before the lock: say at once how to install it

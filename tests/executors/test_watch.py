@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -288,6 +289,13 @@ def test_watch_takes_runs_options_and_refuses_what_it_cannot_do(env, source_imag
     assert main(["watch", "-s", str(source_image), "-t", str(env), "-o", str(env / "out"),
                  "--executor", "ray"]) == 2
     assert "--executor ray is not supported by watch" in capsys.readouterr().err
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["watch", "-s", str(source_image), "-t", str(env), "-o", str(env / "out"),
+                     "--metrics-port", str(port)]) == 2
+    assert f"--metrics-port {port}: can't listen" in capsys.readouterr().err
     assert not (env / "out" / ".ffb" / "lock").exists()
 
 
