@@ -173,8 +173,9 @@ class WatchExecutor:
             self._engine_loaded(processor.engine)
         use_ffmpeg(settings.ffmpeg_path)
         work.add([], processor.output_key)
-        work.message(f"ffb watch: SIGHUP: settings reloaded{' (engine rebuilt)' if rebuild else ''}; they apply "
-                     "to the files that come next")
+        engine = processor.engine
+        rebuilt = f" (engine rebuilt: {engine.name} ({', '.join(engine.models)}))" if rebuild else ""
+        work.message(f"ffb watch: SIGHUP: settings reloaded{rebuilt}; they apply to the files that come next")
 
     def _engine_loaded(self, engine: FaceEngine) -> None:
         if self._on_engine is not None:

@@ -244,9 +244,16 @@ def test_sighup_rereads_the_profile_for_the_next_files(env, source_image, watche
     profile.write_text("[output_creation]\noutput_video_quality = 'not a number'\n")
     watch.process.send_signal(signal.SIGHUP)
     watch.wait_for(lambda: "settings not reloaded" in watch.log(), "a broken profile refused")
+    profile.write_text("[output_creation]\noutput_video_quality = 40\n[face_detector]\nface_detector_model = 'yoloface'\n")
+    watch.process.send_signal(signal.SIGHUP)
+    watch.wait_for(lambda: "(engine rebuilt: " in watch.log(), "the engine rebuilt for another detector")
+    third = make_clip(incoming / "c.mp4", frames=6)
+    watch.wait_for(finished(env, third), "third done")
     code, summary = watch.stop()
     assert code == 0
-    assert journal_entry(env, first).settings_key != journal_entry(env, second).settings_key
+    keys = [journal_entry(env, path).settings_key for path in (first, second, third)]
+    assert len(set(keys)) == 3, "each file journaled under the settings it was made with"
+    assert "yoloface" in next(line for line in watch.log().splitlines() if "engine rebuilt" in line)
 
 
 @pytest.mark.parametrize("poll", [False, True], ids=["events", "poll"])
