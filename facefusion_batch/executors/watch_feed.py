@@ -82,6 +82,7 @@ class FolderFeed:
         self._observer = None
         self._handler = _Handler(self)
         self._watches: dict[Path, tuple[Optional[tuple[int, int]], object]] = {}  # identity, watchdog's watch
+        self._real: dict[Path, Path] = {}  # a watched directory -> where its links lead (what is watched)
         self._checked = 0.0
         self.say: Callable[[str], None] = lambda text: None
         self.woken = False  # set by `wake` (e.g. SIGHUP); the caller clears it
@@ -107,7 +108,11 @@ class FolderFeed:
         watch = None
         if identity is not None:
             assert self._observer is not None
-            watch = self._observer.schedule(self._handler, str(directory), recursive=True)
+            # inotify does not follow a watched link: watch where it leads, name files as given
+            real = Path(os.path.realpath(directory))
+            with self._lock:
+                self._real[directory] = real
+            watch = self._observer.schedule(self._handler, str(real), recursive=True)
             self.note_tree(directory)
         self._watches[directory] = (identity, watch)
 
@@ -163,7 +168,7 @@ class FolderFeed:
 
     def note(self, path: Path) -> None:
         """`path` was touched: it settles from now."""
-        path = Path(os.path.abspath(path))
+        path = self._as_given(Path(os.path.abspath(path)))
         root = next((d for d in self.directories if d == path or d in path.parents), None)
         if root is None or _hidden(path, root) or kind_of(path) is None:
             return
@@ -172,6 +177,15 @@ class FolderFeed:
             self._events[path] = self._clock()
         if new:
             self._poke()
+
+    def _as_given(self, path: Path) -> Path:
+        """An event's path below where a watched link leads, named below the link as the user gave it."""
+        with self._lock:
+            links = list(self._real.items())
+        for given, real in links:
+            if real != given and real in path.parents:
+                return given / path.relative_to(real)
+        return path
 
     def note_tree(self, directory: Path) -> None:
         """Every file below `directory` was touched (a directory moved in brings its files without events)."""

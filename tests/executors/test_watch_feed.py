@@ -164,3 +164,14 @@ def test_a_watched_directory_removed_and_made_again_is_watched_again(tmp_path, p
         (watched / "c.mp4").write_bytes(b"c")
         assert collect(feed, 1) == [watched / "c.mp4"], "events flow from the new directory"
     assert any("watching it again" in line for line in said)
+
+
+def test_a_watched_link_to_a_directory_names_files_below_the_link(tmp_path, poll):
+    real, link = tmp_path / "real", tmp_path / "link"
+    real.mkdir()
+    link.symlink_to(real)
+    (real / "there.mp4").write_bytes(b"t")
+    with FolderFeed([link], SETTLE, poll) as feed:
+        assert collect(feed, 1) == [link / "there.mp4"]
+        (real / "new.mp4").write_bytes(b"n")
+        assert collect(feed, 1) == [link / "new.mp4"], "events below where the link leads"
