@@ -151,6 +151,8 @@ def test_cron_and_watch_share_the_journal(env, source_image, watches):
     assert main(["run", "-q", "-s", str(source_image), "-t", str(incoming), "-o", str(env / "out")]) == 0
     written = (env / "out" / "a.mp4").stat().st_mtime_ns
     watch = watches(env, source_image, incoming).ready()
+    assert main(["run", "-q", "-s", str(source_image), "-t", str(incoming), "-o", str(env / "out")]) == 6, \
+        "the watch holds the output's lock for its life"
     late = make_clip(incoming / "b.mp4", frames=6)
     watch.wait_for(finished(env, late), "the new file done")
     code, summary = watch.stop()
