@@ -110,8 +110,8 @@ class PlainReporter:
         self._batch = BatchCount()
 
     def _print(self, text: str) -> None:
-        if not self._quiet:
-            print(text, file=self._stream, flush=True)
+        if not self._quiet:  # one event, one line of the log: a file name may hold a line break
+            print(" ".join(text.splitlines()), file=self._stream, flush=True)
 
     def message(self, text: str) -> None:
         self._print(text)
