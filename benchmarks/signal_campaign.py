@@ -2,7 +2,8 @@
 
     python benchmarks/signal_campaign.py --runs 40 --within 2.0 [--signal INT] [--engine offline]
 
-Every run must end 130 (interrupted) or 0 (finished before the signal). A -15/-2 means the process died
+Every run must end 130 (interrupted) or 0 (finished before the signal: make --frames long enough that none
+does). A -15/-2 means the process died
 instead of handling the signal; the only accepted exception is a signal within the first ~40 ms, before
 Python has run any of ffb's code (the interpreter's own start-up). Uses ffb's ffmpeg for the test clip.
 """
@@ -33,6 +34,7 @@ def main() -> int:
     parser.add_argument("--within", type=float, default=2.0, help="signal at a random time in [0, WITHIN] s")
     parser.add_argument("--signal", choices=("TERM", "INT"), default="TERM")
     parser.add_argument("--engine", default="offline")
+    parser.add_argument("--frames", type=int, default=150, help="clip length (long enough to outlast the signal)")
     parser.add_argument("--source", type=Path, help="a face photo (default: the bundled example's)")
     args = parser.parse_args()
     source = args.source or SOURCE
@@ -40,7 +42,7 @@ def main() -> int:
     try:
         photo = cv2.imread(str(source))
         clip = work / "clip.mp4"
-        make_clip(clip, (640, 360), 40, photo)
+        make_clip(clip, (640, 360), args.frames, photo)
         codes: dict[int, list[float]] = collections.defaultdict(list)
         for run in range(args.runs):
             delay = random.uniform(0.0, args.within)

@@ -21,6 +21,7 @@ from facefusion_batch.executors.base import Executor
 from facefusion_batch.metrics import RunMetrics
 from facefusion_batch.pipeline.batch import INTERRUPTED, BatchResult, open_state
 from facefusion_batch.pipeline.journal import Journal
+from facefusion_batch.pipeline.processor import Sources, source_paths
 from facefusion_batch.pipeline.progress import QuietReporter, Reporter
 from facefusion_batch.pipeline.guard import GuardedReporter
 from facefusion_batch.settings import Settings, load_settings
@@ -29,10 +30,11 @@ Summary = BatchResult
 PathLike = Union[str, Path]
 
 
-def run(source: PathLike, targets: PathLike | Sequence[PathLike], output: PathLike | None = None,
+def run(source: PathLike | Sequence[PathLike], targets: PathLike | Sequence[PathLike], output: PathLike | None = None,
         settings: Settings | None = None, *, force: bool = False, retry_failed: bool = False, wait: bool = False,
         reporter: Reporter | None = None, metrics: RunMetrics | None = None) -> Summary:
-    """Swap the face of `source` into every video and image of `targets` (files, directories, globs), writing
+    """Swap the face of `source` (one image, or several photos of one person, averaged into one identity)
+    into every video and image of `targets` (files, directories, globs), writing
     to `output` (else `settings.output_path`). `settings` defaults to ffb's defaults (no profile, no
     environment: use `load_settings` for those). `wait`: wait for another run holding the output instead of
     raising `LockedError`. `reporter` gets progress (default: none; wrap it with `metrics.reporter` when
@@ -43,6 +45,10 @@ def run(source: PathLike, targets: PathLike | Sequence[PathLike], output: PathLi
     specs = [str(targets)] if isinstance(targets, (str, Path)) else [str(t) for t in targets]
     if not specs:
         raise SettingsError("no targets given: pass at least one video, image, directory or glob")
+    sources = source_paths(source)
+    if len(sources) > 1 and settings.executor == "ray":
+        raise SettingsError("several sources are not supported with the ray executor yet; pass one --source, or "
+                            "run with --executor local")
     reporter = GuardedReporter(reporter or QuietReporter())  # a display failure never ends the batch
     signing = _check_signing(settings)  # a broken certificate: one error before any work
     if settings.executor == "ray":
@@ -60,7 +66,7 @@ def run(source: PathLike, targets: PathLike | Sequence[PathLike], output: PathLi
     try:
         if metrics is not None:
             metrics.started(journal)
-        with _executor(settings, Path(source), journal, metrics) as executor:
+        with _executor(settings, sources[0] if len(sources) == 1 else sources, journal, metrics) as executor:
             result = run_batch(settings, specs, executor, reporter, journal, force, retry_failed,
                                notes=(signing,) if signing else ())
             return result
@@ -71,13 +77,15 @@ def run(source: PathLike, targets: PathLike | Sequence[PathLike], output: PathLi
         lock.release()
 
 
-def watch(source: PathLike, directories: Sequence[PathLike], settings: Settings, *, settle: float = 3.0,
+def watch(source: PathLike | Sequence[PathLike], directories: Sequence[PathLike], settings: Settings, *,
+          settle: float = 3.0,
           poll: bool = False, retry_failed: bool = False, wait: bool = False, reporter: Reporter | None = None,
           metrics: RunMetrics | None = None, reload: Callable[[], Settings] | None = None) -> Summary:
     """Watch `directories` until a signal (KeyboardInterrupt): process what they hold, then every file that
     appears or changes once it has been unchanged for `settle` seconds (`poll`: poll instead of filesystem
     events). Same journal, lock (held throughout) and output layout as `run` over the same directories.
-    `reload` gives the settings again when SIGHUP arrives. Returns the summary of everything it did."""
+    `reload` gives the settings again when SIGHUP arrives. `source`: as for `run`. Returns the summary of
+    everything it did."""
     from facefusion_batch.executors.watch import WatchExecutor
     from facefusion_batch.executors.watch_feed import FolderFeed
 
@@ -101,11 +109,13 @@ def watch(source: PathLike, directories: Sequence[PathLike], settings: Settings,
     lock, journal = open_state(settings, wait, reporter)
     result = None
     feed = FolderFeed([Path(s) for s in specs], settle, poll)
+    sources = source_paths(source)
+    faces = sources[0] if len(sources) == 1 else sources
     try:
         if metrics is not None:
             metrics.started(journal)
             metrics.waiting = feed.waiting
-        with WatchExecutor(settings, Path(source), journal, feed, specs, usable_reload,
+        with WatchExecutor(settings, faces, journal, feed, specs, usable_reload,
                            timings=metrics.stage_timings if metrics else None,
                            on_engine=metrics.attach_engine if metrics else None) as executor:
             result = run_batch(settings, [], executor, reporter, journal, retry_failed=retry_failed,
@@ -144,7 +154,7 @@ def _check_signing(settings: Settings) -> str:
             f"unless they trust {root}; --c2pa-certificate signs as your organisation")
 
 
-def _executor(settings: Settings, source: Path, journal: Journal, metrics: RunMetrics | None) -> Executor:
+def _executor(settings: Settings, source: Sources, journal: Journal, metrics: RunMetrics | None) -> Executor:
     """The executor the settings choose; the only place that knows them all."""
     if settings.executor == "ray":
         from facefusion_batch.executors.ray_executor import RayExecutor

@@ -27,9 +27,11 @@ import typer
 
 from facefusion_batch import __version__, interrupts
 from facefusion_batch.errors import FfbError, SettingsError, SourceError
-from facefusion_batch.settings import (Engine, Executor, FaceDetectorModel, FaceSelectorMode, FrameTransport,
-                                       LabelPosition, OutputProvenance, VideoEncoder, VideoMemoryStrategy,
-                                       VideoPreset, check_paths, describe, load_settings)
+from facefusion_batch.settings import (Engine, Executor, FaceDetectorModel, FaceEnhancerModel, FaceOccluderModel,
+                                       FaceParserModel, FaceSelectorGender, FaceSelectorMode, FaceSelectorOrder,
+                                       FaceSelectorRace, FaceSwapperModel, FrameTransport, LabelPosition,
+                                       OutputProvenance, VideoEncoder, VideoMemoryStrategy, VideoPreset, check_paths,
+                                       choices, describe, load_settings)
 from facefusion_batch.video.ffmpeg import describe_ffmpeg, use_ffmpeg
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -119,7 +121,8 @@ def _print_json(data: Any) -> None:
 @reports_errors
 def run(
     source: Optional[list[Path]] = typer.Option(None, "--source", "-s", help="Image of the face to put into the "
-                                                "targets (one; several are not supported yet)."),
+                                                "targets; repeat (-s a.jpg -s b.jpg) to average several photos "
+                                                "of one person into one identity (neural engine)."),
     target: Optional[list[str]] = typer.Option(None, "--target", "-t", help="Video, image, directory (searched "
                                                "recursively) or quoted glob ('clips/**/*.mp4': outputs mirror the "
                                                "tree below clips/); repeat, or list more after it."),
@@ -139,6 +142,41 @@ def run(
     models_path: Optional[Path] = typer.Option(None, help="Directory of .onnx models (a FaceFusion .assets/models "
                                                "directory works)."),
     face_detector_model: Optional[FaceDetectorModel] = typer.Option(None, help="Neural face detector."),
+    processors: Optional[str] = typer.Option(None, metavar="PROCESSOR...", help="face_swapper, optionally followed "
+                                             "by face_enhancer (neural engine), e.g. --processors face_swapper "
+                                             "face_enhancer."),
+    face_swapper_model: Optional[FaceSwapperModel] = typer.Option(None, help="Swapper model (FaceFusion's names; "
+                                                                  "default inswapper_128)."),
+    face_swapper_weight: Optional[float] = typer.Option(None, help="0..1: 0.5 the source identity as is, higher "
+                                                        "keeps more of the target's own."),
+    face_swapper_pixel_boost: Optional[str] = typer.Option(None, help="Swap at this crop size, e.g. 512x512 (tiled "
+                                                           "into model-size patches); default the model's size."),
+    face_enhancer_model: Optional[FaceEnhancerModel] = typer.Option(None, help="Enhancer model (with --processors "
+                                                                    "... face_enhancer)."),
+    face_enhancer_blend: Optional[int] = typer.Option(None, help="0..100: how much of the enhanced face is used "
+                                                      "(default 80)."),
+    face_enhancer_weight: Optional[float] = typer.Option(None, help="0..1: CodeFormer's fidelity (others ignore "
+                                                         "it)."),
+    face_mask_types: Optional[str] = typer.Option(None, metavar="TYPE...", help="Masks for the paste: box, "
+                                                  "occlusion, region (area: not on the neural engine yet), e.g. "
+                                                  "--face-mask-types box occlusion."),
+    face_mask_blur: Optional[float] = typer.Option(None, help="0..1: blur of the box mask's edge (default 0.3)."),
+    face_mask_padding: Optional[str] = typer.Option(None, metavar="PERCENT...", help="Box mask padding, 1 to 4 "
+                                                    "percentages: top right bottom left."),
+    face_mask_regions: Optional[str] = typer.Option(None, metavar="REGION...", help="Face parts the region mask "
+                                                    "keeps: " + " ".join(choices("face_mask_regions")) + "."),
+    face_mask_areas: Optional[str] = typer.Option(None, metavar="AREA...", help="Face areas the area mask keeps: "
+                                                  + " ".join(choices("face_mask_areas")) + "."),
+    face_occluder_model: Optional[FaceOccluderModel] = typer.Option(None, help="Occlusion mask model."),
+    face_parser_model: Optional[FaceParserModel] = typer.Option(None, help="Region mask model."),
+    face_selector_order: Optional[FaceSelectorOrder] = typer.Option(None, help="Order of a frame's faces; "
+                                                                    "--face-selector-mode one takes the first."),
+    face_selector_gender: Optional[FaceSelectorGender] = typer.Option(None, help="Only faces of this gender "
+                                                                      "(needs the fairface model)."),
+    face_selector_race: Optional[FaceSelectorRace] = typer.Option(None, help="Only faces of this race (needs the "
+                                                                  "fairface model)."),
+    face_selector_age_start: Optional[int] = typer.Option(None, help="Only faces of at least this age (fairface)."),
+    face_selector_age_end: Optional[int] = typer.Option(None, help="Only faces younger than this age (fairface)."),
     face_detector_min_size: Optional[int] = typer.Option(None, help="Offline engine: find faces down to this "
                                                          "many pixels by scanning tiles (slower; 0: off)."),
     execution_providers: Optional[str] = typer.Option(None, help="Providers in order, e.g. 'cuda cpu' or "
@@ -198,6 +236,16 @@ def run(
     flags: dict[str, Any] = {
         "output_path": output, "engine": engine, "models_path": models_path,
         "face_detector_model": face_detector_model, "face_detector_min_size": face_detector_min_size,
+        "processors": processors, "face_swapper_model": face_swapper_model,
+        "face_swapper_weight": face_swapper_weight, "face_swapper_pixel_boost": face_swapper_pixel_boost,
+        "face_enhancer_model": face_enhancer_model, "face_enhancer_blend": face_enhancer_blend,
+        "face_enhancer_weight": face_enhancer_weight, "face_mask_types": face_mask_types,
+        "face_mask_blur": face_mask_blur, "face_mask_padding": face_mask_padding,
+        "face_mask_regions": face_mask_regions, "face_mask_areas": face_mask_areas,
+        "face_occluder_model": face_occluder_model, "face_parser_model": face_parser_model,
+        "face_selector_order": face_selector_order, "face_selector_gender": face_selector_gender,
+        "face_selector_race": face_selector_race, "face_selector_age_start": face_selector_age_start,
+        "face_selector_age_end": face_selector_age_end,
         "execution_providers": execution_providers,
         "execution_device_id": execution_device_id, "execution_thread_count": execution_thread_count,
         "execution_queue_count": execution_queue_count, "execution_inference_slots": execution_inference_slots,
@@ -231,10 +279,7 @@ def run(
     target = [*(target or []), *(more_targets or [])]
     if not source or not target:
         raise SettingsError("ffb run needs --source FACE_IMAGE and at least one --target; see ffb run --help")
-    if len(source) > 1:
-        raise SettingsError(f"several sources ({' '.join(map(str, source))}) are not supported yet; pass one "
-                            "--source image of the face")
-    source_path = source[0]
+    sources = list(dict.fromkeys(source))  # the same photo twice is one photo
     check_paths(settings)
     if settings.output_file is not None:
         _check_output_file(settings.output_file, target)
@@ -243,11 +288,12 @@ def run(
         from facefusion_batch.executors import require_ray
 
         require_ray()  # before the lock: say at once how to install it
-    check_source(source_path)  # before the lock and the models: exit 4 at once
+    for path in sources:
+        check_source(path)  # before the lock and the models: exit 4 at once
     watching = _WATCHING.get()
     if watching is not None:  # `ffb watch`: these options, one long-lived run (see `watch` below)
-        return _watch(settings, lambda: _reloaded(profile, flags), source_path, target, watching, wait, quiet,
-                      retry_failed, as_json, stamp)
+        return _watch(settings, lambda: _reloaded(profile, flags), sources[0] if len(sources) == 1 else sources,
+                      target, watching, wait, quiet, retry_failed, as_json, stamp)
     metrics = None
     if metrics_file:
         from facefusion_batch.metrics import FileMetrics
@@ -255,7 +301,8 @@ def run(
         # A path it can't write fails here, before anything starts; the output tells several jobs' files apart.
         metrics = FileMetrics(metrics_file, {"output": str(settings.output_path)})
     with interrupts.handled() as signals:  # cron's kill (SIGTERM) ends a run like Ctrl-C
-        result = _run(settings, source_path, target, wait, quiet, force, retry_failed, metrics, signals)
+        result = _run(settings, sources[0] if len(sources) == 1 else sources, target, wait, quiet, force,
+                      retry_failed, metrics, signals)
         with signals.held():  # the summary is printed whole, whatever arrives now
             result.interrupted = result.interrupted or signals.signalled
             code = 130 if result.interrupted else 1 if result.failed else 0
@@ -328,7 +375,7 @@ def _watch_signature() -> None:
     watch.__annotations__ = {**{p.name: p.annotation for p in parameters}, "return": int}
 
 
-def _watch(settings, reload, source_path: Path, target: list[str], watching: WatchOptions, wait: bool,
+def _watch(settings, reload, source_path: Path | list[Path], target: list[str], watching: WatchOptions, wait: bool,
            quiet: bool, retry_failed: bool, as_json: bool, stamp: "RunStamp") -> int:
     """`ffb watch` once `run` has checked the options: until a signal. Exit 0 on SIGTERM (a service stopped),
     130 on SIGINT; an error before the watch began: its code."""
@@ -374,7 +421,7 @@ def _reloaded(profile: Optional[Path], flags: dict[str, Any]):
     return settings
 
 
-def _run(settings, source_path: Path, target: list[str], wait: bool, quiet: bool, force: bool,
+def _run(settings, source_path: Path | list[Path], target: list[str], wait: bool, quiet: bool, force: bool,
          retry_failed: bool, metrics, signals: interrupts.Interrupts):
     """The batch's result (through the public API); a signal before the batch began gives an interrupted
     result with no targets."""
@@ -500,7 +547,8 @@ def models_list(
     profile: Optional[Path] = typer.Option(None, "--profile", "-p", help="Settings file."),
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
 ) -> int:
-    """Show every known model, where it is expected and whether it is there and intact."""
+    """Show every known model: its role, whether it is there and intact, its size, its licence and whether
+    that licence allows commercial use (yes / no / unknown)."""
     return _report_models(profile, models_path, as_json)
 
 
@@ -519,30 +567,53 @@ def _report_models(profile: Optional[Path], models_path: Optional[Path], as_json
                    fail_on_corrupt: bool = False) -> int:
     from facefusion_batch.models import store
     from facefusion_batch.models.catalog import CATALOG
+    from facefusion_batch.models.licence import commercial_use
     from facefusion_batch.models.signature import checked
 
     settings = _load(profile, {"models_path": models_path}).settings
     memo = store.ChecksumMemo(settings.cache_path / "checksums.json")
     states = [checked(store.inspect(settings.models_path, spec, memo)) for spec in CATALOG.values()]
-    rows = [{"name": s.spec.name, "family": s.spec.family, "status": s.status, "path": str(s.path),
-             "detail": s.detail, "licence": s.spec.licence} for s in states]
+    rows = [{"name": s.spec.name, "role": _ROLES.get(s.spec.family, s.spec.family), "family": s.spec.family,
+             "status": s.status, "size_bytes": _file_size(s.path) if s.status != "missing" else None,
+             "path": str(s.path), "detail": s.detail, "licence": s.spec.licence,
+             "commercial": commercial_use(s.spec)} for s in states]
     if as_json:
         _print_json(rows)
     else:
-        from facefusion_batch.tables import print_table
+        from facefusion_batch.tables import print_line, print_table
 
-        print_table(("name", "family", "status", "detail"),
-                    [(row["name"], row["family"], row["status"], row["detail"]) for row in rows],
+        print_table(("name", "role", "status", "MB", "commercial", "licence"),
+                    [(row["name"], row["role"].removeprefix("face_").removeprefix("embedding_"), row["status"],
+                      "" if row["size_bytes"] is None else f"{row['size_bytes'] / 1e6:.1f}", row["commercial"],
+                      row["licence"]) for row in rows],
                     title=f"models in {settings.models_path}")
+        for row in rows:
+            if row["status"] == "corrupt":
+                print_line(f"{row['name']}: {row['detail']}")
     corrupt = any(s.status == "corrupt" for s in states)
     return 3 if fail_on_corrupt and corrupt else 0
+
+
+# FaceFusion's names for the processor roles; the rest are the face analyser's.
+_ROLES = {"swapper": "face_swapper", "enhancer": "face_enhancer", "occluder": "face_occluder",
+          "parser": "face_parser", "classifier": "face_classifier", "embedding_converter": "embedding_converter",
+          "recognizer": "face_recognizer", "detector_scrfd": "face_detector", "detector_yolo": "face_detector"}
+
+
+def _file_size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None
 
 
 @models_app.command("download")
 @reports_errors
 def models_download(
     names: Optional[list[str]] = typer.Argument(None, help="Model names (see ffb models list); none: the default "
-                                                "neural set (inswapper_128, arcface_w600k_r50, scrfd_2.5g)."),
+                                                "neural set (inswapper_128, arcface_w600k_r50, scrfd_2.5g). Every "
+                                                "swapper, enhancer, mask and classifier model FaceFusion 3.8.1 uses "
+                                                "can be named."),
     models_path: Optional[Path] = typer.Option(None, help="Models directory (default from settings)."),
     profile: Optional[Path] = typer.Option(None, "--profile", "-p", help="Settings file."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
@@ -759,7 +830,7 @@ def version() -> None:
 
 def main(argv: Optional[list[str]] = None) -> int:
     """Run the CLI in-process and return the exit code (tests call this)."""
-    args = sys.argv[1:] if argv is None else list(argv)
+    args = join_multi_values(sys.argv[1:] if argv is None else list(argv))
     try:
         return _main(args)
     except KeyboardInterrupt:  # outside any command's own handling, e.g. while a lazy import runs
@@ -795,9 +866,46 @@ def _main(args: list[str]) -> int:
     return code if isinstance(code, int) else 0
 
 
+# `ffb run` flags that take several values after one flag, as FaceFusion's (argparse nargs='+').
+MULTI_VALUE_FLAGS = ("--processors", "--face-mask-types", "--face-mask-padding", "--face-mask-regions",
+                     "--face-mask-areas")
+
+
+def join_multi_values(args: list[str]) -> list[str]:
+    """`--processors face_swapper face_enhancer` as one value `face_swapper face_enhancer` (settings split it),
+    taking every word up to the next flag as argparse's nargs='+' does; a repeated flag adds to its list."""
+    if not args or args[0] not in ("run", "watch"):
+        return args
+    out: list[str] = []
+    value_at: dict[str, int] = {}  # flag -> index of its joined value in `out`
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            return out + args[index:]
+        name, equals, value = arg.partition("=")
+        index += 1
+        if name not in MULTI_VALUE_FLAGS:
+            out.append(arg)
+            continue
+        words = [value] if equals else []
+        while not equals and index < len(args) and not args[index].startswith("-"):
+            words.append(args[index])
+            index += 1
+        if not words:
+            out.append(name)  # no value: Typer reports it
+        elif name in value_at:
+            out[value_at[name]] += " " + " ".join(words)
+        else:
+            out += [name, " ".join(words)]
+            value_at[name] = len(out) - 1
+    return out
+
+
 def several_sources(args: list[str]) -> str | None:
     """FaceFusion takes several sources after one -s (`-s a.jpg b.jpg`); here the second would be taken as
-    a positional target and get the face swapped in. An image right after the source is refused instead."""
+    a positional target and get the face swapped in. An image right after the source is refused instead
+    (ffb takes several sources as repeated -s)."""
     if not args or args[0] not in ("run", "watch"):
         return None
     from facefusion_batch.media import kind_of
@@ -805,8 +913,9 @@ def several_sources(args: list[str]) -> str | None:
     for index, arg in enumerate(args[:-2]):
         if arg in ("-s", "--source") and not args[index + 2].startswith("-") \
                 and kind_of(Path(args[index + 2])) == "image":
-            return (f"several sources (-s {args[index + 1]} {args[index + 2]}) are not supported yet; pass one "
-                    f"--source image of the face (if {args[index + 2]} is a target, pass it with -t)")
+            return (f"several sources after one -s ({args[index + 1]} {args[index + 2]}): give each its own -s "
+                    f"(-s {args[index + 1]} -s {args[index + 2]}) to average them into one identity; if "
+                    f"{args[index + 2]} is a target, pass it with -t")
     return None
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from facefusion_batch.executors.base import Claim, Executor, Work
+from facefusion_batch.models.licence import non_commercial_notice
 from facefusion_batch.pipeline import guard
 from facefusion_batch.pipeline.batch import INTERRUPTED, BatchResult, Outcome, claim, skip_outcome
 from facefusion_batch.pipeline.journal import UNREADABLE, Journal
@@ -36,6 +37,9 @@ def run_batch(settings: Settings, specs: Sequence[str], executor: Executor, repo
     for text in info.messages:
         reporter.message(text)
     reporter.message(f"engine: {info.engine} ({', '.join(info.models)})")
+    notice = non_commercial_notice(info.models)
+    if notice:
+        reporter.message(f"ffb: warning: {notice}")
     for text in notes:
         reporter.message(text)
     refused = [Outcome(str(r.path), "failed", reason=f"{r.path}: {r.reason}") for r in rejected]
@@ -264,3 +268,4 @@ class OrderedProgress:
                 self._reporter.message(outcome.reason)
             self._cursor += 1
             self._started = False
+

@@ -46,13 +46,6 @@ LAYOUT: dict[str, tuple[str, ...]] = {
 # FaceFusion keys read into an ffb setting of another name.
 RENAMED: dict[str, str] = {"execution_device_ids": "execution_device_id"}
 
-# Keys ffb plans to use (the face enhancer and face masks); until then they are reported as not used yet.
-NOT_YET: frozenset[str] = frozenset({
-    "processors", "face_enhancer_model", "face_enhancer_blend", "face_enhancer_weight", "face_occluder_model",
-    "face_parser_model", "face_mask_types", "face_mask_areas", "face_mask_regions", "face_mask_blur",
-    "face_mask_padding",
-})
-
 # What to do instead, for FaceFusion keys whose purpose ffb serves another way.
 INSTEAD: dict[str, str] = {
     "source_paths": "pass --source",
@@ -78,12 +71,7 @@ def section_of(key: str) -> str | None:
     return next((section for section, keys in LAYOUT.items() if key in keys), None)
 
 
-def ignored_note(key: str) -> tuple[bool, str]:
-    """(whether ffb plans to use the key, the note listing it) for a FaceFusion key ffb doesn't use."""
+def ignored_note(key: str) -> str:
+    """The note listing a FaceFusion key ffb doesn't use (with what to do instead, where there is a way)."""
     instead = INSTEAD.get(key)
-    return key in NOT_YET, key + (f" ({instead})" if instead else "")
-
-
-def uses_only_swapper(value: str) -> bool:
-    """FaceFusion's `processors` list asks for nothing ffb lacks when it is just the face swapper."""
-    return value.replace(",", " ").split() == ["face_swapper"]
+    return key + (f" ({instead})" if instead else "")

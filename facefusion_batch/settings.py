@@ -12,6 +12,7 @@ import difflib
 import os
 import sys
 import tempfile
+import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +30,25 @@ Engine = Literal["auto", "neural", "offline"]
 ExecutionProvider = Literal["cpu", "cuda", "tensorrt"]
 FaceDetectorModel = Literal["scrfd", "yoloface"]
 FaceSelectorMode = Literal["many", "one", "reference"]
-FaceSwapperModel = Literal["inswapper_128", "inswapper_128_fp16"]
+# Processor choices: FaceFusion 3.8.1's names (a test checks them against models.catalog and processors/).
+Processor = Literal["face_swapper", "face_enhancer"]
+FaceSwapperModel = Literal[
+    "hyperswap_1a_256", "hyperswap_1b_256", "hyperswap_1c_256", "inswapper_128", "inswapper_128_fp16",
+    "simswap_256", "simswap_unofficial_512", "ghost_1_256", "ghost_2_256", "ghost_3_256", "blendswap_256",
+    "uniface_256", "hififace_unofficial_256"]
+FaceEnhancerModel = Literal["gfpgan_1.2", "gfpgan_1.3", "gfpgan_1.4", "gpen_bfr_256", "gpen_bfr_512",
+                            "gpen_bfr_1024", "gpen_bfr_2048", "codeformer", "restoreformer_plus_plus"]
+FaceMaskType = Literal["box", "occlusion", "area", "region"]
+FaceMaskRegion = Literal["skin", "left-eyebrow", "right-eyebrow", "left-eye", "right-eye", "glasses", "nose",
+                         "mouth", "upper-lip", "lower-lip"]
+FaceMaskArea = Literal["upper-face", "lower-face", "mouth"]
+FaceOccluderModel = Literal["xseg_1", "xseg_2", "xseg_3"]
+FaceParserModel = Literal["bisenet_resnet_18", "bisenet_resnet_34"]
+FaceSelectorOrder = Literal["left-right", "right-left", "top-bottom", "bottom-top", "small-large", "large-small",
+                            "best-worst", "worst-best"]
+FaceSelectorGender = Literal["female", "male"]
+FaceSelectorRace = Literal["white", "black", "latino", "asian", "indian", "arabic"]
+PIXEL_BOOST_SIZES = (128, 256, 384, 512, 768, 1024)  # every model's own sizes are a subset (checked at start)
 VideoEncoder = Literal["auto", "libx264", "libx265", "libvpx-vp9", "h264_nvenc", "hevc_nvenc"]
 VideoPreset = Literal[
     "ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"
@@ -82,7 +101,25 @@ class Settings:
 
     engine: Engine = _spec("face_swapper", "auto: neural when its models are present, else offline.",
                            "auto")
-    face_swapper_model: FaceSwapperModel = _spec("processors", "Neural swapper model.", "inswapper_128")
+    processors: tuple[Processor, ...] = _spec(
+        "processors", "FaceFusion's processors, in order: face_swapper, then optionally face_enhancer (the "
+        "enhancer runs on the swapped faces only; neural engine).", ("face_swapper",))
+    face_swapper_model: FaceSwapperModel = _spec(
+        "processors", "Neural swapper model (FaceFusion's file names). ffb's default stays inswapper_128, so "
+        "runs of earlier versions are unchanged; FaceFusion 3.8.1 defaults to hyperswap_1a_256 (set it here).",
+        "inswapper_128")
+    face_swapper_weight: float = _spec(
+        "processors", "Source/target identity balance 0..1 (FaceFusion's meaning: 0.5 the source as is, towards 1 "
+        "more of the target's own identity).", 0.5)
+    face_swapper_pixel_boost: str = _spec(
+        "processors", "Crop size the swapper works at, e.g. 512x512: the crop is tiled into model-size patches "
+        "(a multiple of the model's size, up to 1024x1024); empty: the model's own size.", "")
+    face_enhancer_model: FaceEnhancerModel = _spec("processors", "Face enhancer model (with processors "
+                                                   "face_enhancer).", "gfpgan_1.4")
+    face_enhancer_blend: int = _spec("processors", "How much of the enhanced face replaces the swapped one, "
+                                     "0..100.", 80)
+    face_enhancer_weight: float = _spec("processors", "CodeFormer's fidelity input 0..1 (other enhancers have "
+                                        "none and ignore it, as in FaceFusion).", 0.5)
 
     face_detector_model: FaceDetectorModel = _spec("face_detector", "Neural face detector.", "scrfd")
     face_detector_size: int = _spec("face_detector", "Detector input size in pixels (square).", 640)
@@ -105,6 +142,36 @@ class Settings:
                                              None)
     reference_face_distance: float = _spec(
         "face_selector", "Max cosine distance to the reference face, 0..2 (lower is stricter).", 0.6)
+    face_selector_order: FaceSelectorOrder = _spec(
+        "face_selector", "Order of the faces of a frame; mode one takes the first (large-small: the largest).",
+        "large-small")
+    face_selector_gender: FaceSelectorGender | None = _spec(
+        "face_selector", "Swap only faces classified as this gender (needs the fairface model; neural engine).",
+        None)
+    face_selector_race: FaceSelectorRace | None = _spec(
+        "face_selector", "Swap only faces classified as this race (needs the fairface model; neural engine).",
+        None)
+    face_selector_age_start: int | None = _spec(
+        "face_selector", "Swap only faces whose classified age bracket reaches this age or more (fairface).", None)
+    face_selector_age_end: int | None = _spec(
+        "face_selector", "Swap only faces whose classified age bracket starts below this age (fairface).", None)
+
+    face_mask_types: tuple[FaceMaskType, ...] = _spec(
+        "face_masker", "Masks combined for the paste (the strictest wins): box, occlusion (hands and hair in "
+        "front of the face stay; face_occluder_model), region (face_parser_model, face_mask_regions); area needs "
+        "68 landmarks, which ffb's neural engine does not have yet.", ("box",))
+    face_mask_blur: float = _spec("face_masker", "Blur of the box mask's edge, 0..1.", 0.3)
+    face_mask_padding: tuple[int, ...] = _spec(
+        "face_masker", "Box mask padding in percent of the crop: top right bottom left (1 to 4 numbers, as in "
+        "CSS and FaceFusion).", (0, 0, 0, 0))
+    face_mask_regions: tuple[FaceMaskRegion, ...] = _spec(
+        "face_masker", "Face parts the region mask keeps.", ("skin", "left-eyebrow", "right-eyebrow", "left-eye",
+                                                           "right-eye", "glasses", "nose", "mouth", "upper-lip",
+                                                           "lower-lip"))
+    face_mask_areas: tuple[FaceMaskArea, ...] = _spec("face_masker", "Face areas the area mask keeps.",
+                                                      ("upper-face", "lower-face", "mouth"))
+    face_occluder_model: FaceOccluderModel = _spec("face_masker", "Occlusion mask model.", "xseg_1")
+    face_parser_model: FaceParserModel = _spec("face_masker", "Region mask model.", "bisenet_resnet_34")
 
     output_video_encoder: VideoEncoder = _spec(
         "output_creation", "ffmpeg video encoder; auto: libvpx-vp9 for .webm, libx264 elsewhere.", "auto")
@@ -217,7 +284,21 @@ _RANGES: dict[str, tuple[float, float]] = {
     "ray_max_retries": (0, 100),
     "visible_label_size": (0.01, 0.25),
     "visible_label_opacity": (0.05, 1.0),
+    "face_swapper_weight": (0.0, 1.0),
+    "face_enhancer_blend": (0, 100),
+    "face_enhancer_weight": (0.0, 1.0),
+    "face_mask_blur": (0.0, 1.0),
+    "face_selector_age_start": (0, 100),
+    "face_selector_age_end": (0, 100),
 }
+
+
+def _optional(hint: Any) -> Any:
+    """X for an `X | None` hint, else None."""
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in args and len(args) == 2:
+        return next(a for a in args if a is not type(None))
+    return None
 
 
 def choices(name: str) -> tuple[str, ...]:
@@ -225,6 +306,7 @@ def choices(name: str) -> tuple[str, ...]:
     hint = _HINTS[name]
     if typing.get_origin(hint) is tuple:
         hint = typing.get_args(hint)[0]
+    hint = _optional(hint) or hint
     return typing.get_args(hint) if typing.get_origin(hint) is Literal else ()
 
 
@@ -240,7 +322,19 @@ def parse_value(name: str, raw: Any, where: str) -> Any:
         low, high = _RANGES[name]
         if not low <= value <= high:
             raise SettingsError(f"{where}: {value} is out of range {low}..{high}")
+    if name == "face_mask_padding":
+        value = _padding(value, where)
     return value
+
+
+def _padding(value: tuple[int, ...], where: str) -> tuple[int, int, int, int]:
+    """FaceFusion's 1 to 4 padding numbers (as CSS: all; top/bottom right/left; top right/left bottom) as 4."""
+    if not 1 <= len(value) <= 4 or any(not 0 <= v <= 100 for v in value):
+        raise SettingsError(f"{where}: {' '.join(map(str, value))}: give 1 to 4 percentages 0..100 (top right "
+                            "bottom left)")
+    spread = {1: (0, 0, 0, 0), 2: (0, 1, 0, 1), 3: (0, 1, 2, 1), 4: (0, 1, 2, 3)}[len(value)]
+    top, right, bottom, left = (value[i] for i in spread)
+    return (top, right, bottom, left)
 
 
 # FaceFusion's spelling of a value -> ffb's (its log levels have no ffb counterpart but info's nearest).
@@ -267,6 +361,17 @@ def _facefusion_form(name: str, raw: Any) -> Any:
             raise ValueError(f"{text!r}: one run uses one GPU; give one id, or use --executor ray with "
                              "ray_num_gpus to spread a batch over several GPUs")
         return ids[0] if ids else text
+    if name == "face_swapper_pixel_boost" and text:
+        width, _, height = text.lower().partition("x")
+        try:
+            size = int(width)
+            if height and int(height) != size:
+                raise ValueError
+        except ValueError:
+            raise ValueError(f"{text!r}: give a square size such as 512x512") from None
+        if size not in PIXEL_BOOST_SIZES:
+            raise ValueError(f"{text!r} is not one of: {', '.join(f'{n}x{n}' for n in PIXEL_BOOST_SIZES)}")
+        return f"{size}x{size}"
     return _FACEFUSION_VALUES.get(name, {}).get(text.lower(), raw)
 
 
@@ -276,7 +381,13 @@ def _convert(name: str, hint: Any, raw: Any) -> Any:
         items = raw.replace(",", " ").split() if isinstance(raw, str) else list(raw)
         if not items:
             raise ValueError("needs at least one value")
-        return tuple(_choice(name, typing.get_args(hint)[0], str(i)) for i in items)
+        item = typing.get_args(hint)[0]
+        if item is int:
+            return tuple(_convert(name, int, i) for i in items)
+        return tuple(_choice(name, item, str(i)) for i in items)
+    inner = _optional(hint)
+    if inner is not None and hint != (Path | None):
+        return None if raw is None or str(raw).strip().lower() in ("", "none") else _convert(name, inner, raw)
     if origin is Literal:
         return _choice(name, hint, str(raw))
     if hint == (Path | None):
@@ -352,7 +463,6 @@ def load_profile(path: Path) -> Profile:
     values: dict[str, Any] = {}
     problems: list[str] = []
     ignored: list[tuple[str, str]] = []
-    not_yet: list[tuple[str, str]] = []
     for section, keys in raw_sections.items():
         if section not in ALL_SECTIONS:
             problems.append(f"unknown section [{section}]{_did_you_mean(section, ALL_SECTIONS)}"
@@ -371,23 +481,16 @@ def load_profile(path: Path) -> Profile:
                 except SettingsError as exc:
                     problems.append(str(exc))
             elif facefusion_ini.is_facefusion_key(section, key):
-                if blank or (key == "processors" and facefusion_ini.uses_only_swapper(str(raw))):
-                    continue
-                planned, note = facefusion_ini.ignored_note(key)
-                (not_yet if planned else ignored).append((section, note))
+                if not blank:
+                    ignored.append((section, facefusion_ini.ignored_note(key)))
             else:
                 problems.append(_unknown_key(section, key))
     if problems:
         count = f"{len(problems)} problems: " if len(problems) > 1 else ""
         raise SettingsError(f"{path}: {count}" + "; ".join(problems))
     warnings = []
-    if ignored or not_yet:
-        parts = []
-        if ignored:
-            parts.append("FaceFusion settings ffb does not have, ignored: " + _by_section(ignored))
-        if not_yet:
-            parts.append("not used yet (face enhancer and masks are planned): " + _by_section(not_yet))
-        warnings.append(f"{path}: " + ". ".join(parts))
+    if ignored:
+        warnings.append(f"{path}: FaceFusion settings ffb does not have, ignored: " + _by_section(ignored))
     return Profile(values, tuple(warnings))
 
 
@@ -496,6 +599,7 @@ def load_settings(
     if settings.executor == "ray":
         _check_ray(settings)
     _check_provenance(settings)
+    _check_processors(settings)
     return Resolved(settings, origins, (*loaded.warnings, *env_warnings))
 
 
@@ -509,6 +613,18 @@ def _check_provenance(settings: Settings) -> None:
     if settings.visible_label and not settings.output_marking:
         raise SettingsError("visible_label is set but marking is off (--no-marking / output_marking = false); "
                             "drop one of the two")
+
+
+def _check_processors(settings: Settings) -> None:
+    """Processor settings that contradict each other (those that depend on model files: at engine start)."""
+    processors = settings.processors
+    if len(set(processors)) != len(processors):
+        raise SettingsError(f"processors lists one twice ({' '.join(processors)}); list each once")
+    if processors == ("face_enhancer", "face_swapper"):
+        raise SettingsError("processors: ffb enhances the swapped face; list them as face_swapper face_enhancer")
+    start, end = settings.face_selector_age_start, settings.face_selector_age_end
+    if start is not None and end is not None and start > end:
+        raise SettingsError(f"face_selector_age_start {start} is above face_selector_age_end {end}; swap them")
 
 
 def _check_ray(settings: Settings) -> None:
@@ -531,7 +647,7 @@ def describe(resolved: Resolved) -> list[dict[str, Any]]:
     for name, spec in FIELDS.items():
         value = getattr(resolved.settings, name)
         if isinstance(value, tuple):
-            value = " ".join(value)
+            value = " ".join(map(str, value))
         rows.append({"section": spec.metadata["section"], "key": name,
                      "value": "" if value is None else str(value), "origin": resolved.origins[name]})
     return rows

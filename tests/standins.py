@@ -476,13 +476,31 @@ def _channel_means(name: str, out: str, nodes: list) -> str:
     return out
 
 
+def _zeroed_convs(input_name: str, convs: int, channels: int, nodes: list, inits: list) -> str:
+    """A stack of ``convs`` 3x3 convolutions (``channels`` wide, 3 out) on ``input_name`` times zero: the
+    compute of a real network, an exact zero to add to the output.  Returns the zero tensor's name."""
+    rng = np.random.default_rng(0)
+    current, width = input_name, 3
+    for i in range(convs):
+        out_width = 3 if i == convs - 1 else channels
+        inits.append(_init(f'stack{i}_w', (rng.standard_normal((out_width, width, 3, 3)) * 0.05).astype(np.float32)))
+        nodes.append(helper.make_node('Conv', [current, f'stack{i}_w'], [f'stack{i}'], pads=[1, 1, 1, 1]))
+        nodes.append(helper.make_node('Relu', [f'stack{i}'], [f'stack_relu{i}']))
+        current, width = f'stack_relu{i}', out_width
+    inits.append(_init('stack_zero', np.zeros((1,), np.float32)))
+    nodes.append(helper.make_node('Mul', [current, 'stack_zero'], ['stack_zeroed']))
+    return 'stack_zeroed'
+
+
 def build_swapper(path: PathLike, size: int, source_shape: Sequence[int] = (512,), mode: str = 'mean',
-                  source_gain: float = 0.0, dynamic_batch: bool = False) -> Path:
+                  source_gain: float = 0.0, dynamic_batch: bool = False, convs: int = 0,
+                  channels: int = 32) -> Path:
     """Face swapper stand-in with FaceFusion's interface: ``target`` (B,3,S,S) and ``source`` (B,512) or
     (B,3,s,s) -> ``output`` (B,3,S,S).  'mean': each output channel is the mean of that target channel;
     'identity': the target itself; 'zero': zeros (the model's own zero shows
     how the output is de-normalised).  Plus ``source_gain`` times the source's first three values (embedding)
-    or its per-channel means (image source), so the source feed is visible too."""
+    or its per-channel means (image source), so the source feed is visible too.  ``convs`` > 0 adds real
+    convolution work on the target whose result is multiplied by zero (the output stays exact)."""
     batch = _batch_dim(dynamic_batch)
     nodes, inits = [], []
     if mode == 'mean':
@@ -506,7 +524,12 @@ def build_swapper(path: PathLike, size: int, source_shape: Sequence[int] = (512,
         _channel_means('source', 'source_term', nodes)
     inits.append(_init('gain', np.array([source_gain], np.float32)))
     nodes.append(helper.make_node('Mul', ['source_term', 'gain'], ['source_scaled']))
-    nodes.append(helper.make_node('Add', ['image', 'source_scaled'], ['output']))
+    if convs:
+        nodes.append(helper.make_node('Add', ['image', _zeroed_convs('target', convs, channels, nodes, inits)],
+                                      ['image_convs']))
+        nodes.append(helper.make_node('Add', ['image_convs', 'source_scaled'], ['output']))
+    else:
+        nodes.append(helper.make_node('Add', ['image', 'source_scaled'], ['output']))
     graph = helper.make_graph(
         nodes, 'swapper_standin',
         inputs=[helper.make_tensor_value_info('target', TensorProto.FLOAT, [batch, 3, size, size]),

@@ -78,15 +78,19 @@ def test_unusable_source_is_exit_4_with_one_line(env, capsys, make, says):
     assert not (env / "out").exists()
 
 
-def test_several_sources_are_refused(env, source_image, capsys):
+def test_several_sources_are_averaged_on_neural_and_refused_on_offline(env, source_image, capsys):
     other = env / "other.png"
-    cv2.imwrite(str(other), face_frame())
+    cv2.imwrite(str(other), cv2.flip(face_frame(), 1))
     clip = make_clip(env / "a.mp4", frames=2, audio=False)
     code, lines, err = run_json(capsys, "-s", str(source_image), "-s", str(other), "-t", str(clip),
                                 "-o", str(env / "out"))
-    assert code == 2
-    assert "several sources" in err and "pass one --source" in err
-    assert lines[0]["exit_code"] == 2
+    assert code == 0, err
+    assert lines[0]["counts"]["done"] == 1
+    code, lines, err = run_json(capsys, "--engine", "offline", "-s", str(source_image), "-s", str(other), "-t",
+                                str(clip), "-o", str(env / "out2"))
+    assert code == 2 and lines[0]["exit_code"] == 2
+    assert "several sources" in err and "neural engine only" in err and err.strip().count("\n") == 0
+    assert not (env / "out2" / "a.mp4").exists()
 
 
 def test_output_file_with_one_target(env, source_image, capsys):
@@ -253,6 +257,7 @@ def test_facefusion_style_several_sources_after_one_s_are_refused(env, source_im
     clip = make_clip(env / "a.mp4", frames=2, audio=False)
     code, lines, err = run_json(capsys, "-s", str(source_image), str(other), "-t", str(clip), "-o", str(env / "out"))
     assert code == 2 and "several sources" in err and f"if {other} is a target, pass it with -t" in err
+    assert f"-s {source_image} -s {other}" in err
     assert lines[0]["exit_code"] == 2 and other.read_bytes() == before and not (env / "out").exists()
     # a video right after the source is a positional target, as ever
     code, lines, _ = run_json(capsys, "-s", str(source_image), str(clip), "-o", str(env / "out"))

@@ -46,23 +46,67 @@ def test_filled_facefusion_ini_lists_what_ffb_ignores_once_in_one_warning():
     warnings = load_settings(FILLED, {}, {}).warnings
     assert len(warnings) == 1
     text = warnings[0]
-    ignored, _, planned = text.partition("not used yet")
+    assert "not used yet" not in text
     for key in ("jobs_path", "source_paths (pass --source)", "source_pattern", "face_detector_margin",
-                "face_landmarker_model", "face_selector_order", "voice_extractor_model", "keep_temp",
-                "output_audio_encoder", "face_swapper_pixel_boost", "open_browser", "download_providers",
+                "face_landmarker_model", "voice_extractor_model", "keep_temp",
+                "output_audio_encoder", "open_browser", "download_providers",
                 "benchmark_mode", "halt_on_error"):
-        assert ignored.count(key) == 1, key
-    assert "[face_masker] face_occluder_model, face_parser_model, face_mask_types" in planned
-    for key in ("processors", "face_enhancer_model", "face_mask_types", "face_occluder_model"):
-        assert planned.count(f" {key},") + planned.count(f" {key}\n") + planned.endswith(key) == 1, key
-    for used in ("face_detector_size", "temp_frame_format", "execution_device_ids", "log_level"):
-        assert used not in text
+        assert text.count(key) == 1, key
+    for used in ("face_detector_size", "temp_frame_format", "execution_device_ids", "log_level", "processors",
+                 "face_enhancer_model", "face_mask_types", "face_occluder_model", "face_selector_order",
+                 "face_swapper_pixel_boost", "face_mask_padding", "face_mask_regions", "face_parser_model"):
+        assert used not in text, used
     # blank keys ask for nothing: not listed
     assert "trim_frame_start" not in text and "age_modifier_model" not in text
 
 
-def test_processors_face_swapper_alone_is_what_ffb_does(tmp_path):
-    assert load_profile(write(tmp_path, "[processors]\nprocessors = face_swapper\n")).warnings == ()
+def test_filled_facefusion_ini_processor_and_mask_keys_are_used():
+    s = load_settings(FILLED, {}, {}).settings
+    assert s.processors == ("face_swapper", "face_enhancer")
+    assert (s.face_enhancer_model, s.face_enhancer_blend, s.face_enhancer_weight) == ("gfpgan_1.4", 80, 1.0)
+    assert (s.face_swapper_pixel_boost, s.face_swapper_weight) == ("128x128", 0.5)
+    assert (s.face_occluder_model, s.face_parser_model) == ("xseg_1", "bisenet_resnet_34")
+    assert s.face_mask_types == ("box", "occlusion")
+    assert s.face_mask_areas == ("upper-face", "lower-face", "mouth")
+    assert s.face_mask_regions == ("skin", "nose")
+    assert (s.face_mask_blur, s.face_mask_padding) == (0.3, (0, 0, 0, 0))
+    assert s.face_selector_order == "large-small"
+    assert (s.face_selector_gender, s.face_selector_race, s.face_selector_age_start) == (None, None, None)
+
+
+@pytest.mark.parametrize("padding, expected", [("7", (7, 7, 7, 7)), ("1 2", (1, 2, 1, 2)), ("1 2 3", (1, 2, 3, 2)),
+                                               ("1 2 3 4", (1, 2, 3, 4)), ("1,2,3,4", (1, 2, 3, 4))])
+def test_face_mask_padding_takes_one_to_four_numbers_as_facefusion(tmp_path, padding, expected):
+    profile = write(tmp_path, f"[face_masker]\nface_mask_padding = {padding}\n")
+    assert load_profile(profile).values["face_mask_padding"] == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("[processors]\nprocessors = face_swapper frame_enhancer\n",
+     "[processors] processors: 'frame_enhancer' is not one of: face_swapper, face_enhancer"),
+    ("[face_masker]\nface_mask_padding = 1 2 3 4 5\n", "give 1 to 4 percentages"),
+    ("[face_masker]\nface_mask_padding = 101\n", "give 1 to 4 percentages"),
+    ("[face_masker]\nface_mask_types = box hands\n", "'hands' is not one of: box, occlusion, area, region"),
+    ("[processors]\nface_swapper_pixel_boost = 512x256\n", "give a square size"),
+    ("[processors]\nface_swapper_pixel_boost = 300x300\n", "'300x300' is not one of: 128x128"),
+    ("[processors]\nface_enhancer_blend = 120\n", "120 is out of range 0..100"),
+    ("[face_selector]\nface_selector_gender = other\n", "'other' is not one of: female, male"),
+    ("[face_selector]\nface_selector_age_start = old\n", "expected a whole number"),
+])
+def test_processor_values_ffb_cannot_honour_are_errors(tmp_path, text, expected):
+    with pytest.raises(SettingsError) as error:
+        load_profile(write(tmp_path, text))
+    assert expected in str(error.value) and "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("flags, expected", [
+    ({"processors": "face_swapper face_swapper"}, "processors lists one twice"),
+    ({"processors": "face_enhancer face_swapper"}, "list them as face_swapper face_enhancer"),
+    ({"face_selector_age_start": 40, "face_selector_age_end": 20}, "is above face_selector_age_end"),
+])
+def test_contradicting_processor_settings_are_refused(flags, expected):
+    with pytest.raises(SettingsError, match=expected):
+        load_settings(None, {}, flags)
 
 
 def test_every_facefusion_key_is_recognised_in_its_section(tmp_path):
@@ -74,7 +118,14 @@ def test_every_facefusion_key_is_recognised_in_its_section(tmp_path):
                "execution_providers": "cpu", "temp_frame_format": "jpeg", "log_level": "debug",
                "video_memory_strategy": "tolerant", "face_selector_mode": "one", "output_video_encoder": "libx265",
                "output_video_preset": "slow", "face_swapper_model": "inswapper_128_fp16", "temp_path": str(tmp_path),
-               "output_path": str(tmp_path / "out"), "keep_temp": "true", "halt_on_error": "true"}
+               "output_path": str(tmp_path / "out"), "keep_temp": "true", "halt_on_error": "true",
+               "processors": "face_swapper face_enhancer", "face_enhancer_model": "codeformer",
+               "face_enhancer_weight": "0.7", "face_swapper_pixel_boost": "256x256", "face_swapper_weight": "0.3",
+               "face_occluder_model": "xseg_2", "face_parser_model": "bisenet_resnet_18",
+               "face_mask_types": "box region", "face_mask_areas": "mouth", "face_mask_regions": "nose",
+               "face_mask_blur": "0.5", "face_mask_padding": "1", "face_selector_order": "left-right",
+               "face_selector_gender": "female", "face_selector_race": "asian", "face_selector_age_start": "20",
+               "face_selector_age_end": "60"}
     for section in parser.sections():
         lines.append(f"[{section}]")
         lines += [f"{key} = {samples.get(key, '1')}" for key in parser[section]]

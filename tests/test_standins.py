@@ -265,3 +265,16 @@ def test_write_facefusion_hash(tmp_path):
     text = hash_path.read_text()
     assert len(text) == 8 and text == text.lower()
     assert int(text, 16) == zlib.crc32(path.read_bytes())
+
+
+def test_swapper_conv_stack_adds_work_not_change(tmp_path):
+    plain = standins.build_swapper(tmp_path / "plain.onnx", 64, mode="identity", dynamic_batch=True)
+    heavy = standins.build_swapper(tmp_path / "heavy.onnx", 64, mode="identity", dynamic_batch=True, convs=3,
+                                   channels=8)
+    assert sum(node.op_type == "Conv" for node in onnx.load(heavy).graph.node) == 3
+    feeds = {"target": np.random.default_rng(0).random((2, 3, 64, 64), dtype=np.float32),
+             "source": np.ones((2, 512), np.float32)}
+    outputs = [onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+               for path in (plain, heavy)]
+    np.testing.assert_array_equal(outputs[0], feeds["target"])
+    np.testing.assert_array_equal(outputs[1], outputs[0])

@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from facefusion_batch.bench.model_times import model_names
+
 Runs = Mapping[str, Mapping[str, Any]]  # resolution -> metrics of one run
 
 
@@ -24,6 +26,8 @@ METRICS: tuple[Metric, ...] = (
     Metric("paste_ms", "paste ms/frame", 2),
     Metric("encode_ms", "encode ms/frame (incl. mux)", 2),
     Metric("verify_ms", "verify ms/frame", 2),
+    Metric("model_compute_ms", "model calls ms/frame (summed)", 2),
+    Metric("model_bound_ms", "model-bound ms/frame (compute / cores)", 2),
     Metric("cpu_ms", "CPU ms/frame, ffb process", 1),
     Metric("ffmpeg_cpu_ms", "CPU ms/frame, ffmpeg (decode+encode)", 1),
     Metric("model_cpu_ms", "CPU ms/frame, model-bound pass", 1),
@@ -37,8 +41,12 @@ METRICS: tuple[Metric, ...] = (
     Metric("second_target_first_frame_ms", "2nd target 1st frame done ms", 0),
     Metric("startup_ms", "startup ms (engine + source)", 0),
 )
+# Per model (rows after METRICS): (key in the run's "models" entry, label, digits).
+MODEL_METRICS: tuple[tuple[str, str, int], ...] = (("ms_per_face", "ms/face", 2), ("calls_per_frame", "calls/frame", 3))
 NOTE = ("Stage times are per frame summed over threads (stages overlap, so they can add up to more than "
-        "1000/fps).")
+        "1000/fps). Model rows: each model's inference time per face swapped (all its calls, batched or not), "
+        "from the session pool's timings; model-bound = the models' own compute spread over the cores their "
+        "calls may use at once.")
 
 
 def ratio(base: Any, compare: Any) -> float | None:
@@ -81,6 +89,17 @@ def table_rows(resolutions: Sequence[str], base: Runs, compare: Runs | None = No
                 row.append(_ratio_cell(ratio(base.get(resolution, {}).get(metric.key),
                                              compare.get(resolution, {}).get(metric.key))))
         rows.append(row)
+    for name in model_names([run[r] for run in runs for r in resolutions if r in run]):
+        for key, label, digits in MODEL_METRICS:
+            def value(run: Runs, resolution: str) -> Any:
+                return ((run.get(resolution, {}).get("models") or {}).get(name) or {}).get(key)
+
+            row = [f"model {name} {label}"]
+            for resolution in resolutions:
+                row += [_cell(value(run, resolution), digits) for run in runs]
+                if compare is not None:
+                    row.append(_ratio_cell(ratio(value(base, resolution), value(compare, resolution))))
+            rows.append(row)
     return rows
 
 

@@ -25,6 +25,8 @@ from typing import Any, Optional
 import numpy as np
 
 from facefusion_batch.bench.measure import DiskSampler, cpu_seconds, peak_rss_bytes
+from facefusion_batch.bench.model_times import model_times
+from facefusion_batch.concurrency import plan as concurrency_plan
 from facefusion_batch.errors import FfbError, MediaError
 from facefusion_batch.pipeline.analysis import Reference, thumbnail
 from facefusion_batch.driver import run_batch
@@ -132,11 +134,17 @@ def _measure(settings: Settings, source: Path, targets: list[Path], model_budget
     processor = _ObservedProcessor(**{**{f.name: getattr(plain, f.name) for f in dataclasses.fields(plain)},
                                       "timings": timings})
     startup = time.perf_counter() - started
+    model_timings = Timings()  # every model call of the batch, by model name
+    pool = getattr(plain.engine, "pool", None)
+    if pool is not None:
+        pool.timings = model_timings
     with DiskSampler(settings.temp_path) as disk, _ObservedExecutor(settings, source, processor=processor) as run:
         started, cpu_before = time.perf_counter(), cpu_seconds()
         result = run_batch(settings, [str(t) for t in targets], run, _Messages())
         wall, cpu_after = time.perf_counter() - started, cpu_seconds()
     rss = peak_rss_bytes()  # before the model-bound pass, which holds decoded frames
+    if pool is not None:
+        pool.timings = None
     if result.interrupted:
         raise KeyboardInterrupt
     for outcome in result.outcomes:
@@ -153,6 +161,9 @@ def _measure(settings: Settings, source: Path, targets: list[Path], model_budget
     finally:
         plain.engine.close()
     second = processor.targets[1]
+    concurrency = concurrency_plan(settings)
+    per_model = model_times(model_timings.snapshot(), frames, faces, concurrency.inference_slots,
+                            concurrency.intra_op_threads, os.cpu_count() or 1)
     metrics: dict[str, Any] = {
         "engine": result.engine, "models": result.models, "providers": result.providers,
         "threads": settings.execution_thread_count, "targets": len(targets), "frames": frames,
@@ -168,7 +179,7 @@ def _measure(settings: Settings, source: Path, targets: list[Path], model_budget
         "second_target_start_ms": (second["first_in"] - second["started"]) * 1000,
         "second_target_first_frame_ms": (second["first_out"] - second["started"]) * 1000,
         "second_target_probe_ms": second["stages"].get("probe", {"seconds": 0.0})["seconds"] * 1000,
-        "stages": stages, "model_stages": model["stages"],
+        "stages": stages, "model_stages": model["stages"], **per_model,
     }
     return metrics
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from facefusion_batch.faces.tracking import Tracked, Tracker
 from facefusion_batch.faces.types import Face
 from facefusion_batch.media import read_image
 from facefusion_batch.models.sessions import SessionPool
+from facefusion_batch.processors.classifier import sort_faces
 from facefusion_batch.settings import Settings
 
 
@@ -33,6 +34,14 @@ class FaceEngine(Protocol):
     def embed(self, frame: np.ndarray, faces: Sequence[Face]) -> np.ndarray: ...
 
     def prepare_source(self, path: Path) -> Record: ...
+
+    def merge_sources(self, records: Sequence[Record]) -> Record:
+        """Several source photos of one person as one identity (SettingsError where the engine can't)."""
+        ...
+
+    def face_filter(self) -> Callable[[np.ndarray, list[Face]], list[Face]] | None:
+        """The face selector's gender/race/age filters as one function, or None when none is set."""
+        ...
 
     def swap(self, frame: np.ndarray, faces: Sequence[Face], source: Record) -> np.ndarray: ...
 
@@ -65,17 +74,22 @@ REFERENCE_LOOKS = 5  # reference mode: a track's identity is measured on up to t
 
 @dataclass(frozen=True)
 class Selection:
-    """How to pick the faces to swap in each frame."""
+    """How to pick the faces to swap in each frame: `keep` (the gender/race/age filters) first, then
+    FaceFusion's `order`; mode one takes the first face (large-small: the largest)."""
 
     mode: str
     reference: np.ndarray | None = None  # unit embedding, reference mode only
     distance: float = 0.6
+    order: str = "large-small"
+    keep: Callable[[np.ndarray, list[Face]], list[Face]] | None = None
 
     def pick(self, frame: np.ndarray, faces: list[Face], engine: FaceEngine) -> list[Face]:
+        if faces and self.keep is not None:
+            faces = self.keep(frame, faces)
         if not faces or self.mode == "many":
             return faces
         if self.mode == "one":
-            return [largest(faces)]
+            return [largest(faces)] if self.order == "large-small" else sort_faces(faces, self.order)[:1]
         embeddings = engine.embed(frame, faces)
         distances = 1.0 - embeddings @ self.reference
         return [face for face, d in zip(faces, distances) if d <= self.distance]
@@ -85,10 +99,13 @@ class Selection:
         """Faces to swap among a frame's tracked faces: `one` keeps the shot's chosen track; `reference`
         judges each track by the mean distance of its faces measured so far (measured again on detected
         frames, at most REFERENCE_LOOKS times), so one odd frame does not switch a person on or off."""
+        if tracked and self.keep is not None:  # classified on every frame, as FaceFusion does
+            kept = {id(face) for face in self.keep(frame, [t.face for t in tracked])}
+            tracked = [t for t in tracked if id(t.face) in kept]
         if self.mode == "many" or not tracked:
             return [t.face for t in tracked]
         if self.mode == "one":
-            return [t.face for t in tracker.choose_one(tracked)]
+            return [t.face for t in self._choose_one(tracked, tracker)]
         measure = [t for t in tracked if not t.coasting and t.track in tracker.tracks
                    and (not tracker.tracks[t.track].matches
                         or (detected and len(tracker.tracks[t.track].matches) < REFERENCE_LOOKS))]
@@ -99,13 +116,25 @@ class Selection:
         return [t.face for t in tracked if t.track in tracker.tracks
                 and float(np.mean(tracker.tracks[t.track].matches or [np.inf])) <= self.distance]
 
+    def _choose_one(self, tracked: list[Tracked], tracker: Tracker) -> list[Tracked]:
+        """The shot's chosen track, kept while it lives; chosen anew by `order` when it ended."""
+        if self.order == "large-small":
+            return tracker.choose_one(tracked)
+        present = {t.track: t for t in tracked}
+        if tracker.chosen not in present:
+            first = sort_faces([t.face for t in tracked], self.order)[0]
+            tracker.chosen = next(t.track for t in tracked if t.face is first)
+        return [present[tracker.chosen]]
+
 
 def build_selection(settings: Settings, engine: FaceEngine) -> Selection:
+    keep = engine.face_filter()
+    order = settings.face_selector_order
     if settings.face_selector_mode != "reference":
-        return Selection(settings.face_selector_mode)
+        return Selection(settings.face_selector_mode, order=order, keep=keep)
     if engine.name != "neural":
         raise SettingsError("face_selector_mode reference needs the neural engine's face recogniser; use "
                             "--engine neural with its models, or --many-faces / one")
     assert settings.reference_face_path is not None
     image, face, _ = source_face(settings.reference_face_path, engine)
-    return Selection("reference", engine.embed(image, [face])[0], settings.reference_face_distance)
+    return Selection("reference", engine.embed(image, [face])[0], settings.reference_face_distance, order, keep)

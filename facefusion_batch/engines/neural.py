@@ -1,10 +1,15 @@
-"""The neural engine: SCRFD / YOLOFace detection, ArcFace embeddings and the inswapper-class swapper, from
-the model files FaceFusion users already have."""
+"""The neural engine: SCRFD / YOLOFace detection, ArcFace embeddings and FaceFusion's processors (swapper,
+enhancer, masks) from the model files FaceFusion users already have.
+
+The adapters live in `processors/`; this module only opens their sessions (pool, semaphore, micro-batcher)
+and hands them the faces. The default run (inswapper alone, FaceFusion's default box mask) keeps ffb's
+earlier swapper path, so its outputs do not change.
+"""
 from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -12,55 +17,166 @@ from facefusion_batch.concurrency import plan
 from facefusion_batch.engines.base import source_face
 from facefusion_batch.engines.inswapper import InSwapper, read_emap
 from facefusion_batch.engines.source_cache import Record, SourceCache
-from facefusion_batch.errors import ModelError
+from facefusion_batch.errors import ModelError, SettingsError
 from facefusion_batch.faces.detectors import ScrfdDetector, YoloFaceDetector
 from facefusion_batch.faces.recognizer import ArcFaceRecognizer
 from facefusion_batch.faces.types import Face
 from facefusion_batch.models import store
-from facefusion_batch.models.catalog import CATALOG, DETECTOR_FOR, RECOGNIZER
+from facefusion_batch.models.batcher import MicroBatcher
+from facefusion_batch.models.catalog import CATALOG, CLASSIFIER, DETECTOR_FOR, RECOGNIZER
 from facefusion_batch.models.dynamic_batch import dynamic_batch_model
 from facefusion_batch.models.sessions import GuardedSession, SessionPool
 from facefusion_batch.models.signature import check_model
+from facefusion_batch.processors import pixel_boost
+from facefusion_batch.processors.build import Processors, build_processors
+from facefusion_batch.processors.classifier import FaceClassifier, filter_faces, needs_classifier
+from facefusion_batch.processors.enhancer import EnhancerOptions
+from facefusion_batch.processors.masks import MaskOptions
+from facefusion_batch.processors.plan import ProcessorPlan
+from facefusion_batch.processors.swapper import SwapperOptions, average_identity
+from facefusion_batch.processors.tensors import MergedRuns, batch_allowed
 from facefusion_batch.settings import Settings
+
+# Swapper kinds that take the source face as an image: with several sources, the first one's (FaceFusion's).
+_IMAGE_SOURCE = ("blendswap", "uniface")
+
+
+def processor_plan(settings: Settings) -> ProcessorPlan:
+    """The processors the settings ask for, checked (SettingsError naming the setting)."""
+    if "area" in settings.face_mask_types:
+        raise SettingsError("face_mask_types area needs 68-point face landmarks, which ffb's neural engine does "
+                            "not have yet; use box, occlusion and/or region")
+    boost = None
+    if settings.face_swapper_pixel_boost:
+        boost = pixel_boost.parse_boost(settings.face_swapper_pixel_boost)
+        try:
+            pixel_boost.check_boost(CATALOG[settings.face_swapper_model], boost)
+        except ValueError as exc:
+            raise SettingsError(f"face_swapper_pixel_boost: {exc}") from None
+    try:
+        return ProcessorPlan(
+            settings.processors,
+            SwapperOptions(settings.face_swapper_model, settings.face_swapper_weight, boost),
+            EnhancerOptions(settings.face_enhancer_model, settings.face_enhancer_blend, settings.face_enhancer_weight),
+            MaskOptions(settings.face_mask_types, settings.face_mask_blur, settings.face_mask_padding,
+                        settings.face_mask_regions, settings.face_mask_areas),
+            settings.face_occluder_model, settings.face_parser_model, classify=filters_on(settings))
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+
+
+def filters_on(settings: Settings) -> bool:
+    return needs_classifier(settings.face_selector_gender, settings.face_selector_race,
+                            settings.face_selector_age_start, settings.face_selector_age_end)
+
+
+def uses_earlier_path(settings: Settings) -> bool:
+    """inswapper alone with FaceFusion's default mask settings: ffb's earlier swapper path (same outputs)."""
+    return (settings.processors == ("face_swapper",) and CATALOG[settings.face_swapper_model].kind == "inswapper"
+            and settings.face_swapper_pixel_boost in ("", "128x128") and settings.face_swapper_weight == 0.5
+            and settings.face_mask_types == ("box",) and settings.face_mask_blur == 0.3
+            and settings.face_mask_padding == (0, 0, 0, 0))
+
+
+def neural_model_names(settings: Settings) -> list[str]:
+    """Every model file the neural engine loads under these settings: the processors', then recogniser and
+    detector."""
+    names = processor_plan(settings).models() + [RECOGNIZER, DETECTOR_FOR[settings.face_detector_model]]
+    return list(dict.fromkeys(names))
 
 
 def neural_model_states(settings: Settings) -> list[store.ModelState]:
     """State of each model file the neural engine needs under these settings."""
     memo = store.ChecksumMemo(settings.cache_path / "checksums.json")
-    names = [settings.face_swapper_model, RECOGNIZER, DETECTOR_FOR[settings.face_detector_model]]
-    return [store.inspect(settings.models_path, CATALOG[name], memo) for name in names]
+    return [store.inspect(settings.models_path, CATALOG[name], memo) for name in neural_model_names(settings)]
 
+
+def check_states(states: Sequence[store.ModelState]) -> None:
+    """One ModelError naming every missing model (with the download command) and every damaged one."""
+    missing = [s for s in states if s.status == "missing"]
+    damaged = [s for s in states if not store.usable(s) and s.status != "missing"]
+    problems = []
+    if missing:
+        names = [s.spec.name for s in missing]
+        why = " (the face selector's gender/race/age filters need it)" if CLASSIFIER in names else ""
+        problems.append(f"{', '.join(s.spec.file for s in missing)} not found in {missing[0].path.parent}{why}; "
+                        f"run `ffb models download {' '.join(names)}` (or copy them from FaceFusion's "
+                        ".assets/models)")
+    problems += [f"{s.detail}: {store.fix_hint(s)}" for s in damaged]
+    if problems:
+        raise ModelError("; ".join(problems))
 
 
 class NeuralEngine:
-    """SCRFD/YOLOFace + ArcFace + inswapper, sessions from the pool, calls bounded by the semaphore."""
+    """Detector + ArcFace + the processor chain, sessions from the pool, calls bounded by the semaphore."""
 
     name = "neural"
 
     def __init__(self, settings: Settings, pool: SessionPool, cache: SourceCache,
                  slots: threading.Semaphore) -> None:
+        self.plan = processor_plan(settings)
         states = neural_model_states(settings)
+        check_states(states)
         for state in states:
-            if not store.usable(state):
-                raise ModelError(f"{state.detail}: {store.fix_hint(state)}")
             check_model(state.spec, state.path)  # before anything parses it: a wrong file is named as such
-        self.pool, self.cache = pool, cache
+        self.pool, self.cache, self._settings = pool, cache, settings
         self.models = tuple(state.spec.name for state in states)
         self.model_files = tuple(state.path for state in states)
-        swapper_state, recognizer_state, detector_state = states
-        swapper_path = swapper_state.path
-        concurrency = plan(settings)
-        if concurrency.micro_batch > 1:
-            swapper_path = dynamic_batch_model(swapper_path, settings.cache_path / "dynamic") or swapper_path
-        swapper = GuardedSession(pool, swapper_path, slots)
-        recognizer, detector = (GuardedSession(pool, state.path, slots) for state in states[1:])
+        by_name = {state.spec.name: state for state in states}
+        self._concurrency = plan(settings)
+        self._slots = slots
+        self._batchers: list[MicroBatcher] = []
+        detector_state = by_name[DETECTOR_FOR[settings.face_detector_model]]
+        detector = GuardedSession(pool, detector_state.path, slots)
         detector_class = ScrfdDetector if settings.face_detector_model == "scrfd" else YoloFaceDetector
         self._detector_session = detector
         self._detector = detector_class(detector, detector_state.spec, settings.face_detector_size,
                                         settings.face_detector_score)
-        self._recognizer = ArcFaceRecognizer(recognizer, recognizer_state.spec)
-        self._swapper = InSwapper(swapper, swapper_state.spec, read_emap(swapper_state.path),
-                                  concurrency.micro_batch, settings.batch_wait_ms / 1000, concurrency.batcher_producers)
+        recognizer_state = by_name[RECOGNIZER]
+        self._recognizer = ArcFaceRecognizer(GuardedSession(pool, recognizer_state.path, slots),
+                                             recognizer_state.spec)
+        self._swapper: InSwapper | None = None
+        self._processors: Processors | None = None
+        self._classifier: FaceClassifier | None = None
+        if uses_earlier_path(settings):
+            self._swapper = self._inswapper(by_name[settings.face_swapper_model])
+            if self.plan.classify:
+                self._classifier = FaceClassifier(self._open(by_name[CLASSIFIER]), CATALOG[CLASSIFIER])
+        else:
+            self._processors = build_processors(self.plan, lambda name: self._open(by_name[name]),
+                                                lambda name: read_emap(by_name[name].path))
+            self._classifier = self._processors.classifier
+        self._weighted = (self._processors is not None and self._processors.swapper is not None
+                          and settings.face_swapper_weight != 0.5
+                          and CATALOG[settings.face_swapper_model].kind not in _IMAGE_SOURCE)
+
+    def _inswapper(self, state: store.ModelState) -> InSwapper:
+        path = state.path
+        if self._concurrency.micro_batch > 1:
+            path = dynamic_batch_model(path, self._settings.cache_path / "dynamic") or path
+        session = GuardedSession(self.pool, path, self._slots, state.spec.name)  # timed under the model's name
+        return InSwapper(session, state.spec, read_emap(state.path),
+                         self._concurrency.micro_batch, self._settings.batch_wait_ms / 1000,
+                         self._concurrency.batcher_producers)
+
+    def _open(self, state: store.ModelState) -> Any:
+        """A processor model's session: guarded, and with micro-batching on, its calls from all frame threads
+        merged into one where the model has (or can be given) a dynamic batch axis."""
+        batch, path, name = self._concurrency.micro_batch, state.path, state.spec.name
+        if batch > 1:
+            path = dynamic_batch_model(path, self._settings.cache_path / "dynamic") or path
+        session = GuardedSession(self.pool, path, self._slots, name)  # timed under the model's own name
+        if batch <= 1 or not batch_allowed(session, ("weight",)):
+            return session
+        return MergedRuns(session, self._make_batcher(name))
+
+    def _make_batcher(self, name: str) -> Callable[[Callable], MicroBatcher]:
+        def make(run: Callable) -> MicroBatcher:
+            batcher = MicroBatcher(run, self._concurrency.micro_batch, self._settings.batch_wait_ms / 1000,
+                                   f"ffb-{name}-batcher", self._concurrency.batcher_producers)
+            self._batchers.append(batcher)
+            return batcher
+        return make
 
     def detect(self, frame: np.ndarray) -> list[Face]:
         return self._detector.detect([frame])[0]
@@ -69,14 +185,58 @@ class NeuralEngine:
         return self._recognizer.embed(frame, faces)
 
     def prepare_source(self, path: Path) -> Record:
+        """The source face's identity: `embedding` (unit), `raw` (as ArcFace returns it), `faces` (how many the
+        image holds) and, for the processor chain, `input` (the swapper's source feed)."""
         def compute() -> Record:
             image, face, count = source_face(path, self)
-            return {"embedding": self.embed(image, [face])[0], "faces": np.array(count)}
+            raw = self._recognizer.embed_raw(image, [face])[0]
+            record = {"embedding": raw / max(float(np.linalg.norm(raw)), 1e-12), "raw": raw,
+                      "faces": np.array(count)}
+            swapper = self._processors.swapper if self._processors else None
+            if swapper is not None:
+                record["input"] = swapper.source_input(raw, frame=image, kps=face.kps)
+            return record
 
-        return self.cache.get(path, "neural:" + ":".join(self.models), compute)
+        # The record's form depends on the path (the chain's records carry the swapper's source feed).
+        path_kind = "chain" if self._processors is not None else "inswapper"
+        return self.cache.get(path, f"neural-source:{path_kind}:" + ":".join(self.models), compute)
+
+    def merge_sources(self, records: Sequence[Record]) -> Record:
+        """Several photos of one person as one identity, as FaceFusion averages them: the mean of the raw
+        embeddings and of the unit embeddings (the image-based swappers take the first photo's face)."""
+        if len(records) == 1:
+            return records[0]
+        raw, unit = average_identity(np.stack([r["raw"] for r in records]))
+        merged = {"embedding": unit / max(float(np.linalg.norm(unit)), 1e-12), "raw": raw,
+                  "faces": records[0]["faces"]}
+        swapper = self._processors.swapper if self._processors else None
+        if swapper is not None:
+            merged["input"] = (records[0]["input"] if swapper.spec.kind in _IMAGE_SOURCE
+                               else swapper.source_input(raw, unit=unit))
+        elif self._swapper is not None:
+            merged["embedding"] = raw  # inswapper's latent: FaceFusion feeds the averaged raw embedding
+        return merged
+
+    def face_filter(self) -> Callable[[np.ndarray, list[Face]], list[Face]] | None:
+        """The face selector's gender/race/age filters (FairFace), or None when none is set."""
+        classifier = self._classifier
+        if classifier is None:
+            return None
+        s = self._settings
+
+        def keep(frame: np.ndarray, faces: list[Face]) -> list[Face]:
+            if not faces:
+                return faces
+            return filter_faces(faces, classifier.classify(frame, faces), s.face_selector_gender,
+                                s.face_selector_race, s.face_selector_age_start, s.face_selector_age_end)
+        return keep
 
     def swap(self, frame: np.ndarray, faces: Sequence[Face], source: Record) -> np.ndarray:
-        return self._swapper.swap(frame, faces, self._swapper.latent(source["embedding"]))
+        if self._swapper is not None:
+            return self._swapper.swap(frame, faces, self._swapper.latent(source["embedding"]))
+        assert self._processors is not None
+        targets = self._recognizer.embed_raw(frame, faces) if self._weighted else None
+        return self._processors.chain.process(frame, list(faces), source.get("input"), targets)
 
     def refit(self, frame: np.ndarray, predicted: Sequence[Face]) -> list[Face]:
         """The neural detectors see whole frames only: a missed face is carried by its track instead."""
@@ -87,5 +247,8 @@ class NeuralEngine:
         return self._detector_session.calls.value
 
     def close(self) -> None:
-        self._swapper.close()
+        if self._swapper is not None:
+            self._swapper.close()
+        for batcher in self._batchers:
+            batcher.close()
         self.pool.close()

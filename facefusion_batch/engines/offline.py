@@ -16,6 +16,7 @@ from facefusion_batch.engines.base import source_face
 from facefusion_batch.engines.source_cache import Record, SourceCache
 from facefusion_batch.errors import SettingsError
 from facefusion_batch.faces.types import Face
+from facefusion_batch.models import store
 from facefusion_batch.models.batcher import MicroBatcher
 from facefusion_batch.models.sessions import Counter, GuardedSession, SessionPool
 from facefusion_batch.offline import classic
@@ -29,6 +30,35 @@ REFIT_SIZE = 0.05  # a detector box within this (log ratio) of the mesh's own bo
 REFIT_OFFSET = 0.03  # ... and centred within this share of its size needs no second mesh fit  # keep this much context around the source face in the cached crop
 
 
+def refuse_neural_only(settings: Settings) -> None:
+    """The offline engine has its own swapper and mesh mask: FaceFusion's processor settings it can't honour
+    are one SettingsError naming them and the neural models they need (never silently ignored)."""
+    from facefusion_batch.engines.neural import neural_model_states
+
+    asked = []
+    if "face_enhancer" in settings.processors:
+        asked.append(f"face_enhancer ({settings.face_enhancer_model})")
+    if settings.face_swapper_model != "inswapper_128":
+        asked.append(f"face_swapper_model {settings.face_swapper_model}")
+    if settings.face_swapper_pixel_boost or settings.face_swapper_weight != 0.5:
+        asked.append("face_swapper_pixel_boost / face_swapper_weight")
+    asked += [f"{kind} masks" for kind in ("occlusion", "region", "area") if kind in settings.face_mask_types]
+    if settings.face_mask_blur != 0.3 or settings.face_mask_padding != (0, 0, 0, 0):
+        asked.append("face_mask_blur / face_mask_padding")
+    if any(v is not None for v in (settings.face_selector_gender, settings.face_selector_race,
+                                   settings.face_selector_age_start, settings.face_selector_age_end)):
+        asked.append("face selector gender/race/age filters")
+    if not asked:
+        return
+    if "area" in settings.face_mask_types:
+        raise SettingsError(f"the offline engine can't do {', '.join(asked)}: it has its own swapper and mesh mask "
+                            "(and the neural engine has no 68-point landmarks for area masks yet); drop the area mask")
+    names = [s.spec.name for s in neural_model_states(settings) if not store.usable(s)]
+    models = f" after `ffb models download {' '.join(names)}`" if names else ""
+    raise SettingsError(f"the offline engine can't do {', '.join(asked)}: it has its own swapper and mesh mask; "
+                        f"use --engine neural{models}")
+
+
 class OfflineEngine:
     name = "offline"
     models = ("mediapipe_face_detection_short_range", "mediapipe_face_detection_full_range",
@@ -36,6 +66,7 @@ class OfflineEngine:
 
     def __init__(self, settings: Settings, pool: SessionPool, cache: SourceCache,
                  slots: threading.Semaphore) -> None:
+        refuse_neural_only(settings)
         self.pool, self.cache = pool, cache
         self.model_files = tuple(asset_path(name) for name in MODEL_FILES.values())
 
@@ -107,6 +138,16 @@ class OfflineEngine:
             return {"image": image[y1:y2, x1:x2].copy(), "landmarks": landmarks, "faces": np.array(count)}
 
         return self.cache.get(path, "offline:" + ":".join(self.models), compute)
+
+    def merge_sources(self, records: Sequence[Record]) -> Record:
+        if len(records) > 1:
+            raise SettingsError("several sources (-s a.jpg -s b.jpg) are averaged by the neural engine only: the "
+                                "offline engine warps one photo's face; pass one --source, or --engine neural with "
+                                "its models")
+        return records[0]
+
+    def face_filter(self) -> None:
+        return None  # the filters are refused when the engine starts
 
     def swap(self, frame: np.ndarray, faces: Sequence[Face], source: Record) -> np.ndarray:
         texture = self._texture(source)

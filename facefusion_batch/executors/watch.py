@@ -25,7 +25,7 @@ from facefusion_batch.executors.watch_feed import FolderFeed
 from facefusion_batch.memory import apply_memory_limit
 from facefusion_batch.pipeline.batch import check_output_dir
 from facefusion_batch.pipeline.journal import Journal
-from facefusion_batch.pipeline.processor import FrameProcessor, prepare
+from facefusion_batch.pipeline.processor import FrameProcessor, Sources, prepare
 from facefusion_batch.settings import Settings
 from facefusion_batch.targets import Target, discover, resolved
 from facefusion_batch.timing import Timings
@@ -51,7 +51,7 @@ def engine_changed(old: Settings, new: Settings) -> bool:
 class WatchExecutor:
     concurrent_targets = False
 
-    def __init__(self, settings: Settings, source: Path, journal: Optional[Journal], feed: FolderFeed,
+    def __init__(self, settings: Settings, source: Sources, journal: Optional[Journal], feed: FolderFeed,
                  specs: Sequence[str], reload: Optional[Callable[[], Settings]] = None,
                  timings: Optional[Timings] = None,
                  on_engine: Optional[Callable[[FaceEngine], None]] = None) -> None:

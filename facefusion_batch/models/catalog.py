@@ -101,7 +101,9 @@ _SIGNATURES: dict[Family, tuple[tuple[TensorSpec, ...], tuple[TensorSpec, ...]]]
 }
 
 
-_NON_COMMERCIAL = "InsightFace: non-commercial research use only"
+# Licence text: FaceFusion 3.8.1's `__metadata__` licence name, then the vendor it names; "unknown" where its
+# table states none (the masks, converters).
+_NON_COMMERCIAL = "Non-Commercial (InsightFace)"
 CATALOG: dict[str, ModelSpec] = {spec.name: spec for spec in [
     # inswapper takes RGB in [0, 1]
     _facefusion("inswapper_128", "swapper", 128, "arcface_128", 0.0, 1.0, True, _NON_COMMERCIAL),
@@ -111,7 +113,7 @@ CATALOG: dict[str, ModelSpec] = {spec.name: spec for spec in [
     # SCRFD takes BGR as (x - 127.5) / 128
     _facefusion("scrfd_2.5g", "detector_scrfd", 640, None, 0.5, 128 / 255, False, _NON_COMMERCIAL),
     # YOLOFace takes RGB as x / 255
-    _facefusion("yoloface_8n", "detector_yolo", 640, None, 0.0, 1.0, True, "AGPL-3.0 (Ultralytics YOLOv8)"),
+    _facefusion("yoloface_8n", "detector_yolo", 640, None, 0.0, 1.0, True, "GPL-3.0 (derronqi)"),
 ]}
 
 DETECTOR_FOR = {"scrfd": "scrfd_2.5g", "yoloface": "yoloface_8n"}
@@ -155,46 +157,47 @@ def _enhancer(name: str, template: str, size: int, licence: str, commercial: boo
     return _processor(name, "enhancer", "models-3.0.0", size, template, _HALF, _HALF, licence, commercial)
 
 
-_RAIL = "ResearchRAIL (FaceFusion): research use only"
-_NC = "non-commercial"
+_RAIL = "ResearchRAIL (FaceFusion)"
+_NC = "Non-Commercial"
+_UNSTATED = "unknown (not stated)"
 PROCESSOR_MODELS: tuple[ModelSpec, ...] = (
     _swapper("hyperswap_1a_256", "models-3.3.0", "hyperswap", "arcface_128", 256, _HALF, _HALF, _RAIL, False),
     _swapper("hyperswap_1b_256", "models-3.3.0", "hyperswap", "arcface_128", 256, _HALF, _HALF, _RAIL, False),
     _swapper("hyperswap_1c_256", "models-3.3.0", "hyperswap", "arcface_128", 256, _HALF, _HALF, _RAIL, False),
     _swapper("simswap_256", "models-3.0.0", "simswap", "arcface_112_v1", 256, _IMAGENET_MEAN, _IMAGENET_STD,
-             f"{_NC} (neuralchen SimSwap)", False, "crossface_simswap"),
+             f"{_NC} (neuralchen)", False, "crossface_simswap"),
     _swapper("simswap_unofficial_512", "models-3.0.0", "simswap", "arcface_112_v1", 512, _ZERO, _ONE,
-             f"{_NC} (neuralchen SimSwap)", False, "crossface_simswap"),
+             f"{_NC} (neuralchen)", False, "crossface_simswap"),
     *(_swapper(f"ghost_{n}_256", "models-3.0.0", "ghost", "arcface_112_v1", 256, _HALF, _HALF,
-               "Apache-2.0 (ai-forever GHOST)", True, "crossface_ghost") for n in (1, 2, 3)),
+               "Apache-2.0 (ai-forever)", True, "crossface_ghost") for n in (1, 2, 3)),
     _swapper("blendswap_256", "models-3.0.0", "blendswap", "ffhq_512", 256, _ZERO, _ONE,
-             f"{_NC} (mapooon BlendFace)", False),
+             f"{_NC} (mapooon)", False),
     _swapper("uniface_256", "models-3.0.0", "uniface", "ffhq_512", 256, _HALF, _HALF,
-             "unknown (xc-csc101 UniFace; FaceFusion lists none)", None),
+             "Unknown (xc-csc101)", None),
     _swapper("hififace_unofficial_256", "models-3.1.0", "hififace", "mtcnn_512", 256, _HALF, _HALF,
-             "unknown (GuijiAI HifiFace; FaceFusion lists none)", None, "crossface_hififace"),
+             "Unknown (GuijiAI)", None, "crossface_hififace"),
     # ArcFace embedding (N, 512) -> the swapper's identity space (N, 512), fed as `input`.
     *(_processor(f"crossface_{family}", "embedding_converter", "models-3.4.0", 512, None, _ZERO, _ONE,
-                 "unknown (FaceFusion export; its table lists none)", None) for family in ("ghost", "simswap", "hififace")),
-    _enhancer("gfpgan_1.2", "ffhq_512", 512, "Apache-2.0 (TencentARC GFPGAN)", True),
-    _enhancer("gfpgan_1.3", "ffhq_512", 512, "Apache-2.0 (TencentARC GFPGAN)", True),
-    _enhancer("gfpgan_1.4", "ffhq_512", 512, "Apache-2.0 (TencentARC GFPGAN)", True),
-    _enhancer("gpen_bfr_256", "arcface_128", 256, f"{_NC} (yangxy GPEN)", False),
-    _enhancer("gpen_bfr_512", "ffhq_512", 512, f"{_NC} (yangxy GPEN)", False),
-    _enhancer("gpen_bfr_1024", "ffhq_512", 1024, f"{_NC} (yangxy GPEN)", False),
-    _enhancer("gpen_bfr_2048", "ffhq_512", 2048, f"{_NC} (yangxy GPEN)", False),
-    _enhancer("codeformer", "ffhq_512", 512, "S-Lab License 1.0 (sczhou CodeFormer): non-commercial", False),
-    _enhancer("restoreformer_plus_plus", "ffhq_512", 512, "Apache-2.0 (wzhouxiff RestoreFormer++)", True),
+                 _UNSTATED, None) for family in ("ghost", "simswap", "hififace")),
+    _enhancer("gfpgan_1.2", "ffhq_512", 512, "Apache-2.0 (TencentARC)", True),
+    _enhancer("gfpgan_1.3", "ffhq_512", 512, "Apache-2.0 (TencentARC)", True),
+    _enhancer("gfpgan_1.4", "ffhq_512", 512, "Apache-2.0 (TencentARC)", True),
+    _enhancer("gpen_bfr_256", "arcface_128", 256, f"{_NC} (yangxy)", False),
+    _enhancer("gpen_bfr_512", "ffhq_512", 512, f"{_NC} (yangxy)", False),
+    _enhancer("gpen_bfr_1024", "ffhq_512", 1024, f"{_NC} (yangxy)", False),
+    _enhancer("gpen_bfr_2048", "ffhq_512", 2048, f"{_NC} (yangxy)", False),
+    _enhancer("codeformer", "ffhq_512", 512, "S-Lab-1.0 (sczhou)", False),
+    _enhancer("restoreformer_plus_plus", "ffhq_512", 512, "Apache-2.0 (wzhouxiff)", True),
     # XSeg occluders take the crop as BGR NHWC in [0, 1]; BiSeNet parsers take RGB NCHW, ImageNet-normalised.
     *(_processor(f"xseg_{n}", "occluder", release, 256, None, _ZERO, _ONE,
-                 "unknown (DeepFaceLab XSeg export; FaceFusion lists none)", None, rgb=False, nhwc=True)
+                 _UNSTATED, None, rgb=False, nhwc=True)
       for n, release in ((1, "models-3.1.0"), (2, "models-3.1.0"), (3, "models-3.2.0"))),
     _processor("bisenet_resnet_18", "parser", "models-3.1.0", 512, None, _IMAGENET_MEAN, _IMAGENET_STD,
-               "unknown (BiSeNet face parsing export; FaceFusion lists none)", None),
+               _UNSTATED, None),
     _processor("bisenet_resnet_34", "parser", "models-3.0.0", 512, None, _IMAGENET_MEAN, _IMAGENET_STD,
-               "unknown (BiSeNet face parsing export; FaceFusion lists none)", None),
+               _UNSTATED, None),
     _processor("fairface", "classifier", "models-3.0.0", 224, "arcface_112_v2", _IMAGENET_MEAN, _IMAGENET_STD,
-               "CC-BY-4.0 (dchen236 FairFace): commercial use with attribution", True),
+               "CC-BY-4.0 (dchen236)", True),
 )
 CATALOG.update({spec.name: spec for spec in PROCESSOR_MODELS})
 for _name in ("inswapper_128", "inswapper_128_fp16"):

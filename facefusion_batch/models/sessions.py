@@ -153,14 +153,16 @@ class GuardedSession:
     """A model's session as adapters see it: fetched from the pool on use (so a pool emptied by the
     `strict` strategy reloads lazily), with `run` holding the accelerator semaphore."""
 
-    def __init__(self, pool: SessionPool, path: Path, slots: threading.Semaphore) -> None:
+    def __init__(self, pool: SessionPool, path: Path, slots: threading.Semaphore, name: str | None = None) -> None:
+        """`name`: the model's name in timings (default the file's stem; a patched copy passes the original's)."""
         self._pool, self._path, self._slots = pool, path, slots
+        self.name = name or path.stem
         self.calls = Counter()
 
     def run(self, output_names: Any, feeds: dict[str, Any]) -> list[Any]:
         session, run_options = self._pool.entry(self._path)
         self.calls.add()
-        with self._slots, timed(self._pool.timings, self._path.stem):
+        with self._slots, timed(self._pool.timings, self.name):
             return session.run(output_names, feeds, run_options)
 
     def get_inputs(self) -> Any:

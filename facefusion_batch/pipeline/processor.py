@@ -10,7 +10,7 @@ import dataclasses
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence, Union
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from facefusion_batch.pipeline.journal import settings_key
 from facefusion_batch.pipeline.video_job import Seal
 from facefusion_batch.provenance.label import VisibleLabel
 from facefusion_batch.provenance.sign import Marker
-from facefusion_batch.settings import Settings
+from facefusion_batch.settings import FIELDS, Settings
 from facefusion_batch.timing import Timings, timed
 
 # Settings that shape an output (the rest only change speed, paths or logging).
@@ -34,6 +34,13 @@ _SHAPING = ("face_swapper_model", "face_detector_model", "face_detector_size", "
             "output_video_quality", "output_image_quality", "output_marking", "chunk_size",
             "output_provenance", "visible_label", "visible_label_position", "visible_label_size",
             "visible_label_opacity")
+# Processor settings (issue 14) also shape an output; they join the key only when not at their default, so the
+# journal of a run from before them still matches (its finished targets are not redone).
+_SHAPING_UNLESS_DEFAULT = (
+    "processors", "face_swapper_weight", "face_swapper_pixel_boost", "face_enhancer_model", "face_enhancer_blend",
+    "face_enhancer_weight", "face_mask_types", "face_mask_blur", "face_mask_padding", "face_mask_regions",
+    "face_mask_areas", "face_occluder_model", "face_parser_model", "face_selector_order", "face_selector_gender",
+    "face_selector_race", "face_selector_age_start", "face_selector_age_end")
 
 
 @dataclass(frozen=True, eq=False)
@@ -141,16 +148,35 @@ class FrameProcessor:
         return functools.partial(self.marker.place, parent=target, parent_sha256=content or None)
 
 
-def prepare(settings: Settings, source: Path, on_message: Callable[[str], None],
+Sources = Union[Path, Sequence[Path]]
+
+
+def source_paths(source: Sources) -> tuple[Path, ...]:
+    """One source path, or several (photos of one person, averaged into one identity)."""
+    return (Path(source),) if isinstance(source, (str, Path)) else tuple(Path(p) for p in source)
+
+
+def prepare(settings: Settings, source: Sources, on_message: Callable[[str], None],
             engine: FaceEngine | None = None) -> FrameProcessor:
-    """Load the engine (unless given), prepare the source face and the selection: once per process."""
+    """Load the engine (unless given), prepare the source face(s) and the selection: once per process."""
+    sources = source_paths(source)
+    owned = engine is None
     engine = engine or build_engine(settings)
-    record = engine.prepare_source(source)
-    faces_in_source = int(record.get("faces", 1))
-    if faces_in_source > 1:
-        on_message(f"{source}: {faces_in_source} faces in the source image; using the largest")
-    selection = build_selection(settings, engine)
-    source_sha256 = sha256_of(source)
+    try:
+        records = []
+        for path in sources:
+            record = engine.prepare_source(path)
+            faces_in_source = int(record.get("faces", 1))
+            if faces_in_source > 1:
+                on_message(f"{path}: {faces_in_source} faces in the source image; using the largest")
+            records.append(record)
+        record = engine.merge_sources(records)
+        selection = build_selection(settings, engine)
+    except BaseException:
+        if owned:
+            engine.close()
+        raise
+    source_sha256 = ",".join(sha256_of(path) for path in sources)
     marker = Marker.for_run(settings, engine.name, engine.models, source_sha256)
     label = (VisibleLabel(settings.visible_label, settings.visible_label_position, settings.visible_label_size,
                           settings.visible_label_opacity) if settings.visible_label else None)
@@ -166,4 +192,6 @@ def output_key(settings: Settings, source_sha256: str, engine: FaceEngine, marke
         "version": __version__, "engine": engine.name, "models": models,
         "source": source_sha256, "reference": sha256_of(reference) if reference else None,
         "provenance": marker.key, **{name: getattr(settings, name) for name in _SHAPING},
+        **{name: getattr(settings, name) for name in _SHAPING_UNLESS_DEFAULT
+           if getattr(settings, name) != FIELDS[name].default},
     })

@@ -91,7 +91,9 @@ class Parser:
         small = np.stack([cv2.resize(np.asarray(c, dtype=np.uint8), (model, model)) for c in crops])
         scores = run_stacked(self._session, {"input": to_tensor(small, self._spec)})[0]
         wanted = [REGION_CLASSES[r] for r in regions]
-        return [smooth_binary_mask(cv2.resize(np.isin(s.argmax(0), wanted).astype(np.float32), crop.shape[1::-1]))
+        # "the best class is a wanted one" as two max reductions over the class planes: an argmax over the
+        # (19, 512, 512) axis 0 walks it strided and took ~20 ms per face.
+        return [smooth_binary_mask(cv2.resize((s[wanted].max(0) >= s.max(0)).astype(np.float32), crop.shape[1::-1]))
                 for s, crop in zip(scores, crops)]
 
 

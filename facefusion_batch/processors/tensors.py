@@ -11,11 +11,17 @@ from facefusion_batch.models.catalog import ModelSpec
 def to_tensor(crops: np.ndarray, spec: ModelSpec) -> np.ndarray:
     """(N, H, W, 3) BGR crops (0..255) -> (N, 3, H, W) float32 with the model's channel order and mean/std;
     (N, H, W, 3) for an NHWC model."""
-    image = crops[..., ::-1] if spec.rgb else crops
+    image = np.asarray(crops)
     mean = np.asarray(spec.mean, dtype=np.float32)
     std = np.asarray(spec.std, dtype=np.float32)
-    tensor = (image.astype(np.float32) / 255.0 - mean) / std
-    return np.ascontiguousarray(tensor if spec.nhwc else tensor.transpose(0, 3, 1, 2))
+    if spec.rgb:
+        image = image[..., ::-1]  # BGR -> RGB (mean and std are given in the model's channel order)
+    # one float copy, already in the model's layout, scaled in place: (x / 255 - mean) / std
+    tensor = np.array(image if spec.nhwc else image.transpose(0, 3, 1, 2), dtype=np.float32, order="C")  # a copy
+    shape = (1, 1, 1, 3) if spec.nhwc else (1, 3, 1, 1)
+    tensor *= (1.0 / (255.0 * std)).reshape(shape)
+    tensor -= (mean / std).reshape(shape)
+    return tensor
 
 
 def batch_allowed(session: Any, shared: Sequence[str] = ()) -> bool:

@@ -42,6 +42,12 @@ def test_benchmark_json_has_every_metric_with_sane_values(env, capsys):
         assert run["startup_ms"] > 0
         assert run["faces_per_frame"] == 1.0  # the clip's one face, found on every frame
         assert 0 < run["ffmpeg_cpu_ms"] and 0 < run["model_cpu_ms"] < run["cpu_ms"] and 0 < run["cores_busy"] <= 2.5
+        # Every model the engine opened, timed by the session pool: the offline engine's MediaPipe models.
+        assert {"face_detection_short_range", "face_landmark"} <= set(run["models"]), run["models"]
+        for name, model in run["models"].items():
+            assert model["calls"] > 0 and model["ms_per_call"] > 0 and model["ms_per_face"] > 0, name
+        assert 0 < run["models"]["face_landmark"]["calls_per_frame"] <= 1  # reused between reference frames
+        assert 0 < run["model_bound_ms"] <= run["model_compute_ms"] < 1000 / run["e2e_fps"] * 2
     assert compare["settings"]["frame_transport"] == "memory"
     assert base["peak_temp_mb"] > compare["peak_temp_mb"] >= 0  # temp transport spools frames, memory doesn't
     assert result["ratios"]["240p"]["e2e_fps"] == pytest.approx(compare["e2e_fps"] / base["e2e_fps"])
@@ -55,6 +61,7 @@ def test_table_output_and_cached_clip(env, capsys):
     assert main(args) == 0
     out, err = capsys.readouterr()
     assert "end-to-end fps" in out and "240p" in out and "made clip" in err
+    assert "model face_landmark ms/face" in out and "model-bound ms/frame" in out
     assert "size 1/1: 240p" in err  # progress per size
     assert main(args) == 0
     assert "cached clip" in capsys.readouterr().err

@@ -126,3 +126,26 @@ def test_cli_download_then_verify(server, tmp_path, capsys, monkeypatch):
     assert main(["models", "verify", "--models-path", str(tmp_path)]) == 3
     assert main(["models", "download", "nonsense", "--models-path", str(tmp_path)]) == 2
     assert "unknown model nonsense" in capsys.readouterr().err
+
+
+def test_cli_downloads_every_processor_model_with_its_hash_sidecar(server, tmp_path, monkeypatch):
+    from facefusion_batch.models.catalog import PROCESSOR_MODELS
+
+    monkeypatch.setenv("FFB_DOWNLOAD_MIRROR", server)
+    names = [spec.name for spec in PROCESSOR_MODELS]
+    for index, name in enumerate(names):
+        serve(name, PAYLOAD[: 1000 + index])  # each file its own bytes and CRC32
+    assert main(["models", "download", *names, "--models-path", str(tmp_path), "-q"]) == 0
+    for index, spec in enumerate(PROCESSOR_MODELS):
+        assert (tmp_path / f"{spec.name}.onnx").read_bytes() == PAYLOAD[: 1000 + index], spec.name
+        assert (tmp_path / f"{spec.name}.hash").read_text() == f"{zlib.crc32(PAYLOAD[: 1000 + index]):08x}"
+    assert not list(tmp_path.glob("*.part")) and not list(tmp_path.glob("*.tmp"))
+
+
+def test_processor_model_urls_are_facefusions_release_files():
+    # Without a mirror each file comes from its own FaceFusion release, with the sidecar next to it.
+    assert CATALOG["gfpgan_1.4"].url.endswith("/models-3.0.0/gfpgan_1.4.onnx")
+    assert CATALOG["gfpgan_1.4"].hash_file == "gfpgan_1.4.hash"
+    assert CATALOG["hyperswap_1a_256"].hash_url.endswith("/models-3.3.0/hyperswap_1a_256.hash")
+    assert CATALOG["crossface_ghost"].url.endswith("/models-3.4.0/crossface_ghost.onnx")
+    assert resolve_url(CATALOG["xseg_3"].url, "") == CATALOG["xseg_3"].url

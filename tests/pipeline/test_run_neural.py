@@ -153,7 +153,9 @@ def test_missing_model_names_file_and_fix(tmp_path, source_image, capsys, monkey
                  "-t", str(source_image), "-o", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert code == 3
-    assert "inswapper_128.onnx not found" in err and "ffb models download inswapper_128" in err
+    # one line naming every missing file and the one command that fetches them all
+    assert "inswapper_128.onnx, arcface_w600k_r50.onnx, scrfd_2.5g.onnx not found" in err
+    assert "ffb models download inswapper_128 arcface_w600k_r50 scrfd_2.5g" in err and err.count("\n") == 1
 
 
 def test_corrupt_model_is_detected(tmp_path, neural_models, source_image, capsys, monkeypatch):

@@ -1,0 +1,40 @@
+"""Per-model inference times of a benchmark run, from the session pool's timings (pure functions).
+
+The pool times every `run` of every model by model name (`GuardedSession`), so whatever models an engine
+opens (detector, recogniser, swapper, enhancer, occluder, parser, ...) show up here without a second timing
+system. A call's seconds are its wall time, which on CPU keeps `intra_op_threads` cores busy; the models'
+own compute spread over the cores they may use at once is the run's model-bound time per frame: the fastest
+the run could go if the models were all it did.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+
+def model_times(timings: Mapping[str, Mapping[str, float]], frames: int, faces: int, inference_slots: int,
+                intra_op_threads: int, cpus: int) -> dict[str, Any]:
+    """{"models": {name: calls, ms per call, ms per face, calls per frame}, "model_compute_ms": the summed
+    call time per frame, "model_cores": the cores the calls may use at once, "model_bound_ms": the compute's
+    core time per frame spread over those cores}."""
+    models: dict[str, dict[str, float | None]] = {}
+    for name, entry in sorted(timings.items()):
+        calls, seconds = int(entry["count"]), float(entry["seconds"])
+        if calls == 0:
+            continue
+        models[name] = {"calls": calls, "ms_per_call": seconds * 1000 / calls,
+                        "ms_per_face": seconds * 1000 / faces if faces else None,
+                        "calls_per_frame": calls / frames if frames else None}
+    total = sum(float(entry["seconds"]) for entry in timings.values())
+    cores = max(1, min(cpus, inference_slots * intra_op_threads))
+    return {"models": models,
+            "model_compute_ms": total * 1000 / frames if frames else None,
+            "model_cores": cores,
+            "model_bound_ms": total * intra_op_threads * 1000 / frames / cores if frames else None}
+
+
+def model_names(runs: list[Mapping[str, Any]]) -> list[str]:
+    """Every model timed in any of `runs` (metrics of one run each), in first-seen order."""
+    names: dict[str, None] = {}
+    for run in runs:
+        names.update(dict.fromkeys(run.get("models") or {}))
+    return list(names)

@@ -1,0 +1,43 @@
+"""`ffb benchmark --engine neural` on benchmarks/standin_models.py's models: a row per processor model."""
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from facefusion_batch.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCE = ROOT / "examples" / "source.jpg"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import standin_models  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory) -> Path:
+    directory = tmp_path_factory.mktemp("standins")
+    standin_models.build(directory, standin_models.bench_face(SOURCE), convs=1, channels=4)
+    return directory
+
+
+def test_neural_benchmark_times_every_processor_model(models, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("FFB_MODELS_PATH", str(models))
+    monkeypatch.setenv("FFB_CACHE_PATH", str(tmp_path / "cache"))
+    monkeypatch.setenv("FFB_TEMP_PATH", str(tmp_path / "temp"))
+    monkeypatch.setenv("FFB_EXECUTION_THREAD_COUNT", "2")
+    chain = tmp_path / "chain.ini"
+    chain.write_text("[processors]\nprocessors = face_swapper face_enhancer\nface_swapper_model = hyperswap_1a_256\n"
+                     "face_enhancer_model = gfpgan_1.4\n[face_masker]\nface_mask_types = box occlusion region\n")
+    code = main(["benchmark", "240p", "--seconds", "0.4", "--engine", "neural", "--profile", str(chain),
+                 "--source", str(SOURCE), "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    run = json.loads(out)["runs"]["base"]["240p"]
+    assert run["faces_per_frame"] == 1.0  # the stand-in detectors find the clip's face on every frame
+    per_face = {name: model["ms_per_face"] for name, model in run["models"].items()}
+    assert {"hyperswap_1a_256", "gfpgan_1.4", "xseg_1", "bisenet_resnet_34", "scrfd_2.5g"} <= set(per_face), per_face
+    assert all(ms > 0 for ms in per_face.values())
+    assert run["models"]["gfpgan_1.4"]["calls_per_frame"] == pytest.approx(1.0)  # only swapped faces, once
+    assert run["models"]["xseg_1"]["calls_per_frame"] == pytest.approx(2.0)  # swap crop and enhancer crop
+    assert 0 < run["model_bound_ms"] <= run["model_compute_ms"]
