@@ -292,6 +292,11 @@ def test_watch_takes_runs_options_and_refuses_what_it_cannot_do(env, source_imag
     run_options = {name for param in commands["run"].params for name in param.opts}
     assert run_options - options == {"--force", "--metrics-file"}, "every other option of run, declared once"
     assert options - run_options == {"--settle", "--poll", "--metrics-port", "--metrics-bind"}
+    assert main(["watch", "--processors", "face_swapper", "face_enhancer", "--print-settings", "--json",
+                 "-t", str(env)]) == 0, "FaceFusion's multi-value flags, as for run"
+    rows = json.loads(capsys.readouterr().out)
+    assert {"key": "processors", "value": "face_swapper face_enhancer"}.items() <= next(
+        row for row in rows if row["key"] == "processors").items()
     clip = make_clip(env / "a.mp4", frames=2)
     assert main(["watch", "-s", str(source_image), "-t", str(clip), "-o", str(env / "out")]) == 2
     assert "not a directory" in capsys.readouterr().err
