@@ -339,7 +339,8 @@ def watch(**options: Any) -> int:
     SIGTERM (systemctl stop) or Ctrl-C: the chunk in hand is finished or checkpointed, the target journaled
     as interrupted (the next run resumes it), and ffb exits 0 on SIGTERM, 130 on SIGINT. SIGHUP re-reads
     the profile and applies it to the files that come next (the engine is rebuilt only when its settings
-    changed). One source face per watch: run one watch per source (see docs/deploy.md).
+    changed). One identity per watch (several -s photos of one person are averaged): for several people
+    run one watch each (see docs/deploy.md).
 
     Example: ffb watch -s face.jpg -t incoming/ -o swapped/ --metrics-port 9101
     """
