@@ -4,6 +4,7 @@ It alone owns the run's bookkeeping: it finds the targets, asks the journal abou
 pulls it (skip, or claim it as `running`), records every end, shows progress and builds the summary. The
 executor (`executors.local`, `executors.ray_executor`, ...) only turns claimed targets into outcomes. The
 output lock and the journal are opened by the caller (`facefusion_batch.api`), before any model loads.
+A watch's executor (`executors.watch`) adds targets to its run as files arrive (`Work.add`).
 """
 from __future__ import annotations
 
