@@ -16,7 +16,8 @@ from typing import Sequence
 import cv2
 import numpy as np
 
-from facefusion_batch.faces.geometry import align_matrix, box_mask, compose, paste_back, transform_points, warp_crop
+from facefusion_batch.faces.geometry import (align_matrix, box_mask, compose, paste_back, transform_points, warp_crop,
+                                             weighted_mean)
 from facefusion_batch.faces.types import Face
 from facefusion_batch.processors.enhancer import Enhancer
 from facefusion_batch.processors.masks import MaskOptions, Occluder, Parser, area_mask, combine
@@ -105,7 +106,7 @@ class ProcessorChain:
         matrices = [align_matrix(face.kps, enhancer.template, size) for face in faces]
         inputs, swap_colours, swap_masks = [], [], []
         for index, matrix in enumerate(matrices):
-            colour, mask = None, np.zeros((size, size), dtype=np.float32)
+            colour = mask = None
             if swapped is not None:
                 face = swapped[index]
                 to_enhancer = compose(matrix, cv2.invertAffineTransform(face.matrix))
@@ -116,23 +117,26 @@ class ProcessorChain:
                                           borderValue=0.0)
                 else:
                     paste_back(frame, face.crop, face.mask, face.matrix)
-            base = warp_crop(frame, matrix, size).astype(np.float32)
+            base = warp_crop(frame, matrix, size)
             if colour is not None:
-                base = base * (1 - mask[..., None]) + colour * mask[..., None]
-            inputs.append(np.clip(np.rint(base), 0, 255).astype(np.uint8))
+                # the swapped face over the frame under its mask, rounded to uint8 (values are never negative)
+                base = cv2.convertScaleAbs(weighted_mean(colour, base.astype(np.float32), mask, 1 - mask))
+            inputs.append(base)
             swap_colours.append(colour)
             swap_masks.append(mask)
         enhanced = enhancer.enhance(inputs)
         occlusion = self.occluder.masks(inputs) if "occlusion" in self.masks.types else [None] * len(faces)
-        blend = enhancer.options.blend / 100.0
+        blend = np.float32(enhancer.options.blend / 100.0)
         for matrix, out, colour, s, occ in zip(matrices, enhanced, swap_colours, swap_masks, occlusion):
             e = self._enhance_box if occ is None else np.minimum(self._enhance_box, occ)
             be = blend * e
+            if colour is None:
+                paste_back(frame, out, be, matrix)
+                continue
+            # weighted_mean divides by be + s (1 - be), which is alpha
             alpha = 1 - (1 - s) * (1 - be)
-            weight_swap = (s * (1 - be))[..., None]
-            mixed = out * be[..., None] + (colour * weight_swap if colour is not None else 0.0)
-            crop = mixed / np.maximum(alpha, 1e-6)[..., None]
-            paste_back(frame, crop.astype(np.float32), alpha.astype(np.float32), matrix)
+            crop = weighted_mean(out, colour, be, s * (1 - be))
+            paste_back(frame, crop, alpha, matrix)
         return frame
 
 
