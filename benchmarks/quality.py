@@ -167,6 +167,7 @@ class Clip:
     shot_of: list[int] = field(default_factory=list)
     people: dict[tuple[int, int], str] = field(default_factory=dict)
     yaw: dict[tuple[int, int], float] = field(default_factory=dict)
+    cameras: list[np.ndarray] = field(default_factory=list)  # per frame: photo pixels -> frame pixels
 
 
 def camera(shot: Shot, t: float) -> np.ndarray:
@@ -179,6 +180,11 @@ def camera(shot: Shot, t: float) -> np.ndarray:
     return matrix
 
 
+def camera_step(before: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """The 2x3 map from frame pixels under camera `before` to frame pixels under camera `after`."""
+    return (np.vstack([after, (0, 0, 1)]) @ np.linalg.inv(np.vstack([before, (0, 0, 1)])))[:2]
+
+
 def render(clip: Clip, seed: int) -> None:
     rng = np.random.default_rng(seed)
     for shot_index, shot in enumerate(clip.shots):
@@ -187,6 +193,7 @@ def render(clip: Clip, seed: int) -> None:
             clip.yaw[(shot_index, face)] = shot.photo.yaw[face]
         for i in range(shot.frames):
             matrix = camera(shot, i / max(1, shot.frames - 1))
+            clip.cameras.append(matrix)
             frame = cv2.warpAffine(shot.photo.image, matrix, SIZE, flags=cv2.INTER_CUBIC,
                                    borderMode=cv2.BORDER_REFLECT)
             noise = rng.normal(0, NOISE, frame.shape)
@@ -345,27 +352,30 @@ def score_clip(clip: Clip, inp: list[np.ndarray], out: list[np.ndarray], floor: 
     scored = Scored(clip.name, clip.mode, frames=len(inp))
     if len(out) != len(inp):
         sys.exit(f"{clip.name}: output has {len(out)} frames, input {len(inp)}")
-    series: dict[tuple[int, int], tuple[list, list, list]] = {}
+    series: dict[tuple[int, int], tuple[list, list, list, list]] = {}
     chosen: list[int | None] = []
     for t, boxes in enumerate(clip.boxes):
         strengths = {}
+        step = camera_step(clip.cameras[t - 1], clip.cameras[t]) if t > 0 else None
         for track, box in boxes.items():
             s = q.strength(inp[t], out[t], box)
             strengths[track] = s
             same_shot = t > 0 and clip.shot_of[t - 1] == clip.shot_of[t]
             flick = q.added_flicker(inp[t - 1], inp[t], out[t - 1], out[t], box) if same_shot else float("nan")
+            jitter = q.added_jitter(inp[t - 1], inp[t], out[t - 1], out[t], box, step) if same_shot else float("nan")
             if same_shot:
                 scored.floor_flicker.append(q.added_flicker(inp[t - 1], inp[t], floor[t - 1], floor[t], box))
-            values = series.setdefault(track, ([], [], []))
+            values = series.setdefault(track, ([], [], [], []))
             values[0].append(s)
             values[1].append(flick)
             values[2].append(t)
+            values[3].append(jitter)
         chosen.append(q.chosen_track(strengths) if clip.mode == "one" else None)
         all_boxes = list(boxes.values())
         scored.background.append(q.background_diff(inp[t], out[t], all_boxes))
         scored.floor.append(q.background_diff(inp[t], floor[t], all_boxes))
-    for track, (strengths, flickers, frames) in series.items():
-        stats = q.track_stats(strengths, flickers, frames, expected=clip.mode == "many")
+    for track, (strengths, flickers, frames, jitters) in series.items():
+        stats = q.track_stats(strengths, flickers, frames, expected=clip.mode == "many", jitters=jitters)
         scored.tracks[track] = stats
         scored.events += [("miss", f, track) for f in stats.missed_at] + [("jump", f, track) for f in stats.jumps_at]
         if clip.name == "still":  # a tick: one frame's output change stands out from the clip's usual change
@@ -408,6 +418,7 @@ def summary(rows: list[Scored]) -> dict:
         identity = q.identity_summary([v for s in items for v in s.identity])
         tracks = [t for s in items for t in s.tracks.values()]
         flicker = q.flicker_summary([f for t in tracks for f in t.flicker])
+        jitter = q.flicker_summary([f for t in tracks for f in t.jitter])
         present = sum(t.frames for s in items if s.mode == "many" for t in s.tracks.values())
         missed = sum(t.missed for s in items for t in s.tracks.values())
         one_missed = sum(1 for s in items if s.mode == "one" for e in s.events if e[0] == "miss")
@@ -421,6 +432,7 @@ def summary(rows: list[Scored]) -> dict:
             "one_frames_none": one_missed,
             "toggles": sum(t.toggles for t in tracks), "jumps": sum(t.jumps for t in tracks),
             "flicker_mean": flicker[0], "flicker_p95": flicker[1],
+            "jitter_mean": jitter[0], "jitter_p95": jitter[1],
             "floor_flicker_mean": q.flicker_summary([f for s in items for f in s.floor_flicker])[0],
             "switches": sum(len(s.switches) for s in items),
             "background": float(np.mean(background)) if background else float("nan"),
@@ -433,8 +445,9 @@ def summary(rows: list[Scored]) -> dict:
         result = {}
         for (shot, face), stats in sorted(scored.tracks.items()):
             mean, p95 = q.flicker_summary(stats.flicker)
-            result[f"{shot}.{face}"] = {"flicker_mean": mean, "flicker_p95": p95, "frames": stats.frames,
-                                        "swapped": stats.swapped}
+            jitter_mean, jitter_p95 = q.flicker_summary(stats.jitter)
+            result[f"{shot}.{face}"] = {"flicker_mean": mean, "flicker_p95": p95, "jitter_mean": jitter_mean,
+                                        "jitter_p95": jitter_p95, "frames": stats.frames, "swapped": stats.swapped}
         return result
 
     return {"total": block(rows), "clips": {s.name: block([s]) for s in rows},
@@ -445,7 +458,8 @@ COLUMNS = (("faces_judged", "judged", "{:.0f}"), ("accepted", "accept", "{:.0%}"
            ("found", "found", "{:.0%}"), ("missed", "missed", "{:.0f}"), ("face_frames", "of", "{:.0f}"),
            ("one_frames_none", "one:none", "{:.0f}"), ("toggles", "toggles", "{:.0f}"), ("jumps", "jumps", "{:.0f}"),
            ("flicker_mean", "flick", "{:+.2f}"), ("flicker_p95", "p95", "{:+.2f}"),
-           ("floor_flicker_mean", "enc.flk", "{:+.2f}"), ("switches", "switch", "{:.0f}"),
+           ("floor_flicker_mean", "enc.flk", "{:+.2f}"), ("jitter_mean", "jit", "{:+.2f}"),
+           ("jitter_p95", "jit95", "{:+.2f}"), ("switches", "switch", "{:.0f}"),
            ("background", "bg", "{:.2f}"), ("floor", "floor", "{:.2f}"), ("redetect_flicker_max", "tick", "{:.2f}"))
 
 
@@ -455,7 +469,7 @@ def table(report: dict) -> str:
     for name, block in [*report["clips"].items(), ("TOTAL", report["total"])]:
         cells = []
         for key, _, fmt in COLUMNS:
-            value = block[key]
+            value = block.get(key, float("nan"))  # (reports saved before a column existed)
             cells.append(f"{'-' if isinstance(value, float) and not np.isfinite(value) else fmt.format(value):>9}")
         lines.append(f"{name:<16}" + "".join(cells))
     return "\n".join(lines)
@@ -570,7 +584,7 @@ def main() -> int:
             else:
                 twin = next(c for c in clip_list if c.name == path.stem)
                 clip.frames, clip.boxes, clip.shot_of = twin.frames, twin.boxes, twin.shot_of
-                clip.people, clip.yaw = twin.people, twin.yaw
+                clip.people, clip.yaw, clip.cameras = twin.people, twin.yaw, twin.cameras
             inputs[clip.name] = path
             jobs.append((clip.source, clip.mode, path, work / f"out-{clip.name}"))
         images = [("t1_image", targets["t1"], "many", "collins"), ("astronaut_image", targets["astronaut"], "one",

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
+import cv2
 import numpy as np
 
 SWAPPED = 5.0  # mean |out - in| inside the box at or above which a face-frame counts as swapped
@@ -44,6 +45,21 @@ def added_flicker(in_prev: np.ndarray, in_cur: np.ndarray, out_prev: np.ndarray,
     return mean_abs(out_cur, out_prev, box) - mean_abs(in_cur, in_prev, box)
 
 
+def added_jitter(in_prev: np.ndarray, in_cur: np.ndarray, out_prev: np.ndarray, out_cur: np.ndarray,
+                 box: Sequence[float], camera: np.ndarray) -> float:
+    """Added flicker with the camera's motion taken out: the previous frame is first moved by `camera` (the
+    2x3 affine map from its pixels to the current frame's). A swapped face that moves rigidly with the
+    picture scores about 0 however sharp it is; what remains is the face changing on the picture (landmark
+    jitter, colour or mask changes)."""
+    size = (in_cur.shape[1], in_cur.shape[0])
+
+    def moved(frame: np.ndarray) -> np.ndarray:
+        return cv2.warpAffine(frame, np.asarray(camera, np.float64), size, flags=cv2.INTER_CUBIC,
+                              borderMode=cv2.BORDER_REFLECT)
+
+    return mean_abs(out_cur, moved(out_prev), box) - mean_abs(in_cur, moved(in_prev), box)
+
+
 def iou(a: Sequence[float], b: Sequence[float]) -> float:
     ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
     iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
@@ -62,15 +78,17 @@ class TrackStats:
     toggles: int = 0  # swapped -> not -> swapped
     jumps: int = 0
     flicker: list[float] = field(default_factory=list)  # added flicker of each judged face-frame
+    jitter: list[float] = field(default_factory=list)  # added jitter of the same face-frames, where known
     missed_at: list[int] = field(default_factory=list)
     jumps_at: list[int] = field(default_factory=list)
 
 
 def track_stats(strengths: Sequence[float], flickers: Sequence[float], frames: Sequence[int] | None = None,
-                expected: bool = True) -> TrackStats:
+                expected: bool = True, jitters: Sequence[float] | None = None) -> TrackStats:
     """Metrics of one track: `strengths[i]` of its i-th present frame, `flickers[i]` the added flicker
-    since the previous frame (nan where there is none: first frame, after a cut). `expected`: the face should
-    be swapped in every frame (mode many); otherwise misses are not counted."""
+    since the previous frame (nan where there is none: first frame, after a cut), `jitters[i]` its added
+    jitter (see `added_jitter`; nan where unknown). `expected`: the face should be swapped in every frame
+    (mode many); otherwise misses are not counted."""
     frames = list(range(len(strengths))) if frames is None else list(frames)
     stats = TrackStats(frames=len(strengths))
     swapped = [s >= SWAPPED for s in strengths]
@@ -84,6 +102,8 @@ def track_stats(strengths: Sequence[float], flickers: Sequence[float], frames: S
             continue
         if swapped[index] or (index > 0 and swapped[index - 1]):
             stats.flicker.append(float(flick))
+            if jitters is not None and np.isfinite(jitters[index]):
+                stats.jitter.append(float(jitters[index]))
         if swapped[index] and flick > JUMP:
             stats.jumps += 1
             stats.jumps_at.append(frame)

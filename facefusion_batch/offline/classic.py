@@ -58,6 +58,17 @@ MIN_FACE_SIZE = 8.0
 # other way round (facing away in the target's pose).
 MAX_STRETCH = 2.5
 LEVEL_BLEND = 0.02  # scales this close above a pyramid level sample that level alone
+# Detail matching: the warped source is softened until its detail (gradient energy over the mask's core, on
+# grey pre-blurred by DETAIL_PRE to leave sensor noise out) is no more than DETAIL_ALLOW times the target
+# face's (softening it all the way costs identity: sharp features are what a face is recognised by); the softening
+# is at most SOFTEN_MAX of the face size, measured on at most DETAIL_SIDE pixels across, and skipped below
+# SOFTEN_MIN pixels.
+DETAIL_PRE = 0.7
+DETAIL_ALLOW = 1.08
+DETAIL_PROBE = 1.0
+DETAIL_SIDE = 128
+SOFTEN_MAX = 0.03
+SOFTEN_MIN = 0.1
 
 
 @dataclass(frozen=True)
@@ -178,8 +189,58 @@ def swap_face(frame: np.ndarray, target_landmarks: np.ndarray, source: SourceTex
     mask = face_mask(local, (y1 - y0, x1 - x0), size, keep_mouth=keep_mouth, keep_eyes=keep_eyes,
                      cut=hidden, forehead_keep=source.forehead_keep)
     target = frame[y0:y1, x0:x1]
+    warped = match_detail(warped, target, mask, size)
     result[y0:y1, x0:x1] = _blend(target, match_colour(warped, target, mask), mask)
     return result
+
+
+def match_detail(warped: np.ndarray, target: np.ndarray, mask: np.ndarray, size: float) -> np.ndarray:
+    """``warped`` (uint8 BGR) softened by a Gaussian blur so that it carries no more detail than the target
+    face it replaces (gradient energy over the mask's core).
+
+    A source photo sharper than the video (a studio portrait on a soft, compressed or moving face) looks
+    pasted on, and as the face moves its sharp edges (glasses rims) change from frame to frame far more than
+    the face they replace: added flicker. The blur is found from two measurements of the source's detail
+    (as is and blurred by DETAIL_PROBE), taking detail to fall as a power of the blur; it depends on this frame
+    alone (no state, so a resumed chunk is the same), and changes smoothly as the face zooms.
+    """
+    core = mask > 0.5
+    if core.sum() < 16:
+        return warped
+    shrink = max(1.0, max(warped.shape[:2]) / DETAIL_SIDE)
+    small = (max(1, round(warped.shape[1] / shrink)), max(1, round(warped.shape[0] / shrink)))
+
+    def grey(image: np.ndarray) -> np.ndarray:  # large faces: measured on a smaller copy, the blur scaled up
+        grey = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY)
+        return (cv2.resize(grey, small, interpolation=cv2.INTER_AREA) if shrink > 1 else grey).astype(np.float32)
+
+    source_grey, target_grey = grey(warped), grey(target)
+    if shrink > 1:
+        core = cv2.resize(core.astype(np.uint8), small, interpolation=cv2.INTER_NEAREST).astype(bool)
+        if core.sum() < 16:
+            return warped
+    wanted = _detail(target_grey, core, 0.0) * DETAIL_ALLOW
+    sharp = _detail(source_grey, core, 0.0)
+    if sharp <= wanted or wanted <= 0:
+        return warped
+    # Detail falls as a power of the total blur (natural images: about its inverse square; noise: the inverse
+    # fourth power); the power is measured from a second, probe blur.
+    probed = _detail(source_grey, core, DETAIL_PROBE)
+    wider = float(np.hypot(DETAIL_PRE, DETAIL_PROBE))
+    power = np.log(sharp / max(probed, 1e-9)) / np.log(wider / DETAIL_PRE)
+    if power <= 0:
+        return warped
+    total = DETAIL_PRE * (sharp / wanted) ** (1 / power)
+    sigma = min(float(np.sqrt(max(total ** 2 - DETAIL_PRE ** 2, 0.0))) * shrink, SOFTEN_MAX * size)
+    return cv2.GaussianBlur(warped, (0, 0), sigma) if sigma >= SOFTEN_MIN else warped
+
+
+def _detail(grey: np.ndarray, core: np.ndarray, blur: float) -> float:
+    """Mean squared gradient of ``grey`` over ``core`` after a Gaussian blur of ``blur`` (plus DETAIL_PRE)."""
+    smooth = cv2.GaussianBlur(grey, (0, 0), float(np.hypot(DETAIL_PRE, blur)))
+    gx = cv2.Sobel(smooth, cv2.CV_32F, 1, 0, ksize=3)
+    gy = cv2.Sobel(smooth, cv2.CV_32F, 0, 1, ksize=3)
+    return float((gx * gx + gy * gy)[core].mean())
 
 
 def hidden_triangles(source: SourceTexture, points: np.ndarray) -> np.ndarray:

@@ -37,7 +37,7 @@ def begin(processor: FrameProcessor, target: Target, progress: TargetProgress, r
     decoded. `content` is the target's sha256 when the journal has it (recorded in the output's manifest)."""
     engine = processor.engine
     started = time.perf_counter()
-    calls = engine.detector_calls()
+    calls, profiles = engine.detector_calls(), profiles_left(engine)
 
     def failed(exc: Exception) -> Outcome:
         reason = (guard.disk_full_reason(target.path, exc, processor.settings.temp_path, target.output)
@@ -46,6 +46,7 @@ def begin(processor: FrameProcessor, target: Target, progress: TargetProgress, r
 
     def outcome(swapped: int, frames: int, note: str) -> Outcome:
         status = "done" if swapped else "no_face"
+        note = "; ".join(filter(None, [note, profile_note(profiles_made)]))
         return Outcome(str(target.path), status, str(target.output), note if swapped else NO_FACE, frames,
                        time.perf_counter() - started, calls_made)
 
@@ -57,12 +58,12 @@ def begin(processor: FrameProcessor, target: Target, progress: TargetProgress, r
             progress.start(1)
             swapped, note = process_image(processor, target, content)
             progress.advance(1)
-            calls_made = engine.detector_calls() - calls
+            calls_made, profiles_made = engine.detector_calls() - calls, profiles_left(engine) - profiles
             return lambda: outcome(swapped, 1, note)
         encoded = encode_video(target.path, target.output, processor, processor.tags,
                                job_options(processor.settings, processor.timings), progress.advance,
                                progress.start, resume_key, prepared, on_decoded, processor.seal(target.path, content))
-        calls_made = engine.detector_calls() - calls
+        calls_made, profiles_made = engine.detector_calls() - calls, profiles_left(engine) - profiles
     except Exception as exc:  # noqa: BLE001 - whatever one target raises is its failure, not the batch's
         result = failed(exc)
         return lambda: result
@@ -81,6 +82,20 @@ def begin(processor: FrameProcessor, target: Target, progress: TargetProgress, r
         return outcome(counters.frames_with_faces, counters.frames, note)
 
     return complete
+
+
+def profiles_left(engine: object) -> int:
+    """Face-frames the engine has left as they are so far because they were turned too far to swap well
+    (the offline engine counts them; an engine without the count: 0)."""
+    counter = getattr(engine, "profiles_left", None)
+    return int(counter.value) if counter is not None else 0
+
+
+def profile_note(count: int) -> str:
+    """The summary's note for `count` face-frames left unswapped in strong profile ('' for none)."""
+    if count <= 0:
+        return ""
+    return f"{count} face-frame{'s' if count != 1 else ''} turned too far to swap (near profile) left as they are"
 
 
 def process_image(processor: FrameProcessor, target: Target, content: str | None = None) -> tuple[int, str]:

@@ -35,6 +35,27 @@ def test_track_stats_counts_misses_toggles_and_jumps():
     assert q.track_stats(strengths, flickers, expected=False).missed == 0
 
 
+def test_jitter_takes_the_camera_motion_out_of_added_flicker():
+    rng = np.random.default_rng(1)
+    texture = rng.integers(0, 256, (60, 80), dtype=np.uint8)
+    soft = np.dstack([np.full((60, 80), 128, np.uint8)] * 3)  # the input face: flat
+    sharp = np.dstack([texture] * 3)  # the output face: sharp texture
+    camera = np.float64([[1, 0, 3], [0, 1, 0]])  # the picture moves 3 px right
+
+    def pan(frame):
+        return np.roll(frame, 3, axis=1)
+
+    box = (20, 10, 60, 50)
+    # The sharp output moving rigidly with the camera: much added flicker, no added jitter.
+    assert q.added_flicker(soft, pan(soft), sharp, pan(sharp), box) > 30
+    assert abs(q.added_jitter(soft, pan(soft), sharp, pan(sharp), box, camera)) < 0.5
+    # The output changing on the picture (another texture in the next frame): jitter.
+    other = np.dstack([rng.integers(0, 256, (60, 80), dtype=np.uint8)] * 3)
+    assert q.added_jitter(soft, pan(soft), sharp, pan(other), box, camera) > 30
+    strengths, flickers, jitters = [20, 20, 20], [np.nan, 1.0, 2.0], [np.nan, 0.5, np.nan]
+    assert q.track_stats(strengths, flickers, jitters=jitters).jitter == [0.5]
+
+
 def test_toggles():
     assert q.toggles([False, True, True, False]) == 0
     assert q.toggles([True, False, True, False, False, True]) == 2

@@ -266,3 +266,74 @@ def test_a_zooming_face_changes_smoothly_across_pyramid_levels(source, octaves):
     # (sharper or blurrier all at once) as a face zooms.
     assert len(source.levels) > int(np.ceil(octaves))
     assert _drawn_apart(source, octaves) < 1.5 * max(_drawn_apart(source, octaves + 0.2), 0.3)
+
+
+def detail(frame: np.ndarray, where: np.ndarray) -> float:
+    """Mean squared gradient of the grey frame over `where` (sensor-noise scale smoothed away)."""
+    grey = cv2.GaussianBlur(cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY).astype(np.float32), (0, 0), 0.7)
+    gx, gy = cv2.Sobel(grey, cv2.CV_32F, 1, 0), cv2.Sobel(grey, cv2.CV_32F, 0, 1)
+    return float((gx * gx + gy * gy)[where].mean())
+
+
+@pytest.fixture(scope="module")
+def soft_target(mesh) -> tuple[np.ndarray, np.ndarray]:
+    """The astronaut, small and out of focus (a soft video face): far less detail than the source photo."""
+    frame = cv2.resize(np.ascontiguousarray(skimage_data.astronaut()[:, :, ::-1]), (256, 256),
+                       interpolation=cv2.INTER_AREA)
+    frame = cv2.GaussianBlur(frame, (0, 0), 1.2)
+    return frame, mesh(frame)
+
+
+def test_a_source_sharper_than_the_target_is_softened_to_its_detail(soft_target, source, monkeypatch):
+    frame, landmarks = soft_target
+    core = skin(frame, landmarks)
+    swapped = classic.swap_face(frame, landmarks, source)
+    monkeypatch.setattr(classic, "match_detail", lambda warped, *a: warped)
+    unmatched = classic.swap_face(frame, landmarks, source)
+    assert detail(unmatched, core) > 1.7 * detail(frame, core), "the premise: the source photo is sharper"
+    assert detail(swapped, core) < 1.3 * detail(frame, core)
+    assert np.abs(swapped[core].astype(int) - frame[core].astype(int)).mean() > 10, "still swapped"
+
+
+def test_a_source_no_sharper_than_the_target_keeps_its_detail():
+    rng = np.random.default_rng(3)
+    sharp = rng.integers(0, 256, (80, 80, 3), dtype=np.uint8)
+    soft = cv2.GaussianBlur(sharp, (0, 0), 2.0)
+    mask = np.zeros((80, 80), np.float32)
+    mask[10:70, 10:70] = 1
+    assert classic.match_detail(soft, sharp, mask, 70.0) is soft
+    softened = classic.match_detail(sharp, soft, mask, 70.0)
+    assert detail(softened, mask > 0.5) < 1.3 * detail(soft, mask > 0.5) < detail(sharp, mask > 0.5)
+    # The softening is bounded by the face size (SOFTEN_MAX): a very soft target does not smear the source.
+    blurry = cv2.GaussianBlur(sharp, (0, 0), 6.0)
+    capped = classic.match_detail(sharp, blurry, mask, 20.0)
+    assert np.array_equal(capped, cv2.GaussianBlur(sharp, (0, 0), classic.SOFTEN_MAX * 20.0))
+    # A featureless target (flat, or a face hidden by something plain) gives nothing to match.
+    assert classic.match_detail(sharp, np.full_like(sharp, 128), mask, 70.0) is sharp
+
+
+def test_a_sharp_source_on_a_panning_soft_face_adds_little_flicker(soft_target, source, monkeypatch):
+    """A face moving 1.5 px a frame: the output's frame-to-frame change inside the face, beyond the input's,
+    is what the sharp source's edges add (the quality benchmark's added flicker)."""
+    frame, landmarks = soft_target
+    frames, points = [], []
+    for step in range(6):
+        matrix = np.float32([[1, 0, 1.5 * step], [0, 1, 0.5 * step]])
+        frames.append(cv2.warpAffine(frame, matrix, frame.shape[1::-1], flags=cv2.INTER_CUBIC,
+                                     borderMode=cv2.BORDER_REFLECT101))
+        moved = landmarks.copy()
+        moved[:, :2] += (1.5 * step, 0.5 * step)
+        points.append(moved)
+    x1, y1 = landmarks[:, :2].min(axis=0) + 10
+    x2, y2 = landmarks[:, :2].max(axis=0) - 10
+    box = (slice(int(y1), int(y2)), slice(int(x1), int(x2)))
+
+    def added_flicker() -> float:
+        out = [classic.swap_face(f, p, source) for f, p in zip(frames, points)]
+        change = [np.abs(b[box].astype(int) - a[box].astype(int)).mean() for a, b in zip(out, out[1:])]
+        own = [np.abs(b[box].astype(int) - a[box].astype(int)).mean() for a, b in zip(frames, frames[1:])]
+        return float(np.mean(change) - np.mean(own))
+
+    matched = added_flicker()
+    monkeypatch.setattr(classic, "match_detail", lambda warped, *a: warped)
+    assert matched < 0.6 * added_flicker()

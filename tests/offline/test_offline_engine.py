@@ -110,3 +110,25 @@ def test_second_mesh_fit_only_where_the_detector_box_disagrees_with_the_mesh(env
     refitted = original(frame, [face])  # what a second fit on the mesh's own box gives
     assert calls == []  # a frontal face: the detector box and the mesh agree, one fit is enough
     assert np.abs(refitted[0].landmarks[:, :2] - face.landmarks[:, :2]).max() < 0.03 * (face.box[2] - face.box[0])
+
+
+def test_faces_left_in_profile_are_counted_in_the_summary(env, capsys, monkeypatch):
+    from facefusion_batch.offline import classic
+
+    tmp_path, source = env
+    (tmp_path / "clips").mkdir()
+    make_clip(tmp_path / "clips" / "a.mp4", frames=12)
+    cv2.imwrite(str(tmp_path / "clips" / "b.png"), face_frame())
+    cv2.imwrite(str(tmp_path / "frontal.png"), face_frame())
+    assert main(["run", "-s", str(source), "-t", str(tmp_path / "frontal.png"), "-o", str(tmp_path / "o1"),
+                 "--json"]) == 0
+    assert "profile" not in json.loads(capsys.readouterr().out)["outcomes"][0]["reason"]
+    monkeypatch.setattr(classic, "PROFILE", -1.0)  # every face counts as turned too far
+    code = main(["run", "-s", str(source), "-t", str(tmp_path / "clips"), "-o", str(tmp_path / "o2"), "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    reasons = {o["target"].rsplit("/", 1)[-1]: o["reason"] for o in json.loads(captured.out)["outcomes"]}
+    assert "12 face-frames turned too far to swap" in reasons["a.mp4"]
+    assert "1 face-frame turned too far to swap" in reasons["b.png"]
+    assert main(["run", "-s", str(source), "-t", str(tmp_path / "frontal.png"), "-o", str(tmp_path / "o3")]) == 0
+    assert "1 face-frame turned too far to swap" in capsys.readouterr().out, "the human summary says it too"
