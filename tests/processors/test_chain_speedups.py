@@ -1,4 +1,5 @@
-"""The enhancer step folds the swapped face in only inside the box its mask reaches (`_footprint`)."""
+"""Speed-ups of the processor chain stay exact: the enhancer step folds the swapped face in only inside the
+box its mask reaches (`_footprint`); the parser picks the regions with per-plane maxima (`best_is_wanted`)."""
 import cv2
 import numpy as np
 
@@ -26,3 +27,18 @@ def test_footprint_is_none_when_the_mask_reaches_outside_and_empty_when_nothing_
     assert _footprint(mask, shifted, 512) is None
     x0, y0, x1, y1 = _footprint(np.zeros((256, 256), np.float32), shifted, 512)
     assert x1 <= x0 or y1 <= y0
+
+
+def test_best_is_wanted_matches_the_argmax_with_ties_counted_as_wanted():
+    from facefusion_batch.processors.masks import REGION_CLASSES, best_is_wanted
+
+    rng = np.random.default_rng(3)
+    scores = rng.standard_normal((19, 64, 64)).astype(np.float32)
+    scores[3, :4] = scores[4, :4] = 9  # two wanted classes tie for best
+    scores[15, 4:8] = scores[1, 4:8] = 9  # hair (not offered) ties with skin: counted as wanted
+    wanted = sorted(REGION_CLASSES[r] for r in ("skin", "left-eye", "nose"))
+    best = scores.argmax(0)
+    expected = np.isin(best, wanted) | (scores[wanted].max(0) >= scores.max(0))
+    got = best_is_wanted(scores, wanted)
+    assert (got == expected).all() and got[4:8].all() and not got.all()
+    assert best_is_wanted(scores, list(range(19))).all()
