@@ -99,6 +99,18 @@ def paste_back(frame: np.ndarray, crop: np.ndarray, mask: np.ndarray, matrix: np
     return frame
 
 
+
+def weighted_mean(first: np.ndarray, second: np.ndarray, first_weight: np.ndarray,
+                  second_weight: np.ndarray) -> np.ndarray:
+    """Per pixel (first * w1 + second * w2) / (w1 + w2) of two same-type images with (H, W) float32 weights
+    (0 where both weights are 0), rounded and saturated for uint8. One pass of OpenCV's SIMD blend instead of
+    numpy's chain of full-size temporaries; the weights are scaled so OpenCV's 1e-5 guard against a zero
+    sum disappears below float32's precision."""
+    scale = np.float32(1e3)
+    return cv2.blendLinear(first, second, np.multiply(first_weight, scale, dtype=np.float32),
+                           np.multiply(second_weight, scale, dtype=np.float32))
+
+
 # FaceFusion's warp templates: five points (eyes, nose, mouth corners) as fractions of the crop size.
 WARP_TEMPLATES: dict[str, np.ndarray] = {name: np.array(points, dtype=np.float32) for name, points in {
     "arcface_112_v1": [[0.35473214, 0.45658929], [0.64526786, 0.45658929], [0.50000000, 0.61154464],

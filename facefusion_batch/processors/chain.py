@@ -16,7 +16,8 @@ from typing import Sequence
 import cv2
 import numpy as np
 
-from facefusion_batch.faces.geometry import align_matrix, box_mask, compose, paste_back, transform_points, warp_crop
+from facefusion_batch.faces.geometry import (align_matrix, box_mask, compose, paste_back, transform_points, warp_crop,
+                                             weighted_mean)
 from facefusion_batch.faces.types import Face
 from facefusion_batch.processors.enhancer import Enhancer
 from facefusion_batch.processors.masks import MaskOptions, Occluder, Parser, area_mask, combine
@@ -103,48 +104,65 @@ class ProcessorChain:
         assert enhancer is not None
         size = enhancer.size
         matrices = [align_matrix(face.kps, enhancer.template, size) for face in faces]
-        inputs, swap_colours, swap_masks = [], [], []
+        inputs, swap_colours, swap_masks, boxes = [], [], [], []
         for index, matrix in enumerate(matrices):
-            colour, mask = None, np.zeros((size, size), dtype=np.float32)
+            colour = mask = box = None
             if swapped is not None:
                 face = swapped[index]
                 to_enhancer = compose(matrix, cv2.invertAffineTransform(face.matrix))
-                if _inside(face.mask, to_enhancer, size):
-                    colour = cv2.warpAffine(face.crop, to_enhancer, (size, size), flags=cv2.INTER_LINEAR,
-                                            borderMode=cv2.BORDER_REPLICATE)
-                    mask = cv2.warpAffine(face.mask, to_enhancer, (size, size), flags=cv2.INTER_LINEAR,
-                                          borderValue=0.0)
-                else:
+                box = _footprint(face.mask, to_enhancer, size)
+                if box is None:
                     paste_back(frame, face.crop, face.mask, face.matrix)
-            base = warp_crop(frame, matrix, size).astype(np.float32)
+                elif box[2] > box[0] and box[3] > box[1]:
+                    # only the box the swap mask reaches: outside it the enhancer sees the frame as it is
+                    x0, y0, x1, y1 = box
+                    local = to_enhancer.copy()
+                    local[:, 2] -= (x0, y0)
+                    colour = cv2.warpAffine(face.crop, local, (x1 - x0, y1 - y0), flags=cv2.INTER_LINEAR,
+                                            borderMode=cv2.BORDER_REPLICATE)
+                    mask = cv2.warpAffine(face.mask, local, (x1 - x0, y1 - y0), flags=cv2.INTER_LINEAR,
+                                          borderValue=0.0)
+            base = warp_crop(frame, matrix, size)
             if colour is not None:
-                base = base * (1 - mask[..., None]) + colour * mask[..., None]
-            inputs.append(np.clip(np.rint(base), 0, 255).astype(np.uint8))
+                x0, y0, x1, y1 = box
+                # the swapped face over the frame under its mask, rounded to uint8 (values are never negative)
+                base[y0:y1, x0:x1] = cv2.convertScaleAbs(
+                    weighted_mean(colour, base[y0:y1, x0:x1].astype(np.float32), mask, 1 - mask))
+            inputs.append(base)
             swap_colours.append(colour)
             swap_masks.append(mask)
+            boxes.append(box)
         enhanced = enhancer.enhance(inputs)
         occlusion = self.occluder.masks(inputs) if "occlusion" in self.masks.types else [None] * len(faces)
-        blend = enhancer.options.blend / 100.0
-        for matrix, out, colour, s, occ in zip(matrices, enhanced, swap_colours, swap_masks, occlusion):
+        blend = np.float32(enhancer.options.blend / 100.0)
+        for matrix, out, colour, s, box, occ in zip(matrices, enhanced, swap_colours, swap_masks, boxes, occlusion):
             e = self._enhance_box if occ is None else np.minimum(self._enhance_box, occ)
             be = blend * e
-            alpha = 1 - (1 - s) * (1 - be)
-            weight_swap = (s * (1 - be))[..., None]
-            mixed = out * be[..., None] + (colour * weight_swap if colour is not None else 0.0)
-            crop = mixed / np.maximum(alpha, 1e-6)[..., None]
-            paste_back(frame, crop.astype(np.float32), alpha.astype(np.float32), matrix)
+            if colour is not None:
+                # inside the swap mask's box: weighted_mean divides by be + s (1 - be), which is the alpha
+                # there; outside it s is 0, so the colour is the enhanced face and the alpha is be
+                x0, y0, x1, y1 = box
+                inner = be[y0:y1, x0:x1]
+                out[y0:y1, x0:x1] = weighted_mean(out[y0:y1, x0:x1], colour, inner, s * (1 - inner))
+                be[y0:y1, x0:x1] = 1 - (1 - s) * (1 - inner)
+            paste_back(frame, out, be, matrix)
         return frame
 
 
-def _inside(mask: np.ndarray, matrix: np.ndarray, size: int) -> bool:
-    """Whether every pixel `mask` pastes visibly (more than half a grey level's weight) lands inside a
-    size x size crop under `matrix`."""
+def _footprint(mask: np.ndarray, matrix: np.ndarray, size: int) -> tuple[int, int, int, int] | None:
+    """The box (x0, y0, x1, y1) of a size x size crop covering every pixel `mask` pastes visibly (more than
+    half a grey level's weight) under `matrix`, with a pixel to spare for interpolation; empty when nothing
+    is visible; None when some of it lands outside the crop."""
     visible = mask > 0.5 / 255
     rows, cols = np.any(visible, axis=1), np.any(visible, axis=0)
     if not rows.any():
-        return True
+        return (0, 0, 0, 0)
     y0, y1 = np.flatnonzero(rows)[[0, -1]]
     x0, x1 = np.flatnonzero(cols)[[0, -1]]
     corners = np.array([[x0, y0], [x1 + 1, y0], [x0, y1 + 1], [x1 + 1, y1 + 1]], dtype=np.float64)
     mapped = transform_points(corners, matrix)
-    return bool((mapped >= 0).all() and (mapped <= size).all())
+    if not ((mapped >= 0).all() and (mapped <= size).all()):
+        return None
+    low = np.maximum(np.floor(mapped.min(0)).astype(int) - 1, 0)
+    high = np.minimum(np.ceil(mapped.max(0)).astype(int) + 1, size)
+    return int(low[0]), int(low[1]), int(high[0]), int(high[1])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+import cv2
 import numpy as np
 
 from facefusion_batch.faces.geometry import WARP_TEMPLATES, align_matrix, warp_crop
@@ -121,7 +122,12 @@ class Swapper:
         return [pixel_boost.join(images[i * per_face:(i + 1) * per_face]) for i in range(len(crops))]
 
     def _from_output(self, out: np.ndarray) -> np.ndarray:
-        image = np.asarray(out, dtype=np.float32).transpose(0, 2, 3, 1)
+        """(N, 3, H, W) model output -> (N, H, W, 3) BGR float32 0..255, in place on one interleaved copy."""
+        planes = np.asarray(out, dtype=np.float32)
         if self.spec.kind in _DENORMALISED:
-            image = image * np.asarray(self.spec.std, dtype=np.float32) + np.asarray(self.spec.mean, dtype=np.float32)
-        return np.ascontiguousarray(np.clip(image, 0, 1)[..., ::-1] * 255.0)
+            planes = planes * np.asarray(self.spec.std, dtype=np.float32).reshape(1, 3, 1, 1) \
+                + np.asarray(self.spec.mean, dtype=np.float32).reshape(1, 3, 1, 1)
+        image = np.stack([cv2.merge([p[2], p[1], p[0]]) for p in planes])
+        np.clip(image, 0, 1, out=image)
+        image *= 255.0
+        return image

@@ -2,7 +2,7 @@ import cv2
 import numpy as np
 import pytest
 
-from facefusion_batch.faces.geometry import (align_matrix, feather_mask, iou, letterbox, nms, paste_back,
+from facefusion_batch.faces.geometry import (align_matrix, feather_mask, iou, letterbox, nms, paste_back, weighted_mean,
                                              similarity_transform, warp_crop)
 from facefusion_batch.models.catalog import TEMPLATES
 
@@ -72,3 +72,20 @@ def test_paste_back_outside_the_frame_is_a_no_op():
 
 def test_warp_crop_size():
     assert warp_crop(np.zeros((50, 60, 3), np.uint8), np.eye(2, 3, dtype=np.float32), 112).shape == (112, 112, 3)
+
+
+def test_weighted_mean_is_the_per_pixel_weighted_average_of_two_images():
+    rng = np.random.default_rng(7)
+    first, second = (rng.random((40, 50, 3), dtype=np.float32) * 255 for _ in range(2))
+    w1, w2 = (rng.random((40, 50), dtype=np.float32) for _ in range(2))
+    w1[:5], w2[:5] = 0, 0  # both weights 0: nothing
+    w2[5:10] = 1 - w1[5:10]  # weights summing to 1: a plain blend, exact to float32 precision
+    total = (w1 + w2)[..., None]
+    expected = np.where(total > 0, (first * w1[..., None] + second * w2[..., None]) / np.maximum(total, 1e-12), 0)
+    assert np.abs(weighted_mean(first, second, w1, w2) - expected).max() < 1e-3
+    assert not weighted_mean(first, second, w1, w2)[:5].any()
+    # uint8 images come back rounded and saturated
+    a, b = np.full((4, 4, 3), 10, np.uint8), np.full((4, 4, 3), 250, np.uint8)
+    half = np.full((4, 4), 0.5, np.float32)
+    out = weighted_mean(a, b, half, half)
+    assert out.dtype == np.uint8 and (out == 130).all()

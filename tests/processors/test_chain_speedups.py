@@ -1,0 +1,44 @@
+"""Speed-ups of the processor chain stay exact: the enhancer step folds the swapped face in only inside the
+box its mask reaches (`_footprint`); the parser picks the regions with per-plane maxima (`best_is_wanted`)."""
+import cv2
+import numpy as np
+
+from facefusion_batch.faces.geometry import box_mask
+from facefusion_batch.processors.chain import _footprint
+
+
+def test_footprint_box_holds_every_visibly_pasted_pixel():
+    mask = box_mask(256, 0.3, (0, 0, 0, 0))
+    matrix = cv2.getRotationMatrix2D((128.0, 128.0), 12, 1.2).astype(np.float32)
+    matrix[:, 2] += (128, 128)  # the 256 crop's centre on the 512 crop's: inside it, turned and larger
+    box = _footprint(mask, matrix, 512)
+    assert box is not None
+    x0, y0, x1, y1 = box
+    warped = cv2.warpAffine(mask, matrix, (512, 512), flags=cv2.INTER_LINEAR, borderValue=0.0)
+    outside = warped.copy()
+    outside[y0:y1, x0:x1] = 0
+    assert outside.max() <= 0.5 / 255  # nothing visible left out
+    assert (x1 - x0) * (y1 - y0) < 0.8 * 512 * 512  # and the box saves work: it is not the whole crop
+
+
+def test_footprint_is_none_when_the_mask_reaches_outside_and_empty_when_nothing_shows():
+    mask = box_mask(256, 0.3, (0, 0, 0, 0))
+    shifted = np.array([[1, 0, 300], [0, 1, 0]], np.float32)
+    assert _footprint(mask, shifted, 512) is None
+    x0, y0, x1, y1 = _footprint(np.zeros((256, 256), np.float32), shifted, 512)
+    assert x1 <= x0 or y1 <= y0
+
+
+def test_best_is_wanted_matches_the_argmax_with_ties_counted_as_wanted():
+    from facefusion_batch.processors.masks import REGION_CLASSES, best_is_wanted
+
+    rng = np.random.default_rng(3)
+    scores = rng.standard_normal((19, 64, 64)).astype(np.float32)
+    scores[3, :4] = scores[4, :4] = 9  # two wanted classes tie for best
+    scores[15, 4:8] = scores[1, 4:8] = 9  # hair (not offered) ties with skin: counted as wanted
+    wanted = sorted(REGION_CLASSES[r] for r in ("skin", "left-eye", "nose"))
+    best = scores.argmax(0)
+    expected = np.isin(best, wanted) | (scores[wanted].max(0) >= scores.max(0))
+    got = best_is_wanted(scores, wanted)
+    assert (got == expected).all() and got[4:8].all() and not got.all()
+    assert best_is_wanted(scores, list(range(19))).all()
