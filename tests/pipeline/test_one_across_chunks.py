@@ -151,3 +151,27 @@ def test_a_handover_survives_its_record_exactly_and_a_foreign_record_is_ignored(
     assert again.box == handover.box and again.thumb.dtype == np.float32 and np.array_equal(again.thumb, SCENE)
     for foreign in (None, {}, {"box": [1, 2, 3]}, {"box": [1, 2, 3, 4], "thumb": [2, 2, "!!"]}, [1, 2]):
         assert Handover.from_json(foreign) is None
+
+
+def test_a_ray_segment_continues_the_choice_the_segment_before_published(tmp_path, offline):
+    from facefusion_batch.executors.plan import Segment
+    from facefusion_batch.executors.worker import encode_segment
+    from facefusion_batch.targets import Target
+    from facefusion_batch.video.probe import probe
+
+    settings, processor = offline
+    clip = make_two_face_clip(tmp_path / "pair.mp4")
+    target, info = Target(clip, "video", tmp_path / "out" / "pair.mp4"), probe(clip)
+
+    def segments(shared: Workspace, order: list[tuple[int, int | None]]) -> list[str]:
+        for first, last in order:
+            assert encode_segment(processor, Segment(target, "k", first, last, info), shared,
+                                  lambda n: None).status == "done"
+        return swapped(np.concatenate([decode_all(shared.chunk(i)) for i in range(FRAMES // CHUNK)]), clip)
+
+    whole = encode(settings, processor, clip, Workspace(tmp_path / "whole"))
+    in_order = Workspace(tmp_path / "shared")
+    assert segments(in_order, [(0, 1), (1, None)]) == ["L"] * FRAMES
+    assert np.array_equal(np.concatenate([decode_all(in_order.chunk(i)) for i in range(2)]), whole)
+    # The second segment done before the first published its chunk: it has nothing to continue from.
+    assert segments(Workspace(tmp_path / "reversed"), [(1, None), (0, 1)]) == ["L"] * CHUNK + ["R"] * CHUNK
