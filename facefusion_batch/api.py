@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Sequence, Union
+from typing import Callable, Sequence, Union
 
 from facefusion_batch.driver import run_batch
 from facefusion_batch.errors import SettingsError
 from facefusion_batch.executors.base import Executor
 from facefusion_batch.metrics import RunMetrics
-from facefusion_batch.pipeline.batch import BatchResult, open_state
+from facefusion_batch.pipeline.batch import INTERRUPTED, BatchResult, open_state
 from facefusion_batch.pipeline.journal import Journal
 from facefusion_batch.pipeline.processor import Sources, source_paths
 from facefusion_batch.pipeline.progress import QuietReporter, Reporter
@@ -75,6 +75,66 @@ def run(source: PathLike | Sequence[PathLike], targets: PathLike | Sequence[Path
             metrics.end(result)
         journal.close()
         lock.release()
+
+
+def watch(source: PathLike | Sequence[PathLike], directories: Sequence[PathLike], settings: Settings, *,
+          settle: float = 3.0,
+          poll: bool = False, retry_failed: bool = False, wait: bool = False, reporter: Reporter | None = None,
+          metrics: RunMetrics | None = None, reload: Callable[[], Settings] | None = None) -> Summary:
+    """Watch `directories` until a signal (KeyboardInterrupt): process what they hold, then every file that
+    appears or changes once it has been unchanged for `settle` seconds (`poll`: poll instead of filesystem
+    events). Same journal, lock (held throughout) and output layout as `run` over the same directories.
+    `reload` gives the settings again when SIGHUP arrives. `source`: as for `run`. Returns the summary of
+    everything it did."""
+    from facefusion_batch.executors.watch import WatchExecutor
+    from facefusion_batch.executors.watch_feed import FolderFeed
+
+    specs = [str(d) for d in directories]
+    if not specs:
+        raise SettingsError("ffb watch needs at least one directory to watch (--target DIR)")
+    for spec in specs:
+        if not Path(spec).is_dir():
+            raise SettingsError(f"{spec}: not a directory; ffb watch watches directories (for single files or "
+                                "globs use ffb run)")
+    if settings.executor == "ray":
+        raise SettingsError("ffb watch runs its engine in this process; --executor ray is not supported by "
+                            "watch yet: run one ffb watch per machine on a shared incoming folder, or ffb run "
+                            "--executor ray from cron (see docs/deploy.md)")
+    reporter = GuardedReporter(reporter or QuietReporter())
+    signing = _check_signing(settings)
+    settings, dropped = _usable(settings)
+    for line in dropped:
+        reporter.message(f"ffb: {line}")
+    usable_reload = (lambda: _usable(reload())[0]) if reload is not None else None
+    lock, journal = open_state(settings, wait, reporter)
+    result = None
+    feed = FolderFeed([Path(s) for s in specs], settle, poll)
+    sources = source_paths(source)
+    faces = sources[0] if len(sources) == 1 else sources
+    try:
+        if metrics is not None:
+            metrics.started(journal)
+            metrics.waiting = feed.waiting
+        with WatchExecutor(settings, faces, journal, feed, specs, usable_reload,
+                           timings=metrics.stage_timings if metrics else None,
+                           on_engine=metrics.attach_engine if metrics else None) as executor:
+            result = run_batch(settings, [], executor, reporter, journal, retry_failed=retry_failed,
+                               notes=(signing,) if signing else ())
+            # A watch only ends by a signal: stopped while idle it cut no work, and no failure is recorded.
+            result.outcomes = [o for o in result.outcomes if not (o.target == "(batch)" and o.reason == INTERRUPTED)]
+            return result
+    finally:
+        feed.close()
+        if metrics is not None:
+            metrics.end(result)
+        journal.close()
+        lock.release()
+
+
+def _usable(settings: Settings) -> tuple[Settings, list[str]]:
+    from facefusion_batch.models.sessions import usable_settings
+
+    return usable_settings(settings)
 
 
 def _check_signing(settings: Settings) -> str:

@@ -7,10 +7,14 @@ Exit codes: 0 all targets done; 1 some target failed; 2 bad usage or settings; 3
 """
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import functools
+import inspect
 import json
 import os
+import re
+import signal
 import sys
 import time
 import uuid
@@ -93,7 +97,13 @@ def _utc_now() -> str:
 
 
 def _print_json_line(data: Any) -> None:
-    print(json.dumps(data, default=str, ensure_ascii=False), flush=True)
+    print(_utf8(json.dumps(data, default=str, ensure_ascii=False)), flush=True)
+
+
+def _utf8(text: str) -> str:
+    """JSON text that is valid UTF-8: a file name that is not (its bytes kept as lone surrogates) shows its
+    bytes as the text \\udcXX, as the journal and `ffb status` show them."""
+    return re.sub("[\ud800-\udfff]", lambda m: f"\\\\u{ord(m.group()):04x}", text)
 
 
 def _load(profile: Optional[Path], flags: dict[str, Any]):
@@ -104,7 +114,7 @@ def _load(profile: Optional[Path], flags: dict[str, Any]):
 
 
 def _print_json(data: Any) -> None:
-    print(json.dumps(data, indent=2, default=str))
+    print(_utf8(json.dumps(data, indent=2, default=str)))
 
 
 @app.command()
@@ -274,12 +284,16 @@ def run(
     if settings.output_file is not None:
         _check_output_file(settings.output_file, target)
 
-    if settings.executor == "ray":
+    if settings.executor == "ray" and _WATCHING.get() is None:  # watch refuses Ray, installed or not
         from facefusion_batch.executors import require_ray
 
         require_ray()  # before the lock: say at once how to install it
     for path in sources:
         check_source(path)  # before the lock and the models: exit 4 at once
+    watching = _WATCHING.get()
+    if watching is not None:  # `ffb watch`: these options, one long-lived run (see `watch` below)
+        return _watch(settings, lambda: _reloaded(profile, flags), sources[0] if len(sources) == 1 else sources,
+                      target, watching, wait, quiet, retry_failed, as_json, stamp)
     metrics = None
     if metrics_file:
         from facefusion_batch.metrics import FileMetrics
@@ -294,6 +308,118 @@ def run(
             code = 130 if result.interrupted else 1 if result.failed else 0
             _print_summary(result, as_json, stamp, code)
     return code
+
+
+@dataclass(frozen=True)
+class WatchOptions:
+    """What `ffb watch` adds to the options of `ffb run`."""
+
+    settle: float
+    poll: bool
+    metrics_port: Optional[int]
+    metrics_bind: str
+
+
+# Set (for one call) by the `watch` command, which runs `run`'s option handling: run then hands over to _watch.
+_WATCHING: contextvars.ContextVar[Optional[WatchOptions]] = contextvars.ContextVar("ffb_watching", default=None)
+# Options of `ffb run` that `ffb watch` does not take: every file is done once per change anyway (--force would
+# have nothing to mean after the first lot), and the metrics are served (--metrics-port), not written.
+_NOT_WATCH = ("force", "metrics_file")
+
+
+def watch(**options: Any) -> int:
+    """Keep watching directories and swap the source face into every video and image that lands in them.
+
+    Loads the engine and the source face once, processes what the --target directories already hold, then
+    every new or changed file once it is complete: its size and modification time unchanged for --settle
+    seconds (a file still being uploaded is never started). Same journal, lock and output layout as ffb run
+    with the same options, so cron and watch can take turns on the same folders: finished unchanged files
+    are skipped, a file replaced after it finished is done again.
+
+    SIGTERM (systemctl stop) or Ctrl-C: the chunk in hand is finished or checkpointed, the target journaled
+    as interrupted (the next run resumes it), and ffb exits 0 on SIGTERM, 130 on SIGINT. SIGHUP re-reads
+    the profile and applies it to the files that come next (the engine is rebuilt only when its settings
+    changed). One identity per watch (several -s photos of one person are averaged): for several people
+    run one watch each (see docs/deploy.md).
+
+    Example: ffb watch -s face.jpg -t incoming/ -o swapped/ --metrics-port 9101
+    """
+    watching = WatchOptions(options.pop("settle"), options.pop("poll"), options.pop("metrics_port"),
+                            options.pop("metrics_bind"))
+    token = _WATCHING.set(watching)
+    try:
+        return run.__wrapped__(**options, **{name: _RUN_DEFAULTS[name] for name in _NOT_WATCH})
+    finally:
+        _WATCHING.reset(token)
+
+
+def _watch_signature() -> None:
+    """`watch` takes `run`'s options (declared once, there) less _NOT_WATCH, plus its own."""
+    own = [
+        inspect.Parameter("settle", inspect.Parameter.KEYWORD_ONLY, annotation=float, default=typer.Option(
+            3.0, "--settle", min=0.0, help="Seconds a file must stay unchanged (size and modification time) "
+                                           "before it is taken: longer for slow uploads.")),
+        inspect.Parameter("poll", inspect.Parameter.KEYWORD_ONLY, annotation=bool, default=typer.Option(
+            False, "--poll", help="Poll the directories (every second) instead of filesystem events: for network "
+                                  "filesystems (NFS, SMB) where events from other machines never arrive.")),
+        inspect.Parameter("metrics_port", inspect.Parameter.KEYWORD_ONLY, annotation=Optional[int],
+                          default=typer.Option(None, "--metrics-port", min=0, max=65535, help="Serve Prometheus "
+                                               "metrics at http://BIND:PORT/metrics while watching (e.g. 9101).")),
+        inspect.Parameter("metrics_bind", inspect.Parameter.KEYWORD_ONLY, annotation=str, default=typer.Option(
+            "127.0.0.1", "--metrics-bind", help="Address the metrics endpoint listens on (0.0.0.0: every "
+                                                "interface; it has no authentication).")),
+    ]
+    taken = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in _RUN_SIGNATURE.parameters.values()
+             if p.name not in _NOT_WATCH]
+    parameters = taken + own
+    watch.__signature__ = inspect.Signature(parameters, return_annotation=int)
+    watch.__annotations__ = {**{p.name: p.annotation for p in parameters}, "return": int}
+
+
+def _watch(settings, reload, source_path: Path | list[Path], target: list[str], watching: WatchOptions, wait: bool,
+           quiet: bool, retry_failed: bool, as_json: bool, stamp: "RunStamp") -> int:
+    """`ffb watch` once `run` has checked the options: until a signal. Exit 0 on SIGTERM (a service stopped),
+    130 on SIGINT; an error before the watch began: its code."""
+    from facefusion_batch.api import watch as watch_folders
+    from facefusion_batch.metrics import RunMetrics, serve
+    from facefusion_batch.pipeline.batch import INTERRUPTED, BatchResult, Outcome
+    from facefusion_batch.pipeline.progress import make_reporter
+
+    if settings.output_file is not None:
+        raise SettingsError(f"--output {settings.output_file}: ffb watch writes into an output directory; "
+                            "pass -o DIR")
+    metrics = RunMetrics({"output": str(settings.output_path)})
+    server = None
+    with interrupts.handled() as signals:
+        reporter = make_reporter(quiet=quiet or settings.log_level == "error")
+        try:
+            if watching.metrics_port is not None:
+                server = serve(metrics.registry, watching.metrics_port, watching.metrics_bind)
+                reporter.message(f"ffb watch: metrics at http://{server.address}:{server.port}/metrics")
+            result = watch_folders(source_path, target, settings, settle=watching.settle, poll=watching.poll,
+                                   retry_failed=retry_failed, wait=wait, reporter=metrics.reporter(reporter),
+                                   metrics=metrics, reload=reload)
+        except KeyboardInterrupt:  # before the watch began (e.g. while waiting for the lock)
+            result = BatchResult(str(settings.engine), [], [], [Outcome("(batch)", "failed", reason=INTERRUPTED)],
+                                 interrupted=True)
+        finally:
+            with signals.held():
+                if server is not None:
+                    server.close()
+                metrics.close()
+                reporter.close()
+        with signals.held():
+            code = 0 if signals.signum == signal.SIGTERM else 130
+            result.interrupted = True
+            _print_summary(result, as_json, stamp, code, command="watch")
+    return code
+
+
+def _reloaded(profile: Optional[Path], flags: dict[str, Any]):
+    """The settings again (SIGHUP): the profile re-read, under the same flags; FfbError when it is wrong."""
+    settings = _load(profile, flags).settings
+    check_paths(settings)
+    return settings
 
 
 def _run(settings, source_path: Path | list[Path], target: list[str], wait: bool, quiet: bool, force: bool,
@@ -319,13 +445,13 @@ def _run(settings, source_path: Path | list[Path], target: list[str], wait: bool
     return result
 
 
-def _print_summary(result, as_json: bool, stamp: "RunStamp", code: int) -> None:
+def _print_summary(result, as_json: bool, stamp: "RunStamp", code: int, command: str = "run") -> None:
     """The summary as one JSON line or a table; a table that can't be drawn (e.g. rich rejects a name) falls
     back to plain lines: the summary is always printed."""
     if as_json:
         summary = result.to_dict()
         summary.pop("ok", None)
-        _print_json_line({**stamp.head(code), "command": "run", **summary})
+        _print_json_line({**stamp.head(code), "command": command, **summary})
         return
     try:
         _summary_table(result)
@@ -407,6 +533,12 @@ def _summary_table(result) -> None:
     counts = result.to_dict()["counts"]
     print_line(f"done {counts['done']}, no face {counts['no_face']}, skipped {counts['skipped']}, "
                f"failed {counts['failed']}")
+
+
+_RUN_SIGNATURE = inspect.signature(run.__wrapped__, eval_str=True)
+_RUN_DEFAULTS = {name: _RUN_SIGNATURE.parameters[name].default.default for name in _NOT_WATCH}
+_watch_signature()
+app.command("watch")(reports_errors(watch))
 
 
 @models_app.command("list")
@@ -743,7 +875,7 @@ MULTI_VALUE_FLAGS = ("--processors", "--face-mask-types", "--face-mask-padding",
 def join_multi_values(args: list[str]) -> list[str]:
     """`--processors face_swapper face_enhancer` as one value `face_swapper face_enhancer` (settings split it),
     taking every word up to the next flag as argparse's nargs='+' does; a repeated flag adds to its list."""
-    if not args or args[0] != "run":
+    if not args or args[0] not in ("run", "watch"):
         return args
     out: list[str] = []
     value_at: dict[str, int] = {}  # flag -> index of its joined value in `out`
@@ -775,7 +907,7 @@ def several_sources(args: list[str]) -> str | None:
     """FaceFusion takes several sources after one -s (`-s a.jpg b.jpg`); here the second would be taken as
     a positional target and get the face swapped in. An image right after the source is refused instead
     (ffb takes several sources as repeated -s)."""
-    if not args or args[0] != "run":
+    if not args or args[0] not in ("run", "watch"):
         return None
     from facefusion_batch.media import kind_of
 

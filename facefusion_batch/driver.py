@@ -4,6 +4,7 @@ It alone owns the run's bookkeeping: it finds the targets, asks the journal abou
 pulls it (skip, or claim it as `running`), records every end, shows progress and builds the summary. The
 executor (`executors.local`, `executors.ray_executor`, ...) only turns claimed targets into outcomes. The
 output lock and the journal are opened by the caller (`facefusion_batch.api`), before any model loads.
+A watch's executor (`executors.watch`) adds targets to its run as files arrive (`Work.add`).
 """
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ def run_batch(settings: Settings, specs: Sequence[str], executor: Executor, repo
         stopped = run.interrupted()
     stats = executor.stats()
     result = BatchResult(info.engine, list(info.models), stats.providers)
-    result.outcomes = refused + [run.outcomes[i] for i in range(len(targets)) if i in run.outcomes]
+    result.outcomes = refused + [run.outcomes[i] for i in range(len(run.targets)) if i in run.outcomes]
     if stopped:
         result.interrupted = True
         result.outcomes += [Outcome(name, "failed", reason=INTERRUPTED) for name in stopped]
@@ -88,9 +89,11 @@ class _Run(Work):
     # ---- claims ----------------------------------------------------------------------------------------
 
     def claims(self, hashes: Callable[[Path], str | None] | None = None) -> Iterator[Claim]:
-        for index, target in enumerate(self.targets):
+        for index, target in enumerate(self.targets):  # sees targets added meanwhile (`add`)
             if self._abandoned:
                 return
+            if index in self._claimed or index in self.outcomes:
+                continue  # handed out by an earlier `claims` of this run
             if self.journal is None:
                 self._claimed[index] = _Claimed("")
                 yield Claim(index, target, None)
@@ -125,6 +128,13 @@ class _Run(Work):
             if skip_outcome(self.journal, target, cached, self.output_key, self.force, self.retry_failed) is None:
                 return target, cached is None
         return None
+
+    def add(self, targets: Sequence[Target], output_key: str | None = None) -> None:
+        self.targets.extend(targets)
+        if output_key is not None:
+            self.output_key = output_key
+        if targets:
+            self.reporter.expect(len(targets))
 
     # ---- what the executor says ------------------------------------------------------------------------
 

@@ -21,11 +21,14 @@ class Interrupts:
 
     def __init__(self) -> None:
         self.signalled = False
+        self.signum: int | None = None  # the first signal (`ffb watch` exits 0 on SIGTERM, 130 on SIGINT)
         self._held = 0
 
     def handle(self, signum: int, frame: Any) -> None:
         first = not self.signalled
         self.signalled = True
+        if first:
+            self.signum = signum
         for sig in SIGNALS:  # at OS level: Python's shutdown leaves an ignored signal ignored
             signal.signal(sig, signal.SIG_IGN)
         if first and not self._held:

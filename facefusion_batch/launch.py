@@ -12,7 +12,7 @@ INTERRUPTED = 130
 
 
 def entry() -> None:
-    interrupts.install()
+    signals = interrupts.install()
     try:
         from facefusion_batch.cli import main
 
@@ -21,7 +21,7 @@ def entry() -> None:
         print("ffb: interrupted", file=sys.stderr)
         code = INTERRUPTED
     interrupts.ignore()
-    if code == INTERRUPTED:
+    if code == INTERRUPTED or signals.signalled:  # `ffb watch` stopped by SIGTERM exits 0
         _leave(code)
     sys.exit(code)
 

@@ -230,8 +230,8 @@ def temp_name(path: Path) -> Path:
     """A hidden sibling name for writing before the atomic rename; keeps the extension for muxers.
     Long names are shortened to a hash so the temp name fits where the final name fits."""
     name = f".{path.stem}.ffb-{os.getpid()}.tmp{path.suffix}"
-    if len(name.encode()) > 240:
-        digest = hashlib.sha1(path.name.encode()).hexdigest()[:16]
+    if len(os.fsencode(name)) > 240:  # the file system's bytes: a name that is not UTF-8 keeps its own
+        digest = hashlib.sha1(os.fsencode(path.name)).hexdigest()[:16]
         name = f".ffb-{digest}-{os.getpid()}.tmp{path.suffix}"
     return path.with_name(name)
 

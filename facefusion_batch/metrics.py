@@ -82,7 +82,10 @@ class RunMetrics:
         self.stage_timings = Timings(self._on_stage)
         self.inference_timings = Timings(self._on_inference)
         self.backlog = Gauge("ffb_backlog_targets", "Targets waiting: known to the run, not started, not "
-                             "ended.", registry=r)
+                             "ended (under ffb watch also the files that are still settling).", registry=r)
+        # `ffb watch` sets it: files its folders hold that were not handed to the run yet.
+        self.waiting: Callable[[], int] = lambda: 0
+        self.backlog.set_function(self._backlog)
         self.running = Gauge("ffb_targets_in_progress", "Targets started and not ended.", registry=r)
         self.last_success = Gauge("ffb_last_success_timestamp_seconds", "Unix time a target last finished "
                                   "(done or no face; from the journal before this run's first).", registry=r)
@@ -195,7 +198,11 @@ class RunMetrics:
 
     def _update_backlog(self) -> None:
         self.running.set(len(self._in_progress))
-        self.backlog.set(max(0, self._expected - self._ended_targets - len(self._in_progress)))
+
+    def _backlog(self) -> int:
+        with self._lock:
+            known = max(0, self._expected - self._ended_targets - len(self._in_progress))
+        return known + self.waiting()
 
     def _on_stage(self, name: str, seconds: float, count: int) -> None:
         if name == "faces":

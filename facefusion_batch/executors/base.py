@@ -58,6 +58,11 @@ class Work(Protocol):
         """The next video after target `after` that a claim is expected to hand out (judged without hashing
         it), and whether claiming it will have to hash it; None when there is none."""
 
+    def add(self, targets: Sequence[Target], output_key: str | None = None) -> None:
+        """More targets for this run (a watch's feed): the next `claims()` hands them out, each with its own
+        index even when a target of the same file came before. `output_key`: the settings behind what is
+        processed from now on changed (a reloaded profile). The reporter is told to expect `targets`."""
+
     def started(self, index: int, total: int) -> None:
         """Target `index` has `total` frames (1 for an image) and its frames are being processed."""
 

@@ -61,6 +61,12 @@ class Entry:
     ctime_ns: int | None = None  # None in rows written before it was recorded
 
 
+def text_of(value: object) -> str:
+    """`value` as text SQLite can store: a file name that is not UTF-8 (Python keeps its bytes as lone
+    surrogates) gets them written as \\udcXX escapes, the same ones every time, instead of failing."""
+    return str(value).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def settings_key(parts: dict[str, Any]) -> str:
     """A short stable hash of everything that shapes an output."""
     text = json.dumps(parts, sort_keys=True, default=str)
@@ -85,7 +91,7 @@ class Journal:
         self._db.close()
 
     def get(self, target: Path) -> Entry | None:
-        row = self._db.execute("SELECT * FROM targets WHERE target = ?", (str(resolved(target)),)).fetchone()
+        row = self._db.execute("SELECT * FROM targets WHERE target = ?", (text_of(resolved(target)),)).fetchone()
         return Entry(*row) if row else None
 
     def entries(self) -> Iterator[Entry]:
@@ -109,7 +115,7 @@ class Journal:
     def is_current(self, target: Path, output: Path, content: str, key: str) -> Entry | None:
         """The entry when the target finished with this content and settings and its output is intact."""
         entry = self.get(target)
-        if not entry or entry.content_hash != content or entry.settings_key != key or entry.output != str(output):
+        if not entry or entry.content_hash != content or entry.settings_key != key or entry.output != text_of(output):
             return None
         if entry.status in FINISHED:
             try:
@@ -137,7 +143,7 @@ class Journal:
             "INSERT OR REPLACE INTO targets (target, output, size, mtime_ns, content_hash, settings_key, status, "
             "reason, attempts, frames, seconds, output_size, output_mtime_ns, updated, ctime_ns) "
             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (str(resolved(target)), str(output), size, mtime, content, key, status, reason,
+            (text_of(resolved(target)), text_of(output), size, mtime, content, key, status, text_of(reason),
              attempts, frames, seconds, out_size, out_mtime, time.time(), ctime))
 
 

@@ -18,7 +18,8 @@ class Reporter(Protocol):
     def message(self, text: str) -> None: ...
 
     def expect(self, targets: int) -> None:
-        """How many targets the batch holds (before the first starts)."""
+        """How many targets the batch holds (before the first starts); a watch, whose batch grows, tells each
+        lot of new targets: the counts add up."""
 
     def start(self, name: str, total: int) -> None: ...
 
@@ -109,14 +110,14 @@ class PlainReporter:
         self._batch = BatchCount()
 
     def _print(self, text: str) -> None:
-        if not self._quiet:
-            print(text, file=self._stream, flush=True)
+        if not self._quiet:  # one event, one line of the log: a file name may hold a line break
+            print(" ".join(text.splitlines()), file=self._stream, flush=True)
 
     def message(self, text: str) -> None:
         self._print(text)
 
     def expect(self, targets: int) -> None:
-        self._batch.total = targets
+        self._batch.total += targets
 
     def start(self, name: str, total: int) -> None:
         with self._lock:
@@ -185,7 +186,7 @@ class RichReporter:
 
     def expect(self, targets: int) -> None:
         with self._lock:
-            self._batch.total = targets
+            self._batch.total += targets
 
     def start(self, name: str, total: int) -> None:
         with self._lock:

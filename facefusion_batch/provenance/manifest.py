@@ -8,6 +8,7 @@ the source face's sha256 (the face itself is never embedded) and the models used
 from __future__ import annotations
 
 import mimetypes
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,7 +63,7 @@ def definition(stamp: Stamp, output: Path, parent: Path, parent_sha256: str,
     ]
     manifest: dict[str, Any] = {
         "claim_generator_info": [{"name": "ffb", "version": stamp.version}],
-        "title": output.name,
+        "title": title_of(output),
         "format": mime_of(output),
         "assertions": [
             {"label": "c2pa.actions.v2", "data": {"actions": actions}},
@@ -77,8 +78,14 @@ def definition(stamp: Stamp, output: Path, parent: Path, parent_sha256: str,
     return manifest
 
 
+def title_of(path: Path) -> str:
+    """A file's name as manifest text: JSON takes only UTF-8, so the bytes of a name that is not UTF-8 show
+    as U+FFFD."""
+    return os.fsencode(path.name).decode("utf-8", "replace")
+
+
 def ingredient(parent: Path) -> dict[str, Any]:
-    return {"title": parent.name, "format": mime_of(parent), "relationship": "parentOf", "label": PARENT_LABEL}
+    return {"title": title_of(parent), "format": mime_of(parent), "relationship": "parentOf", "label": PARENT_LABEL}
 
 
 def data_hash(digest: bytes) -> dict[str, Any]:

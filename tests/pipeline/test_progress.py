@@ -123,3 +123,21 @@ def test_time_left_comes_from_targets_that_did_work():
     assert count.seconds_left(now=60.0, running=1.0) == pytest.approx(60.0 * 3 / 3)
     assert BatchCount(total=10, began=0.0).seconds_left(5.0, 0.0) is None
     assert clock(3725) == "1:02:05"
+
+
+def test_plain_reporter_gives_one_line_per_event_whatever_the_name_holds():
+    log = io.StringIO()
+    reporter = PlainReporter(log)
+    reporter.start("new\nline.mp4", 3)
+    reporter.finish("failed", "new\nline.mp4")
+    reporter.message("new\r\nline.mp4: not a video\x0bat all")
+    assert log.getvalue().splitlines() == ["new line.mp4: 3 frames", "new line.mp4: failed",
+                                           "new line.mp4: not a video at all"]
+
+
+def test_plain_reporters_expected_targets_add_up_as_a_watch_tells_them():
+    log = io.StringIO()
+    reporter = PlainReporter(log)
+    reporter.expect(2)
+    reporter.expect(3)  # the next lot of a watch
+    assert reporter._batch.total == 5

@@ -1,0 +1,182 @@
+"""The watch executor: a long-lived feed of targets from watched folders, for `ffb watch`.
+
+The engine and the source face are loaded once. What the folders already hold, then every file that appears
+or changes in them, is handed to the run driver once it is complete (`watch_feed.FolderFeed`): the driver
+claims it in the journal exactly as for `ffb run` (unchanged finished files are skipped, changed ones redone)
+and a local executor sharing this engine processes each lot. The run only ends by a signal (the driver
+journals the cut target as interrupted; the next run resumes it from its finished chunks).
+
+SIGHUP (`hangup`) re-reads the settings; the next files are processed with them, on the same engine unless
+a setting the engine is built from changed.
+"""
+from __future__ import annotations
+
+import dataclasses
+import signal
+import threading
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+from facefusion_batch.engines.base import FaceEngine
+from facefusion_batch.errors import FfbError
+from facefusion_batch.executors.base import EngineInfo, Stats, Work
+from facefusion_batch.executors.local import LocalExecutor
+from facefusion_batch.executors.watch_feed import FolderFeed
+from facefusion_batch.memory import apply_memory_limit
+from facefusion_batch.pipeline.batch import check_output_dir
+from facefusion_batch.pipeline.journal import Journal
+from facefusion_batch.pipeline.processor import FrameProcessor, Sources, prepare
+from facefusion_batch.settings import Settings
+from facefusion_batch.targets import Target, discover, resolved
+from facefusion_batch.timing import Timings
+from facefusion_batch.video.ffmpeg import use_ffmpeg
+
+# Settings a reloaded profile may change without a new engine: they shape outputs, not the models.
+_NOT_ENGINE = frozenset({
+    "output_path", "output_video_encoder", "output_video_preset", "output_video_quality", "temp_path",
+    "chunk_size", "frame_transport", "keypoint_reuse", "output_marking", "output_provenance", "c2pa_certificate",
+    "c2pa_private_key", "visible_label", "visible_label_position", "visible_label_size", "visible_label_opacity",
+    "log_level", "face_selector_mode", "reference_face_path", "system_memory_limit", "ffmpeg_path",
+})
+# Settings a reload can't change: the lock, the journal and the outputs' place are held for the watch's life.
+_FIXED = ("output_path", "executor", "ray_address")
+
+
+def engine_changed(old: Settings, new: Settings) -> bool:
+    """Whether `new` needs another engine than `old` (any setting not known to be engine-free counts)."""
+    return any(getattr(old, f.name) != getattr(new, f.name)
+               for f in dataclasses.fields(old) if f.name not in _NOT_ENGINE)
+
+
+class WatchExecutor:
+    concurrent_targets = False
+
+    def __init__(self, settings: Settings, source: Sources, journal: Optional[Journal], feed: FolderFeed,
+                 specs: Sequence[str], reload: Optional[Callable[[], Settings]] = None,
+                 timings: Optional[Timings] = None,
+                 on_engine: Optional[Callable[[FaceEngine], None]] = None) -> None:
+        """`specs`: the watched directories as the user gave them (outputs and journal records are named as
+        `ffb run` with the same targets names them); `reload` gives the settings again (on SIGHUP)."""
+        self.settings, self.source, self._journal = settings, source, journal
+        self.feed, self.specs = feed, list(specs)
+        self._reload, self._timings, self._on_engine = reload, timings, on_engine
+        self.processor: Optional[FrameProcessor] = None
+        self._previous_hup = None
+
+    # ---- Executor --------------------------------------------------------------------------------------
+
+    def start(self, targets: Sequence[Target], work: Work) -> EngineInfo:
+        """Watch first (what lands while the models load is seen), then load the engine and the source."""
+        check_output_dir(self.settings.output_dir)
+        use_ffmpeg(self.settings.ffmpeg_path)
+        apply_memory_limit(self.settings.system_memory_limit)
+        self._catch_hangup()
+        self.feed.say = work.message
+        self.feed.start()
+        messages: list[str] = []
+        self.processor = prepare(self.settings, self.source, messages.append)
+        self._engine_loaded(self.processor.engine)
+        engine = self.processor.engine
+        messages.append(f"ffb watch: watching {', '.join(self.specs)} ("
+                        f"{'polling' if self.feed.poll else 'filesystem events'}; a file is taken once unchanged "
+                        f"for {self.feed.settle:g} s)")
+        return EngineInfo(engine.name, tuple(engine.models), self.processor.output_key, tuple(messages))
+
+    def run(self, work: Work) -> None:
+        """Until a signal: wait for complete files, hand them to the driver, process them."""
+        while True:
+            paths = self.feed.ready()
+            if self.feed.woken:
+                self.feed.woken = False
+                self._reload_settings(work)
+            if paths:
+                self._process(work, paths)
+
+    def stats(self) -> Stats:
+        engine = self.processor.engine if self.processor else None
+        if engine is None:
+            return Stats([], 0, 0)
+        return Stats(engine.pool.active_providers(), engine.cache.computed, engine.detector_calls())
+
+    def close(self) -> None:
+        if self._previous_hup is not None:
+            signal.signal(signal.SIGHUP, self._previous_hup)
+            self._previous_hup = None
+        self.feed.close()
+        processor, self.processor = self.processor, None
+        if processor is not None:
+            processor.engine.close()
+
+    def __enter__(self) -> WatchExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- one lot ---------------------------------------------------------------------------------------
+
+    def _process(self, work: Work, paths: list[Path]) -> None:
+        targets = self._targets(paths, work)
+        if not targets:
+            return
+        work.add(targets)
+        with LocalExecutor(self.settings, self.source, self._journal, processor=self.processor,
+                           timings=self._timings) as local:
+            local.start(targets, work)
+            local.run(work)
+
+    def _targets(self, paths: list[Path], work: Work) -> list[Target]:
+        """The targets of the settled files, named and placed as `ffb run` over the watched directories
+        names and places them (so cron and watch share a journal and an output tree)."""
+        wanted = {resolved(p) for p in paths}
+        found, rejected = discover(self.specs, self.settings.output_dir)
+        for refused in rejected:
+            if resolved(refused.path) in wanted:
+                work.message(f"{refused.path}: {refused.reason}")
+        return [t for t in found if resolved(t.path) in wanted]
+
+    # ---- SIGHUP ----------------------------------------------------------------------------------------
+
+    def _catch_hangup(self) -> None:
+        """SIGHUP wakes the feed (no more: a handler must not do work); the reload happens in the loop,
+        between two lots. `close` puts the previous handler back."""
+        if self._reload is not None and threading.current_thread() is threading.main_thread():
+            self._previous_hup = signal.signal(signal.SIGHUP, lambda signum, frame: self.feed.wake())
+
+    def _reload_settings(self, work: Work) -> None:
+        if self._reload is None:
+            return
+        try:
+            settings = self._reload()
+        except FfbError as exc:
+            work.message(f"ffb watch: SIGHUP: settings not reloaded ({exc}); going on with those in use")
+            return
+        fixed = [name for name in _FIXED if getattr(settings, name) != getattr(self.settings, name)]
+        if fixed:
+            work.message(f"ffb watch: SIGHUP: {', '.join(fixed)} can't change while watching (restart ffb watch "
+                         "for that); keeping the value in use")
+            settings = dataclasses.replace(settings, **{name: getattr(self.settings, name) for name in fixed})
+        if settings == self.settings:
+            work.message("ffb watch: SIGHUP: settings unchanged")
+            return
+        assert self.processor is not None
+        old = self.processor.engine
+        rebuild = engine_changed(self.settings, settings)
+        try:
+            processor = prepare(settings, self.source, work.message, engine=None if rebuild else old)
+        except FfbError as exc:
+            work.message(f"ffb watch: SIGHUP: new settings not applied ({exc}); going on with those in use")
+            return
+        self.processor, self.settings = processor, settings
+        if rebuild:
+            old.close()
+            self._engine_loaded(processor.engine)
+        use_ffmpeg(settings.ffmpeg_path)
+        work.add([], processor.output_key)
+        engine = processor.engine
+        rebuilt = f" (engine rebuilt: {engine.name} ({', '.join(engine.models)}))" if rebuild else ""
+        work.message(f"ffb watch: SIGHUP: settings reloaded{rebuilt}; they apply to the files that come next")
+
+    def _engine_loaded(self, engine: FaceEngine) -> None:
+        if self._on_engine is not None:
+            self._on_engine(engine)
