@@ -185,7 +185,8 @@ def encode_segment(processor: FrameProcessor, item: Segment, shared: Workspace, 
         on_frames(done.frames)
         frames = done.frames
         if not done.done:
-            frames += encode_chunks(plan, scratch.make(), processor, on_frames, done.index, item.last).frames
+            frames += encode_chunks(plan, scratch.make(), processor, on_frames, done.index, item.last,
+                                    before=shared).frames
             scratch.publish(shared, size, done.index, item.last)
     except Exception as exc:  # noqa: BLE001 - one target's failure, whatever it is, is not the batch's
         return _failed(processor, target, exc, started)
