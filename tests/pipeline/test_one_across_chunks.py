@@ -153,7 +153,9 @@ def test_a_handover_survives_its_record_exactly_and_a_foreign_record_is_ignored(
         assert Handover.from_json(foreign) is None
 
 
-def test_a_ray_segment_continues_the_choice_the_segment_before_published(tmp_path, offline):
+def test_a_ray_segment_chooses_afresh_at_its_start_whatever_order_segments_finish(tmp_path, offline):
+    """A segment's output must not depend on whether the segment before had published its last chunk: its
+    first chunk chooses afresh (a retried segment continues from its own published chunks)."""
     from facefusion_batch.executors.plan import Segment
     from facefusion_batch.executors.worker import encode_segment
     from facefusion_batch.targets import Target
@@ -163,15 +165,22 @@ def test_a_ray_segment_continues_the_choice_the_segment_before_published(tmp_pat
     clip = make_two_face_clip(tmp_path / "pair.mp4")
     target, info = Target(clip, "video", tmp_path / "out" / "pair.mp4"), probe(clip)
 
+    def frames(shared: Workspace) -> np.ndarray:
+        return np.concatenate([decode_all(shared.chunk(i)) for i in range(FRAMES // CHUNK)])
+
     def segments(shared: Workspace, order: list[tuple[int, int | None]]) -> list[str]:
         for first, last in order:
             assert encode_segment(processor, Segment(target, "k", first, last, info), shared,
                                   lambda n: None).status == "done"
-        return swapped(np.concatenate([decode_all(shared.chunk(i)) for i in range(FRAMES // CHUNK)]), clip)
+        return swapped(frames(shared), clip)
 
+    in_order, reversed_ = Workspace(tmp_path / "shared"), Workspace(tmp_path / "reversed")
+    assert segments(in_order, [(0, 1), (1, None)]) == ["L"] * CHUNK + ["R"] * CHUNK
+    assert segments(reversed_, [(1, None), (0, 1)]) == ["L"] * CHUNK + ["R"] * CHUNK
+    assert np.array_equal(frames(in_order), frames(reversed_))
+    # A segment retried after its first chunk was published continues from it, as a local resume does.
+    retried = Workspace(tmp_path / "retried")
+    assert encode_segment(processor, Segment(target, "k", 0, 1, info), retried, lambda n: None).status == "done"
+    assert segments(retried, [(0, None)]) == ["L"] * FRAMES
     whole = encode(settings, processor, clip, Workspace(tmp_path / "whole"))
-    in_order = Workspace(tmp_path / "shared")
-    assert segments(in_order, [(0, 1), (1, None)]) == ["L"] * FRAMES
-    assert np.array_equal(np.concatenate([decode_all(in_order.chunk(i)) for i in range(2)]), whole)
-    # The second segment done before the first published its chunk: it has nothing to continue from.
-    assert segments(Workspace(tmp_path / "reversed"), [(1, None), (0, 1)]) == ["L"] * CHUNK + ["R"] * CHUNK
+    assert np.array_equal(frames(retried), whole)
