@@ -132,13 +132,15 @@ class Selection:
         return [t for t in tracked if _majority(tracks[t.track].votes if t.track in tracks else [answers[t.track]])]
 
     def _choose_one(self, tracked: list[Tracked], tracker: Tracker) -> list[Tracked]:
-        """The shot's chosen track, kept while it lives; chosen anew by `order` when it ended."""
+        """The shot's chosen track, kept while it lives (across chunks too); chosen anew by `order` when it
+        ended."""
         if self.order == "large-small":
             return tracker.choose_one(tracked)
         present = {t.track: t for t in tracked}
         if tracker.chosen not in present:
+            carried = tracker.carried(tracked)  # the chunk before's choice, when it continues here
             first = sort_faces([t.face for t in tracked], self.order)[0]
-            tracker.chosen = next(t.track for t in tracked if t.face is first)
+            tracker.chosen = carried if carried is not None else next(t.track for t in tracked if t.face is first)
         return [present[tracker.chosen]]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Protocol, Sequence
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from facefusion_batch.pipeline.batch import Outcome
 from facefusion_batch.targets import Target
@@ -43,6 +43,13 @@ class Stats:
     providers: list[str]
     source_embeddings_computed: int
     detector_calls: int | None  # None: the sum of the outcomes' own counts
+
+    @classmethod
+    def of(cls, engine: Any) -> "Stats":
+        """The figures of a local engine (a FaceEngine), or none when no engine was loaded."""
+        if engine is None:
+            return cls([], 0, 0)
+        return cls(engine.pool.active_providers(), engine.cache.computed, engine.detector_calls())
 
 
 class Work(Protocol):

@@ -150,10 +150,7 @@ class LocalExecutor:
             pass
 
     def stats(self) -> Stats:
-        engine = self.processor.engine if self.processor else None
-        if engine is None:
-            return Stats([], 0, 0)
-        return Stats(engine.pool.active_providers(), engine.cache.computed, engine.detector_calls())
+        return Stats.of(self.processor.engine if self.processor else None)
 
     def close(self) -> None:
         if self._lookahead is not None:

@@ -185,7 +185,12 @@ def encode_segment(processor: FrameProcessor, item: Segment, shared: Workspace, 
         on_frames(done.frames)
         frames = done.frames
         if not done.done:
-            frames += encode_chunks(plan, scratch.make(), processor, on_frames, done.index, item.last).frames
+            # Mode `one` continues its choice from this segment's own chunk before the resume point only:
+            # the segment before may or may not have published its last chunk yet, and an output must not
+            # depend on which node finished first. A segment's first chunk chooses afresh.
+            own = shared if done.index > item.first else None
+            frames += encode_chunks(plan, scratch.make(), processor, on_frames, done.index, item.last,
+                                    before=own).frames
             scratch.publish(shared, size, done.index, item.last)
     except Exception as exc:  # noqa: BLE001 - one target's failure, whatever it is, is not the batch's
         return _failed(processor, target, exc, started)

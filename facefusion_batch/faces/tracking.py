@@ -2,7 +2,8 @@
 
 Pure and single-threaded: the pipeline feeds `Tracker.update` the faces of each frame in frame order (see
 pipeline/analysis.py `TrackState`), and swaps the faces it returns. A fresh tracker starts at every chunk,
-so a resumed run, which analyses each chunk alone, makes the same choices as an uninterrupted one.
+so a resumed run, which analyses each chunk alone, makes the same choices as an uninterrupted one. Only mode
+`one`'s choice crosses a chunk boundary, as a `Handover` recorded with the finished chunk (see its docstring).
 
 Smoothing: each track keeps filtered points (mesh landmarks, the 5 keypoints and the box corners, so all
 stay consistent) and a velocity. A frame's raw points are blended into the prediction (filtered + velocity)
@@ -13,6 +14,7 @@ the track keeps its own shape at the fit's position until fits agree again or th
 """
 from __future__ import annotations
 
+import base64
 import dataclasses
 from dataclasses import dataclass, field
 
@@ -172,6 +174,33 @@ class Track:
 
 
 @dataclass(frozen=True)
+class Handover:
+    """What mode `one` carries from one chunk to the next: the chosen face's box in the chunk's last frame and
+    the thumbnail of the chunk's last reference frame. The next chunk's tracker prefers the face over that box
+    for its first choice, unless its first frame is a cut from that thumbnail. It is recorded with the
+    finished chunk (`to_json`), so a resumed run starts the next chunk from exactly what an uninterrupted one
+    hands over in memory (that one goes through `to_json` too)."""
+
+    box: tuple[float, float, float, float]
+    thumb: np.ndarray  # grey, float32 of whole grey levels (pipeline/analysis.py `thumbnail`)
+
+    def to_json(self) -> dict:
+        grey = np.clip(np.rint(self.thumb), 0, 255).astype(np.uint8)
+        return {"box": [float(v) for v in self.box], "thumb": [*grey.shape, base64.b64encode(grey.tobytes()).decode()]}
+
+    @classmethod
+    def from_json(cls, data: object) -> Handover | None:
+        """The handover recorded by `to_json`; None for anything else (a sidecar from an older version)."""
+        try:
+            box = tuple(float(v) for v in data["box"])  # type: ignore[index]
+            height, width, encoded = data["thumb"]  # type: ignore[index]
+            grey = np.frombuffer(base64.b64decode(encoded), np.uint8).reshape(int(height), int(width))
+        except (TypeError, KeyError, ValueError):
+            return None
+        return cls(box, grey.astype(np.float32)) if len(box) == 4 else None  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
 class Tracked:
     """One face to swap in a frame: its track, the smoothed face, and whether it was carried (no face of
     its own in this frame)."""
@@ -184,11 +213,14 @@ class Tracked:
 class Tracker:
     """Face tracks over consecutive frames of one chunk; `update` must be called in frame order."""
 
-    def __init__(self, width: int, height: int, smooth: bool = True) -> None:
+    def __init__(self, width: int, height: int, smooth: bool = True, handover: Handover | None = None) -> None:
         self._width, self._height, self._smooth = width, height, smooth
         self.tracks: dict[int, Track] = {}
         self._next_id = 0
-        self._thumb: np.ndarray | None = None
+        # The chunk before's last reference: a cut between it and this chunk's first frame is found as any.
+        self._thumb: np.ndarray | None = handover.thumb if handover is not None else None
+        self._handover = handover  # until the first choice, or a cut
+        self._last: dict[int, np.ndarray] = {}  # the boxes of the latest frame's faces, by track
         self.chosen: int | None = None  # mode `one`: the track chosen for the current shot
         self.cuts = 0
         self.coasted = 0  # face-frames swapped through a detection miss
@@ -205,6 +237,7 @@ class Tracker:
             if is_cut(self._thumb, thumb):
                 self.tracks.clear()
                 self.chosen = None
+                self._handover = None
                 self.cuts += 1
             self._thumb = thumb
         pairs = self._associate(index, faces)
@@ -231,6 +264,7 @@ class Tracker:
                 continue
             self.coasted += 1
             result.append(Tracked(track.id, _face(track.face, predicted), coasting=True))
+        self._last = {t.track: t.face.box for t in result}
         return result
 
     def cut(self, thumb: np.ndarray) -> bool:
@@ -333,8 +367,27 @@ class Tracker:
         if self.chosen not in present:
             if not present:
                 return []
-            self.chosen = max(present, key=lambda i: self.tracks[i].area)
+            carried = self.carried(tracked)
+            self.chosen = carried if carried is not None else max(present, key=lambda i: self.tracks[i].area)
         return [present[self.chosen]]
+
+    def carried(self, tracked: list[Tracked]) -> int | None:
+        """For the first choice after a handover (no cut since): the track overlapping the box the chunk
+        before chose most (MATCH_IOU at least), else None. Used once: later choices are the shot's own."""
+        handover, self._handover = self._handover, None
+        if handover is None:
+            return None
+        box = np.array(handover.box, np.float32)
+        overlaps = [(_iou(box, t.face.box), t.track) for t in tracked]
+        best = max(overlaps, default=(0.0, None))
+        return best[1] if best[0] >= MATCH_IOU else None
+
+    def handover(self) -> Handover | None:
+        """What the next chunk needs to keep this chunk's choice (mode `one`): None when nothing is chosen in
+        the latest frame."""
+        if self.chosen is None or self.chosen not in self._last or self._thumb is None:
+            return None
+        return Handover(tuple(float(v) for v in self._last[self.chosen]), self._thumb)  # type: ignore[arg-type]
 
 
 def _contained(a: np.ndarray, b: np.ndarray) -> float:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
-from facefusion_batch.faces.tracking import Tracker
+from facefusion_batch.faces.tracking import Handover, Tracker
 from facefusion_batch.faces.types import Face
 
 THUMB_WIDTH = 96
@@ -76,6 +76,33 @@ class TrackState:
         self._done = threading.Condition()
         self._abandoned = False
         self.tracker: Tracker | None = None
+        self._handover: Handover | None = None  # from the chunk before, recorded with it
+        self._before: tuple[TrackState, int] | None = None  # ... or its tracks, done once frame `end` - 1 is
+
+    def follow(self, before: TrackState | Handover | None, start: int) -> None:
+        """This gate's frames start at `start` and continue the chunk before: its tracks (processed in this
+        run, done with frame `start` - 1) or its recorded handover (None: a fresh start). Only mode `one`'s
+        choice is carried over (faces/tracking.py `Handover`)."""
+        if isinstance(before, TrackState):
+            self._before = (before, start)
+        else:
+            self._handover = before
+
+    def handover(self) -> Handover | None:
+        """What the next chunk needs from this one's tracks, once its last frame had its turn."""
+        handover = self.tracker.handover() if self.tracker is not None else None
+        # Through its record even in memory: an uninterrupted run hands over exactly what a resumed one reads.
+        return Handover.from_json(handover.to_json()) if handover is not None else None
+
+    def _inherited(self) -> Handover | None:
+        if self._before is None:
+            return self._handover
+        before, end = self._before
+        with before._done:
+            before._done.wait_for(lambda: before._abandoned or (before._next is not None and before._next >= end))
+            if before._next is None or before._next < end:
+                raise CancelledError(f"frame {end}: the video stopped before the chunk before it was done")
+        return before.handover()
 
     @contextlib.contextmanager
     def turn(self, index: int, shape: tuple[int, ...] | None):
@@ -87,7 +114,7 @@ class TrackState:
                 raise CancelledError(f"frame {index}: the video stopped before its turn")
         try:
             if self.tracker is None and shape is not None:
-                self.tracker = Tracker(shape[1], shape[0], self._smooth)
+                self.tracker = Tracker(shape[1], shape[0], self._smooth, self._inherited())
             yield self.tracker
         finally:
             with self._done:

@@ -16,6 +16,7 @@ from typing import IO, Callable, Iterator, Protocol
 import numpy as np
 
 from facefusion_batch.errors import MediaError, TargetError
+from facefusion_batch.faces.tracking import Handover
 from facefusion_batch.media import temp_name
 from facefusion_batch.pipeline.analysis import MotionGate, Reference, TrackState
 from facefusion_batch.pipeline.frames import Spool, load, ordered_map
@@ -197,17 +198,23 @@ def encode_video(path: Path, out: Path, frame_fn: FrameProcessor, tags: dict[str
 
 def encode_chunks(plan: VideoPlan, workspace: Workspace, frame_fn: FrameProcessor, on_frames: Callable[[int], None],
                   first: int = 0, last: int | None = None, decoder: Decoder | None = None,
-                  on_decoded: Callable[[], None] | None = None) -> Counters:
+                  on_decoded: Callable[[], None] | None = None, before: Workspace | None = None) -> Counters:
     """Process and encode chunks `first` .. `last` - 1 (None: to the end of the video) into `workspace`,
     skipping those already finished. Reaching the end writes `end.json` with the video's frame count.
     `decoder` is one already started on the video (from its first frame); `on_decoded` is called once the
-    video has been decoded to its end."""
+    video has been decoded to its end. The first chunk processed continues mode `one`'s choice from the
+    finished chunk before it, looked for in `workspace`, then in `before` (a Ray segment's shared workspace,
+    where the segment before may or may not have published it yet: without it the choice starts afresh)."""
     resume = workspace.resume(plan.options.chunk_size, first, last)
     counters = Counters(resume.frames, resume.faces, resumed_frames=resume.frames)
     on_frames(resume.frames)
     if resume.done:
         return counters  # nothing left in the range, or the video ended with the last finished chunk
-    processed = _transcode(plan, workspace, frame_fn, on_frames, resume.index, last, decoder, on_decoded)
+    handover = None
+    if resume.index > 0:
+        source = workspace if workspace.finished(resume.index - 1) is not None else before
+        handover = Handover.from_json(source.handover(resume.index - 1)) if source is not None else None
+    processed = _transcode(plan, workspace, frame_fn, on_frames, resume.index, last, decoder, on_decoded, handover)
     counters.frames += processed.frames
     counters.frames_with_faces += processed.frames_with_faces
     return counters
@@ -257,8 +264,8 @@ def finish_video(plan: VideoPlan, workspace: Workspace, tags: dict[str, str], se
 
 
 def _transcode(plan: VideoPlan, workspace: Workspace, frame_fn: FrameProcessor, on_frames: Callable[[int], None],
-               first: int, last: int | None, decoder: Decoder | None, on_decoded: Callable[[], None] | None
-               ) -> Counters:
+               first: int, last: int | None, decoder: Decoder | None, on_decoded: Callable[[], None] | None,
+               handover: Handover | None = None) -> Counters:
     """Process and encode the frames of chunks `first` .. `last` - 1, in stages connected by bounded
     windows: decode (ffmpeg) -> spool (reader thread) -> plan references (motion gate) -> analyse them
     ahead (pool) -> swap in order (pool, `in_flight` at most) -> chunk writer (one encoder per chunk)."""
@@ -267,8 +274,8 @@ def _transcode(plan: VideoPlan, workspace: Workspace, frame_fn: FrameProcessor, 
     stop = None if last is None else last * options.chunk_size
     decoder = decoder or Decoder(info, options.temp_root)
     spool = _spool(plan, workspace, decoder, start, stop, on_decoded)
-    stages = _FrameStages(plan, frame_fn)
-    writer = _ChunkWriter(plan, workspace, start, on_frames)
+    stages = _FrameStages(plan, frame_fn, handover)
+    writer = _ChunkWriter(plan, workspace, start, on_frames, stages.handover)
     finished = False
     try:
         with ThreadPoolExecutor(options.threads, thread_name_prefix="ffb-frame") as pool:
@@ -313,22 +320,32 @@ class _FrameStages:
     """Planning, analysis ahead and processing of one range of frames (the middle stages of `_transcode`).
     Reference frames loaded for their analysis wait in `preloaded` for their turn to be processed."""
 
-    def __init__(self, plan: VideoPlan, frame_fn: FrameProcessor) -> None:
+    def __init__(self, plan: VideoPlan, frame_fn: FrameProcessor, handover: Handover | None = None) -> None:
         self._info, self._options, self._frame_fn = plan.info, plan.options, frame_fn
+        self._handover = handover  # recorded by the chunk before the range
         self._preloaded: dict[int, np.ndarray] = {}  # reference frames loaded by their analysis, by index
         self._analyses: list[tuple[Future, Reference]] = []
-        self._tracks: list[TrackState] = []  # the face tracks of the gates planned so far
+        self._tracks: dict[int, TrackState] = {}  # the face tracks of the gates planned so far, by chunk
 
     def planned(self, spool: Spool, start: int) -> Iterator[tuple[object, Reference, bool, int]]:
         """(payload, reference, is_new, index) per frame. A fresh gate per chunk: every chunk is analysed
-        alone, so resumed and split runs choose alike."""
+        alone, so resumed and split runs choose alike; only mode `one`'s choice is handed over to the next
+        chunk, the same in memory as recorded on disk."""
         gate: MotionGate | None = None
         for index, (payload, thumb) in enumerate(spool, start):
             if index % self._options.chunk_size == 0 or gate is None:
                 gate = self._frame_fn.new_gate()
                 if gate.tracks is not None:
-                    self._tracks.append(gate.tracks)
+                    chunk = index // self._options.chunk_size
+                    gate.tracks.follow(self._tracks.get(chunk - 1, self._handover), index)
+                    self._tracks[chunk] = gate.tracks
             yield (payload, *gate.plan(index, thumb, self._info.width), index)
+
+    def handover(self, chunk: int) -> dict | None:
+        """The handover chunk `chunk` records (all its frames processed), as stored."""
+        tracks = self._tracks.get(chunk)
+        handover = tracks.handover() if tracks is not None else None
+        return handover.to_json() if handover is not None else None
 
     def analysed_ahead(self, pool: ThreadPoolExecutor, planned: Iterator[tuple[object, Reference, bool, int]]
                        ) -> Iterator[tuple[object, Reference, bool, int]]:
@@ -367,7 +384,7 @@ class _FrameStages:
         for analysis, reference in self._analyses:
             if analysis.cancel():
                 reference.result.set_exception(CancelledError())
-        for tracks in self._tracks:  # frames waiting for a turn that a failed or dropped frame won't take
+        for tracks in self._tracks.values():  # frames waiting for a turn that a failed or dropped frame won't take
             tracks.abandon()
 
     def _analyse(self, payload: object, reference: Reference) -> None:
@@ -385,8 +402,10 @@ class _FrameStages:
 class _ChunkWriter:
     """The last stage: frames in order into one encoder per chunk of the workspace, counted."""
 
-    def __init__(self, plan: VideoPlan, workspace: Workspace, start: int, on_frames: Callable[[int], None]) -> None:
+    def __init__(self, plan: VideoPlan, workspace: Workspace, start: int, on_frames: Callable[[int], None],
+                 handover: Callable[[int], dict | None] = lambda chunk: None) -> None:
         self._plan, self._workspace, self._on_frames = plan, workspace, on_frames
+        self._handover = handover  # what a chunk, once written, records for the next
         self.index = start  # the next frame's index in the video
         self.counters = Counters()
         self._encoder: _Encoder | None = None
@@ -398,7 +417,7 @@ class _ChunkWriter:
                 if self._encoder:
                     self._encoder.close()
                 self._encoder = _Encoder(self._workspace, self.index // options.chunk_size, self._plan.info,
-                                         options.encode, self._plan.container)
+                                         options.encode, self._plan.container, self._handover)
             assert self._encoder is not None
             self._encoder.write(frame, swapped > 0)
         self.index += 1
@@ -446,8 +465,8 @@ class _Encoder:
     count as finished for a resumed run."""
 
     def __init__(self, workspace: Workspace, index: int, info: VideoInfo, options: EncodeOptions,
-                 container: str) -> None:
-        self._path = info.path
+                 container: str, handover: Callable[[int], dict | None] = lambda chunk: None) -> None:
+        self._path, self._handover = info.path, handover
         self._workspace, self._index = workspace, index
         self._out = out = workspace.chunk(index)
         self._part = out.with_name(f"{out.stem}.part{out.suffix}")
@@ -477,7 +496,7 @@ class _Encoder:
         if self._process.wait() != 0:
             raise self._failure()
         self._part.replace(self._out)
-        self._workspace.record_chunk(self._index, self._frames, self._faces)
+        self._workspace.record_chunk(self._index, self._frames, self._faces, self._handover(self._index))
 
     def _failure(self) -> MediaError:
         return MediaError(f"{self._path}: encoding failed ({ffmpeg.error_line(self._log_path.read_bytes())})")

@@ -1,8 +1,9 @@
 """The chunk workspace of one video: the on-disk format that resuming, Ray segments and joining share.
 
 A workspace is a directory `ffb-<key>` (or `ffb-<random>` when the run can't resume) holding:
-- `chunk_00000.mp4` + `chunk_00000.json` ({"frames", "faces"}): a chunk counts as finished only once both
-  exist; the encoder writes a `.part` name and renames it, and the sidecar is renamed into place after it;
+- `chunk_00000.mp4` + `chunk_00000.json` ({"frames", "faces"}, and "one": mode `one`'s handover to the next
+  chunk when it chose a face): a chunk counts as finished only once both exist; the encoder writes a
+  `.part` name and renames it, and the sidecar is renamed into place after it;
 - `end.json` ({"frames"}): written once a run has decoded the video to its end;
 - `frames/`, logs and listings: scratch, removed by `tidy`.
 Nothing else in the package reads or writes these names.
@@ -77,9 +78,18 @@ class Workspace:
             return None
         return meta if chunk.is_file() else None
 
-    def record_chunk(self, index: int, frames: int, faces: int) -> None:
-        """Mark chunk `index` (already renamed into place) finished."""
-        write_json(self.chunk(index).with_suffix(".json"), {"frames": frames, "faces": faces})
+    def record_chunk(self, index: int, frames: int, faces: int, handover: dict | None = None) -> None:
+        """Mark chunk `index` (already renamed into place) finished, with what the next chunk continues from
+        (faces/tracking.py `Handover.to_json`) when there is something."""
+        meta: dict = {"frames": frames, "faces": faces}
+        if handover is not None:
+            meta["one"] = handover
+        write_json(self.chunk(index).with_suffix(".json"), meta)
+
+    def handover(self, index: int) -> dict | None:
+        """The handover recorded with finished chunk `index`, or None."""
+        meta = self.finished(index)
+        return meta.get("one") if meta is not None else None
 
     def end(self) -> int | None:
         """The video's frame count once a run has decoded to its end, else None."""
