@@ -77,12 +77,14 @@ def run(source: PathLike | Sequence[PathLike], targets: PathLike | Sequence[Path
 def watch(source: PathLike | Sequence[PathLike], directories: Sequence[PathLike], settings: Settings, *,
           settle: float = 3.0,
           poll: bool = False, retry_failed: bool = False, wait: bool = False, reporter: Reporter | None = None,
-          metrics: RunMetrics | None = None, reload: Callable[[], Settings] | None = None) -> Summary:
+          metrics: RunMetrics | None = None, reload: Callable[[], Settings] | None = None,
+          lost_signal: Callable[[], None] | None = None) -> Summary:
     """Watch `directories` until a signal (KeyboardInterrupt): process what they hold, then every file that
     appears or changes once it has been unchanged for `settle` seconds (`poll`: poll instead of filesystem
     events). Same journal, lock (held throughout) and output layout as `run` over the same directories.
-    `reload` gives the settings again when SIGHUP arrives. `source`: as for `run`. Returns the summary of
-    everything it did."""
+    `reload` gives the settings again when SIGHUP arrives. `source`: as for `run`. `lost_signal` raises
+    KeyboardInterrupt when a signal's own was lost (see `interrupts.Interrupts.raise_lost`); the watch calls it
+    while it waits. Returns the summary of everything it did."""
     from facefusion_batch.executors.watch import WatchExecutor
     from facefusion_batch.executors.watch_feed import FolderFeed
 
@@ -93,16 +95,18 @@ def watch(source: PathLike | Sequence[PathLike], directories: Sequence[PathLike]
         if not Path(spec).is_dir():
             raise SettingsError(f"{spec}: not a directory; ffb watch watches directories (for single files or "
                                 "globs use ffb run)")
-    if settings.executor == "ray":
-        raise SettingsError("ffb watch runs its engine in this process; --executor ray is not supported by "
-                            "watch yet: run one ffb watch per machine on a shared incoming folder, or ffb run "
-                            "--executor ray from cron (see docs/deploy.md)")
     reporter = GuardedReporter(reporter or QuietReporter())
     signing = _check_signing(settings)
-    settings, dropped = _usable(settings)
-    for line in dropped:
-        reporter.message(f"ffb: {line}")
-    usable_reload = (lambda: _usable(reload())[0]) if reload is not None else None
+    if settings.executor == "ray":  # Ray workers check the providers on their own machines
+        from facefusion_batch.executors import require_ray
+
+        require_ray()  # before the lock: say at once how to install it
+        usable_reload = reload
+    else:
+        settings, dropped = _usable(settings)
+        for line in dropped:
+            reporter.message(f"ffb: {line}")
+        usable_reload = (lambda: _usable(reload())[0]) if reload is not None else None
     lock, journal = open_state(settings, wait, reporter)
     result = None
     feed = FolderFeed([Path(s) for s in specs], settle, poll)
@@ -114,7 +118,8 @@ def watch(source: PathLike | Sequence[PathLike], directories: Sequence[PathLike]
             metrics.waiting = feed.waiting
         with WatchExecutor(settings, faces, journal, feed, specs, usable_reload,
                            timings=metrics.stage_timings if metrics else None,
-                           on_engine=metrics.attach_engine if metrics else None) as executor:
+                           on_engine=metrics.attach_engine if metrics else None,
+                           lost_signal=lost_signal) as executor:
             result = run_batch(settings, [], executor, reporter, journal, retry_failed=retry_failed,
                                notes=(signing,) if signing else ())
             # A watch only ends by a signal: stopped while idle it cut no work, and no failure is recorded.

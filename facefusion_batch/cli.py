@@ -284,7 +284,7 @@ def run(
     if settings.output_file is not None:
         _check_output_file(settings.output_file, target)
 
-    if settings.executor == "ray" and _WATCHING.get() is None:  # watch refuses Ray, installed or not
+    if settings.executor == "ray":
         from facefusion_batch.executors import require_ray
 
         require_ray()  # before the lock: say at once how to install it
@@ -456,7 +456,7 @@ def _watch(settings, reload, source_path: Path | list[Path], target: list[str], 
                 reporter.message(f"ffb watch: metrics at http://{server.address}:{server.port}/metrics")
             result = watch_folders(source_path, target, settings, settle=watching.settle, poll=watching.poll,
                                    retry_failed=retry_failed, wait=wait, reporter=metrics.reporter(reporter),
-                                   metrics=metrics, reload=reload)
+                                   metrics=metrics, reload=reload, lost_signal=signals.raise_lost)
         except KeyboardInterrupt:  # before the watch began (e.g. while waiting for the lock)
             result = BatchResult(str(settings.engine), [], [], [Outcome("(batch)", "failed", reason=INTERRUPTED)],
                                  interrupted=True)

@@ -131,6 +131,8 @@ class _Run(Work):
 
     def add(self, targets: Sequence[Target], output_key: str | None = None) -> None:
         self.targets.extend(targets)
+        if self._display is not None:
+            self._display.extend([str(t.path) for t in targets])
         if output_key is not None:
             self.output_key = output_key
         if targets:
@@ -231,6 +233,10 @@ class OrderedProgress:
         self._shown = [_Shown(name) for name in names]
         self._cursor = 0
         self._started = False
+
+    def extend(self, names: list[str]) -> None:
+        """Targets added to the run (a watch's next lot) come after those already there."""
+        self._shown.extend(_Shown(name) for name in names)
 
     def start(self, index: int, total: int) -> None:
         shown = self._shown[index]

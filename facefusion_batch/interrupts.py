@@ -34,6 +34,14 @@ class Interrupts:
         if first and not self._held:
             raise KeyboardInterrupt
 
+    def raise_lost(self) -> None:
+        """Raise KeyboardInterrupt again when a signal came and the run goes on: its KeyboardInterrupt was
+        lost, raised inside code that ignores exceptions (an object's `__del__`, such as a Ray actor
+        handle's, prints "Exception ignored" and carries on). Waiting loops (a watch's, Ray's) call this each
+        turn so that the signal still ends them."""
+        if self.signalled and not self._held:
+            raise KeyboardInterrupt
+
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
         """Within: a signal is recorded in `signalled` but raises nothing."""

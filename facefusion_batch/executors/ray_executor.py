@@ -22,7 +22,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from facefusion_batch.errors import FfbError
 from facefusion_batch.executors import require_ray
@@ -87,8 +87,10 @@ class _Task:
 class RayExecutor:
     concurrent_targets = True
 
-    def __init__(self, settings: Settings, source: Sources) -> None:
-        """`source`: one photo, or several of one person (each worker averages them, as the local executor)."""
+    def __init__(self, settings: Settings, source: Sources, lost_signal: Callable[[], None] | None = None) -> None:
+        """`source`: one photo, or several of one person (each worker averages them, as the local executor);
+        `lost_signal` raises KeyboardInterrupt when a signal came but its own was lost (Ray's actor handles
+        swallow one raised in their `__del__`): called each turn of the waiting loops."""
         self.settings = settings
         self.remote_settings = absolute(settings)
         self.sources = tuple(Path(os.path.abspath(path)) for path in source_paths(source))
@@ -104,6 +106,7 @@ class RayExecutor:
         self._check: StorageCheck | None = None
         self._claims: Iterator[Claim] | None = None
         self._work: Work | None = None
+        self._lost_signal = lost_signal or (lambda: None)
 
     @property
     def pool(self) -> WorkerPool:
@@ -122,6 +125,7 @@ class RayExecutor:
             self._check = self._storage_check(targets)
             self.pool.start(self.sources[0] if len(self.sources) == 1 else self.sources, self._check)
             while self.pool.first is None:
+                self._lost_signal()
                 self.pool.wait(POLL_S)
                 self.pool.stranded()  # raises when no worker starts
         first = self.pool.first
@@ -133,6 +137,7 @@ class RayExecutor:
         with contextlib.redirect_stdout(sys.stderr):
             try:
                 while self._claims is not None or self.queue or self.attempts:
+                    self._lost_signal()
                     self._dispatch()
                     for done in self.pool.wait(POLL_S):
                         self._done(done)

@@ -8,11 +8,17 @@ journals the cut target as interrupted; the next run resumes it from its finishe
 
 SIGHUP (`hangup`) re-reads the settings; the next files are processed with them, on the same engine unless
 a setting the engine is built from changed.
+
+With `executor = "ray"` this process loads no models: it joins (or starts) Ray once, and each lot runs on a
+fresh `RayExecutor` whose workers load the engine for that lot and stop at its end (simple and correct:
+each lot's inputs are checked by the workers, its output key is theirs; the price is an engine load per lot).
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import signal
+import sys
 import threading
 from pathlib import Path
 from typing import Callable, Optional, Sequence
@@ -49,19 +55,26 @@ def engine_changed(old: Settings, new: Settings) -> bool:
 
 
 class WatchExecutor:
-    concurrent_targets = False
 
     def __init__(self, settings: Settings, source: Sources, journal: Optional[Journal], feed: FolderFeed,
                  specs: Sequence[str], reload: Optional[Callable[[], Settings]] = None,
                  timings: Optional[Timings] = None,
-                 on_engine: Optional[Callable[[FaceEngine], None]] = None) -> None:
+                 on_engine: Optional[Callable[[FaceEngine], None]] = None,
+                 lost_signal: Optional[Callable[[], None]] = None) -> None:
         """`specs`: the watched directories as the user gave them (outputs and journal records are named as
-        `ffb run` with the same targets names them); `reload` gives the settings again (on SIGHUP)."""
+        `ffb run` with the same targets names them); `reload` gives the settings again (on SIGHUP);
+        `lost_signal` raises KeyboardInterrupt when a signal came but its own was lost, called while waiting."""
         self.settings, self.source, self._journal = settings, source, journal
         self.feed, self.specs = feed, list(specs)
         self._reload, self._timings, self._on_engine = reload, timings, on_engine
+        self._lost_signal = lost_signal or (lambda: None)
         self.processor: Optional[FrameProcessor] = None
         self._previous_hup = None
+        self.on_ray = settings.executor == "ray"
+        self.concurrent_targets = self.on_ray  # Ray runs several targets of a lot at once
+        self._ray = None  # the ray module, once joined
+        self._ray_started = False  # Ray was started by this watch (so it shuts it down)
+        self._ray_stats = Stats([], 0, None)
 
     # ---- Executor --------------------------------------------------------------------------------------
 
@@ -71,20 +84,38 @@ class WatchExecutor:
         use_ffmpeg(self.settings.ffmpeg_path)
         apply_memory_limit(self.settings.system_memory_limit)
         self._catch_hangup()
-        self.feed.say = work.message
+        self.feed.say, self.feed.lost_signal = work.message, self._lost_signal
         self.feed.start()
+        watching = (f"ffb watch: watching {', '.join(self.specs)} ("
+                    f"{'polling' if self.feed.poll else 'filesystem events'}; a file is taken once unchanged "
+                    f"for {self.feed.settle:g} s)")
+        if self.on_ray:
+            info = self._start_ray(work)
+            return dataclasses.replace(info, messages=(*info.messages, watching))
         messages: list[str] = []
         self.processor = prepare(self.settings, self.source, messages.append)
         self._engine_loaded(self.processor.engine)
         engine = self.processor.engine
-        messages.append(f"ffb watch: watching {', '.join(self.specs)} ("
-                        f"{'polling' if self.feed.poll else 'filesystem events'}; a file is taken once unchanged "
-                        f"for {self.feed.settle:g} s)")
+        messages.append(watching)
         return EngineInfo(engine.name, tuple(engine.models), self.processor.output_key, tuple(messages))
+
+    def _start_ray(self, work: Work) -> EngineInfo:
+        """Join or start Ray for the watch's life, and check once that workers start (a broken cluster or
+        missing models: one clear error now, not at the first file); those workers stop again."""
+        from facefusion_batch.executors import require_ray
+        from facefusion_batch.executors.ray_executor import RayExecutor
+        from facefusion_batch.executors.ray_pool import connect
+
+        self._ray = require_ray()
+        with contextlib.redirect_stdout(sys.stderr):
+            self._ray_started = connect(self._ray, self.settings)
+        with RayExecutor(self.settings, self.source, self._lost_signal) as first:
+            return first.start([], work)
 
     def run(self, work: Work) -> None:
         """Until a signal: wait for complete files, hand them to the driver, process them."""
         while True:
+            self._lost_signal()
             paths = self.feed.ready()
             if self.feed.woken:
                 self.feed.woken = False
@@ -93,6 +124,8 @@ class WatchExecutor:
                 self._process(work, paths)
 
     def stats(self) -> Stats:
+        if self.on_ray:
+            return self._ray_stats
         return Stats.of(self.processor.engine if self.processor else None)
 
     def close(self) -> None:
@@ -103,6 +136,9 @@ class WatchExecutor:
         processor, self.processor = self.processor, None
         if processor is not None:
             processor.engine.close()
+        if self._ray_started and self._ray is not None:
+            self._ray_started = False
+            self._ray.shutdown()
 
     def __enter__(self) -> WatchExecutor:
         return self
@@ -117,10 +153,29 @@ class WatchExecutor:
         if not targets:
             return
         work.add(targets)
+        if self.on_ray:
+            self._process_on_ray(work, targets)
+            return
         with LocalExecutor(self.settings, self.source, self._journal, processor=self.processor,
                            timings=self._timings) as local:
             local.start(targets, work)
             local.run(work)
+
+    def _process_on_ray(self, work: Work, targets: list[Target]) -> None:
+        """One lot on fresh Ray workers: they check the lot's inputs and give the output key the journal
+        claims with (their models, as `ffb run --executor ray`)."""
+        from facefusion_batch.executors.ray_executor import RayExecutor
+
+        with RayExecutor(self.settings, self.source, self._lost_signal) as ray_executor:
+            info = ray_executor.start(targets, work)
+            work.add([], info.output_key)
+            try:
+                ray_executor.run(work)
+            finally:
+                stats = ray_executor.stats()
+                self._ray_stats = Stats(sorted({*self._ray_stats.providers, *stats.providers}),
+                                        self._ray_stats.source_embeddings_computed
+                                        + stats.source_embeddings_computed, None)
 
     def _targets(self, paths: list[Path], work: Work) -> list[Target]:
         """The targets of the settled files, named and placed as `ffb run` over the watched directories
@@ -155,6 +210,11 @@ class WatchExecutor:
             settings = dataclasses.replace(settings, **{name: getattr(self.settings, name) for name in fixed})
         if settings == self.settings:
             work.message("ffb watch: SIGHUP: settings unchanged")
+            return
+        if self.on_ray:  # each lot's workers load the engine from the settings in use
+            self.settings = settings
+            use_ffmpeg(settings.ffmpeg_path)
+            work.message("ffb watch: SIGHUP: settings reloaded; they apply to the files that come next")
             return
         assert self.processor is not None
         old = self.processor.engine

@@ -85,6 +85,7 @@ class FolderFeed:
         self._real: dict[Path, Path] = {}  # a watched directory -> where its links lead (what is watched)
         self._checked = 0.0
         self.say: Callable[[str], None] = lambda text: None
+        self.lost_signal: Callable[[], None] = lambda: None  # called each turn of `ready` (see WatchExecutor)
         self.woken = False  # set by `wake` (e.g. SIGHUP); the caller clears it
 
     # ---- life ------------------------------------------------------------------------------------------
@@ -215,6 +216,7 @@ class FolderFeed:
     def ready(self) -> list[Path]:
         """Block until some files have settled, or `wake`; returns those files (possibly none)."""
         while True:
+            self.lost_signal()
             if self._clock() - self._checked >= CHECK_EVERY:
                 self._check_directories()
             found = self._pass()

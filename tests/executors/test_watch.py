@@ -300,9 +300,6 @@ def test_watch_takes_runs_options_and_refuses_what_it_cannot_do(env, source_imag
     clip = make_clip(env / "a.mp4", frames=2)
     assert main(["watch", "-s", str(source_image), "-t", str(clip), "-o", str(env / "out")]) == 2
     assert "not a directory" in capsys.readouterr().err
-    assert main(["watch", "-s", str(source_image), "-t", str(env), "-o", str(env / "out"),
-                 "--executor", "ray"]) == 2
-    assert "--executor ray is not supported by watch" in capsys.readouterr().err
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()

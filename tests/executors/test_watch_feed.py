@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import threading
 import time
 from pathlib import Path
@@ -175,3 +176,33 @@ def test_a_watched_link_to_a_directory_names_files_below_the_link(tmp_path, poll
         assert collect(feed, 1) == [link / "there.mp4"]
         (real / "new.mp4").write_bytes(b"n")
         assert collect(feed, 1) == [link / "new.mp4"], "events below where the link leads"
+
+
+class _SignalInDel:
+    """An object whose `__del__` sends SIGTERM to this process: the KeyboardInterrupt the handler raises there is
+    swallowed by Python ("Exception ignored"), as Ray's actor handles do with one that lands in theirs."""
+
+    def __del__(self) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.1)  # the handler runs here, inside __del__
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the swallowed one, on purpose
+def test_a_signal_whose_keyboardinterrupt_was_swallowed_still_ends_a_waiting_feed(tmp_path):
+    from facefusion_batch import interrupts
+
+    with interrupts.handled() as signals, FolderFeed([tmp_path], SETTLE, True) as feed:
+        feed.lost_signal = signals.raise_lost
+        feed.start()
+        holder = [_SignalInDel()]
+        holder.clear()  # __del__ runs now, and swallows the KeyboardInterrupt
+        assert signals.signalled and signals.signum == signal.SIGTERM
+        timer = threading.Timer(10.0, feed.wake)  # without the fix `ready` waits on: end it to fail
+        timer.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                feed.ready()
+        finally:
+            timer.cancel()
+        with signals.held():
+            signals.raise_lost()  # where no KeyboardInterrupt may land, it raises nothing
