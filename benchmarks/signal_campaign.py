@@ -35,6 +35,8 @@ def main() -> int:
     parser.add_argument("--signal", choices=("TERM", "INT"), default="TERM")
     parser.add_argument("--engine", default="offline")
     parser.add_argument("--frames", type=int, default=150, help="clip length (long enough to outlast the signal)")
+    parser.add_argument("extra", nargs="*", help="more `ffb run` options after --, e.g. -- --models-path M "
+                        "--processors face_swapper face_enhancer")
     parser.add_argument("--source", type=Path, help="a face photo (default: the bundled example's)")
     args = parser.parse_args()
     source = args.source or SOURCE
@@ -47,7 +49,7 @@ def main() -> int:
         for run in range(args.runs):
             delay = random.uniform(0.0, args.within)
             process = subprocess.Popen([sys.executable, "-m", "facefusion_batch", "run", "-q", "--engine", args.engine,
-                                        "-s", str(source), "-t", str(clip), "-o", str(work / f"out{run}")],
+                                        "-s", str(source), "-t", str(clip), "-o", str(work / f"out{run}"), *args.extra],
                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             time.sleep(delay)
             process.send_signal(getattr(signal, f"SIG{args.signal}"))

@@ -887,6 +887,20 @@ def version() -> None:
     print(f"ffb {__version__}")
 
 
+def reflow(text: str) -> str:
+    """A command's help with each paragraph on one line, for the terminal to wrap at its own width (rich
+    keeps the docstring's line breaks, which left a word alone on a line at most widths). A paragraph with
+    an indented line (an example block) keeps its lines."""
+    paragraphs = text.strip().split("\n\n")
+    return "\n\n".join(p if any(line.startswith(" ") for line in p.splitlines()[1:]) else " ".join(p.split())
+                       for p in paragraphs)
+
+
+for _group in (app, models_app):
+    for _info in _group.registered_commands:
+        _info.help = reflow(_info.help if _info.help is not None else inspect.getdoc(_info.callback) or "")
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     """Run the CLI in-process and return the exit code (tests call this)."""
     args = join_multi_values(sys.argv[1:] if argv is None else list(argv))

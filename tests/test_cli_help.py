@@ -41,3 +41,34 @@ def test_run_help_is_grouped_and_lists_long_choices_in_words(capsys, monkeypatch
 def test_long_choice_lists_are_still_checked(capsys):
     assert main(["run", "--face-selector-order", "middle-out", "--print-settings"]) == 2
     assert "middle-out" in capsys.readouterr().err
+
+
+def _commands():
+    group = typer.main.get_command(app)
+    for name, command in group.commands.items():
+        if isinstance(command, typer.core.TyperGroup):
+            yield from ((f"{name} {sub}", [name, sub]) for sub in command.commands)
+        else:
+            yield name, [name]
+
+
+@pytest.mark.parametrize("name, argv", list(_commands()))
+def test_no_command_help_leaves_a_word_alone_on_a_line(capsys, monkeypatch, name, argv):
+    """The description paragraphs are wrapped by the terminal, not by the docstring's line breaks (which
+    left one or two words on a line of their own at most widths)."""
+    monkeypatch.setenv("COLUMNS", "100")
+    assert main([*argv, "--help"]) == 0
+    text = capsys.readouterr().out
+    description = text.split("╭")[0]  # before the first panel of options
+    lines = [line.strip() for line in description.splitlines()]
+    for before, line, after in zip(lines, lines[1:], lines[2:]):
+        if before and after and line and not line.startswith(("ffb ", "Usage")):
+            assert len(line.split()) > 2, f"{name}: {line!r} alone on a line"
+
+
+def test_reflow_joins_paragraph_lines_and_keeps_example_blocks():
+    from facefusion_batch.cli import reflow
+
+    assert reflow("One\ntwo three.\n\nFour\nfive.") == "One two three.\n\nFour five."
+    block = "Examples: ffb a\n          ffb b"
+    assert reflow(f"Text\nhere.\n\n{block}") == f"Text here.\n\n{block}"
