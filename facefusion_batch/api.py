@@ -32,13 +32,15 @@ PathLike = Union[str, Path]
 
 def run(source: PathLike | Sequence[PathLike], targets: PathLike | Sequence[PathLike], output: PathLike | None = None,
         settings: Settings | None = None, *, force: bool = False, retry_failed: bool = False, wait: bool = False,
-        reporter: Reporter | None = None, metrics: RunMetrics | None = None) -> Summary:
+        reporter: Reporter | None = None, metrics: RunMetrics | None = None,
+        lost_signal: Callable[[], None] | None = None) -> Summary:
     """Swap the face of `source` (one image, or several photos of one person, averaged into one identity)
     into every video and image of `targets` (files, directories, globs), writing
     to `output` (else `settings.output_path`). `settings` defaults to ffb's defaults (no profile, no
     environment: use `load_settings` for those). `wait`: wait for another run holding the output instead of
     raising `LockedError`. `reporter` gets progress (default: none; wrap it with `metrics.reporter` when
-    passing `metrics`, which then also gets the stage and model times of the frames processed here)."""
+    passing `metrics`, which then also gets the stage and model times of the frames processed here).
+    `lost_signal`: as for `watch` (the Ray executor calls it while it waits)."""
     settings = settings or load_settings(None, {}, {}).settings
     if output is not None:
         settings = dataclasses.replace(settings, output_path=Path(output))
@@ -63,7 +65,8 @@ def run(source: PathLike | Sequence[PathLike], targets: PathLike | Sequence[Path
     try:
         if metrics is not None:
             metrics.started(journal)
-        with _executor(settings, sources[0] if len(sources) == 1 else sources, journal, metrics) as executor:
+        with _executor(settings, sources[0] if len(sources) == 1 else sources, journal, metrics,
+                       lost_signal) as executor:
             result = run_batch(settings, specs, executor, reporter, journal, force, retry_failed,
                                notes=(signing,) if signing else ())
             return result
@@ -156,12 +159,13 @@ def _check_signing(settings: Settings) -> str:
             f"unless they trust {root}; --c2pa-certificate signs as your organisation")
 
 
-def _executor(settings: Settings, source: Sources, journal: Journal, metrics: RunMetrics | None) -> Executor:
+def _executor(settings: Settings, source: Sources, journal: Journal, metrics: RunMetrics | None,
+              lost_signal: Callable[[], None] | None = None) -> Executor:
     """The executor the settings choose; the only place that knows them all."""
     if settings.executor == "ray":
         from facefusion_batch.executors.ray_executor import RayExecutor
 
-        return RayExecutor(settings, source)
+        return RayExecutor(settings, source, lost_signal)
     from facefusion_batch.executors.local import LocalExecutor
 
     if metrics is None:

@@ -493,7 +493,7 @@ def _run(settings, source_path: Path | list[Path], target: list[str], wait: bool
     result = None
     try:
         result = run_batch(source_path, target, settings=settings, force=force, retry_failed=retry_failed,
-                           wait=wait, reporter=reporter, metrics=metrics)
+                           wait=wait, reporter=reporter, metrics=metrics, lost_signal=signals.raise_lost)
     except KeyboardInterrupt:
         result = BatchResult(str(settings.engine), [], [], [Outcome("(batch)", "failed", reason=INTERRUPTED)],
                              interrupted=True)

@@ -223,3 +223,33 @@ def test_several_sources_are_averaged_as_with_the_thread_executor(ray_env, sourc
     code, _, err = run(["-s", str(source_image), *targets, "-o", str(ray_env / "one")], capsys)
     assert code == 0, err
     assert not np.array_equal(averaged, cv2.imread(str(ray_env / "one" / "d.png"))), "both photos count"
+
+
+def test_a_signal_whose_keyboardinterrupt_was_lost_still_ends_a_ray_run(ray_env, source_image):
+    """Ray's actor handles swallow a KeyboardInterrupt raised in their __del__: the executor's waiting loop
+    asks `lost_signal` each turn, so the run ends as interrupted instead of going on to the end."""
+    from facefusion_batch import api
+    from facefusion_batch.pipeline.journal import Journal
+    from facefusion_batch.pipeline.progress import QuietReporter
+    from facefusion_batch.settings import load_settings
+
+    clip = make_clip(ray_env / "a.mp4", frames=60)
+    begun = threading.Event()
+
+    class Started(QuietReporter):
+        def start(self, name: str, total: int) -> None:
+            begun.set()
+
+    def lost_signal() -> None:
+        if begun.is_set():
+            raise KeyboardInterrupt
+
+    settings = dataclasses.replace(load_settings(None, {}, {}).settings, executor="ray", chunk_size=8)
+    result = api.run(source_image, clip, ray_env / "out", settings, reporter=Started(), lost_signal=lost_signal)
+    assert result.interrupted
+    assert not (ray_env / "out" / "a.mp4").exists()
+    journal = Journal(ray_env / "out" / ".ffb" / "journal.sqlite")
+    try:
+        assert journal.get(clip).status == "interrupted"
+    finally:
+        journal.close()
