@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from facefusion_batch.executors.base import Claim, Executor, Work
+from facefusion_batch.executors.base import Claim, EngineInfo, Executor, Work
 from facefusion_batch.models.licence import non_commercial_notice
 from facefusion_batch.pipeline import guard
 from facefusion_batch.pipeline.batch import INTERRUPTED, BatchResult, Outcome, claim, skip_outcome
@@ -38,9 +38,7 @@ def run_batch(settings: Settings, specs: Sequence[str], executor: Executor, repo
     for text in info.messages:
         reporter.message(text)
     reporter.message(f"engine: {info.engine} ({', '.join(info.models)})")
-    notice = non_commercial_notice(info.models)
-    if notice:
-        reporter.message(f"ffb: warning: {notice}")
+    run.warn(info)
     for text in notes:
         reporter.message(text)
     refused = [Outcome(str(r.path), "failed", reason=f"{r.path}: {r.reason}") for r in rejected]
@@ -53,7 +51,7 @@ def run_batch(settings: Settings, specs: Sequence[str], executor: Executor, repo
     except (KeyboardInterrupt, SystemExit):
         stopped = run.interrupted()
     stats = executor.stats()
-    result = BatchResult(info.engine, list(info.models), stats.providers, warnings=[notice] if notice else [])
+    result = BatchResult(info.engine, list(info.models), stats.providers, warnings=list(run.warnings))
     result.outcomes = refused + [run.outcomes[i] for i in range(len(run.targets)) if i in run.outcomes]
     if stopped:
         result.interrupted = True
@@ -85,6 +83,16 @@ class _Run(Work):
         self._claiming: int | None = None  # the target being claimed
         self._cut: int | None = None  # the target whose work an interruption cut, when the executor knows
         self._display = OrderedProgress(reporter, [str(t.path) for t in targets]) if ordered else None
+        self.warnings: list[str] = []  # said once per run, whatever number of engines said them
+
+    def warn(self, info: EngineInfo) -> None:
+        """Say the warnings of the engine `info` describes that this run has not said yet: its models not
+        licensed for commercial use, settings it can't honour."""
+        notice = non_commercial_notice(info.models)
+        for text in ([notice] if notice else []) + list(info.warnings):
+            if text not in self.warnings:
+                self.warnings.append(text)
+                self.reporter.message(f"ffb: warning: {text}")
 
     # ---- claims ----------------------------------------------------------------------------------------
 

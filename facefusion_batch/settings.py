@@ -110,7 +110,7 @@ class Settings:
         "inswapper_128")
     face_swapper_weight: float = _spec(
         "processors", "Source/target identity balance 0..1 (FaceFusion's meaning: 0.5 the source as is, towards 1 "
-        "more of the target's own identity).", 0.5)
+        "more of the target's own identity; blendswap/uniface have none: a warning says so).", 0.5)
     face_swapper_pixel_boost: str = _spec(
         "processors", "Crop size the swapper works at, e.g. 512x512: the crop is tiled into model-size patches "
         "(a multiple of the model's size, up to 1024x1024); empty: the model's own size.", "")

@@ -28,6 +28,7 @@ class FaceEngine(Protocol):
     model_files: tuple[Path, ...]
     cache: SourceCache
     pool: SessionPool
+    warnings: tuple[str, ...]  # settings it can't honour, said once per run (e.g. a weight the model ignores)
 
     def detect(self, frame: np.ndarray) -> list[Face]: ...
 

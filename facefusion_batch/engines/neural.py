@@ -127,6 +127,7 @@ class NeuralEngine:
 
     def _load(self, settings: Settings, slots: threading.Semaphore) -> None:
         self.plan = processor_plan(settings)
+        self.warnings = tuple(self.plan.ignored_settings())
         states = neural_model_states(settings)
         check_states(states)
         for state in states:

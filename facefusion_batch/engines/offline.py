@@ -63,6 +63,7 @@ class OfflineEngine:
     name = "offline"
     models = ("mediapipe_face_detection_short_range", "mediapipe_face_detection_full_range",
               "mediapipe_face_landmark", "ffb_classic_swap")
+    warnings: tuple[str, ...] = ()  # what it can't do is refused (refuse_neural_only), not warned about
 
     def __init__(self, settings: Settings, pool: SessionPool, cache: SourceCache,
                  slots: threading.Semaphore) -> None:

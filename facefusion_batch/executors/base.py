@@ -34,6 +34,7 @@ class EngineInfo:
     models: tuple[str, ...]
     output_key: str  # the journal's key of everything an output depends on besides the target
     messages: tuple[str, ...] = ()  # what loading said (e.g. several faces in the source), shown first
+    warnings: tuple[str, ...] = ()  # the engine's once-per-run warnings (the driver adds the licence notice)
 
 
 @dataclass(frozen=True)

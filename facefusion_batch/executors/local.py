@@ -71,7 +71,8 @@ class LocalExecutor:
         engine = self.processor.engine
         if self._on_engine is not None:
             self._on_engine(engine)
-        return EngineInfo(engine.name, tuple(engine.models), self.processor.output_key, tuple(messages))
+        return EngineInfo(engine.name, tuple(engine.models), self.processor.output_key, tuple(messages),
+                          engine.warnings)
 
     def run(self, work: Work) -> None:
         """No exception from one target ends the run: it becomes that target's failure. An interruption

@@ -77,6 +77,7 @@ class WorkerInfo:
     output_key: str
     embeddings_computed: int
     messages: tuple[str, ...]
+    warnings: tuple[str, ...] = ()  # the engine's once-per-run warnings
 
 
 def chunk_count(frames: int, chunk_size: int) -> int:

@@ -129,7 +129,8 @@ class RayExecutor:
                 self.pool.wait(POLL_S)
                 self.pool.stranded()  # raises when no worker starts
         first = self.pool.first
-        return EngineInfo(first.engine, tuple(first.models), first.output_key, tuple(first.messages))
+        return EngineInfo(first.engine, tuple(first.models), first.output_key, tuple(first.messages),
+                          tuple(first.warnings))
 
     def run(self, work: Work) -> None:
         self._work = work

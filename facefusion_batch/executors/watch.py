@@ -97,7 +97,8 @@ class WatchExecutor:
         self._engine_loaded(self.processor.engine)
         engine = self.processor.engine
         messages.append(watching)
-        return EngineInfo(engine.name, tuple(engine.models), self.processor.output_key, tuple(messages))
+        return EngineInfo(engine.name, tuple(engine.models), self.processor.output_key, tuple(messages),
+                          engine.warnings)
 
     def _start_ray(self, work: Work) -> EngineInfo:
         """Join or start Ray for the watch's life, and check once that workers start (a broken cluster or

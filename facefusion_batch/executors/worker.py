@@ -135,7 +135,7 @@ class FfbWorker:
         engine = processor.engine
         return WorkerInfo(self._node, os.getpid(), engine.name, tuple(engine.models),
                           tuple(engine.pool.active_providers()), processor.output_key, engine.cache.computed,
-                          tuple(self._reporter.messages))
+                          tuple(self._reporter.messages), engine.warnings)
 
     def _ready(self) -> FrameProcessor:
         if self._processor is None:

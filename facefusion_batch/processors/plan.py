@@ -8,7 +8,7 @@ from typing import Literal, get_args
 from facefusion_batch.models.catalog import CATALOG, CLASSIFIER, ModelSpec
 from facefusion_batch.processors.enhancer import EnhancerOptions
 from facefusion_batch.processors.masks import MaskOptions
-from facefusion_batch.processors.swapper import SwapperOptions
+from facefusion_batch.processors.swapper import SwapperOptions, weighs_identity
 
 Processor = Literal["face_swapper", "face_enhancer"]
 PROCESSORS: tuple[Processor, ...] = get_args(Processor)
@@ -66,6 +66,15 @@ class ProcessorPlan:
         if self.classify:
             names.append(CLASSIFIER)
         return names
+
+    def ignored_settings(self) -> list[str]:
+        """Settings the user changed that these processors can't honour (a once-per-run warning each)."""
+        if ("face_swapper" in self.processors and self.swapper.weight != SwapperOptions.weight
+                and not weighs_identity(CATALOG[self.swapper.model])):
+            return [f"face_swapper_weight {self.swapper.weight:g} has no effect with {self.swapper.model}: it takes "
+                    "the source face as an image, not an identity to weigh (as in FaceFusion); use another "
+                    "face_swapper_model, e.g. hyperswap_1a_256, for the weight to apply"]
+        return []
 
     def not_for_commercial_use(self) -> list[ModelSpec]:
         """The models whose licence forbids commercial use or doesn't say (for a once-per-run warning)."""

@@ -43,6 +43,12 @@ def average_identity(raw_embeddings: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return raw.mean(0), unit.mean(0)
 
 
+def weighs_identity(spec: ModelSpec) -> bool:
+    """Whether `face_swapper_weight` changes this model's output: not for blendswap/uniface, which take the
+    source face as an image (FaceFusion ignores the weight there too)."""
+    return spec.kind not in _SOURCE_IMAGE
+
+
 def weight_factor(weight: float) -> float:
     """FaceFusion maps the weight 0..1 to a mixing factor 0.35..-0.35 (0 at 0.5)."""
     return float(np.interp(weight, [0.0, 1.0], [0.35, -0.35]))

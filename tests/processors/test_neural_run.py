@@ -14,6 +14,8 @@ import standins
 from conftest import FACE_BOX, FRAME_H, FRAME_W, decode_all, detector_faces, face_frame, make_clip
 from facefusion_batch.cli import main
 from facefusion_batch.models.catalog import CATALOG, ENHANCERS, SWAPPERS
+from facefusion_batch.processors.plan import ProcessorPlan
+from facefusion_batch.processors.swapper import Swapper, SwapperOptions
 from facefusion_batch.video.probe import probe
 
 CHAIN = ["--processors", "face_swapper", "face_enhancer", "--face-mask-types", "box", "occlusion", "region"]
@@ -298,3 +300,85 @@ def test_source_cache_of_the_earlier_path_does_not_feed_the_chain(ff_env, pictur
     for index, args in enumerate(([], ["--face-mask-blur", "0.31"], [])):
         code, summary, err = run(capsys, *args, "-s", str(source), "-t", str(picture), "-o", str(ff_env / f"o{index}"))
         assert code == 0 and summary["counts"]["done"] == 1, summary
+
+
+WEIGHT_IGNORED = "face_swapper_weight 0.3 has no effect with"
+
+
+@pytest.mark.parametrize("swapper", SWAPPERS)
+def test_swapper_weight_warning_only_where_the_model_ignores_the_weight(swapper):
+    """The warning's judgement agrees with what the adapter does: where `balance` gives the same source rows
+    at weight 0.3 as at 0.5, the weight has no effect and the run says so."""
+    spec = CATALOG[swapper]
+    swapped = object.__new__(Swapper)  # balance() needs only the spec and the options
+    swapped.spec = spec
+    rows = []
+    for weight in (0.3, 0.5):
+        swapped.options = SwapperOptions(swapper, weight)
+        source = np.ones((1, *_source_shape(swapper)), np.float32)
+        rows.append(swapped.balance(source, np.full((1, 512), 2.0, np.float32), 1))
+    ignored = ProcessorPlan(swapper=SwapperOptions(swapper, 0.3)).ignored_settings()
+    assert bool(ignored) == np.array_equal(*rows)
+    assert bool(ignored) == (swapper in ("blendswap_256", "uniface_256"))
+    if ignored:
+        assert ignored == [f"{WEIGHT_IGNORED} {swapper}: it takes the source face as an image, not an identity to "
+                           "weigh (as in FaceFusion); use another face_swapper_model, e.g. hyperswap_1a_256, for the "
+                           "weight to apply"]
+    assert ProcessorPlan(swapper=SwapperOptions(swapper, 0.5)).ignored_settings() == []
+    assert ProcessorPlan(("face_enhancer",), swapper=SwapperOptions(swapper, 0.3)).ignored_settings() == []
+
+
+def test_swapper_weight_ignored_is_said_once_under_quiet_and_in_json(ff_env, clip, picture, source, capsys):
+    code, summary, err = run(capsys, "--face-swapper-model", "blendswap_256", "--face-swapper-weight", "0.3",
+                             "-s", str(source), "-t", str(clip), "-t", str(picture), "-o", str(ff_env / "out"))
+    assert code == 0, err
+    said = [line for line in err.splitlines() if WEIGHT_IGNORED in line]
+    assert said == [f"ffb: warning: {WEIGHT_IGNORED} blendswap_256: it takes the source face as an image, not an "
+                    "identity to weigh (as in FaceFusion); use another face_swapper_model, e.g. hyperswap_1a_256, "
+                    "for the weight to apply"], err
+    assert [w for w in summary["warnings"] if WEIGHT_IGNORED in w] == [said[0].removeprefix("ffb: warning: ")]
+    assert summary["counts"]["done"] == 2
+
+
+def test_swapper_weight_ignored_from_a_facefusion_ini(ff_env, picture, source, capsys):
+    ini = ff_env / "facefusion.ini"
+    ini.write_text("[processors]\nprocessors = face_swapper\nface_swapper_model = uniface_256\n"
+                   "face_swapper_weight = 0.3\n")
+    code = main(["run", "--engine", "neural", "--profile", str(ini), "-s", str(source), "-t", str(picture),
+                 "-o", str(ff_env / "out")])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert [line for line in err.splitlines() if WEIGHT_IGNORED in line] == \
+        [line for line in err.splitlines() if "uniface_256: it takes the source face as an image" in line], err
+    assert sum(WEIGHT_IGNORED in line for line in err.splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("args", [("--face-swapper-model", "hyperswap_1a_256", "--face-swapper-weight", "0.3"),
+                                  ("--face-swapper-model", "blendswap_256")])
+def test_no_swapper_weight_warning_where_the_weight_applies_or_is_left_alone(ff_env, picture, source, capsys, args):
+    code, summary, err = run(capsys, *args, "-s", str(source), "-t", str(picture), "-o", str(ff_env / "out"))
+    assert code == 0, err
+    assert "face_swapper_weight" not in err and not any("face_swapper_weight" in w for w in summary["warnings"])
+
+
+def test_a_ray_worker_hands_the_swapper_weight_warning_to_the_driver(ff_env, source):
+    """`--executor ray`: the workers load the engine, so its warnings come back in their start-up report."""
+    import os
+
+    from facefusion_batch.executors.plan import StorageCheck
+    from facefusion_batch.executors.worker import FfbWorker
+    from facefusion_batch.settings import load_settings
+
+    settings = load_settings(None, os.environ, {"engine": "neural", "face_swapper_model": "uniface_256",
+                                                "face_swapper_weight": 0.3, "output_path": ff_env / "out"}).settings
+    check = StorageCheck("token", ff_env / "shared", ff_env / "out", (source,))
+    for directory in (check.shared, check.output):
+        directory.mkdir(parents=True)
+        check.probe_file(directory).write_text("token")
+    worker = FfbWorker(settings, source, check)
+    try:
+        info = worker.start()
+    finally:
+        if worker._processor is not None:
+            worker._processor.engine.close()
+    assert len(info.warnings) == 1 and info.warnings[0].startswith(f"{WEIGHT_IGNORED} uniface_256:")
