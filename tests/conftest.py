@@ -4,6 +4,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 import cv2
 import numpy as np
@@ -78,14 +79,31 @@ def neural_models(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def env(tmp_path, neural_models, monkeypatch) -> Path:
+def env_with(tmp_path, monkeypatch) -> Callable[..., Path]:
+    """`env_with(models)`: the tmp dir, with the neural engine on the stand-ins in `models`, two threads, and
+    cache/temp dirs inside the tmp dir (for tests that build their own models dir). `engine=None` leaves the
+    engine and the threads to ffb (`auto`: offline where `models` holds none)."""
+    def select(models: Path, engine: str | None = "neural") -> Path:
+        for name, value in (("MODELS_PATH", models), ("CACHE_PATH", tmp_path / "cache"),
+                            ("TEMP_PATH", tmp_path / "tmp")):
+            monkeypatch.setenv(f"FFB_{name}", str(value))
+        if engine is not None:
+            monkeypatch.setenv("FFB_ENGINE", engine)
+            monkeypatch.setenv("FFB_EXECUTION_THREAD_COUNT", "2")
+        return tmp_path
+    return select
+
+
+@pytest.fixture
+def offline_env(env_with, tmp_path) -> Path:
+    """The tmp dir, with no neural models (engine auto: offline) and cache/temp dirs inside it."""
+    return env_with(tmp_path / "no-models", engine=None)
+
+
+@pytest.fixture
+def env(env_with, neural_models) -> Path:
     """A tmp dir with the stand-in neural models selected and cache/temp dirs inside it."""
-    monkeypatch.setenv("FFB_MODELS_PATH", str(neural_models))
-    monkeypatch.setenv("FFB_CACHE_PATH", str(tmp_path / "cache"))
-    monkeypatch.setenv("FFB_TEMP_PATH", str(tmp_path / "tmp"))
-    monkeypatch.setenv("FFB_EXECUTION_THREAD_COUNT", "2")
-    monkeypatch.setenv("FFB_ENGINE", "neural")
-    return tmp_path
+    return env_with(neural_models)
 
 
 def make_clip(path: Path, frames: int = 30, fps: str = "25", audio: bool = True, extra: list[str] | None = None,

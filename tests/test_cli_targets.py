@@ -12,10 +12,7 @@ from facefusion_batch.cli import main
 
 
 @pytest.fixture
-def env(tmp_path, monkeypatch):
-    monkeypatch.setenv("FFB_MODELS_PATH", str(tmp_path / "no-models"))
-    monkeypatch.setenv("FFB_CACHE_PATH", str(tmp_path / "cache"))
-    monkeypatch.setenv("FFB_TEMP_PATH", str(tmp_path / "tmp"))
+def env(offline_env, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     cv2.imwrite("source.jpg", grace_hopper())
     for name in ("up/a/x.png", "up/b/x.png", "up/c.png"):

@@ -54,10 +54,7 @@ def test_print_settings_off_a_terminal_keeps_every_value_whole(tmp_path, capsys)
 
 
 @pytest.fixture
-def odd_batch(tmp_path, monkeypatch):
-    monkeypatch.setenv("FFB_MODELS_PATH", str(tmp_path / "no-models"))
-    monkeypatch.setenv("FFB_CACHE_PATH", str(tmp_path / "cache"))
-    monkeypatch.setenv("FFB_TEMP_PATH", str(tmp_path / "tmp"))
+def odd_batch(offline_env, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     cv2.imwrite("source.jpg", grace_hopper())
     (tmp_path / "clips" / "a[").mkdir(parents=True)  # a path with [/x] in it: a directory a[ holding x].png

@@ -10,16 +10,8 @@ from facefusion_batch.cli import main
 SOURCE = Path(__file__).resolve().parents[2] / "examples" / "source.jpg"
 
 
-@pytest.fixture
-def env(tmp_path, monkeypatch):
-    monkeypatch.setenv("FFB_CACHE_PATH", str(tmp_path / "cache"))
-    monkeypatch.setenv("FFB_TEMP_PATH", str(tmp_path / "temp"))
-    monkeypatch.setenv("FFB_MODELS_PATH", str(tmp_path / "no-models"))
-    return tmp_path
-
-
-def test_benchmark_json_has_every_metric_with_sane_values(env, capsys):
-    memory = env / "memory.ini"
+def test_benchmark_json_has_every_metric_with_sane_values(offline_env, capsys):
+    memory = offline_env / "memory.ini"
     memory.write_text("[frame_extraction]\nframe_transport = memory\n")
     code = main(["benchmark", "240p", "--seconds", "1", "--json", "--engine", "offline", "--source", str(SOURCE),
                  "--compare", str(memory)])
@@ -51,12 +43,12 @@ def test_benchmark_json_has_every_metric_with_sane_values(env, capsys):
     assert compare["settings"]["frame_transport"] == "memory"
     assert base["peak_temp_mb"] > compare["peak_temp_mb"] >= 0  # temp transport spools frames, memory doesn't
     assert result["ratios"]["240p"]["e2e_fps"] == pytest.approx(compare["e2e_fps"] / base["e2e_fps"])
-    assert list((env / "temp").iterdir()) == []  # workers leave nothing behind
-    assert len(list((env / "cache" / "bench").glob("*.mp4"))) == 1  # one clip, reused by both runs
+    assert list((offline_env / "tmp").iterdir()) == []  # workers leave nothing behind
+    assert len(list((offline_env / "cache" / "bench").glob("*.mp4"))) == 1  # one clip, reused by both runs
     assert "240p base: running" in err
 
 
-def test_table_output_and_cached_clip(env, capsys):
+def test_table_output_and_cached_clip(offline_env, capsys):
     args = ["benchmark", "240p", "--seconds", "0.2", "--engine", "offline", "--source", str(SOURCE)]
     assert main(args) == 0
     out, err = capsys.readouterr()
@@ -72,12 +64,12 @@ def test_table_output_and_cached_clip(env, capsys):
     (["240p", "--seconds", "0"], "--seconds must be above 0"),
     (["240p", "--face", "/nonexistent.jpg"], "no such image (--face)"),
 ])
-def test_bad_usage_exits_2(env, capsys, args, fragment):
+def test_bad_usage_exits_2(offline_env, capsys, args, fragment):
     assert main(["benchmark", *args, "--source", str(SOURCE)]) == 2
     assert fragment in capsys.readouterr().err
 
 
-def test_worker_failure_keeps_its_exit_code(env, capsys):
+def test_worker_failure_keeps_its_exit_code(offline_env, capsys):
     code = main(["benchmark", "240p", "--seconds", "0.2", "--engine", "neural", "--source", str(SOURCE)])
     assert code == 3  # no neural model files: the worker's ModelError
     assert "base run" in capsys.readouterr().err

@@ -21,11 +21,8 @@ def models(tmp_path_factory) -> Path:
     return directory
 
 
-def test_neural_benchmark_times_every_processor_model(models, tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("FFB_MODELS_PATH", str(models))
-    monkeypatch.setenv("FFB_CACHE_PATH", str(tmp_path / "cache"))
-    monkeypatch.setenv("FFB_TEMP_PATH", str(tmp_path / "temp"))
-    monkeypatch.setenv("FFB_EXECUTION_THREAD_COUNT", "2")
+def test_neural_benchmark_times_every_processor_model(models, env_with, capsys):
+    tmp_path = env_with(models)
     chain = tmp_path / "chain.ini"
     chain.write_text("[processors]\nprocessors = face_swapper face_enhancer\nface_swapper_model = hyperswap_1a_256\n"
                      "face_enhancer_model = gfpgan_1.4\n[face_masker]\nface_mask_types = box occlusion region\n")

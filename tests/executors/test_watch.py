@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -17,6 +16,7 @@ import numpy as np
 import pytest
 
 from conftest import decode_all, make_clip
+from prometheus_helpers import free_port, needs_prometheus, prometheus_server
 from facefusion_batch.pipeline.journal import Journal, text_of
 from facefusion_batch.targets import resolved
 
@@ -310,48 +310,21 @@ def test_watch_takes_runs_options_and_refuses_what_it_cannot_do(env, source_imag
     assert not (env / "out" / ".ffb" / "lock").exists()
 
 
-@pytest.mark.skipif(shutil.which("prometheus") is None, reason="prometheus not installed (Debian: apt-get "
-                    "install prometheus; .ci/run does)")
+@needs_prometheus
 def test_prometheus_scrapes_a_watch(env, source_image, watches, tmp_path):
-    from test_metrics_prometheus import free_port, query
-
     incoming = env / "in"
     incoming.mkdir()
-    port, prometheus_port = free_port(), free_port()
+    port = free_port()
     watch = watches(env, source_image, incoming, "--metrics-port", str(port)).ready()
     good = make_clip(incoming / "good.mp4", frames=6)
     garbage = incoming / "garbage.mp4"
     garbage.write_bytes(b"\0" * 4096)
     watch.wait_for(lambda: finished(env, good)() and journal_entry(env, garbage) is not None
                    and journal_entry(env, garbage).status == "failed", "both files journaled")
-    config = tmp_path / "prometheus.yml"
-    config.write_text("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n"
-                      f"  - job_name: ffb-watch\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n")
-    with open(tmp_path / "prometheus.log", "wb") as log:
-        prometheus = subprocess.Popen([shutil.which("prometheus"), f"--config.file={config}",
-                                       f"--storage.tsdb.path={tmp_path / 'data'}",
-                                       f"--web.listen-address=127.0.0.1:{prometheus_port}"],
-                                      stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
-    try:
-        answer: dict[str, float] = {}
-        end = time.monotonic() + DEADLINE
-        while (answer.get("done"), answer.get("failed")) != (1.0, 1.0) and time.monotonic() < end:
-            assert prometheus.poll() is None, (tmp_path / "prometheus.log").read_text()[-2000:]
-            time.sleep(0.5)
-            try:
-                result = query(prometheus_port, 'ffb_targets_total{job="ffb-watch"}')
-            except OSError:  # not listening yet
-                continue
-            answer = {series["metric"]["status"]: float(series["value"][1]) for series in result}
+    with prometheus_server(tmp_path, "ffb-watch", port) as prometheus:
+        answer = prometheus.poll('ffb_targets_total{job="ffb-watch"}', "status", deadline=DEADLINE,
+                                 until=lambda answer: (answer.get("done"), answer.get("failed")) == (1.0, 1.0))
         assert answer == {"done": 1.0, "failed": 1.0, "no_face": 0.0, "skipped": 0.0}
-        backlog = query(prometheus_port, 'ffb_backlog_targets{job="ffb-watch"}')
-        assert [float(series["value"][1]) for series in backlog] == [0.0]
-    finally:
-        prometheus.terminate()
-        try:
-            prometheus.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            prometheus.kill()
-            prometheus.wait()
+        assert prometheus.values('ffb_backlog_targets{job="ffb-watch"}', "job") == {"ffb-watch": 0.0}
     code, summary = watch.stop()
     assert code == 0 and summary["counts"]["done"] == 1 and summary["counts"]["failed"] == 1

@@ -89,10 +89,7 @@ def test_fix_for_names_what_is_missing_and_the_command(name, error, words):
         assert word in line
 
 
-def test_run_with_cuda_that_cannot_load_finishes_on_cpu(cuda_fails, tmp_path, monkeypatch, capfd):
-    monkeypatch.setenv("FFB_MODELS_PATH", str(tmp_path / "no-models"))
-    monkeypatch.setenv("FFB_CACHE_PATH", str(tmp_path / "cache"))
-    monkeypatch.setenv("FFB_TEMP_PATH", str(tmp_path / "tmp"))
+def test_run_with_cuda_that_cannot_load_finishes_on_cpu(cuda_fails, offline_env, tmp_path, capfd):
     source = tmp_path / "hopper.jpg"
     cv2.imwrite(str(source), grace_hopper())
     clip = make_clip(tmp_path / "a.mp4", frames=6)

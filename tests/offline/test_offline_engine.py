@@ -13,10 +13,7 @@ from facefusion_batch.video.probe import probe
 
 
 @pytest.fixture
-def env(tmp_path, monkeypatch):
-    monkeypatch.setenv("FFB_MODELS_PATH", str(tmp_path / "no-models"))
-    monkeypatch.setenv("FFB_CACHE_PATH", str(tmp_path / "cache"))
-    monkeypatch.setenv("FFB_TEMP_PATH", str(tmp_path / "tmp"))
+def env(offline_env, tmp_path):
     source = tmp_path / "hopper.jpg"
     cv2.imwrite(str(source), grace_hopper())
     return tmp_path, source

@@ -57,12 +57,8 @@ def facefusion_models(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def ff_env(tmp_path, facefusion_models, monkeypatch) -> Path:
-    monkeypatch.setenv("FFB_MODELS_PATH", str(facefusion_models))
-    monkeypatch.setenv("FFB_CACHE_PATH", str(tmp_path / "cache"))
-    monkeypatch.setenv("FFB_TEMP_PATH", str(tmp_path / "tmp"))
-    monkeypatch.setenv("FFB_EXECUTION_THREAD_COUNT", "2")
-    return tmp_path
+def ff_env(env_with, facefusion_models) -> Path:
+    return env_with(facefusion_models)
 
 
 @pytest.fixture(scope="module")
