@@ -34,11 +34,10 @@ def run_batch(settings: Settings, specs: Sequence[str], executor: Executor, repo
     targets, rejected = discover(specs, settings.output_dir, settings.output_file)
     run = _Run(targets, journal, reporter, force, retry_failed, executor.concurrent_targets)
     info = executor.start(targets, run)
-    run.output_key = info.output_key
     for text in info.messages:
         reporter.message(text)
     reporter.message(f"engine: {info.engine} ({', '.join(info.models)})")
-    run.warn(info)
+    run.use_engine(info)
     for text in notes:
         reporter.message(text)
     refused = [Outcome(str(r.path), "failed", reason=f"{r.path}: {r.reason}") for r in rejected]
@@ -51,6 +50,7 @@ def run_batch(settings: Settings, specs: Sequence[str], executor: Executor, repo
     except (KeyboardInterrupt, SystemExit):
         stopped = run.interrupted()
     stats = executor.stats()
+    info = run.engine or info  # a watch's reloaded profile may have changed it
     result = BatchResult(info.engine, list(info.models), stats.providers, warnings=list(run.warnings))
     result.outcomes = refused + [run.outcomes[i] for i in range(len(run.targets)) if i in run.outcomes]
     if stopped:
@@ -83,12 +83,19 @@ class _Run(Work):
         self._claiming: int | None = None  # the target being claimed
         self._cut: int | None = None  # the target whose work an interruption cut, when the executor knows
         self._display = OrderedProgress(reporter, [str(t.path) for t in targets]) if ordered else None
+        self.engine: EngineInfo | None = None  # the engine in use (the summary names it)
         self.warnings: list[str] = []  # said once per run, whatever number of engines said them
+        self._licences_told: set[str] = set()  # models the licence notice named
 
-    def warn(self, info: EngineInfo) -> None:
+    def use_engine(self, info: EngineInfo) -> None:
+        self.engine, self.output_key = info, info.output_key
+        self._warn(info)
+
+    def _warn(self, info: EngineInfo) -> None:
         """Say the warnings of the engine `info` describes that this run has not said yet: its models not
-        licensed for commercial use, settings it can't honour."""
-        notice = non_commercial_notice(info.models)
+        licensed for commercial use (those not named before), settings it can't honour."""
+        notice = non_commercial_notice(m for m in info.models if m not in self._licences_told)
+        self._licences_told.update(info.models)
         for text in ([notice] if notice else []) + list(info.warnings):
             if text not in self.warnings:
                 self.warnings.append(text)
@@ -137,12 +144,10 @@ class _Run(Work):
                 return target, cached is None
         return None
 
-    def add(self, targets: Sequence[Target], output_key: str | None = None) -> None:
+    def add(self, targets: Sequence[Target]) -> None:
         self.targets.extend(targets)
         if self._display is not None:
             self._display.extend([str(t.path) for t in targets])
-        if output_key is not None:
-            self.output_key = output_key
         if targets:
             self.reporter.expect(len(targets))
 

@@ -155,3 +155,38 @@ def test_an_executor_that_gives_up_fails_the_rest(tree):
     assert all(o.reason.endswith("no worker left") for o in result.outcomes[1:])
     assert journal.get(folder / "bad.png").status == "interrupted", "claimed: the next run does it"
     assert journal.get(folder / "c.png") is None
+
+
+class ReloadingExecutor(FakeExecutor):
+    """After the first target, goes on with another engine (as a watch whose SIGHUP rebuilt it)."""
+
+    def __init__(self, later: EngineInfo) -> None:
+        super().__init__()
+        self.later = later
+
+    def start(self, targets, work: Work) -> EngineInfo:
+        return EngineInfo("fake", ("inswapper_128", "m1"), "key-1", (), ("first engine's warning",))
+
+    def run(self, work: Work) -> None:
+        claims = work.claims()
+        for done, claim in enumerate(claims):
+            if done == 1:
+                work.use_engine(self.later)
+            work.finished(claim.index, Outcome(str(claim.target.path), "done", frames=1))
+
+
+def test_the_summary_names_the_engine_in_use_and_each_warning_once(tree):
+    settings, folder, journal = tree
+    later = EngineInfo("fake-2", ("inswapper_128", "codeformer"), "key-2", (),
+                       ("first engine's warning", "second engine's warning"))
+    reporter = Recorder()
+    result = run_batch(settings, [str(folder)], ReloadingExecutor(later), reporter, journal)
+    assert (result.engine, result.models) == ("fake-2", ["inswapper_128", "codeformer"])
+    said = [text.removeprefix("ffb: warning: ") for kind, text, *_ in reporter.events
+            if kind == "message" and text.startswith("ffb: warning: ")]
+    assert said == result.warnings
+    assert said[1::2] == ["first engine's warning", "second engine's warning"]
+    assert "inswapper_128" in said[0] and "codeformer" in said[2] and "inswapper_128" not in said[2]
+    assert len(said) == 4
+    keys = {journal.get(folder / name).settings_key for name in ("a.png", "c.png")}
+    assert keys == {"key-1", "key-2"}, "claims after the change are keyed by the new engine's settings"

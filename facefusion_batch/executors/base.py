@@ -66,10 +66,14 @@ class Work(Protocol):
         """The next video after target `after` that a claim is expected to hand out (judged without hashing
         it), and whether claiming it will have to hash it; None when there is none."""
 
-    def add(self, targets: Sequence[Target], output_key: str | None = None) -> None:
+    def add(self, targets: Sequence[Target]) -> None:
         """More targets for this run (a watch's feed): the next `claims()` hands them out, each with its own
-        index even when a target of the same file came before. `output_key`: the settings behind what is
-        processed from now on changed (a reloaded profile). The reporter is told to expect `targets`."""
+        index even when a target of the same file came before. The reporter is told to expect `targets`."""
+
+    def use_engine(self, info: EngineInfo) -> None:
+        """What is processed from now on is processed as `info` says (a watch's reloaded profile, a Ray lot's
+        fresh workers): claimed under its output key, its warnings not said yet in this run said, and the
+        summary names its engine and models."""
 
     def started(self, index: int, total: int) -> None:
         """Target `index` has `total` frames (1 for an image) and its frames are being processed."""

@@ -169,7 +169,7 @@ class WatchExecutor:
 
         with RayExecutor(self.settings, self.source, self._lost_signal) as ray_executor:
             info = ray_executor.start(targets, work)
-            work.add([], info.output_key)
+            work.use_engine(info)
             try:
                 ray_executor.run(work)
             finally:
@@ -230,10 +230,10 @@ class WatchExecutor:
             old.close()
             self._engine_loaded(processor.engine)
         use_ffmpeg(settings.ffmpeg_path)
-        work.add([], processor.output_key)
         engine = processor.engine
         rebuilt = f" (engine rebuilt: {engine.name} ({', '.join(engine.models)}))" if rebuild else ""
         work.message(f"ffb watch: SIGHUP: settings reloaded{rebuilt}; they apply to the files that come next")
+        work.use_engine(EngineInfo(engine.name, tuple(engine.models), processor.output_key, (), engine.warnings))
 
     def _engine_loaded(self, engine: FaceEngine) -> None:
         if self._on_engine is not None:

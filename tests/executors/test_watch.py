@@ -256,6 +256,11 @@ def test_sighup_rereads_the_profile_for_the_next_files(env, source_image, watche
     keys = [journal_entry(env, path).settings_key for path in (first, second, third)]
     assert len(set(keys)) == 3, "each file journaled under the settings it was made with"
     assert "yoloface" in next(line for line in watch.log().splitlines() if "engine rebuilt" in line)
+    assert "yoloface_8n" in summary["models"] and "scrfd_2.5g" not in summary["models"], "the engine in use"
+    assert [w for w in summary["warnings"] if "yoloface_8n" in w] == [
+        "no licence stated, check before commercial use: yoloface_8n (see `ffb models list`)"], \
+        "a model the rebuilt engine loads is named once, the ones named at start-up not again"
+    assert sum("inswapper_128" in w for w in summary["warnings"]) == 1
 
 
 @pytest.mark.parametrize("poll", [False, True], ids=["events", "poll"])
