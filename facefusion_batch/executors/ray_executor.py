@@ -31,6 +31,7 @@ from facefusion_batch.executors.plan import (Item, Join, Segment, StorageCheck, 
                                              chunk_count, segment_length, segments, staged_name)
 from facefusion_batch.executors.ray_pool import Done, WorkerPool, connect
 from facefusion_batch.pipeline.batch import Outcome, os_reason
+from facefusion_batch.pipeline.job import profile_note
 from facefusion_batch.pipeline.processor import Sources, source_paths
 from facefusion_batch.pipeline.workspace import Workspace, remove_stale
 from facefusion_batch.provenance.sign import place
@@ -66,6 +67,7 @@ class _Job:
     pieces: int = 0  # segments not finished yet
     inflight: int = 0
     calls: int = 0
+    profiles: int = 0  # face-frames left in profile, over the finished items (segments: summed)
     done: bool = False
     info: VideoInfo | None = None  # the driver's probe of a split video, handed to its segments and join
 
@@ -283,6 +285,7 @@ class RayExecutor:
             self._tidy(job)
             return
         job.calls += outcome.detector_calls
+        job.profiles += outcome.profiles_left
         if isinstance(sent, Segment):
             job.pieces -= 1
             if job.pieces == 0:  # every segment is in: join them next, before new work
@@ -295,8 +298,12 @@ class RayExecutor:
             self._fail(job, f"{job.target.output}: can't move the finished output into place ({exc.strerror})")
             return
         seconds = time.perf_counter() - job.started if isinstance(sent, Join) else outcome.seconds
+        if isinstance(sent, Join) and outcome.status == "done":  # the segments' counts, as a whole video's
+            outcome = dataclasses.replace(outcome, reason="; ".join(filter(None, [outcome.reason,
+                                                                                  profile_note(job.profiles)])))
         self._complete(job, dataclasses.replace(outcome, target=str(job.target.path), output=str(job.target.output),
-                                                seconds=seconds, detector_calls=job.calls))
+                                                seconds=seconds, detector_calls=job.calls,
+                                                profiles_left=job.profiles))
         self._tidy(job)
 
     def _lost(self, task: _Task, done: Done) -> None:

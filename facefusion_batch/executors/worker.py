@@ -175,7 +175,7 @@ def encode_segment(processor: FrameProcessor, item: Segment, shared: Workspace, 
     local disk), then publish the finished chunks to the shared workspace. Chunks another attempt already
     published are not done again; a retry on the same node also reuses the scratch's finished chunks."""
     engine, settings = processor.engine, processor.settings
-    started, calls = time.perf_counter(), engine.detector_calls()
+    started, calls, profiles = time.perf_counter(), engine.detector_calls(), job.profiles_left(engine)
     target = item.target
     scratch = Workspace.scratch(settings.temp_path, item.key, item.first)
     try:
@@ -198,7 +198,8 @@ def encode_segment(processor: FrameProcessor, item: Segment, shared: Workspace, 
         engine.pool.after_target()
     scratch.remove()
     return Outcome(str(target.path), "done", frames=frames, seconds=time.perf_counter() - started,
-                   detector_calls=engine.detector_calls() - calls)
+                   detector_calls=engine.detector_calls() - calls,
+                   profiles_left=job.profiles_left(engine) - profiles)
 
 
 def join_segments(processor: FrameProcessor, item: Join, shared: Workspace) -> Outcome:

@@ -37,6 +37,7 @@ class Outcome:
     frames: int = 0
     seconds: float = 0.0
     detector_calls: int = 0
+    profiles_left: int = 0  # face-frames turned too far to swap, left as they are (the reason says so too)
 
 
 @dataclass

@@ -48,7 +48,7 @@ def begin(processor: FrameProcessor, target: Target, progress: TargetProgress, r
         status = "done" if swapped else "no_face"
         note = "; ".join(filter(None, [note, profile_note(profiles_made)]))
         return Outcome(str(target.path), status, str(target.output), note if swapped else NO_FACE, frames,
-                       time.perf_counter() - started, calls_made)
+                       time.perf_counter() - started, calls_made, profiles_made)
 
     try:
         refuse_special(target)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import os
 
 import numpy as np
@@ -13,6 +14,7 @@ from facefusion_batch.executors.plan import Join, Segment
 from facefusion_batch.executors import worker
 from facefusion_batch.executors.worker import encode_segment, join_segments
 from facefusion_batch.pipeline import video_job
+from facefusion_batch.pipeline.batch import Outcome
 from facefusion_batch.pipeline.processor import prepare
 from facefusion_batch.pipeline.workspace import Workspace
 from facefusion_batch.settings import load_settings
@@ -82,3 +84,69 @@ def test_a_worker_never_swallows_an_interruption(env, source_image, monkeypatch,
     monkeypatch.setattr(worker, "encode_chunks", interrupt)
     with pytest.raises(signal_like):
         encode_segment(batch, Segment(target, "k", 0, None, info), shared, lambda n: None)
+
+
+class _Finished:
+    """The driver's side, as the Ray executor's `_done` sees it: what it was told of each target."""
+
+    def __init__(self) -> None:
+        self.outcomes: dict[int, object] = {}
+
+    def finished(self, index, outcome, journal_status=None) -> None:
+        self.outcomes[index] = outcome
+
+
+def test_a_split_video_on_ray_reports_the_faces_left_in_profile_as_a_whole_one(env, source_image, monkeypatch,
+                                                                                capsys):
+    """Segments count the face-frames the offline engine left in profile; the Ray executor sums them into the
+    joined video's outcome (count and note), as the local executor reports them for the whole video."""
+    from facefusion_batch.executors import ray_executor
+    from facefusion_batch.executors.ray_pool import Done
+    from facefusion_batch.offline import classic
+
+    monkeypatch.setattr(classic, "PROFILE", -1.0)  # every face counts as turned too far
+    clip = make_clip(env / "v.mp4", frames=25)
+    settings = load_settings(None, os.environ, {"engine": "offline", "chunk_size": 10,
+                                                "output_path": env / "out"}).settings
+    processor = prepare(settings, source_image, print)
+    (env / "out").mkdir()
+    info, target, shared = probe(clip), Target(clip, "video", env / "out" / "v.mp4"), Workspace(env / "shared")
+    items = [Segment(target, "k", 0, 2, info), Segment(target, "k", 2, None, info),
+             Join(target, "k", env / "out" / ".v.staged.mp4", info)]
+    outcomes = [encode_segment(processor, items[0], shared, lambda n: None),
+                encode_segment(processor, items[1], shared, lambda n: None)]
+    assert [o.profiles_left for o in outcomes] == [20, 5]
+    outcomes.append(join_segments(processor, items[2], shared))
+    executor = ray_executor.RayExecutor(settings, source_image)
+    work = executor._work = _Finished()
+    job = ray_executor._Job(0, target, target, "k", split=True, pieces=2)
+    for dispatch, (item, outcome) in enumerate(zip(items, outcomes)):
+        executor.attempts[dispatch] = ray_executor._Task(job, item, sent=item, dispatch=dispatch)
+        executor._done(Done(None, dispatch, outcome))
+    whole = work.outcomes[0]
+    assert whole.status == "done" and whole.profiles_left == 25
+    assert "25 face-frames turned too far to swap (near profile) left as they are" in whole.reason
+    assert main(["run", "--engine", "offline", "-s", str(source_image), "-t", str(clip), "-o", str(env / "whole"),
+                 "--chunk-size", "10", "-q", "--json"]) == 0
+    local = json.loads(capsys.readouterr().out)["outcomes"][0]
+    assert (local["profiles_left"], local["reason"]) == (whole.profiles_left, whole.reason), "as the local executor"
+
+
+def test_a_whole_target_on_ray_keeps_its_own_profile_note(env, source_image, monkeypatch):
+    from facefusion_batch.executors import ray_executor
+    from facefusion_batch.executors.plan import Whole
+    from facefusion_batch.executors.ray_pool import Done
+
+    settings = load_settings(None, os.environ, {"output_path": env / "out"}).settings
+    target = Target(env / "p.png", "image", env / "out" / "p.png")
+    (env / "out").mkdir()
+    staged = env / "out" / ".p.staged.png"
+    staged.write_bytes(b"png")
+    note = "1 face-frame turned too far to swap (near profile) left as they are"
+    executor = ray_executor.RayExecutor(settings, source_image)
+    work = executor._work = _Finished()
+    job = ray_executor._Job(0, target, target, "k")
+    item = Whole(target, staged, "k")
+    executor.attempts[0] = ray_executor._Task(job, item, sent=item, dispatch=0)
+    executor._done(Done(None, 0, Outcome(str(target.path), "done", str(staged), note, 1, profiles_left=1)))
+    assert (work.outcomes[0].reason, work.outcomes[0].profiles_left) == (note, 1)
