@@ -48,13 +48,14 @@ def test_filled_facefusion_ini_lists_what_ffb_ignores_once_in_one_warning():
     text = warnings[0]
     assert "not used yet" not in text
     for key in ("jobs_path", "source_paths (pass --source)", "source_pattern", "face_detector_margin",
-                "face_landmarker_model", "voice_extractor_model", "keep_temp",
+                "voice_extractor_model", "keep_temp",
                 "output_audio_encoder", "open_browser", "download_providers",
                 "benchmark_mode", "halt_on_error"):
         assert text.count(key) == 1, key
     for used in ("face_detector_size", "temp_frame_format", "execution_device_ids", "log_level", "processors",
                  "face_enhancer_model", "face_mask_types", "face_occluder_model", "face_selector_order",
-                 "face_swapper_pixel_boost", "face_mask_padding", "face_mask_regions", "face_parser_model"):
+                 "face_swapper_pixel_boost", "face_mask_padding", "face_mask_regions", "face_parser_model",
+                 "face_landmarker_model", "face_landmarker_score"):
         assert used not in text, used
     # blank keys ask for nothing: not listed
     assert "trim_frame_start" not in text and "age_modifier_model" not in text

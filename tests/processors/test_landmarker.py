@@ -268,3 +268,39 @@ def test_options_are_checked():
         LandmarkerOptions("dlib", 0.5)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="0..1"):
         LandmarkerOptions("2dfan4", 1.5)
+
+
+# --- video: the tracks smooth the landmarks ---------------------------------------------------------------
+
+def test_face_tracks_smooth_jittering_landmarks_on_a_still_face_and_follow_a_moving_one():
+    """The neural engine puts the 68 points in `Face.landmarks`, which the face tracks smooth with the
+    keypoints and box: a landmarker's per-frame jitter (1.5 px here) mostly leaves the hull on a still face,
+    and a moving face is followed (benchmarks/landmark_jitter.py measures the mask's flicker too)."""
+    from facefusion_batch.faces.tracking import Tracker
+
+    shape = standins.mean_shape_68().astype(np.float64)
+    shape = shape * (150 / (shape[16, 0] - shape[0, 0])) + [100, 60]
+    rng = np.random.default_rng(0)
+
+    def run(speed: float) -> tuple[float, float, float]:
+        tracker, raw, out, true = Tracker(960, 960), [], [], []
+        for index in range(60):
+            points = shape + [speed * index, 0]
+            landmarks = points + rng.normal(0, 1.5, points.shape)
+            box = np.concatenate([points.min(0), points.max(0)]) + rng.normal(0, 1.5, 4)
+            face = Face(box=box.astype(np.float32), score=0.9, landmarks=landmarks.astype(np.float32),
+                        kps=(five_from_68(points) + rng.normal(0, 1.5, (5, 2))).astype(np.float32))
+            (result,) = tracker.update(index, [face], detected=True)
+            assert result.face.landmarks.shape == (68, 2)
+            raw.append(landmarks), out.append(result.face.landmarks.astype(np.float64)), true.append(points)
+
+        def jitter(series):
+            return float(np.sqrt(np.mean([np.sum((b - a - speed * np.array([1, 0])) ** 2, axis=1).mean()
+                                          for a, b in zip(series, series[1:])])))
+        error = float(np.sqrt(np.mean([np.sum((p - t) ** 2, axis=1).mean() for p, t in zip(out[10:], true[10:])])))
+        return jitter(raw), jitter(out), error
+
+    raw, smoothed, error = run(0.0)
+    assert smoothed < 0.25 * raw and error < 1.0
+    raw, smoothed, error = run(4.0)
+    assert smoothed < raw and error < 4.0  # followed: within a px or two of the moving face
