@@ -126,7 +126,7 @@ def test_every_facefusion_key_is_recognised_in_its_section(tmp_path):
                "face_mask_types": "box region", "face_mask_areas": "mouth", "face_mask_regions": "nose",
                "face_mask_blur": "0.5", "face_mask_padding": "1", "face_selector_order": "left-right",
                "face_selector_gender": "female", "face_selector_race": "asian", "face_selector_age_start": "20",
-               "face_selector_age_end": "60"}
+               "face_selector_age_end": "60", "face_landmarker_model": "many", "face_landmarker_score": "0.4"}
     for section in parser.sections():
         lines.append(f"[{section}]")
         lines += [f"{key} = {samples.get(key, '1')}" for key in parser[section]]
