@@ -27,7 +27,7 @@ step "CUDA tests"
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 
 step "neural end-to-end tests on CUDA"
-FFB_EXECUTION_PROVIDERS="cuda cpu" "$PY" -m pytest tests/processors -q -x -p no:cacheprovider 2>&1 \
+FFB_EXECUTION_PROVIDERS="cuda cpu" "$PY" -m pytest tests/processors -x -p no:cacheprovider 2>&1 \
   | tee "$REPORT/test_processors_cuda.txt" | tail -15
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 
