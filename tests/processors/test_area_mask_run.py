@@ -38,12 +38,8 @@ def area_models(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def area_env(tmp_path, area_models, monkeypatch) -> Path:
-    monkeypatch.setenv("FFB_MODELS_PATH", str(area_models))
-    monkeypatch.setenv("FFB_CACHE_PATH", str(tmp_path / "cache"))
-    monkeypatch.setenv("FFB_TEMP_PATH", str(tmp_path / "tmp"))
-    monkeypatch.setenv("FFB_EXECUTION_THREAD_COUNT", "2")
-    return tmp_path
+def area_env(env_with, area_models) -> Path:
+    return env_with(area_models)
 
 
 def marked_frame() -> np.ndarray:
