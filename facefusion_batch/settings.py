@@ -141,7 +141,8 @@ class Settings:
     reference_face_path: Path | None = _spec("face_selector", "Image of the face to replace (reference mode).",
                                              None)
     reference_face_distance: float = _spec(
-        "face_selector", "Max cosine distance to the reference face, 0..2 (lower is stricter).", 0.6)
+        "face_selector", "How unlike the reference face a face may be and still be swapped, 0..1 (lower is "
+        "stricter): FaceFusion's scale, half the cosine distance of the face embeddings.", 0.3)
     face_selector_order: FaceSelectorOrder = _spec(
         "face_selector", "Order of the faces of a frame; mode one takes the first (large-small: the largest).",
         "large-small")
@@ -262,7 +263,7 @@ SECTIONS: tuple[str, ...] = tuple(dict.fromkeys(f.metadata["section"] for f in F
 _HINTS = typing.get_type_hints(Settings)
 _RANGES: dict[str, tuple[float, float]] = {
     "face_detector_score": (0.0, 1.0),
-    "reference_face_distance": (0.0, 2.0),
+    "reference_face_distance": (0.0, 1.0),
     "output_video_quality": (0, 100),
     "output_image_quality": (0, 100),
     "face_detector_size": (64, 2048),
@@ -482,7 +483,12 @@ def load_profile(path: Path) -> Profile:
                     problems.append(str(exc))
             elif facefusion_ini.is_facefusion_key(section, key):
                 if not blank:
-                    ignored.append((section, facefusion_ini.ignored_note(key)))
+                    value = " ".join(map(str, raw)) if isinstance(raw, list) else str(raw)
+                    try:
+                        ignored.append((section, facefusion_ini.unsupported_note(
+                            key, value, key, f"[{section}] {key} = {value}")))
+                    except SettingsError as exc:
+                        problems.append(str(exc))
             else:
                 problems.append(_unknown_key(section, key))
     if problems:
