@@ -601,7 +601,9 @@ def load_settings(
             origins[key] = origin
     settings = Settings(**values)
     if settings.face_selector_mode == "reference" and settings.reference_face_path is None:
-        raise SettingsError("face_selector_mode is reference but no reference face: pass --reference-face IMAGE")
+        raise SettingsError("face_selector_mode is reference but no reference face: pass --reference-face IMAGE, "
+                            "a photo of the face to replace (FaceFusion takes a frame of the target instead: save "
+                            "it with ffmpeg -ss SECONDS -i VIDEO -frames:v 1 face.png)")
     if settings.executor == "ray":
         _check_ray(settings)
     _check_provenance(settings)
