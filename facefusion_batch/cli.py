@@ -122,19 +122,26 @@ def _print_json(data: Any) -> None:
 def run(
     source: Optional[list[Path]] = typer.Option(None, "--source", "-s", help="Image of the face to put into the "
                                                 "targets; repeat (-s a.jpg -s b.jpg) to average several photos "
-                                                "of one person into one identity (neural engine)."),
+                                                "of one person into one identity (neural engine); FaceFusion's "
+                                                "--source-paths a.jpg b.jpg works too."),
     target: Optional[list[str]] = typer.Option(None, "--target", "-t", help="Video, image, directory (searched "
                                                "recursively) or quoted glob ('clips/**/*.mp4': outputs mirror the "
-                                               "tree below clips/); repeat, or list more after it."),
+                                               "tree below clips/); repeat, or list more after it (FaceFusion's "
+                                               "--target-path works too)."),
     more_targets: Optional[list[str]] = typer.Argument(None, metavar="TARGET", help="More targets, e.g. "
                                                        "what an unquoted clips/*.mp4 expands to.", show_default=False),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Output directory (mirrors the target tree), "
-                                          "or with one target the output file (-o result.mp4). Default: "
-                                          "output_path from the profile, else ./output"),
-    profile: Optional[Path] = typer.Option(None, "--profile", "-p", help="Settings file: facefusion.ini-style .ini "
-                                           "or .toml. Precedence: defaults < profile < FFB_* env < flags."),
+                                          "or with one target the output file (-o result.mp4; FaceFusion's "
+                                          "--output-path works too). Default: output_path from the profile, "
+                                          "else ./output"),
+    profile: Optional[Path] = typer.Option(None, "--profile", "-p", help="Settings file: a FaceFusion "
+                                           "facefusion.ini as it is (FaceFusion's --config-path works too), or "
+                                           "ffb's .ini or .toml. Precedence: defaults < profile < FFB_* env < "
+                                           "flags."),
     many_faces: bool = typer.Option(False, "--many-faces", help="Swap every face (same as --face-selector-mode many)."),
-    face_selector_mode: Optional[FaceSelectorMode] = typer.Option(None, help="Which faces to swap: many, one (largest), reference."),
+    face_selector_mode: Optional[FaceSelectorMode] = typer.Option(None, help="Which faces to swap: many, one "
+                                                                  "(largest; ffb's default), reference (faces "
+                                                                  "like --reference-face; FaceFusion's default)."),
     reference_face: Optional[Path] = typer.Option(None, "--reference-face", help="Image of the face to replace; "
                                                   "implies --face-selector-mode reference."),
     engine: Optional[Engine] = typer.Option(None, help="auto (neural if its models are "
@@ -187,8 +194,9 @@ def run(
                                                             "default 0.3, lower is stricter)."),
     face_detector_min_size: Optional[int] = typer.Option(None, help="Offline engine: find faces down to this "
                                                          "many pixels by scanning tiles (slower; 0: off)."),
-    execution_providers: Optional[str] = typer.Option(None, help="Providers in order, e.g. 'cuda cpu' or "
-                                                      "'tensorrt cuda cpu'."),
+    execution_providers: Optional[str] = typer.Option(None, metavar="PROVIDER...", help="Providers in order "
+                                                      "of preference: cpu, cuda, tensorrt, e.g. "
+                                                      "--execution-providers cuda cpu."),
     execution_device_id: Optional[str] = typer.Option(None, metavar="ID", help="GPU index (FaceFusion's "
                                                       "--execution-device-ids works too, with one id)."),
     execution_thread_count: Optional[int] = typer.Option(None, help="Frame worker threads."),
@@ -247,7 +255,11 @@ def run(
                                                 "file every 15 s and at the end, atomically: for node_exporter's "
                                                 "textfile collector, a *.prom file in its directory."),
 ) -> int:
-    """Swap the source face into every target video and image."""
+    """Swap the source face into every target video and image.
+
+    FaceFusion's headless-run command line works as it is where ffb can do what it asks (ffb headless-run is
+    ffb run); its options ffb lacks are named, ignored when they would not change the output, refused
+    otherwise (docs/facefusion-ini.md)."""
     stamp = RunStamp.now()
     flags: dict[str, Any] = {
         "output_path": output, "engine": engine, "models_path": models_path,

@@ -325,6 +325,9 @@ def parse_value(name: str, raw: Any, where: str) -> Any:
             raise SettingsError(f"{where}: {value} is out of range {low}..{high}")
     if name == "face_mask_padding":
         value = _padding(value, where)
+    if name == "face_detector_size" and value % 32:  # the detectors' coarsest stride
+        raise SettingsError(f"{where}: {value}: give a multiple of 32 (FaceFusion's sizes: 160x160, 320x320, "
+                            "480x480, 512x512, 640x640)")
     return value
 
 

@@ -103,6 +103,7 @@ CASES: list[tuple[str, str, Any]] = [
     ("face_detector_model", "many", Refused("'many' is not one of: scrfd, yoloface")),
     ("face_detector_size", "320x320", Uses("face_detector_size", "320")),
     ("face_detector_size", "640x480", Refused("the detectors take a square input")),
+    ("face_detector_size", "500x500", Refused("give a multiple of 32")),
     ("face_detector_score", "0.35", Uses("face_detector_score", "0.35")),
     ("face_detector_margin", "0 0 0 0", Ignored()),
     ("face_detector_margin", "10", Refused("ffb has no detector margin")),
@@ -385,3 +386,19 @@ def test_stock_facefusion_ini_with_processor_settings_runs(standin_models_dir, t
     assert diff[:, y1 + 20:y2 - 20, x1 + 20:x2 - 20].mean() < 8, "the pasted face must land where it was"
     background = np.concatenate([diff[:, :-24, :x1 - 60].ravel(), diff[:, :-24, x2 + 60:].ravel()])
     assert np.percentile(background, 99.5) <= 6, "beside the face: unchanged but for encode noise"
+
+
+def test_a_detector_size_the_model_file_cannot_take_is_one_clear_error(env, capsys, tmp_path):
+    """yolo_face takes 640x640 only (FaceFusion offers no other size): 512 was an ONNX Runtime traceback."""
+    import cv2
+
+    from conftest import face_frame
+
+    source = tmp_path / "face.png"
+    cv2.imwrite(str(source), face_frame())
+    code = main(["run", "-s", str(source), "-t", str(source), "-o", str(tmp_path / "out"), "--face-detector-model",
+                 "yolo_face", "--face-detector-size", "512x512", "-q"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert "ffb: error: face_detector_size 512: yoloface_8n.onnx takes 640x640 only" in err
+    assert not (tmp_path / "out" / "face.png").exists()
