@@ -161,7 +161,7 @@ def run(
                                                                   "default inswapper_128)."),
     face_swapper_weight: Optional[float] = typer.Option(None, help="0..1: 0.5 the source identity as is, higher "
                                                         "keeps more of the target's own."),
-    face_swapper_pixel_boost: Optional[str] = typer.Option(None, help="Swap at this crop size, e.g. 512x512 (tiled "
+    face_swapper_pixel_boost: Optional[str] = typer.Option(None, metavar="SIZE", help="Swap at this crop size, e.g. 512x512 (tiled "
                                                            "into model-size patches); default the model's size."),
     face_enhancer_model: Optional[FaceEnhancerModel] = typer.Option(None, help="Enhancer model (with --processors "
                                                                     "... face_enhancer)."),
