@@ -161,8 +161,9 @@ def run(
                                                                   "default inswapper_128)."),
     face_swapper_weight: Optional[float] = typer.Option(None, help="0..1: 0.5 the source identity as is, higher "
                                                         "keeps more of the target's own."),
-    face_swapper_pixel_boost: Optional[str] = typer.Option(None, metavar="SIZE", help="Swap at this crop size, e.g. 512x512 (tiled "
-                                                           "into model-size patches); default the model's size."),
+    face_swapper_pixel_boost: Optional[str] = typer.Option(None, metavar="SIZE", help="Swap at this crop size, "
+                                                           "e.g. 512x512 (tiled into model-size patches); default "
+                                                           "the model's size."),
     face_enhancer_model: Optional[FaceEnhancerModel] = typer.Option(None, help="Enhancer model (with --processors "
                                                                     "... face_enhancer)."),
     face_enhancer_blend: Optional[int] = typer.Option(None, help="0..100: how much of the enhanced face is used "

@@ -357,7 +357,8 @@ def test_stock_facefusion_ini_with_processor_settings_runs(standin_models_dir, t
     monkeypatch.setenv("FFB_CACHE_PATH", str(tmp_path / "cache"))
     monkeypatch.setenv("FFB_TEMP_PATH", str(tmp_path / "tmp"))
     filled = {"processors": "face_swapper face_enhancer", "face_swapper_model": "hyperswap_1a_256",
-              "face_enhancer_model": "gfpgan_1.4", "face_enhancer_blend": "80", "face_mask_types": "box occlusion region",
+              "face_enhancer_model": "gfpgan_1.4", "face_enhancer_blend": "80",
+              "face_mask_types": "box occlusion region",
               "face_mask_blur": "0.3", "face_selector_mode": "one", "execution_providers": "cpu",
               "execution_thread_count": "2", "output_video_quality": "80", "face_detector_model": "yolo_face"}
     lines = []
