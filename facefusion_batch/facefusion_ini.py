@@ -49,6 +49,10 @@ LAYOUT: dict[str, tuple[str, ...]] = {
     "misc": ("log_level", "halt_on_error"),
 }
 
+# Keys of FaceFusion 3.0-3.2 ini files that 3.8.1 no longer has, still found in users' files.
+EARLIER: dict[str, tuple[str, ...]] = {"output_creation": ("output_image_resolution", "output_video_resolution",
+                                                           "skip_audio")}
+
 # FaceFusion keys read into an ffb setting of another name.
 RENAMED: dict[str, str] = {"execution_device_ids": "execution_device_id"}
 
@@ -92,7 +96,9 @@ UNSUPPORTED: dict[str, Unsupported] = {
     "keep_temp": Unsupported(0, None, "ffb keeps a video's finished chunks until it is done, to resume"),
     "output_image_scale": Unsupported(1, ("1", "1.0"), _SIZE),
     "output_video_scale": Unsupported(1, ("1", "1.0"), _SIZE),
-    "output_video_resolution": Unsupported(1, (), _SIZE),  # FaceFusion 3.0-3.2's flag, still in scripts
+    "output_video_resolution": Unsupported(1, (), _SIZE),  # FaceFusion 3.0-3.2's, still in scripts
+    "output_image_resolution": Unsupported(1, (), _SIZE),
+    "skip_audio": Unsupported(0, ("false",), "ffb keeps each target's audio; remove it afterwards"),
     "output_video_fps": Unsupported(1, (), "ffb keeps each target's frame rate; convert the output afterwards"),
     "output_audio_encoder": Unsupported(1, None, _AUDIO),
     "output_audio_quality": Unsupported(1, None, _AUDIO),
@@ -137,9 +143,9 @@ def unsupported_note(key: str, value: str, shown: str, setting: str) -> str:
 
 
 def is_facefusion_key(section: str, key: str) -> bool:
-    return key in LAYOUT.get(section, ())
+    return key in LAYOUT.get(section, ()) or key in EARLIER.get(section, ())
 
 
 def section_of(key: str) -> str | None:
     """The FaceFusion section a key belongs in (None: not a FaceFusion key)."""
-    return next((section for section, keys in LAYOUT.items() if key in keys), None)
+    return next((section for layout in (LAYOUT, EARLIER) for section, keys in layout.items() if key in keys), None)

@@ -122,6 +122,8 @@ CASES: list[tuple[str, str, Any]] = [
     ("output_image_scale", "2.0", Refused("ffb keeps each target's resolution")),
     ("output_video_scale", "0.5", Refused("ffb keeps each target's resolution")),
     ("output_video_fps", "30", Refused("ffb keeps each target's frame rate")),
+    ("output_video_resolution", "1280x720", Refused("ffb keeps each target's resolution")),  # 3.0-3.2's
+    ("skip_audio", "", Refused("ffb keeps each target's audio")),
     ("output_audio_encoder", "aac", Ignored()),
     ("output_audio_quality", "80", Ignored()),
     ("output_audio_volume", "100", Ignored()),
