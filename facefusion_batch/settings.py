@@ -611,7 +611,18 @@ def load_settings(
         _check_ray(settings)
     _check_provenance(settings)
     _check_processors(settings)
-    return Resolved(settings, origins, (*loaded.warnings, *env_warnings))
+    return Resolved(settings, origins, (*loaded.warnings, *env_warnings, *_loose_reference(settings)))
+
+
+def _loose_reference(settings: Settings) -> list[str]:
+    """Above 0.5 (a cosine distance above 1: faces less alike than unrelated ones) reference mode swaps nearly
+    every face; most likely an ffb profile written before the distance took FaceFusion's scale."""
+    distance = settings.reference_face_distance
+    if settings.face_selector_mode != "reference" or distance <= 0.5:
+        return []
+    return [f"reference_face_distance {distance} swaps nearly every face: it is on FaceFusion's scale, half "
+            f"the cosine distance (an earlier ffb profile's {distance} is {distance / 2:g} now); FaceFusion's "
+            "default is 0.3"]
 
 
 def _check_provenance(settings: Settings) -> None:

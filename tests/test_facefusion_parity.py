@@ -405,3 +405,14 @@ def test_a_detector_size_the_model_file_cannot_take_is_one_clear_error(env, caps
     assert code == 2 and "Traceback" not in err
     assert "ffb: error: face_detector_size 512: yoloface_8n.onnx takes 640x640 only" in err
     assert not (tmp_path / "out" / "face.png").exists()
+
+
+def test_a_reference_distance_that_swaps_nearly_every_face_is_warned_once(tmp_path):
+    """An ffb profile written when the distance was the cosine distance (0.6 then: 0.3 now)."""
+    from facefusion_batch.settings import load_settings
+
+    flags = {"face_selector_mode": "reference", "reference_face_path": tmp_path / "r.png"}
+    warnings = load_settings(None, {}, {**flags, "reference_face_distance": 0.6}).warnings
+    assert len(warnings) == 1 and "an earlier ffb profile's 0.6 is 0.3 now" in warnings[0]
+    assert load_settings(None, {}, {**flags, "reference_face_distance": 0.5}).warnings == ()
+    assert load_settings(None, {}, {"reference_face_distance": 0.8}).warnings == ()  # not in reference mode
