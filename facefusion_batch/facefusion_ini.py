@@ -70,7 +70,6 @@ class Unsupported:
 _AUDIO = "ffb keeps each target's audio as it is (copied where the container takes it)"
 _SIZE = "ffb keeps each target's resolution; scale the output afterwards"
 _TRIM = "ffb processes whole videos; trim them first (ffmpeg -ss/-to)"
-_LANDMARKS = "ffb aligns faces on the detector's 5 keypoints"
 _NO_UI = "ffb has no UI"
 
 # FaceFusion options (ini key; the flag is --key-with-dashes) that ffb has no setting for.
@@ -83,8 +82,6 @@ UNSUPPORTED: dict[str, Unsupported] = {
     "jobs_path": Unsupported(1, None, "ffb keeps its journal in <output>/.ffb"),
     "face_detector_margin": Unsupported("+", ("0", "0 0 0 0"), "ffb has no detector margin; drop it"),
     "face_detector_angles": Unsupported("+", ("0",), "ffb detects upright faces only; rotate the video first"),
-    "face_landmarker_model": Unsupported(1, None, _LANDMARKS),
-    "face_landmarker_score": Unsupported(1, None, _LANDMARKS),
     "reference_face_position": Unsupported(
         1, ("0",), "ffb's reference is a photo: pass --reference-face with a photo (or crop) of that one face"),
     "reference_frame_number": Unsupported(

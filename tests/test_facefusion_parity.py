@@ -50,11 +50,6 @@ class Refused:
     text: str
 
 
-def _landmarker(value: str) -> Any:
-    """The landmarker options are another helper's (issue 14, area): used once ffb has the setting."""
-    return Uses("face_landmarker_model", value) if "face_landmarker_model" in FIELDS else Ignored()
-
-
 # (FaceFusion ini key, FaceFusion's value as on its command line, what ffb does)
 CASES: list[tuple[str, str, Any]] = [
     ("processors", "face_swapper", Uses("processors", "face_swapper")),
@@ -109,7 +104,9 @@ CASES: list[tuple[str, str, Any]] = [
     ("face_detector_margin", "10", Refused("ffb has no detector margin")),
     ("face_detector_angles", "0", Ignored()),
     ("face_detector_angles", "0 90", Refused("ffb detects upright faces only")),
-    ("face_landmarker_model", "2dfan4", _landmarker("2dfan4")),
+    *[("face_landmarker_model", name, Uses("face_landmarker_model", name)) for name in ("2dfan4", "peppa_wutz",
+                                                                                         "many")],
+    ("face_landmarker_score", "0.7", Uses("face_landmarker_score", "0.7")),
     ("voice_extractor_model", "kim_vocal_2", Ignored()),
     ("trim_frame_start", "10", Refused("trim them first")),
     ("trim_frame_end", "100", Refused("trim them first")),
@@ -220,7 +217,7 @@ def test_every_facefusion_key_is_in_the_table():
                     "frame_extraction", "execution", "memory", "misc"):
         for key in facefusion_ini.LAYOUT[section]:
             other_processor = section == "processors" and key not in FIELDS and key != "processors"
-            assert key in covered or other_processor or key.startswith("face_landmarker"), key
+            assert key in covered or other_processor, key
 
 
 def test_ffb_choices_hold_facefusions_where_ffb_has_the_feature():
