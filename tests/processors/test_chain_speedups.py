@@ -42,3 +42,22 @@ def test_best_is_wanted_matches_the_argmax_with_ties_counted_as_wanted():
     got = best_is_wanted(scores, wanted)
     assert (got == expected).all() and got[4:8].all() and not got.all()
     assert best_is_wanted(scores, list(range(19))).all()
+
+
+def test_to_tensor_fast_nhwc_path_equals_the_per_channel_formula():
+    """XSeg's NHWC input with one mean/std for all channels takes scalar arithmetic; a per-channel NHWC
+    model keeps the broadcast; both equal (x / 255 - mean) / std per channel."""
+    import dataclasses
+
+    from facefusion_batch.models.catalog import CATALOG
+    from facefusion_batch.processors.tensors import to_tensor
+
+    crops = np.random.default_rng(5).integers(0, 256, (2, 16, 16, 3), dtype=np.uint8)
+    uniform = CATALOG["xseg_1"]
+    mixed = dataclasses.replace(uniform, mean=(0.1, 0.2, 0.3), std=(0.5, 0.25, 2.0), rgb=True)
+    for spec in (uniform, mixed):
+        got = to_tensor(crops, spec)
+        image = crops[..., ::-1] if spec.rgb else crops
+        expected = (image / 255.0 - np.array(spec.mean)) / np.array(spec.std)
+        assert got.shape == crops.shape and got.dtype == np.float32
+        np.testing.assert_allclose(got, expected, atol=1e-5)
