@@ -92,10 +92,15 @@ def paste_back(frame: np.ndarray, crop: np.ndarray, mask: np.ndarray, matrix: np
     local[:, 2] -= (x0, y0)
     roi_size = (x1 - x0, y1 - y0)
     warped = cv2.warpAffine(crop, local, roi_size, flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
-    alpha = cv2.warpAffine(mask, local, roi_size, flags=cv2.INTER_LINEAR, borderValue=0.0)[..., None]
+    alpha = cv2.warpAffine(np.asarray(mask, dtype=np.float32), local, roi_size, flags=cv2.INTER_LINEAR,
+                           borderValue=0.0)
     roi = frame[y0:y1, x0:x1]
-    blended = roi.astype(np.float32) * (1.0 - alpha) + warped.astype(np.float32) * alpha
-    frame[y0:y1, x0:x1] = np.clip(np.rint(blended), 0, 255).astype(np.uint8)
+    # frame * (1 - alpha) + crop * alpha, rounded: one OpenCV pass (weighted_mean) instead of numpy temporaries
+    if warped.dtype == np.uint8:
+        frame[y0:y1, x0:x1] = weighted_mean(warped, roi, alpha, 1 - alpha)
+        return frame
+    blended = weighted_mean(warped.astype(np.float32, copy=False), roi.astype(np.float32), alpha, 1 - alpha)
+    frame[y0:y1, x0:x1] = cv2.convertScaleAbs(np.clip(blended, 0, 255, out=blended))  # rounds half to even
     return frame
 
 
