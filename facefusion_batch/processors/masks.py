@@ -8,7 +8,7 @@ from typing import Any, Literal, Sequence, get_args
 import cv2
 import numpy as np
 
-from facefusion_batch.faces.geometry import box_mask, hull_mask, smooth_binary_mask
+from facefusion_batch.faces.geometry import box_mask, hull_mask, smooth_binary_mask, smooth_model_mask
 from facefusion_batch.models.catalog import ModelSpec
 from facefusion_batch.processors.tensors import run_stacked, to_tensor
 
@@ -73,8 +73,7 @@ class Occluder:
         model = self._spec.size
         small = np.stack([cv2.resize(np.asarray(c, dtype=np.uint8), (model, model)) for c in crops])
         raw = run_stacked(self._session, {"input": to_tensor(small, self._spec)})[0]
-        return [smooth_binary_mask(cv2.resize(np.clip(out, 0, 1).astype(np.float32).reshape(model, model),
-                                              crop.shape[1::-1]))
+        return [smooth_model_mask(np.clip(out, 0, 1).astype(np.float32).reshape(model, model), crop.shape[0])
                 for out, crop in zip(raw, crops)]
 
 

@@ -83,3 +83,22 @@ def test_paste_back_in_one_opencv_pass_equals_the_numpy_blend():
         diff = np.abs(got.astype(int) - expected.astype(int))
         assert diff.max() <= 1 and (diff > 0).mean() < 1e-3
         assert (got != frame).any(2).sum() > 5000
+
+
+def test_model_mask_blurred_at_model_size_matches_facefusions_blur_at_crop_size():
+    """XSeg's 256 mask for a 512 crop is blurred at 256 and resized after: within a grey level of resizing
+    first and blurring at crop size, on a face-like mask with an occluding hand; other sizes resize first."""
+    from facefusion_batch.faces.geometry import smooth_binary_mask, smooth_model_mask
+
+    yy, xx = np.mgrid[:256, :256]
+    face = ((xx - 128) ** 2 / 90 ** 2 + (yy - 140) ** 2 / 110 ** 2 < 1).astype(np.float32)
+    face[150:, 60:120] = 0  # a hand in front of the chin
+    for raw in (face, cv2.GaussianBlur(face, (0, 0), 1.0)):
+        for size in (512,):
+            exact = smooth_binary_mask(cv2.resize(raw, (size, size)))
+            got = smooth_model_mask(raw, size)
+            assert got.shape == (size, size) and np.abs(got - exact).max() < 1 / 255
+            assert got.max() == 1 and (got == 0).mean() > 0.3
+        assert np.array_equal(smooth_model_mask(raw, 256), smooth_binary_mask(raw))
+        for size in (128, 700, 1024):
+            assert np.array_equal(smooth_model_mask(raw, size), smooth_binary_mask(cv2.resize(raw, (size, size))))
