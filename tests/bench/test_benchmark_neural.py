@@ -1,5 +1,6 @@
 """`ffb benchmark --engine neural` on benchmarks/standin_models.py's models: a row per processor model."""
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -26,6 +27,8 @@ def test_neural_benchmark_times_every_processor_model(models, tmp_path, capsys, 
     monkeypatch.setenv("FFB_CACHE_PATH", str(tmp_path / "cache"))
     monkeypatch.setenv("FFB_TEMP_PATH", str(tmp_path / "temp"))
     monkeypatch.setenv("FFB_EXECUTION_THREAD_COUNT", "2")
+    # a slot per core: one intra-op thread per call, so the calls' CPU time is all of their compute
+    monkeypatch.setenv("FFB_EXECUTION_INFERENCE_SLOTS", str(os.cpu_count() or 1))
     chain = tmp_path / "chain.ini"
     chain.write_text("[processors]\nprocessors = face_swapper face_enhancer\nface_swapper_model = hyperswap_1a_256\n"
                      "face_enhancer_model = gfpgan_1.4\n[face_masker]\nface_mask_types = box occlusion region\n")
@@ -41,3 +44,5 @@ def test_neural_benchmark_times_every_processor_model(models, tmp_path, capsys, 
     assert run["models"]["gfpgan_1.4"]["calls_per_frame"] == pytest.approx(1.0)  # only swapped faces, once
     assert run["models"]["xseg_1"]["calls_per_frame"] == pytest.approx(2.0)  # swap crop and enhancer crop
     assert 0 < run["model_bound_ms"] <= run["model_compute_ms"]
+    assert 0 < run["model_bound_cpu_ms"] <= run["model_calls_cpu_ms"] < run["cpu_ms"]
+    assert run["cpu_over_model_cpu"] > 1  # decoding, tracking, warps and encoding are not free
