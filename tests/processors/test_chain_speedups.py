@@ -63,6 +63,29 @@ def test_to_tensor_fast_nhwc_path_equals_the_per_channel_formula():
         np.testing.assert_allclose(got, expected, atol=1e-5)
 
 
+def test_to_tensor_planar_nchw_equals_the_transposed_formula_bit_for_bit():
+    """NCHW models (swappers, enhancers, BiSeNet) get planes split by OpenCV and scaled in place: the same
+    float32 numbers as numpy's transposed copy scaled in place, RGB and BGR, uint8 and float32 crops."""
+    import dataclasses
+
+    from facefusion_batch.models.catalog import CATALOG
+    from facefusion_batch.processors.tensors import to_tensor
+
+    rng = np.random.default_rng(6)
+    for spec in (CATALOG["bisenet_resnet_34"], CATALOG["gfpgan_1.4"], CATALOG["gpen_bfr_512"],
+                 dataclasses.replace(CATALOG["bisenet_resnet_34"], rgb=False)):
+        for crops in (rng.integers(0, 256, (3, 24, 20, 3), dtype=np.uint8),
+                      rng.uniform(0, 255, (1, 24, 20, 3)).astype(np.float32)):
+            image = crops[..., ::-1] if spec.rgb else crops
+            expected = np.array(image.transpose(0, 3, 1, 2), dtype=np.float32)
+            std, mean = np.array(spec.std, np.float32), np.array(spec.mean, np.float32)
+            expected *= (1.0 / (255.0 * std)).reshape(1, 3, 1, 1)
+            expected -= (mean / std).reshape(1, 3, 1, 1)
+            got = to_tensor(crops, spec)
+            assert got.shape == expected.shape and got.flags.c_contiguous
+            assert np.array_equal(got, expected), spec.name
+
+
 def test_paste_back_in_one_opencv_pass_equals_the_numpy_blend():
     """frame * (1 - alpha) + crop * alpha, rounded: at most one grey level apart on a handful of pixels (float
     rounding of a half), for uint8 and float32 crops; values outside 0..255 saturate."""
