@@ -125,6 +125,12 @@ class ProcessorChain:
                                             borderMode=cv2.BORDER_REPLICATE)
                     mask = cv2.warpAffine(face.mask, local, (x1 - x0, y1 - y0), flags=cv2.INTER_LINEAR,
                                           borderValue=0.0)
+            swap_colours.append(colour)
+            swap_masks.append(mask)
+            boxes.append(box)
+        # every face pasted at frame size is in before any enhancer crop is taken (faces that overlap see
+        # each other's swap, as after FaceFusion's swapper pass)
+        for matrix, colour, mask, box in zip(matrices, swap_colours, swap_masks, boxes):
             base = warp_crop(frame, matrix, size)
             if colour is not None:
                 x0, y0, x1, y1 = box
@@ -132,9 +138,6 @@ class ProcessorChain:
                 base[y0:y1, x0:x1] = cv2.convertScaleAbs(
                     weighted_mean(colour, base[y0:y1, x0:x1].astype(np.float32), mask, 1 - mask))
             inputs.append(base)
-            swap_colours.append(colour)
-            swap_masks.append(mask)
-            boxes.append(box)
         enhanced = enhancer.enhance(inputs)
         occlusion = self.occluder.masks(inputs) if "occlusion" in self.masks.types else [None] * len(faces)
         blend = np.float32(enhancer.options.blend / 100.0)

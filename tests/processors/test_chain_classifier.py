@@ -212,3 +212,15 @@ def test_build_processors_opens_exactly_the_plans_models(tmp_path):
     assert built.classifier.classify(frame, [_face(KPS)])[0].gender in ("female", "male")
     with pytest.raises(ValueError, match="read_emap"):
         build_processors(ProcessorPlan(swapper=SwapperOptions("inswapper_128")), open_session)
+
+
+def test_overlapping_small_faces_each_see_the_others_swap_like_facefusion(tmp_path):
+    """Two small faces whose crops overlap: every swap is pasted before any enhancer crop is taken, as after
+    FaceFusion's swapper pass over all faces."""
+    swap, enhance, _, _ = _models(tmp_path)
+    source = swap.source_input(np.random.default_rng(0).standard_normal(512).astype(np.float32))
+    masks = MaskOptions(("box",), blur=0.3)
+    faces = [_face(KPS), _face(KPS + [60, 10])]
+    reference = _two_pastes(real_frame(), faces, swap, enhance, masks, source)
+    frame = ProcessorChain(swap, enhance, masks).process(real_frame(), faces, source)
+    assert (frame == reference).all()
