@@ -125,3 +125,15 @@ def test_model_mask_blurred_at_model_size_matches_facefusions_blur_at_crop_size(
         assert np.array_equal(smooth_model_mask(raw, 256), smooth_binary_mask(raw))
         for size in (128, 700, 1024):
             assert np.array_equal(smooth_model_mask(raw, size), smooth_binary_mask(cv2.resize(raw, (size, size))))
+
+
+def test_best_is_wanted_in_bands_of_rows_matches_the_argmax_across_band_edges():
+    from facefusion_batch.processors.masks import best_is_wanted
+
+    rng = np.random.default_rng(4)
+    for shape in ((19, 300, 40), (19, 128, 7), (5, 129, 3), (3, 1, 9)):
+        scores = rng.standard_normal(shape).astype(np.float32)
+        wanted = [1, 2] if shape[0] > 3 else [0]
+        expected = np.isin(scores.argmax(0), wanted)
+        assert (best_is_wanted(scores, wanted) == expected).all(), shape
+    assert best_is_wanted(scores.astype(np.float16), [0]).shape == (1, 9)  # other float types are compared too
