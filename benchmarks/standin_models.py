@@ -4,7 +4,8 @@
     FFB_MODELS_PATH=DIR ffb benchmark 360p --engine neural [--profile chain.ini]
 
 Every file has the real model's name, tensor names, shapes and dtypes (the tests' stand-ins, tests/standins.py)
-and FaceFusion's `<name>.hash` sidecar (CRC32), so ffb (and FaceFusion) load them as the real files. The
+and FaceFusion's `<name>.hash` sidecar (CRC32), so ffb (and FaceFusion) load them as the real files; the
+face landmarkers (2dfan4, peppa_wutz, fan_68_5) are there for `--face-mask-types area`. The
 detectors "find" the face where `ffb benchmark` composes it into its clips (found once here with the offline
 engine's MediaPipe detector), so every frame has its one face. The swapper (hyperswap_1a_256, FaceFusion's
 default) and the enhancer (gfpgan_1.4) carry a stack of `--convs` 3x3 convolutions `--channels` wide whose
@@ -61,7 +62,8 @@ def build(directory: Path, face: tuple[np.ndarray, np.ndarray], convs: int = 3, 
     faces = [face]  # the still is 640 wide: detector pixels are frame pixels
     paths = [directory / name for name in (
         "inswapper_128.onnx", "arcface_w600k_r50.onnx", "scrfd_2.5g.onnx", "yoloface_8n.onnx",
-        "hyperswap_1a_256.onnx", "gfpgan_1.4.onnx", "xseg_1.onnx", "bisenet_resnet_34.onnx")]
+        "hyperswap_1a_256.onnx", "gfpgan_1.4.onnx", "xseg_1.onnx", "bisenet_resnet_34.onnx", "2dfan4.onnx",
+        "peppa_wutz.onnx", "fan_68_5.onnx")]
     standins.build_inswapper(paths[0], dynamic_batch=dynamic_batch)
     standins.build_arcface(paths[1])
     standins.build_scrfd(paths[2], faces, DETECTOR_SIZE)
@@ -71,6 +73,11 @@ def build(directory: Path, face: tuple[np.ndarray, np.ndarray], convs: int = 3, 
     standins.build_enhancer(paths[5], 512, "identity", dynamic_batch=dynamic_batch, convs=convs, channels=channels)
     standins.build_occluder(paths[6], np.ones((256, 256), np.float32), dynamic_batch)
     standins.build_parser(paths[7], np.ones((512, 512), np.int64), dynamic_batch)  # all skin
+    # the area mask's landmarkers (batch axis 1, as FaceFusion feeds them): points follow a strong blue (2dfan4)
+    # or red (peppa_wutz) in their crop, else the crop's centre; fan_68_5 places a face shape by the nose
+    standins.build_2dfan4(paths[8])
+    standins.build_peppa_wutz(paths[9])
+    standins.build_fan_68_5(paths[10])
     for path in paths:
         standins.write_facefusion_hash(path)
     return paths

@@ -29,7 +29,8 @@ from facefusion_batch import __version__, interrupts
 from facefusion_batch.errors import FfbError, SettingsError, SourceError
 from facefusion_batch.settings import (Engine, Executor, FaceDetectorModel, FaceEnhancerModel, FaceOccluderModel,
                                        FaceParserModel, FaceSelectorGender, FaceSelectorMode, FaceSelectorOrder,
-                                       FaceSelectorRace, FaceSwapperModel, FrameTransport, LabelPosition,
+                                       FaceLandmarkerModel, FaceSelectorRace, FaceSwapperModel, FrameTransport,
+                                       LabelPosition,
                                        OutputProvenance, VideoEncoder, VideoMemoryStrategy, VideoPreset, check_paths,
                                        choices, describe, load_settings)
 from facefusion_batch.video.ffmpeg import describe_ffmpeg, use_ffmpeg
@@ -158,7 +159,7 @@ def run(
     face_enhancer_weight: Optional[float] = typer.Option(None, help="0..1: CodeFormer's fidelity (others ignore "
                                                          "it)."),
     face_mask_types: Optional[str] = typer.Option(None, metavar="TYPE...", help="Masks for the paste: box, "
-                                                  "occlusion, region (area: not on the neural engine yet), e.g. "
+                                                  "occlusion, region, area (neural engine), e.g. "
                                                   "--face-mask-types box occlusion."),
     face_mask_blur: Optional[float] = typer.Option(None, help="0..1: blur of the box mask's edge (default 0.3)."),
     face_mask_padding: Optional[str] = typer.Option(None, metavar="PERCENT...", help="Box mask padding, 1 to 4 "
@@ -169,6 +170,10 @@ def run(
                                                   + " ".join(choices("face_mask_areas")) + "."),
     face_occluder_model: Optional[FaceOccluderModel] = typer.Option(None, help="Occlusion mask model."),
     face_parser_model: Optional[FaceParserModel] = typer.Option(None, help="Region mask model."),
+    face_landmarker_model: Optional[FaceLandmarkerModel] = typer.Option(None, help="68-point landmarker for the "
+                                                                        "area mask (default 2dfan4; many: both)."),
+    face_landmarker_score: Optional[float] = typer.Option(None, help="0..1: landmarker score a face needs, else "
+                                                          "the 68-from-5 estimate is used (default 0.5)."),
     face_selector_order: Optional[FaceSelectorOrder] = typer.Option(None, help="Order of a frame's faces; "
                                                                     "--face-selector-mode one takes the first."),
     face_selector_gender: Optional[FaceSelectorGender] = typer.Option(None, help="Only faces of this gender "
@@ -243,6 +248,7 @@ def run(
         "face_mask_blur": face_mask_blur, "face_mask_padding": face_mask_padding,
         "face_mask_regions": face_mask_regions, "face_mask_areas": face_mask_areas,
         "face_occluder_model": face_occluder_model, "face_parser_model": face_parser_model,
+        "face_landmarker_model": face_landmarker_model, "face_landmarker_score": face_landmarker_score,
         "face_selector_order": face_selector_order, "face_selector_gender": face_selector_gender,
         "face_selector_race": face_selector_race, "face_selector_age_start": face_selector_age_start,
         "face_selector_age_end": face_selector_age_end,
@@ -325,7 +331,7 @@ RUN_HELP_PANELS: dict[str, tuple[str, ...]] = {
         "face_enhancer_model", "face_enhancer_blend", "face_enhancer_weight"),
     "Face masks (FaceFusion's flags)": ("face_mask_types", "face_mask_blur", "face_mask_padding",
                                         "face_mask_regions", "face_mask_areas", "face_occluder_model",
-                                        "face_parser_model"),
+                                        "face_parser_model", "face_landmarker_model", "face_landmarker_score"),
     "Engine, models, face detection": ("engine", "models_path", "face_detector_model", "face_detector_min_size"),
     "Face tracking": ("keypoint_reuse",),
     "Execution": ("execution_providers", "execution_device_id", "execution_thread_count",
@@ -656,7 +662,8 @@ def _report_models(profile: Optional[Path], models_path: Optional[Path], as_json
 # FaceFusion's names for the processor roles; the rest are the face analyser's.
 _ROLES = {"swapper": "face_swapper", "enhancer": "face_enhancer", "occluder": "face_occluder",
           "parser": "face_parser", "classifier": "face_classifier", "embedding_converter": "embedding_converter",
-          "recognizer": "face_recognizer", "detector_scrfd": "face_detector", "detector_yolo": "face_detector"}
+          "recognizer": "face_recognizer", "detector_scrfd": "face_detector", "detector_yolo": "face_detector",
+          "landmarker": "face_landmarker", "landmarker_68_5": "face_landmarker"}
 
 
 def _file_size(path: Path) -> int | None:

@@ -43,6 +43,7 @@ FaceMaskRegion = Literal["skin", "left-eyebrow", "right-eyebrow", "left-eye", "r
                          "mouth", "upper-lip", "lower-lip"]
 FaceMaskArea = Literal["upper-face", "lower-face", "mouth"]
 FaceOccluderModel = Literal["xseg_1", "xseg_2", "xseg_3"]
+FaceLandmarkerModel = Literal["many", "2dfan4", "peppa_wutz"]
 FaceParserModel = Literal["bisenet_resnet_18", "bisenet_resnet_34"]
 FaceSelectorOrder = Literal["left-right", "right-left", "top-bottom", "bottom-top", "small-large", "large-small",
                             "best-worst", "worst-best"]
@@ -158,8 +159,8 @@ class Settings:
 
     face_mask_types: tuple[FaceMaskType, ...] = _spec(
         "face_masker", "Masks combined for the paste (the strictest wins): box, occlusion (hands and hair in "
-        "front of the face stay; face_occluder_model), region (face_parser_model, face_mask_regions); area needs "
-        "68 landmarks, which ffb's neural engine does not have yet.", ("box",))
+        "front of the face stay; face_occluder_model), region (face_parser_model, face_mask_regions), area (the "
+        "hull of face_mask_areas' 68 landmarks; face_landmarker_model; neural engine).", ("box",))
     face_mask_blur: float = _spec("face_masker", "Blur of the box mask's edge, 0..1.", 0.3)
     face_mask_padding: tuple[int, ...] = _spec(
         "face_masker", "Box mask padding in percent of the crop: top right bottom left (1 to 4 numbers, as in "
@@ -172,6 +173,12 @@ class Settings:
                                                       ("upper-face", "lower-face", "mouth"))
     face_occluder_model: FaceOccluderModel = _spec("face_masker", "Occlusion mask model.", "xseg_1")
     face_parser_model: FaceParserModel = _spec("face_masker", "Region mask model.", "bisenet_resnet_34")
+    face_landmarker_model: FaceLandmarkerModel = _spec(
+        "face_landmarker", "68-point landmarker for the area mask: 2dfan4, peppa_wutz, or many (both; the better "
+        "score wins). Always with fan_68_5, the 68-from-5 estimate.", "2dfan4")
+    face_landmarker_score: float = _spec(
+        "face_landmarker", "Landmarker score 0..1 a face needs, else its 68 points come from the 68-from-5 "
+        "estimate (0: the landmarker does not run).", 0.5)
 
     output_video_encoder: VideoEncoder = _spec(
         "output_creation", "ffmpeg video encoder; auto: libvpx-vp9 for .webm, libx264 elsewhere.", "auto")
@@ -288,6 +295,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "face_enhancer_blend": (0, 100),
     "face_enhancer_weight": (0.0, 1.0),
     "face_mask_blur": (0.0, 1.0),
+    "face_landmarker_score": (0.0, 1.0),
     "face_selector_age_start": (0, 100),
     "face_selector_age_end": (0, 100),
 }

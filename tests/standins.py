@@ -651,3 +651,150 @@ def build_fairface(path: PathLike, age_id: int = 3) -> Path:
                  for name in ('race_id', 'gender_id', 'age_id')],
         initializer=inits)
     return _save(graph, path)
+
+
+# --------------------------------------------------------------------------
+# FaceFusion's 68-point face landmarkers (2dfan4, peppa_wutz) and the
+# 68-from-5 estimator (fan_68_5).  The landmarkers put a face-shaped set of 68
+# points around the centroid of one colour in the crop they are fed, so a
+# wrong crop (scale, translation, turn) or a wrong channel order gives points
+# in the wrong place; their score follows the crop's brightness.
+# --------------------------------------------------------------------------
+
+def mean_shape_68() -> np.ndarray:
+    """A plausible 68-point face (iBUG layout) in the unit ffhq_512 template space: its eye centres, nose tip
+    (30) and mouth corners (48, 54) are exactly the template's 5 points."""
+    left_eye, right_eye, nose, mouth_left, mouth_right = (
+        np.array(p) for p in ([0.37691676, 0.46864664], [0.62285697, 0.46912813], [0.50123859, 0.61331904],
+                              [0.39308822, 0.72541100], [0.61150205, 0.72490465]))
+    t = np.linspace(0, np.pi, 17)
+    jaw = np.stack([0.5 - 0.28 * np.cos(t), 0.47 + 0.46 * np.sin(t)], axis=1)
+    brows = [np.stack([np.linspace(a, b, 5), 0.40 - 0.02 * np.sin(np.linspace(0, np.pi, 5))], axis=1)
+             for a, b in ((0.28, 0.46), (0.54, 0.72))]
+    bridge = np.stack([np.full(4, nose[0]), np.linspace(0.47, nose[1], 4)], axis=1)
+    nostrils = np.stack([np.linspace(0.45, 0.55, 5), np.full(5, 0.645)], axis=1)
+    eye = np.array([[-0.04, 0], [-0.02, -0.012], [0.02, -0.012], [0.04, 0], [0.02, 0.012], [-0.02, 0.012]])
+    centre = (mouth_left + mouth_right) / 2
+    half = (mouth_right[0] - mouth_left[0]) / 2
+    outer_t = np.pi - np.arange(12) * np.pi / 6
+    outer = centre + np.stack([half * np.cos(outer_t), -0.035 * np.sin(outer_t)], axis=1)
+    outer[0], outer[6] = mouth_left, mouth_right
+    inner_t = np.pi - np.arange(8) * np.pi / 4
+    inner = centre + np.stack([0.6 * half * np.cos(inner_t), -0.015 * np.sin(inner_t)], axis=1)
+    points = np.concatenate([jaw, *brows, bridge, nostrils, left_eye + eye, right_eye + eye, outer, inner])
+    assert points.shape == (68, 2)
+    return points.astype(np.float32)
+
+
+LANDMARK_SPAN = 120.0  # crop pixels the stand-in landmarkers' face is wide (jaw point 0 to 16)
+
+
+def standin_offsets() -> np.ndarray:
+    """The stand-in landmarkers' 68 points relative to their centroid, in crop pixels (upright face)."""
+    shape = mean_shape_68().astype(np.float64)
+    return (shape - shape.mean(0)) * (LANDMARK_SPAN / (shape[16, 0] - shape[0, 0]))
+
+
+def _colour_centroid(channel_up: int, channel_down: int, nodes: list, inits: list) -> str:
+    """Nodes computing the (1, 1, 2) centroid (x, y, crop pixels) of relu(input[c_up] - input[c_down] - 0.6)
+    over a (1,3,256,256) ``input`` (only a strong colour counts, never a face's or a textured background's
+    own tints); with no such colour in the crop it is the crop's centre."""
+    ys, xs = np.mgrid[0:256, 0:256].astype(np.float32)
+    inits += [_init('grid_x', xs[None, None]), _init('grid_y', ys[None, None]),
+              _init('c_up', np.array([channel_up], np.int64)), _init('c_down', np.array([channel_down], np.int64)),
+              _init('eps', np.array(1e-6, np.float32)), _init('strong', np.array(0.6, np.float32))]
+    nodes += [
+        helper.make_node('Gather', ['input', 'c_up'], ['up'], axis=1),
+        helper.make_node('Gather', ['input', 'c_down'], ['down'], axis=1),
+        helper.make_node('Sub', ['up', 'down'], ['diff']),
+        helper.make_node('Sub', ['diff', 'strong'], ['excess']),
+        helper.make_node('Relu', ['excess'], ['weight_raw']),
+        helper.make_node('Add', ['weight_raw', 'eps'], ['weight']),
+        helper.make_node('ReduceSum', ['weight'], ['weight_sum'], keepdims=0),
+        helper.make_node('Mul', ['weight', 'grid_x'], ['wx']),
+        helper.make_node('Mul', ['weight', 'grid_y'], ['wy']),
+        helper.make_node('ReduceSum', ['wx'], ['sum_x'], keepdims=0),
+        helper.make_node('ReduceSum', ['wy'], ['sum_y'], keepdims=0),
+        helper.make_node('Div', ['sum_x', 'weight_sum'], ['cx']),
+        helper.make_node('Div', ['sum_y', 'weight_sum'], ['cy']),
+    ]
+    inits.append(_init('shape_112', np.array([1, 1, 1], np.int64)))
+    nodes += [helper.make_node('Reshape', ['cx', 'shape_112'], ['cx3']),
+              helper.make_node('Reshape', ['cy', 'shape_112'], ['cy3']),
+              helper.make_node('Concat', ['cx3', 'cy3'], ['centroid'], axis=2)]
+    return 'centroid'
+
+
+def _brightness_score(gain: float, nodes: list, inits: list) -> str:
+    """Nodes computing min(1, gain * mean(input)) as a scalar."""
+    inits += [_init('score_gain', np.array(gain, np.float32)), _init('score_one', np.array(1.0, np.float32))]
+    nodes += [helper.make_node('ReduceMean', ['input'], ['brightness'], keepdims=0),
+              helper.make_node('Mul', ['brightness', 'score_gain'], ['score_raw']),
+              helper.make_node('Min', ['score_raw', 'score_one'], ['score'])]
+    return 'score'
+
+
+def build_2dfan4(path: PathLike, gain: float = 2.0, channels: tuple[int, int] = (0, 2)) -> Path:
+    """2dfan4 stand-in: ``input`` (1,3,256,256) float 0..1 -> ``landmarks`` (1,68,3) in 64-px heatmap units
+    and ``heatmaps`` (1,68,64,64).  The points are ``standin_offsets()`` around the centroid of
+    relu(input[c0] - input[c2] - 0.6) (default: strong blue in the frame's BGR order, as FaceFusion feeds it); every
+    heatmap's peak is min(1, gain * mean(input)), so the score is that mapped 0..0.9 -> 0..1."""
+    nodes, inits = [], []
+    centroid = _colour_centroid(channels[0], channels[1], nodes, inits)
+    score = _brightness_score(gain, nodes, inits)
+    inits += [_init('offsets', standin_offsets().astype(np.float32)[None]),
+              _init('to_heatmap', np.array(64 / 256, np.float32)),
+              _init('ones', np.ones((1, 68, 1), np.float32)), _init('heat_ones', np.ones((1, 68, 64, 64), np.float32))]
+    nodes += [helper.make_node('Add', [centroid, 'offsets'], ['points_crop']),
+              helper.make_node('Mul', ['points_crop', 'to_heatmap'], ['points']),
+              helper.make_node('Concat', ['points', 'ones'], ['landmarks'], axis=2),
+              helper.make_node('Mul', ['heat_ones', score], ['heatmaps'])]
+    graph = helper.make_graph(
+        nodes, '2dfan4_standin',
+        inputs=[helper.make_tensor_value_info('input', TensorProto.FLOAT, [1, 3, 256, 256])],
+        outputs=[helper.make_tensor_value_info('landmarks', TensorProto.FLOAT, [1, 68, 3]),
+                 helper.make_tensor_value_info('heatmaps', TensorProto.FLOAT, [1, 68, 64, 64])],
+        initializer=inits)
+    return _save(graph, path)
+
+
+def build_peppa_wutz(path: PathLike, gain: float = 2.0, channels: tuple[int, int] = (2, 0)) -> Path:
+    """peppa_wutz stand-in: ``input`` (1,3,256,256) -> ``output`` (1,204): (x, y, confidence) x 68, points in
+    64-px units as for 2dfan4, around the centroid of relu(input[c0] - input[c2] - 0.6) (default: strong red in BGR),
+    confidence min(1, gain * mean(input)) (score: mapped 0..0.95 -> 0..1)."""
+    nodes, inits = [], []
+    centroid = _colour_centroid(channels[0], channels[1], nodes, inits)
+    score = _brightness_score(gain, nodes, inits)
+    inits += [_init('offsets', standin_offsets().astype(np.float32)[None]),
+              _init('to_heatmap', np.array(64 / 256, np.float32)),
+              _init('ones', np.ones((1, 68, 1), np.float32)), _init('flat', np.array([1, 204], np.int64))]
+    nodes += [helper.make_node('Add', [centroid, 'offsets'], ['points_crop']),
+              helper.make_node('Mul', ['points_crop', 'to_heatmap'], ['points']),
+              helper.make_node('Mul', ['ones', score], ['confidence']),
+              helper.make_node('Concat', ['points', 'confidence'], ['rows'], axis=2),
+              helper.make_node('Reshape', ['rows', 'flat'], ['output'])]
+    graph = helper.make_graph(
+        nodes, 'peppa_wutz_standin',
+        inputs=[helper.make_tensor_value_info('input', TensorProto.FLOAT, [1, 3, 256, 256])],
+        outputs=[helper.make_tensor_value_info('output', TensorProto.FLOAT, [1, 204])],
+        initializer=inits)
+    return _save(graph, path)
+
+
+def build_fan_68_5(path: PathLike) -> Path:
+    """fan_68_5 stand-in: ``input`` (1,5,2), the 5 points in the unit ffhq_512 space -> ``output`` (1,68,2):
+    ``mean_shape_68()`` moved by the nose point's offset from the template's nose (so points fed in another
+    space come back as a tiny face in the wrong place)."""
+    shape = mean_shape_68()
+    inits = [_init('shape', shape[None]), _init('template_nose', shape[30].reshape(1, 1, 2)),
+             _init('starts', np.array([2], np.int64)), _init('ends', np.array([3], np.int64)),
+             _init('axes', np.array([1], np.int64))]
+    nodes = [helper.make_node('Slice', ['input', 'starts', 'ends', 'axes'], ['nose']),
+             helper.make_node('Sub', ['nose', 'template_nose'], ['shift']),
+             helper.make_node('Add', ['shape', 'shift'], ['output'])]
+    graph = helper.make_graph(
+        nodes, 'fan_68_5_standin',
+        inputs=[helper.make_tensor_value_info('input', TensorProto.FLOAT, [1, 5, 2])],
+        outputs=[helper.make_tensor_value_info('output', TensorProto.FLOAT, [1, 68, 2])],
+        initializer=inits)
+    return _save(graph, path)

@@ -48,13 +48,14 @@ def test_filled_facefusion_ini_lists_what_ffb_ignores_once_in_one_warning():
     text = warnings[0]
     assert "not used yet" not in text
     for key in ("jobs_path", "source_paths (pass --source)", "source_pattern", "face_detector_margin",
-                "face_landmarker_model", "voice_extractor_model", "keep_temp",
+                "voice_extractor_model", "keep_temp",
                 "output_audio_encoder", "open_browser", "download_providers",
                 "benchmark_mode", "halt_on_error"):
         assert text.count(key) == 1, key
     for used in ("face_detector_size", "temp_frame_format", "execution_device_ids", "log_level", "processors",
                  "face_enhancer_model", "face_mask_types", "face_occluder_model", "face_selector_order",
-                 "face_swapper_pixel_boost", "face_mask_padding", "face_mask_regions", "face_parser_model"):
+                 "face_swapper_pixel_boost", "face_mask_padding", "face_mask_regions", "face_parser_model",
+                 "face_landmarker_model", "face_landmarker_score"):
         assert used not in text, used
     # blank keys ask for nothing: not listed
     assert "trim_frame_start" not in text and "age_modifier_model" not in text
@@ -125,7 +126,7 @@ def test_every_facefusion_key_is_recognised_in_its_section(tmp_path):
                "face_mask_types": "box region", "face_mask_areas": "mouth", "face_mask_regions": "nose",
                "face_mask_blur": "0.5", "face_mask_padding": "1", "face_selector_order": "left-right",
                "face_selector_gender": "female", "face_selector_race": "asian", "face_selector_age_start": "20",
-               "face_selector_age_end": "60"}
+               "face_selector_age_end": "60", "face_landmarker_model": "many", "face_landmarker_score": "0.4"}
     for section in parser.sections():
         lines.append(f"[{section}]")
         lines += [f"{key} = {samples.get(key, '1')}" for key in parser[section]]

@@ -7,6 +7,7 @@ earlier swapper path, so its outputs do not change.
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -31,6 +32,8 @@ from facefusion_batch.processors import pixel_boost
 from facefusion_batch.processors.build import Processors, build_processors
 from facefusion_batch.processors.classifier import FaceClassifier, filter_faces, needs_classifier
 from facefusion_batch.processors.enhancer import EnhancerOptions
+from facefusion_batch.processors.landmarker import (ESTIMATOR, Estimator68From5, FaceLandmarker, Fan2dLandmarker,
+                                                    LandmarkerOptions, PeppaWutzLandmarker, landmarker_models)
 from facefusion_batch.processors.masks import MaskOptions
 from facefusion_batch.processors.plan import ProcessorPlan
 from facefusion_batch.processors.swapper import SwapperOptions, average_identity
@@ -43,9 +46,6 @@ _IMAGE_SOURCE = ("blendswap", "uniface")
 
 def processor_plan(settings: Settings) -> ProcessorPlan:
     """The processors the settings ask for, checked (SettingsError naming the setting)."""
-    if "area" in settings.face_mask_types:
-        raise SettingsError("face_mask_types area needs 68-point face landmarks, which ffb's neural engine does "
-                            "not have yet; use box, occlusion and/or region")
     boost = None
     if settings.face_swapper_pixel_boost:
         boost = pixel_boost.parse_boost(settings.face_swapper_pixel_boost)
@@ -78,10 +78,26 @@ def uses_earlier_path(settings: Settings) -> bool:
             and settings.face_mask_padding == (0, 0, 0, 0))
 
 
+def needs_landmarks(settings: Settings) -> bool:
+    """The area mask is on for a swap: only then are 68 landmarks computed (the enhancer has no area mask)."""
+    return "area" in settings.face_mask_types and "face_swapper" in settings.processors
+
+
+def landmarker_names(settings: Settings) -> list[str]:
+    """The face landmarker's model files under these settings (none without the area mask)."""
+    if not needs_landmarks(settings):
+        return []
+    try:
+        return landmarker_models(settings.face_landmarker_model, settings.face_landmarker_score)
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+
+
 def neural_model_names(settings: Settings) -> list[str]:
-    """Every model file the neural engine loads under these settings: the processors', then recogniser and
-    detector."""
-    names = processor_plan(settings).models() + [RECOGNIZER, DETECTOR_FOR[settings.face_detector_model]]
+    """Every model file the neural engine loads under these settings: the processors', the landmarker's, then
+    recogniser and detector."""
+    names = (processor_plan(settings).models() + landmarker_names(settings)
+             + [RECOGNIZER, DETECTOR_FOR[settings.face_detector_model]])
     return list(dict.fromkeys(names))
 
 
@@ -101,6 +117,9 @@ def check_states(states: Sequence[store.ModelState]) -> None:
         why = (f" ({CATALOG[CLASSIFIER].file}: the face selector's gender/race/age filters need it)"
                if CLASSIFIER in names and len(names) > 1 else
                " (the face selector's gender/race/age filters need it)" if CLASSIFIER in names else "")
+        landmarkers = [CATALOG[n].file for n in names if CATALOG[n].family in ("landmarker", "landmarker_68_5")]
+        if landmarkers:
+            why += f" ({', '.join(landmarkers)}: face_mask_types area needs the 68-point face landmarker)"
         problems.append(f"{', '.join(s.spec.file for s in missing)} not found in {missing[0].path.parent}{why}; "
                         f"run `ffb models download {' '.join(names)}` (or copy them from FaceFusion's "
                         ".assets/models)")
@@ -148,6 +167,7 @@ class NeuralEngine:
                                              recognizer_state.spec)
         self._processors: Processors | None = None
         self._classifier: FaceClassifier | None = None
+        self._landmarker = self._face_landmarker(settings, by_name)
         if uses_earlier_path(settings):
             self._swapper = self._inswapper(by_name[settings.face_swapper_model])
             if self.plan.classify:
@@ -159,6 +179,16 @@ class NeuralEngine:
         self._weighted = (self._processors is not None and self._processors.swapper is not None
                           and settings.face_swapper_weight != 0.5
                           and CATALOG[settings.face_swapper_model].kind not in _IMAGE_SOURCE)
+
+    def _face_landmarker(self, settings: Settings, by_name: dict[str, store.ModelState]) -> FaceLandmarker | None:
+        names = landmarker_names(settings)
+        if not names:
+            return None
+        adapters = {"2dfan4": Fan2dLandmarker, "peppa_wutz": PeppaWutzLandmarker}
+        landmarkers = [adapters[name](self._open(by_name[name])) for name in names if name in adapters]
+        estimator = Estimator68From5(self._open(by_name[ESTIMATOR]))
+        return FaceLandmarker(LandmarkerOptions(settings.face_landmarker_model, settings.face_landmarker_score),
+                              estimator, landmarkers)
 
     def _inswapper(self, state: store.ModelState) -> InSwapper:
         path = state.path
@@ -189,7 +219,15 @@ class NeuralEngine:
         return make
 
     def detect(self, frame: np.ndarray) -> list[Face]:
-        return self._detector.detect([frame])[0]
+        """The frame's faces; with the area mask on, each carries its 68 landmarks (frame pixels) in
+        `landmarks`, so the face tracks smooth them with the keypoints and box (no flickering hull)."""
+        faces = self._detector.detect([frame])[0]
+        return self._with_landmarks(frame, faces) if self._landmarker is not None else faces
+
+    def _with_landmarks(self, frame: np.ndarray, faces: list[Face]) -> list[Face]:
+        assert self._landmarker is not None
+        points = self._landmarker.landmarks(frame, faces)
+        return [dataclasses.replace(face, landmarks=p) for face, p in zip(faces, points)]
 
     def embed(self, frame: np.ndarray, faces: Sequence[Face]) -> np.ndarray:
         return self._recognizer.embed(frame, faces)
@@ -246,7 +284,12 @@ class NeuralEngine:
             return self._swapper.swap(frame, faces, self._swapper.latent(source["embedding"]))
         assert self._processors is not None
         targets = self._recognizer.embed_raw(frame, faces) if self._weighted else None
-        return self._processors.chain.process(frame, list(faces), source.get("input"), targets)
+        landmarks = None
+        if self._landmarker is not None:
+            if any(face.landmarks is None for face in faces):  # not from detect (a caller's own faces)
+                faces = self._with_landmarks(frame, list(faces))
+            landmarks = [face.landmarks[:, :2] for face in faces]
+        return self._processors.chain.process(frame, list(faces), source.get("input"), targets, landmarks)
 
     def refit(self, frame: np.ndarray, predicted: Sequence[Face]) -> list[Face]:
         """The neural detectors see whole frames only: a missed face is carried by its track instead."""

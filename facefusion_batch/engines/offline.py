@@ -50,9 +50,6 @@ def refuse_neural_only(settings: Settings) -> None:
         asked.append("face selector gender/race/age filters")
     if not asked:
         return
-    if "area" in settings.face_mask_types:
-        raise SettingsError(f"the offline engine can't do {', '.join(asked)}: it has its own swapper and mesh mask "
-                            "(and the neural engine has no 68-point landmarks for area masks yet); drop the area mask")
     names = [s.spec.name for s in neural_model_states(settings) if not store.usable(s)]
     models = f" after `ffb models download {' '.join(names)}`" if names else ""
     raise SettingsError(f"the offline engine can't do {', '.join(asked)}: it has its own swapper and mesh mask; "

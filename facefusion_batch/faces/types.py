@@ -13,7 +13,9 @@ class Face:
     box: np.ndarray  # (4,) x1, y1, x2, y2
     score: float
     kps: np.ndarray  # (5, 2)
-    landmarks: np.ndarray | None = None  # (468, 2) for the offline engine
+    # (468, 2|3) mesh points for the offline engine; (68, 2) for the neural engine when the area mask is on
+    # (processors/landmarker.py). Face tracks smooth them with the keypoints and box.
+    landmarks: np.ndarray | None = None
 
     @property
     def area(self) -> float:

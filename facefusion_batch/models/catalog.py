@@ -13,7 +13,7 @@ from typing import Literal
 import numpy as np
 
 Family = Literal["swapper", "recognizer", "detector_scrfd", "detector_yolo", "enhancer", "embedding_converter",
-                 "occluder", "parser", "classifier"]
+                 "occluder", "parser", "classifier", "landmarker", "landmarker_68_5"]
 # How a swapper takes its source identity and returns its crop (FaceFusion's model `type`).
 SwapperKind = Literal["inswapper", "hyperswap", "ghost", "simswap", "hififace", "blendswap", "uniface"]
 
@@ -198,6 +198,13 @@ PROCESSOR_MODELS: tuple[ModelSpec, ...] = (
                _UNSTATED, None),
     _processor("fairface", "classifier", "models-3.0.0", 224, "arcface_112_v2", _IMAGENET_MEAN, _IMAGENET_STD,
                "CC-BY-4.0 (dchen236)", True),
+    # The 68-point landmarkers (FaceFusion's face_landmarker) take a 256 box crop in the frame's channel order
+    # (BGR) in [0, 1]; fan_68_5 takes the 5 keypoints in the unit ffhq_512 space (processors/landmarker.py).
+    _processor("2dfan4", "landmarker", "models-3.0.0", 256, None, _ZERO, _ONE, "MIT (breadbread1984)", True,
+               rgb=False),
+    _processor("peppa_wutz", "landmarker", "models-3.0.0", 256, None, _ZERO, _ONE, "Apache-2.0", True, rgb=False),
+    _processor("fan_68_5", "landmarker_68_5", "models-3.0.0", 1, "ffhq_512", _ZERO, _ONE,
+               "OpenRAIL-M (FaceFusion)", True),
 )
 CATALOG.update({spec.name: spec for spec in PROCESSOR_MODELS})
 for _name in ("inswapper_128", "inswapper_128_fp16"):
@@ -210,6 +217,7 @@ SWAPPERS = tuple(name for name, spec in CATALOG.items() if spec.family == "swapp
 ENHANCERS = tuple(name for name, spec in CATALOG.items() if spec.family == "enhancer")
 OCCLUDERS = tuple(name for name, spec in CATALOG.items() if spec.family == "occluder")
 PARSERS = tuple(name for name, spec in CATALOG.items() if spec.family == "parser")
+LANDMARKERS = tuple(name for name, spec in CATALOG.items() if spec.family in ("landmarker", "landmarker_68_5"))
 DEFAULT_SWAPPER = "hyperswap_1a_256"  # FaceFusion 3.8.1's default
 DEFAULT_ENHANCER = "gfpgan_1.4"
 DEFAULT_OCCLUDER = "xseg_1"

@@ -40,7 +40,8 @@ _SHAPING_UNLESS_DEFAULT = (
     "processors", "face_swapper_weight", "face_swapper_pixel_boost", "face_enhancer_model", "face_enhancer_blend",
     "face_enhancer_weight", "face_mask_types", "face_mask_blur", "face_mask_padding", "face_mask_regions",
     "face_mask_areas", "face_occluder_model", "face_parser_model", "face_selector_order", "face_selector_gender",
-    "face_selector_race", "face_selector_age_start", "face_selector_age_end")
+    "face_selector_race", "face_selector_age_start", "face_selector_age_end", "face_landmarker_model",
+    "face_landmarker_score")
 
 
 @dataclass(frozen=True, eq=False)

@@ -46,3 +46,23 @@ def test_neural_benchmark_times_every_processor_model(models, tmp_path, capsys, 
     assert 0 < run["model_bound_ms"] <= run["model_compute_ms"]
     assert 0 < run["model_bound_cpu_ms"] <= run["model_calls_cpu_ms"] < run["cpu_ms"]
     assert run["cpu_over_model_cpu"] > 1  # decoding, tracking, warps and encoding are not free
+
+
+def test_the_area_masks_landmarkers_run_only_where_detection_runs(models, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("FFB_MODELS_PATH", str(models))
+    monkeypatch.setenv("FFB_CACHE_PATH", str(tmp_path / "cache"))
+    monkeypatch.setenv("FFB_TEMP_PATH", str(tmp_path / "temp"))
+    monkeypatch.setenv("FFB_EXECUTION_THREAD_COUNT", "2")
+    area = tmp_path / "area.ini"
+    area.write_text("[processors]\nprocessors = face_swapper\nface_swapper_model = hyperswap_1a_256\n"
+                    "[face_masker]\nface_mask_types = box area\n")
+    code = main(["benchmark", "240p", "--seconds", "0.4", "--engine", "neural", "--profile", str(area),
+                 "--source", str(SOURCE), "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    run = json.loads(out)["runs"]["base"]["240p"]
+    detections = run["models"]["scrfd_2.5g"]["calls_per_frame"]
+    assert detections < 1  # keypoint reuse: the clip's still face is detected on reference frames only
+    for name in ("2dfan4", "fan_68_5"):
+        assert run["models"][name]["calls_per_frame"] == pytest.approx(detections), name
+    assert "peppa_wutz" not in run["models"]

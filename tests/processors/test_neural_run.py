@@ -199,7 +199,6 @@ def test_missing_processor_models_are_named_in_one_line_with_the_fix(ff_env, fac
 
 
 @pytest.mark.parametrize("args, says", [
-    (["--face-mask-types", "box", "area"], "face_mask_types area needs 68-point face landmarks"),
     (["--face-swapper-model", "hyperswap_1a_256", "--face-swapper-pixel-boost", "384x384"],
      "hyperswap_1a_256 offers pixel boost 256x256, 512x512, 768x768, 1024x1024"),
 ])
