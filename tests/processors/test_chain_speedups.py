@@ -137,3 +137,4 @@ def test_best_is_wanted_in_bands_of_rows_matches_the_argmax_across_band_edges():
         expected = np.isin(scores.argmax(0), wanted)
         assert (best_is_wanted(scores, wanted) == expected).all(), shape
     assert best_is_wanted(scores.astype(np.float16), [0]).shape == (1, 9)  # other float types are compared too
+
