@@ -27,7 +27,7 @@ import typer
 
 from facefusion_batch import __version__, interrupts
 from facefusion_batch.errors import FfbError, SettingsError, SourceError
-from facefusion_batch.settings import (Engine, Executor, FaceDetectorModel, FaceEnhancerModel, FaceOccluderModel,
+from facefusion_batch.settings import (Engine, Executor, FaceEnhancerModel, FaceOccluderModel,
                                        FaceParserModel, FaceSelectorGender, FaceSelectorMode, FaceSelectorOrder,
                                        FaceLandmarkerModel, FaceSelectorRace, FaceSwapperModel, FrameTransport,
                                        LabelPosition,
@@ -123,26 +123,38 @@ def _print_json(data: Any) -> None:
 def run(
     source: Optional[list[Path]] = typer.Option(None, "--source", "-s", help="Image of the face to put into the "
                                                 "targets; repeat (-s a.jpg -s b.jpg) to average several photos "
-                                                "of one person into one identity (neural engine)."),
+                                                "of one person into one identity (neural engine); FaceFusion's "
+                                                "--source-paths a.jpg b.jpg works too."),
     target: Optional[list[str]] = typer.Option(None, "--target", "-t", help="Video, image, directory (searched "
                                                "recursively) or quoted glob ('clips/**/*.mp4': outputs mirror the "
-                                               "tree below clips/); repeat, or list more after it."),
+                                               "tree below clips/); repeat, or list more after it (FaceFusion's "
+                                               "--target-path works too)."),
     more_targets: Optional[list[str]] = typer.Argument(None, metavar="TARGET", help="More targets, e.g. "
                                                        "what an unquoted clips/*.mp4 expands to.", show_default=False),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Output directory (mirrors the target tree), "
-                                          "or with one target the output file (-o result.mp4). Default: "
-                                          "output_path from the profile, else ./output"),
-    profile: Optional[Path] = typer.Option(None, "--profile", "-p", help="Settings file: facefusion.ini-style .ini "
-                                           "or .toml. Precedence: defaults < profile < FFB_* env < flags."),
+                                          "or with one target the output file (-o result.mp4; FaceFusion's "
+                                          "--output-path works too). Default: output_path from the profile, "
+                                          "else ./output"),
+    profile: Optional[Path] = typer.Option(None, "--profile", "-p", help="Settings file: a FaceFusion "
+                                           "facefusion.ini as it is (FaceFusion's --config-path works too), or "
+                                           "ffb's .ini or .toml. Precedence: defaults < profile < FFB_* env < "
+                                           "flags."),
     many_faces: bool = typer.Option(False, "--many-faces", help="Swap every face (same as --face-selector-mode many)."),
-    face_selector_mode: Optional[FaceSelectorMode] = typer.Option(None, help="Which faces to swap: many, one (largest), reference."),
+    face_selector_mode: Optional[FaceSelectorMode] = typer.Option(None, help="Which faces to swap: many, one "
+                                                                  "(largest; ffb's default), reference (faces "
+                                                                  "like --reference-face; FaceFusion's default)."),
     reference_face: Optional[Path] = typer.Option(None, "--reference-face", help="Image of the face to replace; "
                                                   "implies --face-selector-mode reference."),
     engine: Optional[Engine] = typer.Option(None, help="auto (neural if its models are "
                                          "present, else offline), neural, offline."),
     models_path: Optional[Path] = typer.Option(None, help="Directory of .onnx models (a FaceFusion .assets/models "
                                                "directory works)."),
-    face_detector_model: Optional[FaceDetectorModel] = typer.Option(None, help="Neural face detector."),
+    face_detector_model: Optional[str] = typer.Option(None, metavar="MODEL", help="Neural face detector: "
+                                                      + ", ".join(choices("face_detector_model")) + " (FaceFusion's "
+                                                      "yolo_face works too)."),
+    face_detector_size: Optional[str] = typer.Option(None, metavar="SIZE", help="Detector input size: 640 or "
+                                                     "FaceFusion's 640x640 (square)."),
+    face_detector_score: Optional[float] = typer.Option(None, help="0..1: minimum detection score (default 0.5)."),
     processors: Optional[str] = typer.Option(None, metavar="PROCESSOR...", help="face_swapper, optionally followed "
                                              "by face_enhancer (neural engine), e.g. --processors face_swapper "
                                              "face_enhancer."),
@@ -150,8 +162,9 @@ def run(
                                                                   "default inswapper_128)."),
     face_swapper_weight: Optional[float] = typer.Option(None, help="0..1: 0.5 the source identity as is, higher "
                                                         "keeps more of the target's own."),
-    face_swapper_pixel_boost: Optional[str] = typer.Option(None, help="Swap at this crop size, e.g. 512x512 (tiled "
-                                                           "into model-size patches); default the model's size."),
+    face_swapper_pixel_boost: Optional[str] = typer.Option(None, metavar="SIZE", help="Swap at this crop size, "
+                                                           "e.g. 512x512 (tiled into model-size patches); default "
+                                                           "the model's size."),
     face_enhancer_model: Optional[FaceEnhancerModel] = typer.Option(None, help="Enhancer model (with --processors "
                                                                     "... face_enhancer)."),
     face_enhancer_blend: Optional[int] = typer.Option(None, help="0..100: how much of the enhanced face is used "
@@ -182,11 +195,16 @@ def run(
                                                                   "fairface model)."),
     face_selector_age_start: Optional[int] = typer.Option(None, help="Only faces of at least this age (fairface)."),
     face_selector_age_end: Optional[int] = typer.Option(None, help="Only faces younger than this age (fairface)."),
+    reference_face_distance: Optional[float] = typer.Option(None, help="0..1: how unlike --reference-face a face "
+                                                            "may be and still be swapped (FaceFusion's scale; "
+                                                            "default 0.3, lower is stricter)."),
     face_detector_min_size: Optional[int] = typer.Option(None, help="Offline engine: find faces down to this "
                                                          "many pixels by scanning tiles (slower; 0: off)."),
-    execution_providers: Optional[str] = typer.Option(None, help="Providers in order, e.g. 'cuda cpu' or "
-                                                      "'tensorrt cuda cpu'."),
-    execution_device_id: Optional[int] = typer.Option(None, help="GPU index."),
+    execution_providers: Optional[str] = typer.Option(None, metavar="PROVIDER...", help="Providers in order "
+                                                      "of preference: cpu, cuda, tensorrt, e.g. "
+                                                      "--execution-providers cuda cpu."),
+    execution_device_id: Optional[str] = typer.Option(None, metavar="ID", help="GPU index (FaceFusion's "
+                                                      "--execution-device-ids works too, with one id)."),
     execution_thread_count: Optional[int] = typer.Option(None, help="Frame worker threads."),
     execution_queue_count: Optional[int] = typer.Option(None, help="Frames in flight per worker thread."),
     execution_inference_slots: Optional[int] = typer.Option(None, help="Model calls allowed at once (0: 1 on a "
@@ -196,8 +214,13 @@ def run(
     output_video_encoder: Optional[VideoEncoder] = typer.Option(None, help="ffmpeg video encoder."),
     output_video_preset: Optional[VideoPreset] = typer.Option(None, help="Encoder speed preset."),
     output_video_quality: Optional[int] = typer.Option(None, help="0..100, higher is better (maps to CRF)."),
+    output_image_quality: Optional[int] = typer.Option(None, help="0..100: JPEG/WebP quality of image targets' "
+                                                       "outputs (default 95)."),
     temp_path: Optional[Path] = typer.Option(None, help="Directory for temporary frames and chunks."),
     chunk_size: Optional[int] = typer.Option(None, help="Frames per chunk (bounds temporary disk use)."),
+    temp_frame_format: Optional[str] = typer.Option(None, metavar="FORMAT", help="Format of the temporary frames: "
+                                                    + ", ".join(choices("temp_frame_format")) + " (FaceFusion's "
+                                                    "jpeg works too)."),
     frame_transport: Optional[FrameTransport] = typer.Option(
         None, help="temp: frames spooled through --temp-path in chunks; memory: no temporary frame files."),
     keypoint_reuse: Optional[bool] = typer.Option(None, "--keypoint-reuse/--no-keypoint-reuse",
@@ -232,15 +255,24 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="Print the summary on stdout as one line of JSON (run id, "
                                  "start/end time UTC, version, engine, counts, outcomes); errors too."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
+    log_level: Optional[str] = typer.Option(None, metavar="LEVEL", help="info: progress and notes; error: only "
+                                            "errors and the summary (FaceFusion's warn and debug: info)."),
     metrics_file: Optional[Path] = typer.Option(None, "--metrics-file", help="Write Prometheus metrics to this "
                                                 "file every 15 s and at the end, atomically: for node_exporter's "
                                                 "textfile collector, a *.prom file in its directory."),
 ) -> int:
-    """Swap the source face into every target video and image."""
+    """Swap the source face into every target video and image.
+
+    FaceFusion's headless-run command line works as it is where ffb can do what it asks (ffb headless-run is
+    ffb run); its options ffb lacks are named, ignored when they would not change the output, refused
+    otherwise (docs/facefusion-ini.md)."""
     stamp = RunStamp.now()
     flags: dict[str, Any] = {
         "output_path": output, "engine": engine, "models_path": models_path,
         "face_detector_model": face_detector_model, "face_detector_min_size": face_detector_min_size,
+        "face_detector_size": face_detector_size, "face_detector_score": face_detector_score,
+        "reference_face_distance": reference_face_distance, "output_image_quality": output_image_quality,
+        "temp_frame_format": temp_frame_format, "log_level": log_level,
         "processors": processors, "face_swapper_model": face_swapper_model,
         "face_swapper_weight": face_swapper_weight, "face_swapper_pixel_boost": face_swapper_pixel_boost,
         "face_enhancer_model": face_enhancer_model, "face_enhancer_blend": face_enhancer_blend,
@@ -325,24 +357,26 @@ RUN_HELP_PANELS: dict[str, tuple[str, ...]] = {
     "Faces and files": ("source", "target", "output", "profile"),
     "Face selector": ("many_faces", "face_selector_mode", "reference_face", "face_selector_order",
                       "face_selector_gender", "face_selector_race", "face_selector_age_start",
-                      "face_selector_age_end"),
+                      "face_selector_age_end", "reference_face_distance"),
     "Processors (FaceFusion's flags; neural engine)": (
         "processors", "face_swapper_model", "face_swapper_weight", "face_swapper_pixel_boost",
         "face_enhancer_model", "face_enhancer_blend", "face_enhancer_weight"),
     "Face masks (FaceFusion's flags)": ("face_mask_types", "face_mask_blur", "face_mask_padding",
                                         "face_mask_regions", "face_mask_areas", "face_occluder_model",
                                         "face_parser_model", "face_landmarker_model", "face_landmarker_score"),
-    "Engine, models, face detection": ("engine", "models_path", "face_detector_model", "face_detector_min_size"),
+    "Engine, models, face detection": ("engine", "models_path", "face_detector_model", "face_detector_size",
+                                       "face_detector_score", "face_detector_min_size"),
     "Face tracking": ("keypoint_reuse",),
     "Execution": ("execution_providers", "execution_device_id", "execution_thread_count",
                   "execution_queue_count", "execution_inference_slots", "video_memory_strategy",
-                  "system_memory_limit", "ffmpeg_path", "temp_path", "chunk_size", "frame_transport"),
-    "Output video": ("output_video_encoder", "output_video_preset", "output_video_quality"),
+                  "system_memory_limit", "ffmpeg_path", "temp_path", "chunk_size", "temp_frame_format",
+                  "frame_transport"),
+    "Output": ("output_video_encoder", "output_video_preset", "output_video_quality", "output_image_quality"),
     "Marking and provenance": ("no_marking", "output_provenance", "c2pa_certificate", "c2pa_private_key",
                                "visible_label", "visible_label_position", "visible_label_size",
                                "visible_label_opacity"),
     "Batch": ("executor", "ray_address", "force", "retry_failed", "wait", "print_settings", "as_json", "quiet",
-              "metrics_file"),
+              "log_level", "metrics_file"),
 }
 
 
@@ -910,7 +944,7 @@ for _group in (app, models_app):
 
 def main(argv: Optional[list[str]] = None) -> int:
     """Run the CLI in-process and return the exit code (tests call this)."""
-    args = join_multi_values(sys.argv[1:] if argv is None else list(argv))
+    args = sys.argv[1:] if argv is None else list(argv)
     try:
         return _main(args)
     except KeyboardInterrupt:  # outside any command's own handling, e.g. while a lazy import runs
@@ -922,6 +956,18 @@ def main(argv: Optional[list[str]] = None) -> int:
 
 
 def _main(args: list[str]) -> int:
+    from facefusion_batch import facefusion_flags
+
+    try:  # a FaceFusion command line: its names made ffb's, its options ffb lacks dropped or refused
+        translated = facefusion_flags.translate(args, _own_flags(args))
+    except SettingsError as exc:
+        print(f"ffb: error: {exc}", file=sys.stderr)
+        if "--json" in args:
+            _print_json_line(RunStamp.now().error(args[0], exc.exit_code, str(exc)))
+        return exc.exit_code
+    if translated.warning:
+        print(f"ffb: warning: {translated.warning}", file=sys.stderr)
+    args = join_multi_values(translated.args)
     several = several_sources(args)
     if several:
         print(f"ffb: error: {several}", file=sys.stderr)
@@ -946,9 +992,18 @@ def _main(args: list[str]) -> int:
     return code if isinstance(code, int) else 0
 
 
+def _own_flags(args: list[str]) -> frozenset[str]:
+    """The flags of the command `args` runs (run or watch; FaceFusion's headless-run is run)."""
+    name = {"headless-run": "run"}.get(args[0], args[0]) if args else ""
+    command = typer.main.get_command(app).commands.get(name) if name in ("run", "watch") else None
+    if command is None:
+        return frozenset()
+    return frozenset(flag for param in command.params for flag in (*param.opts, *param.secondary_opts))
+
+
 # `ffb run` flags that take several values after one flag, as FaceFusion's (argparse nargs='+').
 MULTI_VALUE_FLAGS = ("--processors", "--face-mask-types", "--face-mask-padding", "--face-mask-regions",
-                     "--face-mask-areas")
+                     "--face-mask-areas", "--execution-providers")
 
 
 def join_multi_values(args: list[str]) -> list[str]:

@@ -1,10 +1,16 @@
-"""FaceFusion 3.8.1's facefusion.ini: every section and key, and what ffb does with each.
+"""FaceFusion 3.8.1's options (facefusion.ini keys and their command-line flags) and what ffb does with each.
 
-A FaceFusion user's ini is read as an ffb profile. Keys ffb has a setting for are used (some under another
-name, and in FaceFusion's value formats: `640x640`, `yolo_face`, `jpeg`); the others are recognised and
-reported once as ignored, never as errors.
+A FaceFusion user's ini is read as an ffb profile, and their command line by `ffb run`. Options ffb has a
+setting for are used (some under another name, and in FaceFusion's value formats: `640x640`, `yolo_face`,
+`jpeg`). The others are recognised: one that would not change the output (logging, downloads, a value that is
+FaceFusion's default anyway) is reported once as ignored; one that would, and that ffb can't honour, is an error
+naming it and what to do instead.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
+
+from facefusion_batch.errors import SettingsError
 
 # The stock file's sections and keys, in its order (facts of FaceFusion 3.8.1's facefusion.ini).
 LAYOUT: dict[str, tuple[str, ...]] = {
@@ -43,35 +49,100 @@ LAYOUT: dict[str, tuple[str, ...]] = {
     "misc": ("log_level", "halt_on_error"),
 }
 
+# Keys of FaceFusion 3.0-3.2 ini files that 3.8.1 no longer has, still found in users' files.
+EARLIER: dict[str, tuple[str, ...]] = {"output_creation": ("output_image_resolution", "output_video_resolution",
+                                                           "skip_audio")}
+
 # FaceFusion keys read into an ffb setting of another name.
 RENAMED: dict[str, str] = {"execution_device_ids": "execution_device_id"}
 
-# What to do instead, for FaceFusion keys whose purpose ffb serves another way.
-INSTEAD: dict[str, str] = {
-    "source_paths": "pass --source",
-    "target_path": "pass --target",
-    "source_pattern": "pass --source",
-    "target_pattern": "pass --target with a glob",
-    "output_pattern": "outputs mirror the target tree under --output",
-    "jobs_path": "ffb keeps its journal in <output>/.ffb",
-    "keep_temp": "ffb keeps a video's finished chunks until it is done, to resume",
-    "halt_on_error": "ffb records a failed target and goes on",
-    "download_providers": "set download_mirror",
-    "trim_frame_start": "trim the video first",
-    "trim_frame_end": "trim the video first",
+@dataclass(frozen=True)
+class Unsupported:
+    """A FaceFusion option ffb does not have: how many values its flag takes ('+': one or more, 0: none), the
+    values that ask for what ffb does anyway (None: any value, the option never changes the output), and what
+    to do instead."""
+
+    nargs: int | str
+    same: tuple[str, ...] | None
+    instead: str
+
+
+_AUDIO = "ffb keeps each target's audio as it is (copied where the container takes it)"
+_SIZE = "ffb keeps each target's resolution; scale the output afterwards"
+_TRIM = "ffb processes whole videos; trim them first (ffmpeg -ss/-to)"
+_NO_UI = "ffb has no UI"
+
+# FaceFusion options (ini key; the flag is --key-with-dashes) that ffb has no setting for.
+UNSUPPORTED: dict[str, Unsupported] = {
+    "source_paths": Unsupported("+", None, "pass --source"),
+    "target_path": Unsupported(1, None, "pass --target"),
+    "source_pattern": Unsupported(1, None, "pass --source"),
+    "target_pattern": Unsupported(1, None, "pass --target with a glob"),
+    "output_pattern": Unsupported(1, None, "outputs mirror the target tree under --output"),
+    "jobs_path": Unsupported(1, None, "ffb keeps its journal in <output>/.ffb"),
+    "face_detector_margin": Unsupported("+", ("0", "0 0 0 0"), "ffb has no detector margin; drop it"),
+    "face_detector_angles": Unsupported("+", ("0",), "ffb detects upright faces only; rotate the video first"),
+    "reference_face_position": Unsupported(
+        1, ("0",), "ffb's reference is a photo: pass --reference-face with a photo (or crop) of that one face"),
+    "reference_frame_number": Unsupported(
+        1, ("0",), "ffb's reference is a photo, not a frame of each target: save that frame (ffmpeg -ss SECONDS "
+        "-i VIDEO -frames:v 1 face.png) and pass --reference-face face.png"),
+    "voice_extractor_model": Unsupported(1, None, "only FaceFusion's lip syncer uses it"),
+    "trim_frame_start": Unsupported(1, (), _TRIM),
+    "trim_frame_end": Unsupported(1, (), _TRIM),
+    "keep_temp": Unsupported(0, None, "ffb keeps a video's finished chunks until it is done, to resume"),
+    "output_image_scale": Unsupported(1, ("1", "1.0"), _SIZE),
+    "output_video_scale": Unsupported(1, ("1", "1.0"), _SIZE),
+    "output_video_resolution": Unsupported(1, (), _SIZE),  # FaceFusion 3.0-3.2's, still in scripts
+    "output_image_resolution": Unsupported(1, (), _SIZE),
+    "skip_audio": Unsupported(0, ("false",), "ffb keeps each target's audio; remove it afterwards"),
+    "output_video_fps": Unsupported(1, (), "ffb keeps each target's frame rate; convert the output afterwards"),
+    "output_audio_encoder": Unsupported(1, None, _AUDIO),
+    "output_audio_quality": Unsupported(1, None, _AUDIO),
+    "output_audio_volume": Unsupported(1, ("100",), _AUDIO),
+    "open_browser": Unsupported(0, None, _NO_UI),
+    "ui_layouts": Unsupported("+", None, _NO_UI),
+    "ui_workflow": Unsupported(1, None, _NO_UI),
+    "download_providers": Unsupported("+", None, "ffb downloads with `ffb models download` (set download_mirror "
+                                                 "for a mirror)"),
+    "download_scope": Unsupported(1, None, "ffb downloads with `ffb models download`"),
+    "benchmark_mode": Unsupported(1, None, "see ffb benchmark --help"),
+    "benchmark_resolutions": Unsupported("+", None, "see ffb benchmark --help"),
+    "benchmark_cycle_count": Unsupported(1, None, "see ffb benchmark --help"),
+    "halt_on_error": Unsupported(0, None, "ffb records a failed target, goes on, and exits 1 at the end"),
 }
+
+# Options of FaceFusion's other processors: they do nothing without their processor (which ffb refuses by
+# name in `processors`), in FaceFusion too.
+_OTHER_PROCESSORS = {"age_modifier", "background_remover", "deep_swapper", "expression_restorer", "face_debugger",
+                     "face_editor", "frame_colorizer", "frame_enhancer", "lip_syncer"}
+for _key in LAYOUT["processors"]:
+    _processor = next((p for p in _OTHER_PROCESSORS if _key.startswith(p + "_")), None)
+    if _processor:
+        UNSUPPORTED[_key] = Unsupported("+" if _key.endswith(("_areas", "_items")) else 1, None,
+                                        f"only FaceFusion's {_processor} processor uses it")
+
+
+def flag(key: str) -> str:
+    """FaceFusion's command-line flag of an ini key."""
+    return "--" + key.replace("_", "-")
+
+
+def unsupported_note(key: str, value: str, shown: str, setting: str) -> str:
+    """The note listing a FaceFusion option ffb has no setting for (`shown`: its name as the user wrote it);
+    SettingsError naming `setting` (the option with its value) when ignoring it would change the output."""
+    option = UNSUPPORTED.get(key)
+    if option is None:  # pragma: no cover - every LAYOUT key ffb lacks is in UNSUPPORTED (a test checks it)
+        return shown
+    if option.same is not None and " ".join(value.replace(",", " ").split()) not in option.same:
+        raise SettingsError(f"{setting}: FaceFusion's option, which ffb does not have; {option.instead}")
+    return f"{shown} ({option.instead})"
 
 
 def is_facefusion_key(section: str, key: str) -> bool:
-    return key in LAYOUT.get(section, ())
+    return key in LAYOUT.get(section, ()) or key in EARLIER.get(section, ())
 
 
 def section_of(key: str) -> str | None:
     """The FaceFusion section a key belongs in (None: not a FaceFusion key)."""
-    return next((section for section, keys in LAYOUT.items() if key in keys), None)
-
-
-def ignored_note(key: str) -> str:
-    """The note listing a FaceFusion key ffb doesn't use (with what to do instead, where there is a way)."""
-    instead = INSTEAD.get(key)
-    return key + (f" ({instead})" if instead else "")
+    return next((section for layout in (LAYOUT, EARLIER) for section, keys in layout.items() if key in keys), None)

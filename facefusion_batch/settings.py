@@ -142,7 +142,8 @@ class Settings:
     reference_face_path: Path | None = _spec("face_selector", "Image of the face to replace (reference mode).",
                                              None)
     reference_face_distance: float = _spec(
-        "face_selector", "Max cosine distance to the reference face, 0..2 (lower is stricter).", 0.6)
+        "face_selector", "How unlike the reference face a face may be and still be swapped, 0..1 (lower is "
+        "stricter): FaceFusion's scale, half the cosine distance of the face embeddings.", 0.3)
     face_selector_order: FaceSelectorOrder = _spec(
         "face_selector", "Order of the faces of a frame; mode one takes the first (large-small: the largest).",
         "large-small")
@@ -269,7 +270,7 @@ SECTIONS: tuple[str, ...] = tuple(dict.fromkeys(f.metadata["section"] for f in F
 _HINTS = typing.get_type_hints(Settings)
 _RANGES: dict[str, tuple[float, float]] = {
     "face_detector_score": (0.0, 1.0),
-    "reference_face_distance": (0.0, 2.0),
+    "reference_face_distance": (0.0, 1.0),
     "output_video_quality": (0, 100),
     "output_image_quality": (0, 100),
     "face_detector_size": (64, 2048),
@@ -332,6 +333,9 @@ def parse_value(name: str, raw: Any, where: str) -> Any:
             raise SettingsError(f"{where}: {value} is out of range {low}..{high}")
     if name == "face_mask_padding":
         value = _padding(value, where)
+    if name == "face_detector_size" and value % 32:  # the detectors' coarsest stride
+        raise SettingsError(f"{where}: {value}: give a multiple of 32 (FaceFusion's sizes: 160x160, 320x320, "
+                            "480x480, 512x512, 640x640)")
     return value
 
 
@@ -490,7 +494,12 @@ def load_profile(path: Path) -> Profile:
                     problems.append(str(exc))
             elif facefusion_ini.is_facefusion_key(section, key):
                 if not blank:
-                    ignored.append((section, facefusion_ini.ignored_note(key)))
+                    value = " ".join(map(str, raw)) if isinstance(raw, list) else str(raw)
+                    try:
+                        ignored.append((section, facefusion_ini.unsupported_note(
+                            key, value, key, f"[{section}] {key} = {value}")))
+                    except SettingsError as exc:
+                        problems.append(str(exc))
             else:
                 problems.append(_unknown_key(section, key))
     if problems:
@@ -603,12 +612,25 @@ def load_settings(
             origins[key] = origin
     settings = Settings(**values)
     if settings.face_selector_mode == "reference" and settings.reference_face_path is None:
-        raise SettingsError("face_selector_mode is reference but no reference face: pass --reference-face IMAGE")
+        raise SettingsError("face_selector_mode is reference but no reference face: pass --reference-face IMAGE, "
+                            "a photo of the face to replace (FaceFusion takes a frame of the target instead: save "
+                            "it with ffmpeg -ss SECONDS -i VIDEO -frames:v 1 face.png)")
     if settings.executor == "ray":
         _check_ray(settings)
     _check_provenance(settings)
     _check_processors(settings)
-    return Resolved(settings, origins, (*loaded.warnings, *env_warnings))
+    return Resolved(settings, origins, (*loaded.warnings, *env_warnings, *_loose_reference(settings)))
+
+
+def _loose_reference(settings: Settings) -> list[str]:
+    """Above 0.5 (a cosine distance above 1: faces less alike than unrelated ones) reference mode swaps nearly
+    every face; most likely an ffb profile written before the distance took FaceFusion's scale."""
+    distance = settings.reference_face_distance
+    if settings.face_selector_mode != "reference" or distance <= 0.5:
+        return []
+    return [f"reference_face_distance {distance} swaps nearly every face: it is on FaceFusion's scale, half "
+            f"the cosine distance (an earlier ffb profile's {distance} is {distance / 2:g} now); FaceFusion's "
+            "default is 0.3"]
 
 
 def _check_provenance(settings: Settings) -> None:

@@ -111,7 +111,8 @@ def test_contradicting_processor_settings_are_refused(flags, expected):
 
 
 def test_every_facefusion_key_is_recognised_in_its_section(tmp_path):
-    """Every key of FaceFusion 3.8.1's ini, each with a value: never an error."""
+    """Every key of FaceFusion 3.8.1's ini, each with a value that asks for nothing ffb can't do (FaceFusion's
+    default, for the keys that change the output): never an error."""
     parser = configparser.ConfigParser()
     parser.read(STOCK)
     lines = []
@@ -126,7 +127,10 @@ def test_every_facefusion_key_is_recognised_in_its_section(tmp_path):
                "face_mask_types": "box region", "face_mask_areas": "mouth", "face_mask_regions": "nose",
                "face_mask_blur": "0.5", "face_mask_padding": "1", "face_selector_order": "left-right",
                "face_selector_gender": "female", "face_selector_race": "asian", "face_selector_age_start": "20",
-               "face_selector_age_end": "60", "face_landmarker_model": "many", "face_landmarker_score": "0.4"}
+               "face_selector_age_end": "60", "face_detector_margin": "0 0 0 0", "face_detector_angles": "0",
+               "reference_face_position": "0", "reference_frame_number": "0", "output_audio_volume": "100",
+               "trim_frame_start": "", "trim_frame_end": "", "output_video_fps": "",
+               "face_landmarker_model": "many", "face_landmarker_score": "0.4"}
     for section in parser.sections():
         lines.append(f"[{section}]")
         lines += [f"{key} = {samples.get(key, '1')}" for key in parser[section]]

@@ -160,4 +160,6 @@ def build_selection(settings: Settings, engine: FaceEngine) -> Selection:
                             "--engine neural with its models, or --many-faces / one")
     assert settings.reference_face_path is not None
     image, face, _ = source_face(settings.reference_face_path, engine)
-    return Selection("reference", engine.embed(image, [face])[0], settings.reference_face_distance, order, keep)
+    # FaceFusion's reference_face_distance is the cosine distance (0..2) mapped onto 0..1
+    cosine = 2.0 * settings.reference_face_distance
+    return Selection("reference", engine.embed(image, [face])[0], cosine, order, keep)

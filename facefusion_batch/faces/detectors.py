@@ -5,6 +5,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from facefusion_batch.errors import SettingsError
 from facefusion_batch.faces.geometry import letterbox, nms
 from facefusion_batch.faces.types import Face
 from facefusion_batch.models.catalog import ModelSpec
@@ -42,7 +43,12 @@ class _Detector:
         self._spec = spec
         self._size = size
         self._threshold = score_threshold
-        self._input = session.get_inputs()[0].name
+        model_input = session.get_inputs()[0]
+        self._input = model_input.name
+        height, width = list(model_input.shape)[2:4]
+        if isinstance(height, int) and isinstance(width, int) and (height, width) != (size, size):
+            raise SettingsError(f"face_detector_size {size}: {spec.file} takes {width}x{height} only; set "
+                                f"face_detector_size to {width} (--face-detector-size {width}x{height})")
 
     def detect(self, frames: Sequence[np.ndarray]) -> list[list[Face]]:
         faces = []

@@ -193,6 +193,9 @@ def output_key(settings: Settings, source_sha256: str, engine: FaceEngine, marke
         "version": __version__, "engine": engine.name, "models": models,
         "source": source_sha256, "reference": sha256_of(reference) if reference else None,
         "provenance": marker.key, **{name: getattr(settings, name) for name in _SHAPING},
+        # Keyed as the cosine distance ffb used before it took FaceFusion's half scale (exact: a doubling), so
+        # journals from then still match and their finished targets are not redone.
+        "reference_face_distance": 2.0 * settings.reference_face_distance,
         **{name: getattr(settings, name) for name in _SHAPING_UNLESS_DEFAULT
            if getattr(settings, name) != FIELDS[name].default},
     })

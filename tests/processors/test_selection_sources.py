@@ -89,7 +89,8 @@ def test_processor_settings_at_their_defaults_leave_the_journal_key_as_it_was():
     settings = load_settings(None, {}, {}).settings
     before = processor.settings_key({"version": processor.__version__, "engine": "neural", "models": [],
                                      "source": "s", "reference": None, "provenance": "m",
-                                     **{name: getattr(settings, name) for name in processor._SHAPING}})
+                                     **{name: getattr(settings, name) for name in processor._SHAPING},
+                                     "reference_face_distance": 0.6})  # ffb's cosine default before FaceFusion's scale
     assert processor.output_key(settings, "s", engine, marker) == before
     enhanced = load_settings(None, {}, {"processors": "face_swapper face_enhancer"}).settings
     assert processor.output_key(enhanced, "s", engine, marker) != before
