@@ -21,6 +21,7 @@ class Concurrency:
     micro_batch: int  # crops per batched model call (1: micro-batching off)
     batcher_producers: int  # threads feeding a micro-batcher (a batch goes once each has given one)
     ray_workers: int  # Ray workers asked for (0: as many as the cluster's GPUs or CPUs allow)
+    opencv_threads: int = 1  # OpenCV's threads inside one warp/blur/resize: the cores the frame threads leave
 
     def rows(self) -> list[dict[str, str]]:
         """Rows for --print-settings (section `concurrency`, origin `derived`)."""
@@ -44,4 +45,5 @@ def plan(settings: Settings, cpus: int | None = None) -> Concurrency:
         batch = 8 if gpu else 1
     return Concurrency(frame_threads=threads, frames_in_flight=threads * settings.execution_queue_count,
                        inference_slots=slots, intra_op_threads=max(1, cpus // slots), micro_batch=batch,
-                       batcher_producers=threads, ray_workers=settings.ray_workers)
+                       batcher_producers=threads, ray_workers=settings.ray_workers,
+                       opencv_threads=max(1, cpus // threads))

@@ -12,10 +12,17 @@ from typing import Any, Mapping
 
 
 def model_times(timings: Mapping[str, Mapping[str, float]], frames: int, faces: int, inference_slots: int,
-                intra_op_threads: int, cpus: int) -> dict[str, Any]:
+                intra_op_threads: int, cpus: int,
+                cpu_timings: Mapping[str, Mapping[str, float]] | None = None) -> dict[str, Any]:
     """{"models": {name: calls, ms per call, ms per face, calls per frame}, "model_compute_ms": the summed
     call time per frame, "model_cores": the cores the calls may use at once, "model_bound_ms": the compute's
-    core time per frame spread over those cores}."""
+    core time per frame spread over those cores, "model_calls_cpu_ms" / "model_bound_cpu_ms": the same from
+    the calls' CPU time on their calling threads (`cpu_timings`), None unless each call has one intra-op
+    thread (then that CPU time is all of its compute)}.
+
+    A call's wall time includes waiting for a core that other work holds (ffb's own threads, ffmpeg, other
+    processes), so on a busy machine the wall-based model-bound time grows with everything else; the CPU-based
+    one doesn't."""
     models: dict[str, dict[str, float | None]] = {}
     for name, entry in sorted(timings.items()):
         calls, seconds = int(entry["count"]), float(entry["seconds"])
@@ -26,10 +33,15 @@ def model_times(timings: Mapping[str, Mapping[str, float]], frames: int, faces: 
                         "calls_per_frame": calls / frames if frames else None}
     total = sum(float(entry["seconds"]) for entry in timings.values())
     cores = max(1, min(cpus, inference_slots * intra_op_threads))
+    cpu_ms = None
+    if cpu_timings is not None and intra_op_threads == 1 and frames:
+        cpu_ms = sum(float(entry["seconds"]) for entry in cpu_timings.values()) * 1000 / frames
     return {"models": models,
             "model_compute_ms": total * 1000 / frames if frames else None,
             "model_cores": cores,
-            "model_bound_ms": total * intra_op_threads * 1000 / frames / cores if frames else None}
+            "model_bound_ms": total * intra_op_threads * 1000 / frames / cores if frames else None,
+            "model_calls_cpu_ms": cpu_ms,
+            "model_bound_cpu_ms": None if cpu_ms is None else cpu_ms / cores}
 
 
 def model_names(runs: list[Mapping[str, Any]]) -> list[str]:

@@ -28,6 +28,9 @@ METRICS: tuple[Metric, ...] = (
     Metric("verify_ms", "verify ms/frame", 2),
     Metric("model_compute_ms", "model calls ms/frame (summed)", 2),
     Metric("model_bound_ms", "model-bound ms/frame (compute / cores)", 2),
+    Metric("model_calls_cpu_ms", "model calls CPU ms/frame (summed)", 2),
+    Metric("model_bound_cpu_ms", "model-bound ms/frame (CPU / cores)", 2),
+    Metric("cpu_over_model_cpu", "all CPU / model CPU per frame", 3),
     Metric("cpu_ms", "CPU ms/frame, ffb process", 1),
     Metric("ffmpeg_cpu_ms", "CPU ms/frame, ffmpeg (decode+encode)", 1),
     Metric("model_cpu_ms", "CPU ms/frame, model-bound pass", 1),
@@ -46,7 +49,8 @@ MODEL_METRICS: tuple[tuple[str, str, int], ...] = (("ms_per_face", "ms/face", 2)
 NOTE = ("Stage times are per frame summed over threads (stages overlap, so they can add up to more than "
         "1000/fps). Model rows: each model's inference time per face swapped (all its calls, batched or not), "
         "from the session pool's timings; model-bound = the models' own compute spread over the cores their "
-        "calls may use at once.")
+        "calls may use at once (by wall time, which grows when other work holds the cores; by CPU time, which doesn't, "
+        "with one intra-op thread per call); all CPU / model CPU is end to end over model-bound on busy cores.")
 
 
 def ratio(base: Any, compare: Any) -> float | None:

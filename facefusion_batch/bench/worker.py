@@ -135,16 +135,17 @@ def _measure(settings: Settings, source: Path, targets: list[Path], model_budget
                                       "timings": timings})
     startup = time.perf_counter() - started
     model_timings = Timings()  # every model call of the batch, by model name
+    model_cpu = Timings()  # the same calls' CPU time on their calling threads
     pool = getattr(plain.engine, "pool", None)
     if pool is not None:
-        pool.timings = model_timings
+        pool.timings, pool.cpu_timings = model_timings, model_cpu
     with DiskSampler(settings.temp_path) as disk, _ObservedExecutor(settings, source, processor=processor) as run:
         started, cpu_before = time.perf_counter(), cpu_seconds()
         result = run_batch(settings, [str(t) for t in targets], run, _Messages())
         wall, cpu_after = time.perf_counter() - started, cpu_seconds()
     rss = peak_rss_bytes()  # before the model-bound pass, which holds decoded frames
     if pool is not None:
-        pool.timings = None
+        pool.timings = pool.cpu_timings = None
     if result.interrupted:
         raise KeyboardInterrupt
     for outcome in result.outcomes:
@@ -163,7 +164,7 @@ def _measure(settings: Settings, source: Path, targets: list[Path], model_budget
     second = processor.targets[1]
     concurrency = concurrency_plan(settings)
     per_model = model_times(model_timings.snapshot(), frames, faces, concurrency.inference_slots,
-                            concurrency.intra_op_threads, os.cpu_count() or 1)
+                            concurrency.intra_op_threads, os.cpu_count() or 1, model_cpu.snapshot())
     metrics: dict[str, Any] = {
         "engine": result.engine, "models": result.models, "providers": result.providers,
         "threads": settings.execution_thread_count, "targets": len(targets), "frames": frames,
@@ -181,7 +182,17 @@ def _measure(settings: Settings, source: Path, targets: list[Path], model_budget
         "second_target_probe_ms": second["stages"].get("probe", {"seconds": 0.0})["seconds"] * 1000,
         "stages": stages, "model_stages": model["stages"], **per_model,
     }
+    metrics["cpu_over_model_cpu"] = cpu_share(metrics["cpu_ms"], metrics["ffmpeg_cpu_ms"],
+                                              per_model["model_calls_cpu_ms"])
     return metrics
+
+
+def cpu_share(cpu_ms: float | None, ffmpeg_cpu_ms: float | None, model_cpu_ms: float | None) -> float | None:
+    """All CPU of a frame (ffb and its ffmpeg processes) over the models' own: what end to end over model-bound
+    comes to when the cores are kept busy, whatever else the machine runs (1.0: nothing but the models)."""
+    if cpu_ms is None or not model_cpu_ms:
+        return None
+    return (cpu_ms + (ffmpeg_cpu_ms or 0.0)) / model_cpu_ms
 
 
 def _cpu_metrics(before: tuple[float, float] | None, after: tuple[float, float] | None, frames: int,

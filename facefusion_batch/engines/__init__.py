@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import threading
 
+import cv2
+
 from facefusion_batch.concurrency import plan
 from facefusion_batch.engines.base import FaceEngine
 from facefusion_batch.engines.source_cache import SourceCache
@@ -16,6 +18,10 @@ from facefusion_batch.settings import Settings
 
 def build_engine(settings: Settings, slots: threading.Semaphore | None = None) -> FaceEngine:
     """The engine the settings ask for; `auto` picks neural when its model files are usable."""
+    # OpenCV splits each warp, blur and resize over its own threads; when the frame threads already keep every
+    # core busy that only adds hand-offs (measured: ~3 ms/frame more CPU for the same chain on 2 cores), so it
+    # gets the cores the frame threads leave. OpenCV's setting is process-wide, set with the engine (once).
+    cv2.setNumThreads(plan(settings).opencv_threads)
     pool = SessionPool(settings)
     cache = SourceCache(settings.cache_path)
     slots = slots or threading.Semaphore(plan(settings).inference_slots)

@@ -92,10 +92,15 @@ def paste_back(frame: np.ndarray, crop: np.ndarray, mask: np.ndarray, matrix: np
     local[:, 2] -= (x0, y0)
     roi_size = (x1 - x0, y1 - y0)
     warped = cv2.warpAffine(crop, local, roi_size, flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
-    alpha = cv2.warpAffine(mask, local, roi_size, flags=cv2.INTER_LINEAR, borderValue=0.0)[..., None]
+    alpha = cv2.warpAffine(np.asarray(mask, dtype=np.float32), local, roi_size, flags=cv2.INTER_LINEAR,
+                           borderValue=0.0)
     roi = frame[y0:y1, x0:x1]
-    blended = roi.astype(np.float32) * (1.0 - alpha) + warped.astype(np.float32) * alpha
-    frame[y0:y1, x0:x1] = np.clip(np.rint(blended), 0, 255).astype(np.uint8)
+    # frame * (1 - alpha) + crop * alpha, rounded: one OpenCV pass (weighted_mean) instead of numpy temporaries
+    if warped.dtype == np.uint8:
+        frame[y0:y1, x0:x1] = weighted_mean(warped, roi, alpha, 1 - alpha)
+        return frame
+    blended = weighted_mean(warped.astype(np.float32, copy=False), roi.astype(np.float32), alpha, 1 - alpha)
+    frame[y0:y1, x0:x1] = cv2.convertScaleAbs(np.clip(blended, 0, 255, out=blended))  # rounds half to even
     return frame
 
 
@@ -145,8 +150,29 @@ def box_mask(size: int, blur: float, padding: tuple[int, int, int, int]) -> np.n
 def smooth_binary_mask(mask: np.ndarray) -> np.ndarray:
     """FaceFusion's softening of model and landmark masks: blur (sigma 5), then stretch 0.5..1 to 0..1, so a
     pixel the mask left out stays exactly 0 and the inside edge fades in."""
-    blurred = cv2.GaussianBlur(np.clip(mask, 0, 1).astype(np.float32), (0, 0), 5)
-    return (np.clip(blurred, 0.5, 1.0) - 0.5) * 2
+    blurred = cv2.GaussianBlur(np.clip(np.asarray(mask, dtype=np.float32), 0, 1), (0, 0), 5)
+    return _stretch_upper_half(blurred)
+
+
+def smooth_model_mask(mask: np.ndarray, size: int) -> np.ndarray:
+    """`smooth_binary_mask` of a model's square mask resized to size x size, as FaceFusion computes it. A mask
+    of half that size (XSeg's 256 for a 512 enhancer crop) is blurred at its own size with half the sigma
+    and doubled after: resizing and blurring commute but for the resize's own small kernel (under 0.3/255 on
+    model-like masks, measured; other ratios err by grey levels, so they resize first), and the blur
+    touches a quarter of the pixels."""
+    mask = np.asarray(mask, dtype=np.float32)
+    if mask.shape != (size // 2, size // 2) or size % 2:
+        return smooth_binary_mask(cv2.resize(mask, (size, size)))
+    blurred = cv2.GaussianBlur(np.clip(mask, 0, 1), (0, 0), 2.5)
+    return _stretch_upper_half(cv2.resize(blurred, (size, size)))
+
+
+def _stretch_upper_half(blurred: np.ndarray) -> np.ndarray:
+    """(clip(x, 0.5, 1) - 0.5) * 2 in place (float32): a pixel at or below half is 0."""
+    np.clip(blurred, 0.5, 1.0, out=blurred)
+    blurred -= 0.5
+    blurred *= 2
+    return blurred
 
 
 def hull_mask(size: int, points: np.ndarray) -> np.ndarray:

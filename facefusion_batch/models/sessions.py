@@ -14,6 +14,7 @@ Session options, and why:
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -70,6 +71,9 @@ class SessionPool:
         self.loads = 0  # sessions created; the tests and the benchmark read it
         self._used: set[str] = set()  # providers sessions ran on, kept when `strict` frees the sessions
         self.timings: Optional[Timings] = None  # set to time every inference call, by model name (metrics)
+        # set to add each call's CPU time on its calling thread, by model name: all of a call's compute when it
+        # has one intra-op thread, and unlike wall time not inflated by other work sharing the cores
+        self.cpu_timings: Optional[Timings] = None
 
     def get(self, path: Path) -> Any:
         return self.entry(path)[0]
@@ -167,7 +171,14 @@ class GuardedSession:
         session, run_options = self._pool.entry(self._path)
         self.calls.add()
         with self._slots, timed(self._pool.timings, self.name):
-            return session.run(output_names, feeds, run_options)
+            cpu = self._pool.cpu_timings
+            if cpu is None:
+                return session.run(output_names, feeds, run_options)
+            start = time.thread_time()
+            try:
+                return session.run(output_names, feeds, run_options)
+            finally:
+                cpu.add(self.name, time.thread_time() - start)
 
     def get_inputs(self) -> Any:
         return self._pool.get(self._path).get_inputs()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import queue
+import struct
 import threading
 from concurrent.futures import Executor, Future
 from pathlib import Path
@@ -83,17 +84,61 @@ class Spool:
 
 def write_frame(path: Path, frame: np.ndarray) -> None:
     """Write a spooled frame; a full disk raises OSError(ENOSPC) naming the file, like any write."""
+    header = bmp_header(frame) if path.suffix.lower() == ".bmp" else None
+    if header is not None:
+        # the frame's own bytes after a top-down BMP header: no encoder pass, no flipped copy
+        with open(path, "wb") as file:
+            file.write(header)
+            file.write(memoryview(np.ascontiguousarray(frame)).cast("B"))
+        return
     ok, encoded = cv2.imencode(path.suffix, frame)
     if not ok:
         raise MediaError(f"{path}: can't encode extracted frame as {path.suffix}")
     path.write_bytes(encoded)
 
 
+def _read_top_down_bmp(path: Path) -> np.ndarray | None:
+    """A BMP as `write_frame` writes it, read straight into an array (None for any other file: OpenCV reads
+    those)."""
+    try:
+        with open(path, "rb") as file:
+            header = file.read(54)
+            if len(header) < 54 or header[:2] != b"BM":
+                return None
+            width, height = struct.unpack_from("<ii", header, 18)
+            if height >= 0 or width <= 0:
+                return None
+            frame = np.empty((-height, width, 3), dtype=np.uint8)
+            if bmp_header(frame) != header:
+                return None
+            if file.readinto(memoryview(frame).cast("B")) != frame.size:
+                return None
+            return frame
+    except OSError:
+        return None
+
+
+def bmp_header(frame: np.ndarray) -> bytes | None:
+    """The 54-byte header of an uncompressed 24-bit top-down BMP (negative height) whose pixel data is the BGR
+    `frame`'s bytes as they are; None when rows would need padding to 4 bytes (width x 3 not a multiple of 4)
+    or the frame is not (H, W, 3) uint8."""
+    if frame.dtype != np.uint8 or frame.ndim != 3 or frame.shape[2] != 3:
+        return None
+    height, width = frame.shape[:2]
+    if (width * 3) % 4:
+        return None
+    data = width * 3 * height
+    return (b"BM" + struct.pack("<IHHI", 54 + data, 0, 0, 54)
+            + struct.pack("<IiiHHIIiiII", 40, width, -height, 1, 24, 0, data, 2835, 2835, 0, 0))
+
+
 def load(item: Item) -> np.ndarray:
     """The frame behind a spool item; a spooled file is removed once read."""
     if isinstance(item, np.ndarray):
         return item
-    frame = cv2.imread(str(item), cv2.IMREAD_COLOR)
+    frame = _read_top_down_bmp(item) if item.suffix.lower() == ".bmp" else None
+    if frame is None:
+        frame = cv2.imread(str(item), cv2.IMREAD_COLOR)
     if frame is None:
         raise MediaError(f"{item}: extracted frame is unreadable")
     item.unlink(missing_ok=True)

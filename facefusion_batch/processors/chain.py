@@ -5,8 +5,11 @@ FaceFusion pastes the whole frame once per processor (swap, then warp the pasted
 and paste again). Here the swapped crop is carried into the enhancer's crop by composing the two alignment
 matrices, and the two pastes are folded into one: with swap mask s, enhancer mask e and blend b, the frame
 gets 1 - (1 - s)(1 - b e) of a colour that is the swapped face under s and the enhanced face under b e, which
-is what two pastes in a row give. When a swap mask reaches outside the enhancer's crop (templates of very
-different reach), that face is pasted twice instead, so nothing is cut off.
+is what two pastes in a row give. That fold costs a few passes over the swap mask's footprint in the
+enhancer's crop, so it is used only where the enhancer's crop is no larger than the face in the frame (big
+faces, 1080p and up). Where the crop enlarges the face (small faces: a 512 crop of a 200-pixel face) the
+swap is pasted at frame size first, as FaceFusion does, which touches several times fewer pixels; so is
+a face whose swap mask reaches outside the enhancer's crop (templates of very different reach).
 """
 from __future__ import annotations
 
@@ -110,7 +113,7 @@ class ProcessorChain:
             if swapped is not None:
                 face = swapped[index]
                 to_enhancer = compose(matrix, cv2.invertAffineTransform(face.matrix))
-                box = _footprint(face.mask, to_enhancer, size)
+                box = None if magnifies(matrix) else _footprint(face.mask, to_enhancer, size)
                 if box is None:
                     paste_back(frame, face.crop, face.mask, face.matrix)
                 elif box[2] > box[0] and box[3] > box[1]:
@@ -122,6 +125,12 @@ class ProcessorChain:
                                             borderMode=cv2.BORDER_REPLICATE)
                     mask = cv2.warpAffine(face.mask, local, (x1 - x0, y1 - y0), flags=cv2.INTER_LINEAR,
                                           borderValue=0.0)
+            swap_colours.append(colour)
+            swap_masks.append(mask)
+            boxes.append(box)
+        # every face pasted at frame size is in before any enhancer crop is taken (faces that overlap see
+        # each other's swap, as after FaceFusion's swapper pass)
+        for matrix, colour, mask, box in zip(matrices, swap_colours, swap_masks, boxes):
             base = warp_crop(frame, matrix, size)
             if colour is not None:
                 x0, y0, x1, y1 = box
@@ -129,9 +138,6 @@ class ProcessorChain:
                 base[y0:y1, x0:x1] = cv2.convertScaleAbs(
                     weighted_mean(colour, base[y0:y1, x0:x1].astype(np.float32), mask, 1 - mask))
             inputs.append(base)
-            swap_colours.append(colour)
-            swap_masks.append(mask)
-            boxes.append(box)
         enhanced = enhancer.enhance(inputs)
         occlusion = self.occluder.masks(inputs) if "occlusion" in self.masks.types else [None] * len(faces)
         blend = np.float32(enhancer.options.blend / 100.0)
@@ -147,6 +153,12 @@ class ProcessorChain:
                 be[y0:y1, x0:x1] = 1 - (1 - s) * (1 - inner)
             paste_back(frame, out, be, matrix)
         return frame
+
+
+def magnifies(matrix: np.ndarray) -> bool:
+    """True when the frame -> crop `matrix` enlarges the frame: the face then covers fewer frame pixels than
+    crop pixels, and pasting at frame size beats folding at crop size."""
+    return abs(float(np.linalg.det(np.asarray(matrix, dtype=np.float64)[:, :2]))) > 1.0
 
 
 def _footprint(mask: np.ndarray, matrix: np.ndarray, size: int) -> tuple[int, int, int, int] | None:

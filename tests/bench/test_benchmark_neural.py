@@ -1,5 +1,6 @@
 """`ffb benchmark --engine neural` on benchmarks/standin_models.py's models: a row per processor model."""
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -21,8 +22,10 @@ def models(tmp_path_factory) -> Path:
     return directory
 
 
-def test_neural_benchmark_times_every_processor_model(models, env_with, capsys):
+def test_neural_benchmark_times_every_processor_model(models, env_with, capsys, monkeypatch):
     tmp_path = env_with(models)
+    # a slot per core: one intra-op thread per call, so the calls' CPU time is all of their compute
+    monkeypatch.setenv("FFB_EXECUTION_INFERENCE_SLOTS", str(os.cpu_count() or 1))
     chain = tmp_path / "chain.ini"
     chain.write_text("[processors]\nprocessors = face_swapper face_enhancer\nface_swapper_model = hyperswap_1a_256\n"
                      "face_enhancer_model = gfpgan_1.4\n[face_masker]\nface_mask_types = box occlusion region\n")
@@ -38,6 +41,8 @@ def test_neural_benchmark_times_every_processor_model(models, env_with, capsys):
     assert run["models"]["gfpgan_1.4"]["calls_per_frame"] == pytest.approx(1.0)  # only swapped faces, once
     assert run["models"]["xseg_1"]["calls_per_frame"] == pytest.approx(2.0)  # swap crop and enhancer crop
     assert 0 < run["model_bound_ms"] <= run["model_compute_ms"]
+    assert 0 < run["model_bound_cpu_ms"] <= run["model_calls_cpu_ms"] < run["cpu_ms"]
+    assert run["cpu_over_model_cpu"] > 1  # decoding, tracking, warps and encoding are not free
 
 
 def test_the_area_masks_landmarkers_run_only_where_detection_runs(models, tmp_path, capsys, monkeypatch):

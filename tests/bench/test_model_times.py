@@ -53,3 +53,63 @@ def test_table_has_a_row_per_model_and_ratios():
     assert rows["model gfpgan_1.4 calls/frame"] == ["-", "1.000", "-"]
     assert rows["model-bound ms/frame (compute / cores)"] == ["10.00", "35.00", "3.50x"]
     assert "model inswapper_128 ms/face" in render(table_rows(["240p"], base))
+
+
+def test_model_bound_by_cpu_time_needs_one_intra_op_thread():
+    cpu = {"hyperswap_1a_256": {"seconds": 1.5, "count": 100}, "gfpgan_1.4": {"seconds": 4.5, "count": 25}}
+    result = model_times(timings(), frames=100, faces=100, inference_slots=2, intra_op_threads=1, cpus=2,
+                         cpu_timings=cpu)
+    assert result["model_calls_cpu_ms"] == pytest.approx(60.0)  # under the 75 ms of wall: no waiting for a core
+    assert result["model_bound_cpu_ms"] == pytest.approx(30.0)
+    # with intra-op threads the calling thread's CPU time misses the pool threads' share: no figure
+    wide = model_times(timings(), frames=100, faces=100, inference_slots=1, intra_op_threads=2, cpus=2,
+                       cpu_timings=cpu)
+    assert wide["model_calls_cpu_ms"] is None and wide["model_bound_cpu_ms"] is None
+    assert model_times(timings(), frames=100, faces=100, inference_slots=2, intra_op_threads=1,
+                       cpus=2)["model_bound_cpu_ms"] is None
+
+
+def test_cpu_share_is_all_cpu_over_the_models():
+    from facefusion_batch.bench.worker import cpu_share
+
+    assert cpu_share(110.0, 10.0, 100.0) == pytest.approx(1.2)
+    assert cpu_share(110.0, None, 100.0) == pytest.approx(1.1)
+    assert cpu_share(None, 10.0, 100.0) is None and cpu_share(110.0, 10.0, None) is None
+
+
+def test_guarded_session_adds_cpu_time_not_waiting(tmp_path):
+    """A call that waits (here: sleeps) adds its wall time to `timings` and next to no CPU to `cpu_timings`;
+    a call that computes adds CPU."""
+    import threading
+    import time
+    from pathlib import Path
+
+    from facefusion_batch.models.sessions import GuardedSession
+    from facefusion_batch.timing import Timings
+
+    class Busy:
+        def run(self, names, feeds, options):
+            end = time.thread_time() + 0.02
+            while time.thread_time() < end:
+                pass
+            return [1]
+
+    class Waiting:
+        def run(self, names, feeds, options):
+            time.sleep(0.1)
+            return [2]
+
+    class Pool:
+        def __init__(self):
+            self.timings, self.cpu_timings = Timings(), Timings()
+
+        def entry(self, path):
+            return (Busy() if path.name == "busy.onnx" else Waiting()), None
+
+    pool = Pool()
+    slots = threading.Semaphore(1)
+    assert GuardedSession(pool, Path("busy.onnx"), slots).run(None, {}) == [1]
+    assert GuardedSession(pool, Path("wait.onnx"), slots).run(None, {}) == [2]
+    wall, cpu = pool.timings.snapshot(), pool.cpu_timings.snapshot()
+    assert cpu["busy"]["seconds"] >= 0.02 and cpu["busy"]["count"] == 1
+    assert wall["wait"]["seconds"] >= 0.1 and cpu["wait"]["seconds"] < 0.05
