@@ -959,7 +959,7 @@ def _main(args: list[str]) -> int:
     from facefusion_batch import facefusion_flags
 
     try:  # a FaceFusion command line: its names made ffb's, its options ffb lacks dropped or refused
-        translated = facefusion_flags.translate(args, _own_flags(args))
+        translated = facefusion_flags.translate(args, _own_flags(args), _own_flags(args, valued=True))
     except SettingsError as exc:
         print(f"ffb: error: {exc}", file=sys.stderr)
         if "--json" in args:
@@ -992,13 +992,15 @@ def _main(args: list[str]) -> int:
     return code if isinstance(code, int) else 0
 
 
-def _own_flags(args: list[str]) -> frozenset[str]:
-    """The flags of the command `args` runs (run or watch; FaceFusion's headless-run is run)."""
+def _own_flags(args: list[str], valued: bool = False) -> frozenset[str]:
+    """The flags of the command `args` runs (run or watch; FaceFusion's headless-run is run); with `valued`
+    only those taking a value."""
     name = {"headless-run": "run"}.get(args[0], args[0]) if args else ""
     command = typer.main.get_command(app).commands.get(name) if name in ("run", "watch") else None
     if command is None:
         return frozenset()
-    return frozenset(flag for param in command.params for flag in (*param.opts, *param.secondary_opts))
+    return frozenset(flag for param in command.params for flag in (*param.opts, *param.secondary_opts)
+                     if not valued or not getattr(param, "is_flag", True))
 
 
 # `ffb run` flags that take several values after one flag, as FaceFusion's (argparse nargs='+').

@@ -45,10 +45,11 @@ class Translated:
     warning: str | None = None
 
 
-def translate(args: list[str], own: frozenset[str]) -> Translated:
+def translate(args: list[str], own: frozenset[str], valued: frozenset[str] = frozenset()) -> Translated:
     """`ffb run`/`ffb watch` arguments with FaceFusion's names made ffb's, and FaceFusion options ffb does not
     have dropped (listed in the warning) or refused (SettingsError naming the first such option and what to
-    do). `own` holds the command's own flags: an option ffb has is never touched here."""
+    do). `own` holds the command's own flags: an option ffb has is never touched here, nor the value after one
+    of `valued` (its flags taking a value: `-t --keep-temp` is a target of that name, as Click reads it)."""
     if not args:
         return Translated(args)
     if args[0] == "headless-run":
@@ -67,6 +68,10 @@ def translate(args: list[str], own: frozenset[str]) -> Translated:
             out += args[index - 1:]
             break
         name, equals, value = arg.partition("=")
+        if name in valued and not equals and index < len(args):
+            out += [arg, args[index]]
+            index += 1
+            continue
         nargs = _nargs(name) if name not in own else None
         if nargs is None:
             out.append(arg)  # ffb's own, a value, or unknown (Typer reports it)

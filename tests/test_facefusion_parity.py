@@ -413,3 +413,18 @@ def test_a_reference_distance_that_swaps_nearly_every_face_is_warned_once(tmp_pa
     assert len(warnings) == 1 and "an earlier ffb profile's 0.6 is 0.3 now" in warnings[0]
     assert load_settings(None, {}, {**flags, "reference_face_distance": 0.5}).warnings == ()
     assert load_settings(None, {}, {"reference_face_distance": 0.8}).warnings == ()  # not in reference mode
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["run", "-t", "--keep-temp", "-o", "out"], ["run", "-t", "--keep-temp", "-o", "out"]),
+    (["run", "-s", "a.jpg", "--output", "--log-level", "v.mp4"], ["run", "-s", "a.jpg", "--output", "--log-level",
+                                                                   "v.mp4"]),
+    (["watch", "--target", "--skip-audio", "--keep-temp"], ["watch", "--target", "--skip-audio"]),
+    (["run", "--keypoint-reuse", "--keep-temp", "v.mp4"], ["run", "--keypoint-reuse", "v.mp4"]),
+])
+def test_the_value_of_an_ffb_option_is_never_translated(args, expected):
+    """A target (or output) literally named like a FaceFusion flag is Click's value of the ffb option before it,
+    not a FaceFusion option to drop; a boolean ffb flag takes no value, so what follows it still is one."""
+    from facefusion_batch.cli import _own_flags
+
+    assert translate(args, _own_flags(args), _own_flags(args, valued=True)).args == expected
