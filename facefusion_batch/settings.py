@@ -330,7 +330,7 @@ def parse_value(name: str, raw: Any, where: str) -> Any:
     if name in _RANGES and value is not None:
         low, high = _RANGES[name]
         if not low <= value <= high:
-            raise SettingsError(f"{where}: {value} is out of range {low}..{high}")
+            raise SettingsError(f"{where}: {value} is out of range {low}..{high}{_range_hint(name, value)}")
     if name == "face_mask_padding":
         value = _padding(value, where)
     if name == "face_detector_size" and value % 32:  # the detectors' coarsest stride
@@ -620,6 +620,15 @@ def load_settings(
     _check_provenance(settings)
     _check_processors(settings)
     return Resolved(settings, origins, (*loaded.warnings, *env_warnings, *_loose_reference(settings)))
+
+
+def _range_hint(name: str, value: Any) -> str:
+    """The fix for a value ffb took before and refuses now: reference_face_distance 1..2 was ffb's own cosine
+    scale, which FaceFusion's halves."""
+    if name == "reference_face_distance" and 1 < value <= 2:
+        return (f"; it is on FaceFusion's scale now, half the cosine distance: an earlier ffb profile's {value} is "
+                f"{value / 2:g} (FaceFusion's default is 0.3)")
+    return ""
 
 
 def _loose_reference(settings: Settings) -> list[str]:

@@ -428,3 +428,21 @@ def test_the_value_of_an_ffb_option_is_never_translated(args, expected):
     from facefusion_batch.cli import _own_flags
 
     assert translate(args, _own_flags(args), _own_flags(args, valued=True)).args == expected
+
+
+@pytest.mark.parametrize("value, now", [("1.2", "0.6"), ("2", "1")])
+def test_an_earlier_ffb_profiles_cosine_distance_is_refused_with_its_value_now(tmp_path, value, now):
+    """ffb took reference_face_distance 0..2 (its cosine scale) before FaceFusion's 0..1: such a profile is
+    refused with the value it means now, not only 'out of range'."""
+    from facefusion_batch.errors import SettingsError
+    from facefusion_batch.settings import load_settings
+
+    profile = tmp_path / "old.ini"
+    profile.write_text(f"[face_selector]\nreference_face_distance = {value}\n")
+    with pytest.raises(SettingsError) as error:
+        load_settings(profile, {}, {})
+    assert str(error.value).startswith(f"{profile}: [face_selector] reference_face_distance: ")
+    assert f"an earlier ffb profile's {float(value)} is {now} " in str(error.value)
+    with pytest.raises(SettingsError) as error:
+        load_settings(None, {}, {"reference_face_distance": 2.5})
+    assert "earlier ffb profile" not in str(error.value)  # never a valid ffb value: the range alone
