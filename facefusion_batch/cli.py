@@ -959,7 +959,7 @@ def _main(args: list[str]) -> int:
     from facefusion_batch import facefusion_flags
 
     try:  # a FaceFusion command line: its names made ffb's, its options ffb lacks dropped or refused
-        translated = facefusion_flags.translate(args, _own_flags(args), _own_flags(args, valued=True))
+        translated = facefusion_flags.translate(args, _own_flags(args), _own_flags(args, valued=True), _is_target)
     except SettingsError as exc:
         print(f"ffb: error: {exc}", file=sys.stderr)
         if "--json" in args:
@@ -1046,6 +1046,13 @@ def _names_a_file(word: str) -> bool:
     from facefusion_batch.media import kind_of
 
     return "/" in word or os.sep in word or kind_of(Path(word)) is not None or os.path.exists(word)
+
+
+def _is_target(word: str) -> bool:
+    """A video or directory: never a source image, so a target (after FaceFusion's --source-paths)."""
+    from facefusion_batch.media import kind_of
+
+    return kind_of(Path(word)) == "video" or os.path.isdir(word)
 
 
 def several_sources(args: list[str]) -> str | None:

@@ -10,6 +10,7 @@ with one line naming it and what to do instead (it would change the output, and 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from facefusion_batch.errors import SettingsError
 from facefusion_batch.facefusion_ini import UNSUPPORTED, flag, unsupported_note
@@ -45,11 +46,14 @@ class Translated:
     warning: str | None = None
 
 
-def translate(args: list[str], own: frozenset[str], valued: frozenset[str] = frozenset()) -> Translated:
+def translate(args: list[str], own: frozenset[str], valued: frozenset[str] = frozenset(),
+              is_target: Callable[[str], bool] = lambda word: False) -> Translated:
     """`ffb run`/`ffb watch` arguments with FaceFusion's names made ffb's, and FaceFusion options ffb does not
     have dropped (listed in the warning) or refused (SettingsError naming the first such option and what to
     do). `own` holds the command's own flags: an option ffb has is never touched here, nor the value after one
-    of `valued` (its flags taking a value: `-t --keep-temp` is a target of that name, as Click reads it)."""
+    of `valued` (its flags taking a value: `-t --keep-temp` is a target of that name, as Click reads it).
+    `--source-paths` takes images up to the first word `is_target` (a video or directory: ffb's positional
+    target; FaceFusion has none)."""
     if not args:
         return Translated(args)
     if args[0] == "headless-run":
@@ -80,7 +84,8 @@ def translate(args: list[str], own: frozenset[str], valued: frozenset[str] = fro
         if not equals and nargs == 1 and index < len(args):
             values.append(args[index])  # one value, whatever it looks like (-0.5 too)
             index += 1
-        while not equals and nargs == "+" and index < len(args) and _is_value(args[index]):
+        while not equals and nargs == "+" and index < len(args) and _is_value(args[index]) \
+                and not (name in REPEATED and is_target(args[index])):
             values.append(args[index])
             index += 1
         if name in REPEATED:

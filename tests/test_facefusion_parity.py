@@ -446,3 +446,23 @@ def test_an_earlier_ffb_profiles_cosine_distance_is_refused_with_its_value_now(t
     with pytest.raises(SettingsError) as error:
         load_settings(None, {}, {"reference_face_distance": 2.5})
     assert "earlier ffb profile" not in str(error.value)  # never a valid ffb value: the range alone
+
+
+def test_a_video_or_directory_after_source_paths_is_a_target_not_one_more_source(tmp_path):
+    """FaceFusion has no positional targets, so --source-paths takes every word after it; in ffb a video or a
+    directory after the source images is the target (a source is an image), not a source that fails."""
+    from facefusion_batch.cli import _is_target, _own_flags
+
+    clips = tmp_path / "clips"
+    clips.mkdir()
+
+    def translated(*words: str) -> list[str]:
+        args = ["run", *words]
+        return translate(args, _own_flags(args), _own_flags(args, valued=True), _is_target).args
+
+    assert translated("--source-paths", "a.jpg", "b.png", "clip.mp4") == \
+        ["run", "--source", "a.jpg", "--source", "b.png", "clip.mp4"]
+    assert translated("--source-paths", "a.jpg", str(clips), "x.mov") == ["run", "--source", "a.jpg", str(clips),
+                                                                          "x.mov"]
+    assert translated("--source-paths", "a.jpg", "b", "-t", "c.mp4") == \
+        ["run", "--source", "a.jpg", "--source", "b", "-t", "c.mp4"]  # not a video: a source, as FaceFusion's
