@@ -81,8 +81,10 @@ def translate(args: list[str], own: frozenset[str], valued: frozenset[str] = fro
             out.append(arg)  # ffb's own, a value, or unknown (Typer reports it)
             continue
         values = [value] if equals else []
-        if not equals and nargs == 1 and index < len(args):
-            values.append(args[index])  # one value, whatever it looks like (-0.5 too)
+        if not equals and nargs == 1 and index < len(args) and (name in RENAMED or _is_value(args[index])):
+            # a renamed flag takes the next word as Click takes an ffb flag's value; a flag dropped here takes
+            # a value (-0.5 too) but never the next option, which argparse wouldn't either (-o out would lose -o)
+            values.append(args[index])
             index += 1
         while not equals and nargs == "+" and index < len(args) and _is_value(args[index]) \
                 and not (name in REPEATED and is_target(args[index])):

@@ -466,3 +466,18 @@ def test_a_video_or_directory_after_source_paths_is_a_target_not_one_more_source
                                                                           "x.mov"]
     assert translated("--source-paths", "a.jpg", "b", "-t", "c.mp4") == \
         ["run", "--source", "a.jpg", "--source", "b", "-t", "c.mp4"]  # not a video: a source, as FaceFusion's
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["run", "--ui-workflow", "-o", "out", "v.mp4"], ["run", "-o", "out", "v.mp4"]),
+    (["run", "--face-editor-head-pitch", "--print-settings"], ["run", "--print-settings"]),
+    (["run", "--face-editor-head-pitch", "-0.5", "-q"], ["run", "-q"]),
+    (["run", "--frame-enhancer-model", "-t", "v.mp4"], ["run", "-t", "v.mp4"]),
+])
+def test_a_dropped_option_without_its_value_never_takes_the_next_option(args, expected):
+    """`--ui-workflow -o out v.mp4` (a FaceFusion option whose value is missing) must not swallow -o, which would
+    turn the output directory into a target; a negative number is still its value."""
+    own = frozenset({"-o", "--output", "-t", "--target", "--print-settings", "-q"})
+    translated = translate(args, own, frozenset({"-o", "--output", "-t", "--target"}))
+    assert translated.args == expected
+    assert args[1] in translated.warning
