@@ -221,7 +221,7 @@ class Settings:
                                         default_factory=lambda: min(8, os.cpu_count() or 1))
     execution_queue_count: int = _spec("execution", "Frames in flight per worker thread.", 2)
     execution_inference_slots: int = _spec(
-        "execution", "Concurrent model calls allowed (0: 1 on a GPU, thread count on CPU).", 0)
+        "execution", "Concurrent model calls allowed (0: 2 on a GPU, thread count on CPU).", 0)
     batch_size: int = _spec("execution", "Max crops per model call gathered from all worker threads; 1: no "
                                          "micro-batching; 0: 8 on a GPU, 1 on CPU (where batching measured "
                                          "slower than parallel single calls).", 0)

@@ -14,7 +14,7 @@ def test_cpu_and_gpu_plans():
     assert (cpu.frame_threads, cpu.frames_in_flight, cpu.inference_slots, cpu.intra_op_threads,
             cpu.micro_batch, cpu.batcher_producers) == (4, 12, 4, 4, 1, 4)
     gpu = plan(Settings(execution_thread_count=4, execution_providers=("cuda", "cpu")), cpus=16)
-    assert (gpu.inference_slots, gpu.intra_op_threads, gpu.micro_batch) == (1, 16, 8)
+    assert (gpu.inference_slots, gpu.intra_op_threads, gpu.micro_batch) == (2, 8, 8)
     assert cpu.opencv_threads == 4 and gpu.opencv_threads == 4  # 16 cores over 4 frame threads
     assert plan(Settings(execution_thread_count=2), cpus=2).opencv_threads == 1  # the frame threads fill the cores
     assert plan(Settings(execution_thread_count=8), cpus=2).opencv_threads == 1

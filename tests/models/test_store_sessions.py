@@ -55,7 +55,7 @@ def test_provider_list_orders_and_falls_back_to_cpu(tmp_path):
 
 def test_inference_slots_default():
     assert plan(settings(execution_providers="cpu", execution_thread_count=4)).inference_slots == 4
-    assert plan(settings(execution_providers="cuda cpu")).inference_slots == 1
+    assert plan(settings(execution_providers="cuda cpu")).inference_slots == 2
     assert plan(settings(execution_inference_slots=3)).inference_slots == 3
 
 
