@@ -567,17 +567,8 @@ def build_enhancer(path: PathLike, size: int, mode: str = 'identity', weight_inp
         nodes.append(helper.make_node('Identity', ['input'], ['image']))
     result = 'image'
     if convs:
-        rng = np.random.default_rng(0)
-        current, width = 'input', 3
-        for i in range(convs):
-            out_width = 3 if i == convs - 1 else channels
-            inits.append(_init(f'conv{i}_w', (rng.standard_normal((out_width, width, 3, 3)) * 0.05).astype(np.float32)))
-            nodes.append(helper.make_node('Conv', [current, f'conv{i}_w'], [f'conv{i}'], pads=[1, 1, 1, 1]))
-            nodes.append(helper.make_node('Relu', [f'conv{i}'], [f'relu{i}']))
-            current, width = f'relu{i}', out_width
-        inits.append(_init('conv_zero', np.zeros((1,), np.float32)))
-        nodes.append(helper.make_node('Mul', [current, 'conv_zero'], ['conv_zeroed']))
-        nodes.append(helper.make_node('Add', [result, 'conv_zeroed'], ['image_conv']))
+        nodes.append(helper.make_node('Add', [result, _zeroed_convs('input', convs, channels, nodes, inits)],
+                                      ['image_conv']))
         result = 'image_conv'
     if weight_input:
         inputs.append(helper.make_tensor_value_info('weight', TensorProto.DOUBLE, [1]))

@@ -104,7 +104,6 @@ def paste_back(frame: np.ndarray, crop: np.ndarray, mask: np.ndarray, matrix: np
     return frame
 
 
-
 def weighted_mean(first: np.ndarray, second: np.ndarray, first_weight: np.ndarray,
                   second_weight: np.ndarray) -> np.ndarray:
     """Per pixel (first * w1 + second * w2) / (w1 + w2) of two same-type images with (H, W) float32 weights

@@ -121,7 +121,7 @@ class SessionPool:
         """Providers the sessions of this pool really ran on (first of each session), also those that the
         `strict` strategy freed after a target."""
         with self._lock:
-            return sorted(self._used | {session.get_providers()[0] for session, _ in self._sessions.values()})
+            return sorted(self._used)  # every session's provider joins `_used` when the session is made
 
     def _run_options(self, session: Any) -> Any:
         """Run options for the session's calls: under `moderate`, when the session really got CUDA (whose

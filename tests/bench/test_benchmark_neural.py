@@ -45,11 +45,8 @@ def test_neural_benchmark_times_every_processor_model(models, env_with, capsys, 
     assert run["cpu_over_model_cpu"] > 1  # decoding, tracking, warps and encoding are not free
 
 
-def test_the_area_masks_landmarkers_run_only_where_detection_runs(models, tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("FFB_MODELS_PATH", str(models))
-    monkeypatch.setenv("FFB_CACHE_PATH", str(tmp_path / "cache"))
-    monkeypatch.setenv("FFB_TEMP_PATH", str(tmp_path / "temp"))
-    monkeypatch.setenv("FFB_EXECUTION_THREAD_COUNT", "2")
+def test_the_area_masks_landmarkers_run_only_where_detection_runs(models, env_with, capsys):
+    tmp_path = env_with(models)
     area = tmp_path / "area.ini"
     area.write_text("[processors]\nprocessors = face_swapper\nface_swapper_model = hyperswap_1a_256\n"
                     "[face_masker]\nface_mask_types = box area\n")

@@ -28,11 +28,6 @@ CHAIN = ["--processors", "face_swapper", "face_enhancer", "--face-mask-types", "
          "--face-swapper-model", "hyperswap_1a_256", "--face-enhancer-model", "gfpgan_1.4"]
 
 
-@pytest.fixture(autouse=True)
-def cache(tmp_path, monkeypatch) -> None:
-    monkeypatch.setenv("FFB_CACHE_PATH", str(tmp_path / "cache"))
-
-
 @pytest.fixture(scope="module")
 def models(tmp_path_factory) -> Path:
     """The chain's models as FaceFusion names them: stand-ins with convolutions (real GPU kernels)."""
@@ -76,23 +71,24 @@ def test_every_model_family_runs_on_cuda_and_agrees_with_cpu(models, tmp_path):
         gpu.close()
 
 
-def _run(capsys, tmp_path: Path, models: Path, providers: str, *extra: str) -> tuple[dict, np.ndarray]:
-    """`ffb run` of the chain on one portrait with `providers` (as --execution-providers takes them)."""
+def _run(capsys, tmp_path: Path, providers: str, *extra: str) -> tuple[dict, np.ndarray]:
+    """`ffb run` of the chain on one portrait with `providers` (as --execution-providers takes them), in an
+    `env_with` tmp dir."""
     source, target = tmp_path / "source.png", tmp_path / "portrait.png"
     cv2.imwrite(str(source), cv2.flip(face_frame(), 1))
     cv2.imwrite(str(target), face_frame())
     out = tmp_path / f"out_{providers.replace(' ', '_')}"
-    code = main(["run", "--engine", "neural", "--json", "-q", *CHAIN, "--models-path", str(models),
-                 "--temp-path", str(tmp_path / "tmp"), "--execution-providers", providers, "-s", str(source), "-t", str(target),
-                 "-o", str(out), *extra])
+    code = main(["run", "--json", "-q", *CHAIN, "--execution-providers", providers, "-s", str(source),
+                 "-t", str(target), "-o", str(out), *extra])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     return json.loads(captured.out), cv2.imread(str(out / "portrait.png"))
 
 
-def test_run_with_the_processor_chain_on_cuda_gives_the_cpu_picture(models, tmp_path, capsys):
-    on_cpu, want = _run(capsys, tmp_path, models, "cpu")
-    on_gpu, got = _run(capsys, tmp_path, models, "cuda cpu")
+def test_run_with_the_processor_chain_on_cuda_gives_the_cpu_picture(models, env_with, capsys):
+    tmp_path = env_with(models)
+    on_cpu, want = _run(capsys, tmp_path, "cpu")
+    on_gpu, got = _run(capsys, tmp_path, "cuda cpu")
     assert on_gpu["counts"]["done"] == 1
     assert on_gpu["providers"] == [CUDA], on_gpu  # the providers the sessions really ran on: CUDA alone
     diff = np.abs(want.astype(np.int16) - got.astype(np.int16))
@@ -108,10 +104,11 @@ def test_detect_gpus_reports_the_gpu_and_a_loading_cuda_provider(capsys):
     assert findings["advice"].startswith("use --execution-providers 'cuda cpu'")
 
 
-def test_metrics_file_carries_the_gpus_nvml_readings(models, tmp_path, capsys):
+def test_metrics_file_carries_the_gpus_nvml_readings(models, env_with, capsys):
     pytest.importorskip("pynvml")
+    tmp_path = env_with(models)
     metrics = tmp_path / "ffb.prom"
-    _run(capsys, tmp_path, models, "cuda cpu", "--metrics-file", str(metrics))
+    _run(capsys, tmp_path, "cuda cpu", "--metrics-file", str(metrics))
     text = metrics.read_text()
     assert "ffb_gpu_memory_total_bytes{" in text and "ffb_gpu_utilization_ratio{" in text
     assert 'provider="CUDAExecutionProvider"' in text
