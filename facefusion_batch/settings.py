@@ -1,8 +1,10 @@
 """Settings: one frozen object built from defaults < profile (ini or TOML) < FFB_* environment < flags.
 
-Every setting is declared once, as a field of `Settings` with its profile section and help text in the
-field's metadata. The profile loaders, the environment reader, `--print-settings` and the CLI all read that
-one declaration, and `Literal` types are the single list of allowed choices.
+Every setting is declared once, as a field of `Settings` whose `Declaration` (in the field's metadata) says
+its profile section, help, role (what changing it does: `ROLES`), range, FaceFusion name and whether the engine
+is built from it. The profile loaders, the environment reader, the journal key, the watch's rebuild decision,
+`--print-settings`, docs/settings.md and the CLI all read that one declaration, and `Literal` types are the
+single list of allowed choices.
 """
 from __future__ import annotations
 
