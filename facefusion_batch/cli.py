@@ -27,7 +27,7 @@ import typer
 
 from facefusion_batch import __version__, interrupts
 from facefusion_batch.errors import FfbError, SettingsError, SourceError
-from facefusion_batch.settings import (Engine, Executor, FaceEnhancerModel, FaceOccluderModel,
+from facefusion_batch.settings import (Engine, ExecutorKind, FaceEnhancerModel, FaceOccluderModel,
                                        FaceParserModel, FaceSelectorGender, FaceSelectorMode, FaceSelectorOrder,
                                        FaceLandmarkerModel, FaceSelectorRace, FaceSwapperModel, FrameTransport,
                                        LabelPosition,
@@ -242,7 +242,7 @@ def run(
     visible_label_size: Optional[float] = typer.Option(None, help="Label text height as a fraction of the "
                                                        "frame height (default 0.03)."),
     visible_label_opacity: Optional[float] = typer.Option(None, help="Label opacity 0..1 (default 0.8)."),
-    executor: Optional[Executor] = typer.Option(None, help="local: this process; ray: spread the batch over a Ray "
+    executor: Optional[ExecutorKind] = typer.Option(None, help="local: this process; ray: spread the batch over a Ray "
                                                 "cluster (needs the ray extra of facefusion-batch)."),
     ray_address: Optional[str] = typer.Option(None, help="Ray cluster to join: auto or ray://host:10001 (implies "
                                               "--executor ray); without it Ray starts on this machine."),
@@ -306,9 +306,9 @@ def run(
     settings = resolved.settings
     use_ffmpeg(settings.ffmpeg_path)
     if print_settings:
-        from facefusion_batch.concurrency import plan
+        from facefusion_batch.concurrency import concurrency_of
 
-        rows = describe(resolved) + plan(resolved.settings).rows() + _ffmpeg_rows(resolved)
+        rows = describe(resolved) + concurrency_of(resolved.settings).rows() + _ffmpeg_rows(resolved)
         if as_json:
             _print_json(rows)
         else:

@@ -3,8 +3,8 @@
     python tools/import_graph.py            # the report; exit 1 when a rule is broken
     python tools/import_graph.py --json     # the same as JSON (edges, floors, cycles, upward imports)
 
-Floors, top to bottom, as DESIGN.md draws the flow (cli → run driver → executors → pipeline → engines →
-models / faces / video → foundations). A module may import its own floor or any floor below it. Imports
+Floors, top to bottom, as docs/development.md draws the flow (cli → api → run driver → executors → pipeline →
+engines → models / faces / video → foundations). A module may import its own floor or any floor below it. Imports
 inside functions count too (a lazy import is still a dependency); `if TYPE_CHECKING:` imports do not.
 """
 from __future__ import annotations
@@ -26,9 +26,7 @@ FLOORS: tuple[tuple[str, int], ...] = (
     ("facefusion_batch.launch", 9),  # the `ffb` entry point: signal handlers first, then the CLI
     ("facefusion_batch.cli", 8),
     ("facefusion_batch.bench", 7),
-    ("facefusion_batch.watch", 7),
     ("facefusion_batch.api", 7),
-    ("facefusion_batch.run", 7),
     ("facefusion_batch.driver", 7),
     ("facefusion_batch.executors", 6),
     ("facefusion_batch.provenance", 5),

@@ -8,7 +8,7 @@ import threading
 
 import cv2
 
-from facefusion_batch.concurrency import plan
+from facefusion_batch.concurrency import concurrency_of
 from facefusion_batch.engines.base import FaceEngine
 from facefusion_batch.engines.source_cache import SourceCache
 from facefusion_batch.models import store
@@ -21,10 +21,10 @@ def build_engine(settings: Settings, slots: threading.Semaphore | None = None) -
     # OpenCV splits each warp, blur and resize over its own threads; when the frame threads already keep every
     # core busy that only adds hand-offs (measured: ~3 ms/frame more CPU for the same chain on 2 cores), so it
     # gets the cores the frame threads leave. OpenCV's setting is process-wide, set with the engine (once).
-    cv2.setNumThreads(plan(settings).opencv_threads)
+    cv2.setNumThreads(concurrency_of(settings).opencv_threads)
     pool = SessionPool(settings)
     cache = SourceCache(settings.cache_path)
-    slots = slots or threading.Semaphore(plan(settings).inference_slots)
+    slots = slots or threading.Semaphore(concurrency_of(settings).inference_slots)
     from facefusion_batch.engines.neural import NeuralEngine, neural_model_states
     from facefusion_batch.engines.offline import OfflineEngine
 

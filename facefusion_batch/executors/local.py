@@ -12,16 +12,14 @@ from typing import Callable, Sequence
 
 from facefusion_batch.engines.base import FaceEngine
 from facefusion_batch.executors.base import Claim, EngineInfo, Stats, Work
-from facefusion_batch.memory import apply_memory_limit
 from facefusion_batch.pipeline import guard, job
 from facefusion_batch.pipeline.batch import Outcome, check_output_dir, needs_hash
 from facefusion_batch.pipeline.journal import Journal
 from facefusion_batch.pipeline.lookahead import Lookahead, Prepared
-from facefusion_batch.pipeline.processor import FrameProcessor, prepare
+from facefusion_batch.pipeline.processor import FrameProcessor, load
 from facefusion_batch.settings import Settings
 from facefusion_batch.targets import Target
 from facefusion_batch.timing import Timings
-from facefusion_batch.video.ffmpeg import use_ffmpeg
 
 
 class _Progress:
@@ -56,8 +54,6 @@ class LocalExecutor:
 
     def start(self, targets: Sequence[Target], work: Work) -> EngineInfo:
         check_output_dir(self.settings.output_dir)
-        use_ffmpeg(self.settings.ffmpeg_path)  # this process's ffmpeg (a benchmark worker's too)
-        apply_memory_limit(self.settings.system_memory_limit)
         self._lookahead = Lookahead(self.settings.temp_path)
         first = next((t for t in targets if t.kind == "video"), None)
         if first is not None:  # prepared while the models load
@@ -65,7 +61,7 @@ class LocalExecutor:
             self._lookahead.current_decoded()  # no decoder runs yet
         messages: list[str] = []
         if self.processor is None:
-            self.processor = prepare(self.settings, self.source, messages.append)
+            self.processor = load(self.settings, self.source, messages.append)
         if self._timings is not None:
             self.processor = self.processor.timed_by(self._timings)
         engine = self.processor.engine

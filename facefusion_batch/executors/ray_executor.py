@@ -27,7 +27,7 @@ from typing import Callable, Iterator, Sequence
 from facefusion_batch.errors import FfbError
 from facefusion_batch.executors import require_ray
 from facefusion_batch.executors.base import Claim, EngineInfo, Stats, Work
-from facefusion_batch.executors.plan import (Item, Join, Segment, StorageCheck, Whole, WorkerInfo,
+from facefusion_batch.executors.work_items import (Item, Join, Segment, StorageCheck, Whole, WorkerInfo,
                                              chunk_count, segment_length, segments, staged_name)
 from facefusion_batch.executors.ray_pool import Done, WorkerPool, connect
 from facefusion_batch.pipeline.batch import Outcome, os_reason

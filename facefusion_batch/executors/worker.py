@@ -15,16 +15,14 @@ from pathlib import Path
 from typing import Callable
 
 from facefusion_batch.errors import SettingsError
-from facefusion_batch.executors.plan import Item, Join, Segment, StorageCheck, WorkerInfo, Whole
-from facefusion_batch.memory import apply_memory_limit
+from facefusion_batch.executors.work_items import Item, Join, Segment, StorageCheck, WorkerInfo, Whole
 from facefusion_batch.pipeline import guard, job
 from facefusion_batch.pipeline.batch import NO_FACE, Outcome, check_output_dir, job_options
-from facefusion_batch.pipeline.processor import FrameProcessor, Sources, prepare
+from facefusion_batch.pipeline.processor import FrameProcessor, Sources, load
 from facefusion_batch.pipeline.video_job import encode_chunks, finish_video, plan_video
 from facefusion_batch.pipeline.workspace import Workspace, remove_stale
 from facefusion_batch.settings import Settings
 from facefusion_batch.targets import Target
-from facefusion_batch.video.ffmpeg import use_ffmpeg
 
 
 
@@ -142,9 +140,7 @@ class FfbWorker:
             check_storage(self._check, self._node)
             remove_stale(self._settings.temp_path)
             check_output_dir(self._settings.output_dir)
-            use_ffmpeg(self._settings.ffmpeg_path)  # this worker's ffmpeg
-            apply_memory_limit(self._settings.system_memory_limit)
-            self._processor = prepare(self._settings, self._source, self._reporter.message)
+            self._processor = load(self._settings, self._source, self._reporter.message)
         return self._processor
 
     def run(self, item: Item, dispatch: int) -> Outcome:

@@ -218,7 +218,7 @@ class MotionGate:
         self._boxes: np.ndarray | None = None  # faces of the previous reference; None: look everywhere
         self.references = 0
 
-    def plan(self, index: int, thumb: np.ndarray, frame_width: int) -> tuple[Reference, bool]:
+    def reference_for(self, index: int, thumb: np.ndarray, frame_width: int) -> tuple[Reference, bool]:
         """(reference to use, whether this frame is a new reference and must be detected)."""
         ref = self._reference
         if ref is None or not self._enabled or self._needs_detection(index, thumb, ref, frame_width):

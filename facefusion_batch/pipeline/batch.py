@@ -1,5 +1,5 @@
 """What a batch is made of besides its frames: outcomes and the summary, the journal's decision on each target,
-the output tree's lock and state, the first video prepared while the engine loads."""
+the output tree's lock and state, and the options every target's job is run with."""
 from __future__ import annotations
 
 import contextlib
@@ -8,7 +8,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from facefusion_batch.concurrency import plan
+from facefusion_batch.concurrency import concurrency_of
 from facefusion_batch.errors import OutputError, TargetError
 from facefusion_batch.models.store import sha256_of
 from facefusion_batch.pipeline import guard
@@ -95,7 +95,7 @@ def open_state(settings: Settings, wait: bool, reporter: Reporter) -> tuple[RunL
 
 
 def job_options(settings: Settings, timings: Timings | None = None) -> JobOptions:
-    concurrency = plan(settings)
+    concurrency = concurrency_of(settings)
     return JobOptions(temp_root=settings.temp_path, chunk_size=settings.chunk_size,
                       frame_format=settings.temp_frame_format, threads=concurrency.frame_threads,
                       in_flight=concurrency.frames_in_flight, transport=settings.frame_transport,

@@ -18,14 +18,16 @@ from facefusion_batch import __version__
 from facefusion_batch.engines import build_engine
 from facefusion_batch.engines.base import FaceEngine, Selection, build_selection
 from facefusion_batch.engines.source_cache import Record
+from facefusion_batch.memory import apply_memory_limit
 from facefusion_batch.models.store import sha256_of
 from facefusion_batch.pipeline.analysis import MotionGate, Reference, TrackState, face_patches, track
 from facefusion_batch.pipeline.journal import settings_key
 from facefusion_batch.pipeline.video_job import Seal
 from facefusion_batch.provenance.label import VisibleLabel
 from facefusion_batch.provenance.sign import Marker
-from facefusion_batch.settings import DECLARED, FIELDS, Settings, with_role
+from facefusion_batch.settings import DECLARED, FIELDS, Settings, engine_changed, with_role
 from facefusion_batch.timing import Timings, timed
+from facefusion_batch.video.ffmpeg import use_ffmpeg
 
 @dataclass(frozen=True, eq=False)
 class FrameProcessor:
@@ -39,6 +41,7 @@ class FrameProcessor:
     marker: Marker
     label: VisibleLabel | None
     output_key: str  # the journal's key for everything an output depends on besides the target
+    sources: tuple[Path, ...] = ()  # the source image(s) the prepared face comes from
     timings: Timings | None = None
 
     @property
@@ -126,6 +129,19 @@ class FrameProcessor:
             frame = self.label.draw(frame)
         return frame, len(faces)
 
+    def close(self) -> None:
+        """Close the engine (its sessions, batchers and threads)."""
+        self.engine.close()
+
+    def reloaded(self, settings: Settings, on_message: Callable[[str], None]) -> tuple[FrameProcessor, bool]:
+        """A processor for new `settings` on the same engine unless a setting it is built from changed
+        (then on a new one; this one's engine is the caller's to close), and whether the engine is new. Only
+        once it is ready does this process take the new settings' ffmpeg and memory limit."""
+        rebuild = engine_changed(self.settings, settings)
+        processor = prepare(settings, self.sources, on_message, engine=None if rebuild else self.engine)
+        _use_process_settings(settings)
+        return processor, rebuild
+
     def seal(self, target: Path, content: str | None = None) -> Seal:
         """How a finished output of `target` is moved into place: signed first where this run signs
         (`content` is the target's sha256 when known)."""
@@ -140,9 +156,24 @@ def source_paths(source: Sources) -> tuple[Path, ...]:
     return (Path(source),) if isinstance(source, (str, Path)) else tuple(Path(p) for p in source)
 
 
+def load(settings: Settings, source: Sources, on_message: Callable[[str], None],
+         engine: FaceEngine | None = None) -> FrameProcessor:
+    """What a process needs before its first target, done once: this process's ffmpeg and memory limit, the
+    engine (unless given), the source face(s) and the selection. Every executor, the benchmark and the
+    public `facefusion_batch.FaceSwapper` load through here; close the result (its engine) when done."""
+    _use_process_settings(settings)
+    return prepare(settings, source, on_message, engine)
+
+
+def _use_process_settings(settings: Settings) -> None:
+    """This process's ffmpeg and memory limit."""
+    use_ffmpeg(settings.ffmpeg_path)
+    apply_memory_limit(settings.system_memory_limit)
+
+
 def prepare(settings: Settings, source: Sources, on_message: Callable[[str], None],
             engine: FaceEngine | None = None) -> FrameProcessor:
-    """Load the engine (unless given), prepare the source face(s) and the selection: once per process."""
+    """Load the engine (unless given), prepare the source face(s) and the selection."""
     sources = source_paths(source)
     owned = engine is None
     engine = engine or build_engine(settings)
@@ -165,7 +196,7 @@ def prepare(settings: Settings, source: Sources, on_message: Callable[[str], Non
     label = (VisibleLabel(settings.visible_label, settings.visible_label_position, settings.visible_label_size,
                           settings.visible_label_opacity) if settings.visible_label else None)
     return FrameProcessor(settings, engine, record, selection, marker, label,
-                          output_key(settings, source_sha256, engine, marker))
+                          output_key(settings, source_sha256, engine, marker), sources)
 
 
 def output_key(settings: Settings, source_sha256: str, engine: FaceEngine, marker: Marker) -> str:

@@ -33,7 +33,9 @@ from facefusion_batch.video.probe import VideoInfo, probe
 Seal = Callable[[Path, Path, bool], str]
 
 
-class FrameProcessor(Protocol):
+class FrameFunction(Protocol):
+    """What a video's frames are processed with (pipeline.processor.FrameProcessor is one)."""
+
     def new_gate(self) -> MotionGate:
         """A motion gate for one video."""
 
@@ -158,7 +160,7 @@ class Encoded:
                 self.workspace.remove()
 
 
-def encode_video(path: Path, out: Path, frame_fn: FrameProcessor, tags: dict[str, str], options: JobOptions,
+def encode_video(path: Path, out: Path, frame_fn: FrameFunction, tags: dict[str, str], options: JobOptions,
                  on_frames: Callable[[int], None], on_start: Callable[[int], None],
                  resume_key: str | None = None, prepared: Prepared | None = None,
                  on_decoded: Callable[[], None] | None = None, seal: Seal | None = None) -> Encoded:
@@ -196,7 +198,7 @@ def encode_video(path: Path, out: Path, frame_fn: FrameProcessor, tags: dict[str
             decoder.stop(kill=True)
 
 
-def encode_chunks(plan: VideoPlan, workspace: Workspace, frame_fn: FrameProcessor, on_frames: Callable[[int], None],
+def encode_chunks(plan: VideoPlan, workspace: Workspace, frame_fn: FrameFunction, on_frames: Callable[[int], None],
                   first: int = 0, last: int | None = None, decoder: Decoder | None = None,
                   on_decoded: Callable[[], None] | None = None, before: Workspace | None = None) -> Counters:
     """Process and encode chunks `first` .. `last` - 1 (None: to the end of the video) into `workspace`,
@@ -263,7 +265,7 @@ def finish_video(plan: VideoPlan, workspace: Workspace, tags: dict[str, str], se
     return note
 
 
-def _transcode(plan: VideoPlan, workspace: Workspace, frame_fn: FrameProcessor, on_frames: Callable[[int], None],
+def _transcode(plan: VideoPlan, workspace: Workspace, frame_fn: FrameFunction, on_frames: Callable[[int], None],
                first: int, last: int | None, decoder: Decoder | None, on_decoded: Callable[[], None] | None,
                handover: Handover | None = None) -> Counters:
     """Process and encode the frames of chunks `first` .. `last` - 1, in stages connected by bounded
@@ -320,7 +322,7 @@ class _FrameStages:
     """Planning, analysis ahead and processing of one range of frames (the middle stages of `_transcode`).
     Reference frames loaded for their analysis wait in `preloaded` for their turn to be processed."""
 
-    def __init__(self, plan: VideoPlan, frame_fn: FrameProcessor, handover: Handover | None = None) -> None:
+    def __init__(self, plan: VideoPlan, frame_fn: FrameFunction, handover: Handover | None = None) -> None:
         self._info, self._options, self._frame_fn = plan.info, plan.options, frame_fn
         self._handover = handover  # recorded by the chunk before the range
         self._preloaded: dict[int, np.ndarray] = {}  # reference frames loaded by their analysis, by index
@@ -339,7 +341,7 @@ class _FrameStages:
                     chunk = index // self._options.chunk_size
                     gate.tracks.follow(self._tracks.get(chunk - 1, self._handover), index)
                     self._tracks[chunk] = gate.tracks
-            yield (payload, *gate.plan(index, thumb, self._info.width), index)
+            yield (payload, *gate.reference_for(index, thumb, self._info.width), index)
 
     def handover(self, chunk: int) -> dict | None:
         """The handover chunk `chunk` records (all its frames processed), as stored."""

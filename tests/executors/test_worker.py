@@ -10,7 +10,7 @@ import pytest
 
 from conftest import decode_all, make_clip
 from facefusion_batch.cli import main
-from facefusion_batch.executors.plan import Join, Segment
+from facefusion_batch.executors.work_items import Join, Segment
 from facefusion_batch.executors import worker
 from facefusion_batch.executors.worker import encode_segment, join_segments
 from facefusion_batch.pipeline import video_job
@@ -134,7 +134,7 @@ def test_a_split_video_on_ray_reports_the_faces_left_in_profile_as_a_whole_one(e
 
 def test_a_whole_target_on_ray_keeps_its_own_profile_note(env, source_image, monkeypatch):
     from facefusion_batch.executors import ray_executor
-    from facefusion_batch.executors.plan import Whole
+    from facefusion_batch.executors.work_items import Whole
     from facefusion_batch.executors.ray_pool import Done
 
     settings = load_settings(None, os.environ, {"output_path": env / "out"}).settings

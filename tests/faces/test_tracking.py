@@ -135,7 +135,7 @@ def test_shape_residual_ignores_position_scale_and_rotation():
 def test_turns_are_taken_in_frame_order_whatever_order_threads_arrive_in():
     gate = MotionGate(False, 4.0, 12, TrackState())
     thumb = np.zeros((54, 96), np.float32)
-    references = [gate.plan(index, thumb, 96)[0] for index in range(10, 16)]
+    references = [gate.reference_for(index, thumb, 96)[0] for index in range(10, 16)]
     order: list[int] = []
 
     def take(index: int, reference) -> None:

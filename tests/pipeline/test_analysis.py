@@ -23,9 +23,9 @@ FACE = Face(np.array([180, 60, 300, 210], np.float32), 0.9,
             np.array([[212, 120], [268, 120], [240, 150], [218, 180], [262, 180]], np.float32))
 
 
-def plan(gate: MotionGate, index: int, frame: np.ndarray) -> bool:
+def is_new(gate: MotionGate, index: int, frame: np.ndarray) -> bool:
     """Plan a frame; a new reference is "detected" at once, as a worker would."""
-    reference, is_new = gate.plan(index, thumbnail(frame), frame.shape[1])
+    reference, is_new = gate.reference_for(index, thumbnail(frame), frame.shape[1])
     if is_new:
         reference.result.set_result(([FACE], []))
     return is_new
@@ -33,32 +33,32 @@ def plan(gate: MotionGate, index: int, frame: np.ndarray) -> bool:
 
 def test_gate_reuses_on_static_frames_and_redetects_on_interval():
     gate = MotionGate(True, threshold=4.0, interval=5)
-    assert [plan(gate, i, face_frame()) for i in range(20)] == [i % 5 == 0 for i in range(20)]
+    assert [is_new(gate, i, face_frame()) for i in range(20)] == [i % 5 == 0 for i in range(20)]
     assert gate.references == 4
 
 
 def test_gate_redetects_on_motion_and_scene_cut():
     gate = MotionGate(True, threshold=4.0, interval=100)
     frame = face_frame()
-    assert plan(gate, 0, frame)
-    assert not plan(gate, 1, shifted(frame, 0.3, 0)), "sub-pixel drift reuses"
-    assert plan(gate, 2, shifted(frame, 12, 0)), "a real move redetects"
-    assert plan(gate, 3, 255 - frame), "a scene cut redetects"
+    assert is_new(gate, 0, frame)
+    assert not is_new(gate, 1, shifted(frame, 0.3, 0)), "sub-pixel drift reuses"
+    assert is_new(gate, 2, shifted(frame, 12, 0)), "a real move redetects"
+    assert is_new(gate, 3, 255 - frame), "a scene cut redetects"
 
 
 def test_gate_looks_around_the_previous_references_faces():
     gate = MotionGate(True, threshold=4.0, interval=100)
     frame = face_frame()
-    plan(gate, 0, frame)
-    plan(gate, 1, shifted(frame, 12, 0))  # new reference; from now on motion is measured around FACE
+    is_new(gate, 0, frame)
+    is_new(gate, 1, shifted(frame, 12, 0))  # new reference; from now on motion is measured around FACE
     far = shifted(frame, 12, 0)
     far[:, :120] = 255 - far[:, :120]
-    assert not plan(gate, 2, far), "change far from the faces is ignored"
+    assert not is_new(gate, 2, far), "change far from the faces is ignored"
 
 
 def test_gate_disabled_detects_every_frame():
     gate = MotionGate(False, 4.0, 12)
-    assert all(plan(gate, i, face_frame()) for i in range(5))
+    assert all(is_new(gate, i, face_frame()) for i in range(5))
 
 
 @pytest.mark.parametrize("enabled", [True, False])
@@ -67,12 +67,12 @@ def test_planning_a_new_reference_does_not_wait_for_the_one_before(enabled):
     the reference before the current one waits for them (and never when reuse is off)."""
     gate = MotionGate(enabled, threshold=4.0, interval=2)
     frame, thumb = face_frame(), thumbnail(face_frame())
-    first, is_new = gate.plan(0, thumb, frame.shape[1])  # its detection never finishes in this test
+    first, is_new = gate.reference_for(0, thumb, frame.shape[1])  # its detection never finishes in this test
     assert is_new
-    gate.plan(1, thumb, frame.shape[1])  # motion around "everywhere": nothing to wait for
+    gate.reference_for(1, thumb, frame.shape[1])  # motion around "everywhere": nothing to wait for
     pool = ThreadPoolExecutor(1)  # the interval makes frame 2 a new reference, without waiting
     try:
-        second, is_new = pool.submit(gate.plan, 2, thumb, frame.shape[1]).result(timeout=120)
+        second, is_new = pool.submit(gate.reference_for, 2, thumb, frame.shape[1]).result(timeout=120)
     except TimeoutError:
         first.result.set_result(([FACE], []))  # let the stuck planner go before failing
         raise
@@ -81,9 +81,9 @@ def test_planning_a_new_reference_does_not_wait_for_the_one_before(enabled):
     assert is_new and second is not first and not first.result.done()
     if enabled:
         first.result.set_result(([FACE], []))  # frame 3 measures motion around `first`'s faces
-        assert gate.plan(3, thumb, frame.shape[1]) == (second, False)
+        assert gate.reference_for(3, thumb, frame.shape[1]) == (second, False)
     else:
-        assert gate.plan(3, thumb, frame.shape[1])[1]
+        assert gate.reference_for(3, thumb, frame.shape[1])[1]
 
 
 def test_motion_is_measured_around_the_faces():

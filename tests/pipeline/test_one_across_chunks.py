@@ -156,7 +156,7 @@ def test_a_handover_survives_its_record_exactly_and_a_foreign_record_is_ignored(
 def test_a_ray_segment_chooses_afresh_at_its_start_whatever_order_segments_finish(tmp_path, offline):
     """A segment's output must not depend on whether the segment before had published its last chunk: its
     first chunk chooses afresh (a retried segment continues from its own published chunks)."""
-    from facefusion_batch.executors.plan import Segment
+    from facefusion_batch.executors.work_items import Segment
     from facefusion_batch.executors.worker import encode_segment
     from facefusion_batch.targets import Target
     from facefusion_batch.video.probe import probe

@@ -202,7 +202,7 @@ def test_print_settings_and_usage_errors(env, capsys):
     assert main(["run", "--print-settings", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert {"section": "execution", "key": "execution_thread_count", "value": "2",
-            "origin": "environment"} in rows
+            "origin": "environment", "role": "engine"} in rows
     assert main(["run", "-t", "x"]) == 2
     assert "--source" in capsys.readouterr().err
 

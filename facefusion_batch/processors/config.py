@@ -23,7 +23,7 @@ def _model(name: str, family: str, what: str) -> ModelSpec:
 
 
 @dataclass(frozen=True)
-class ProcessorPlan:
+class ProcessorConfig:
     """FaceFusion's `processors` list and the processor settings, validated."""
 
     processors: tuple[str, ...] = ("face_swapper",)

@@ -13,7 +13,7 @@ import pytest
 from facefusion_batch.cli import main
 from facefusion_batch.errors import SettingsError
 from facefusion_batch.driver import OrderedProgress
-from facefusion_batch.executors.plan import (StorageCheck, segment_length, segments,
+from facefusion_batch.executors.work_items import (StorageCheck, segment_length, segments,
                                              staged_name)
 from facefusion_batch.executors.ray_pool import connect, worker_count
 from facefusion_batch.executors.worker import StorageError, check_storage
