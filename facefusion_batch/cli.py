@@ -877,12 +877,13 @@ def verify(
 
     Exits 1 when any file claims a manifest that does not validate, else 0.
     """
+    from facefusion_batch.pipeline.journal import output_record
     from facefusion_batch.provenance import verify as checker
 
     anchors = "".join(checker.trust_anchors(path) or "" for path in trust or []) or None
     findings = []
     for path in checker.files_of(paths):
-        findings.append(checker.inspect(path, anchors))
+        findings.append(checker.inspect(path, anchors, output_record))
         if not as_json:
             _print_finding(findings[-1])
     if as_json:

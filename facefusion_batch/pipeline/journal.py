@@ -76,9 +76,13 @@ def settings_key(parts: dict[str, Any]) -> str:
 class Journal:
     """Thread-compatible: one connection per instance, used from the batch's main thread."""
 
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    def __init__(self, path: Path, read_only: bool = False) -> None:
+        """Open (creating it) the journal at `path`; `read_only`: an existing one, changing nothing."""
         self.path = path
+        if read_only:
+            self._db = sqlite3.connect(path.as_uri() + "?mode=ro", uri=True)
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(str(path), timeout=30, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
@@ -97,6 +101,18 @@ class Journal:
     def entries(self) -> Iterator[Entry]:
         for row in self._db.execute("SELECT * FROM targets ORDER BY target"):
             yield Entry(*row)
+
+    def writer_of(self, output: Path, tree: Path) -> Entry | None:
+        """The entry whose output is `output` (a file inside `tree`, the output tree this journal serves)."""
+        resolved_output = output.resolve()
+        relative = resolved_output.relative_to(tree).parts
+        entries = list(self.entries())
+        exact = [e for e in entries if Path(e.output).is_absolute() and Path(e.output).resolve() == resolved_output]
+        # A relative output is relative to where that run started: match it by its path inside the tree.
+        tail = [e for e in entries if not Path(e.output).is_absolute()
+                and Path(e.output).parts[-len(relative):] == relative]
+        matches = exact or (tail if len(tail) == 1 else [])
+        return matches[0] if matches else None
 
     def cached_hash(self, target: Path) -> str | None:
         """The journal's sha256 of the file while its size, mtime and ctime are unchanged, else None (ctime
@@ -155,3 +171,29 @@ def stamp(path: Path) -> tuple[int, int, int]:
     except OSError:  # a link pointing nowhere, or round in a loop
         info = path.lstat()  # raises when there is nothing at all
     return info.st_size, info.st_mtime_ns, info.st_ctime_ns
+
+
+def output_record(path: Path) -> dict[str, Any] | None:
+    """What the journal of the nearest enclosing output tree (`<tree>/.ffb/journal.sqlite`) says of the run
+    that wrote `path` (`ffb verify`), or None; the journal is only read."""
+    resolved_path = path.resolve()
+    for tree in resolved_path.parents:
+        journal_path = tree / ".ffb" / "journal.sqlite"
+        if not journal_path.is_file():
+            continue
+        try:
+            journal = Journal(journal_path, read_only=True)
+            try:
+                entry = journal.writer_of(resolved_path, tree)
+            finally:
+                journal.close()
+        except sqlite3.Error:
+            return None
+        if entry is None:
+            return None
+        stat = path.stat()
+        return {"journal": str(journal_path), "target": entry.target, "status": entry.status,
+                "content_hash": entry.content_hash, "frames": entry.frames, "seconds": round(entry.seconds, 2),
+                "updated": entry.updated,
+                "output_unchanged": (stat.st_size, stat.st_mtime_ns) == (entry.output_size, entry.output_mtime_ns)}
+    return None

@@ -1,15 +1,14 @@
 """`ffb verify`: what a file says about its own making. For each file: ffb's metadata mark, the C2PA
 manifest (embedded, or the sidecar `<name>.c2pa`) and whether it validates, the digital source type, the
-tool and model, and the journal record when the file lies in an ffb output tree (<output>/.ffb/journal.sqlite).
+tool and model, and the journal record when the file lies in an ffb output tree (looked up by the caller:
+`journal.output_record`).
 """
 from __future__ import annotations
 
-import contextlib
 import os
-import sqlite3
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from facefusion_batch.errors import SettingsError
 from facefusion_batch.provenance.metadata import read_mark
@@ -88,15 +87,17 @@ def files_of(paths: Sequence[Path]) -> Iterator[Path]:
                     yield path_
 
 
-def inspect(path: Path, anchors: str | None = None) -> Finding:
-    """Everything `ffb verify` says about one file."""
+def inspect(path: Path, anchors: str | None = None,
+            journal_record: Callable[[Path], dict[str, Any] | None] | None = None) -> Finding:
+    """Everything `ffb verify` says about one file; `journal_record` finds the journal entry that wrote it
+    (the run's journal, `journal.output_record`)."""
     finding = Finding(str(path))
     if not path.is_file():  # a FIFO or device would block the readers
         finding.problems.append("not a regular file; skipped")
         return finding
     finding.metadata_mark = read_mark(path) is not None
     _read_manifest(path, anchors, finding)
-    finding.journal = journal_record(path)
+    finding.journal = journal_record(path) if journal_record else None
     return finding
 
 
@@ -185,34 +186,3 @@ def _describe(reader, finding: Finding) -> None:
             finding.target_sha256 = data.get("target_sha256", "")
     parents = [i for i in active.get("ingredients", []) if i.get("relationship") == "parentOf"]
     finding.parent = parents[0].get("title", "") if parents else ""
-
-
-def journal_record(path: Path) -> dict[str, Any] | None:
-    """The journal entry that wrote `path`, from the nearest enclosing `<output>/.ffb/journal.sqlite`."""
-    from facefusion_batch.pipeline.journal import Entry
-
-    resolved = path.resolve()
-    for tree in resolved.parents:
-        journal = tree / ".ffb" / "journal.sqlite"
-        if not journal.is_file():
-            continue
-        try:
-            with contextlib.closing(sqlite3.connect(journal.as_uri() + "?mode=ro", uri=True)) as db:
-                entries = [Entry(*row) for row in db.execute("SELECT * FROM targets")]
-        except sqlite3.Error:
-            return None
-        relative = resolved.relative_to(tree).parts
-        exact = [e for e in entries if Path(e.output).is_absolute() and Path(e.output).resolve() == resolved]
-        # A relative output is relative to where that run started: match it by its path inside the tree.
-        tail = [e for e in entries if not Path(e.output).is_absolute()
-                and Path(e.output).parts[-len(relative):] == relative]
-        matches = exact or (tail if len(tail) == 1 else [])
-        if not matches:
-            return None
-        entry = matches[0]
-        stat = path.stat()
-        return {"journal": str(journal), "target": entry.target, "status": entry.status,
-                "content_hash": entry.content_hash, "frames": entry.frames, "seconds": round(entry.seconds, 2),
-                "updated": entry.updated,
-                "output_unchanged": (stat.st_size, stat.st_mtime_ns) == (entry.output_size, entry.output_mtime_ns)}
-    return None

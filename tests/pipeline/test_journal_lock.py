@@ -97,3 +97,26 @@ def test_wait_queues_behind_the_holder(tmp_path):
     second.acquire(wait=True, on_wait=waiting, poll=0.05)
     second.release()
     assert messages and "waiting for the other ffb run" in messages[0]
+
+
+def test_the_record_of_an_output_is_read_through_the_journal_without_changing_it(tmp_path):
+    """`ffb verify`'s lookup: the nearest enclosing output tree's journal, opened read-only."""
+    from facefusion_batch.pipeline.journal import output_record
+
+    target, output = tmp_path / "a.mp4", tmp_path / "out" / "sub" / "a.mp4"
+    target.write_bytes(b"video")
+    output.parent.mkdir(parents=True)
+    output.write_bytes(b"swapped")
+    journal = Journal(tmp_path / "out" / ".ffb" / "journal.sqlite")
+    journal.record(target, output, journal.content_hash(target), "k", "done", frames=3, seconds=0.5)
+    journal.close()
+    database = tmp_path / "out" / ".ffb" / "journal.sqlite"
+    before = (database.stat().st_mtime_ns, database.read_bytes())
+    record = output_record(output)
+    assert record is not None and record["status"] == "done" and record["frames"] == 3
+    assert record["output_unchanged"] and record["target"] == str(target.resolve())
+    assert (database.stat().st_mtime_ns, database.read_bytes()) == before
+    stray = tmp_path / "elsewhere" / "b.mp4"
+    stray.parent.mkdir()
+    stray.write_bytes(b"x")
+    assert output_record(stray) is None and not (tmp_path / "elsewhere" / ".ffb").exists()
