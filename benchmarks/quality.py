@@ -266,11 +266,11 @@ def run_ffb(jobs: list[tuple[str, str, Path, Path]], sources: dict[str, Path], e
                            stdout=subprocess.DEVNULL)
             seconds[f"{target.stem}:{mode}"] = time.perf_counter() - started
         return seconds
-    from facefusion_batch.driver import run_batch
+    from facefusion_batch.runner.driver import run_batch
     from facefusion_batch.engines import build_engine
     from facefusion_batch.executors.local import LocalExecutor
-    from facefusion_batch.pipeline.processor import prepare
-    from facefusion_batch.pipeline.progress import QuietReporter
+    from facefusion_batch.workflow.processor import prepare
+    from facefusion_batch.runner.progress import QuietReporter
     from facefusion_batch.settings import load_settings
 
     def settings_for(mode: str, out: Path):

@@ -24,17 +24,17 @@ import threading
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Sequence, Union
 
-from facefusion_batch.driver import run_batch
+from facefusion_batch.runner.driver import run_batch
 from facefusion_batch.errors import SettingsError
 from facefusion_batch.executors.base import Executor
-from facefusion_batch.metrics import RunMetrics
-from facefusion_batch.pipeline.batch import INTERRUPTED, BatchResult, Outcome, open_state
-from facefusion_batch.pipeline.journal import Journal
-from facefusion_batch.pipeline.lock import RunLock
-from facefusion_batch.pipeline.processor import FrameProcessor, Sources, load, source_paths
-from facefusion_batch.pipeline.progress import QuietReporter, Reporter
-from facefusion_batch.pipeline.guard import GuardedReporter
+from facefusion_batch.runner.metrics import RunMetrics
+from facefusion_batch.runner.batch import INTERRUPTED, BatchResult, open_state
+from facefusion_batch.runner.journal import Journal
+from facefusion_batch.runner.lock import RunLock
+from facefusion_batch.workflow.processor import FrameProcessor, Sources, load, source_paths
+from facefusion_batch.runner.progress import GuardedReporter, QuietReporter, Reporter
 from facefusion_batch.settings import Settings, load_settings
+from facefusion_batch.workflow.outcome import Outcome
 
 Summary = BatchResult
 PathLike = Union[str, Path]
@@ -108,11 +108,11 @@ class FaceSwapper:
                reporter: Reporter, metrics: RunMetrics | None, lost_signal: Callable[[], None] | None,
                on_outcome: Callable[[Outcome], None] | None) -> Summary:
         """The batch over the output tree whose journal is open (its lock held)."""
-        with self._executor(settings, journal, metrics, lost_signal) as executor, _interruptible():
+        with self._executor(settings, metrics, lost_signal) as executor, _interruptible():
             return run_batch(settings, specs, executor, reporter, journal, force, retry_failed,
                              notes=(self._signing,) if self._signing else (), on_outcome=on_outcome)
 
-    def _executor(self, settings: Settings, journal: Journal, metrics: RunMetrics | None,
+    def _executor(self, settings: Settings, metrics: RunMetrics | None,
                   lost_signal: Callable[[], None] | None) -> Executor:
         """The executor the settings choose; the only place that knows them all."""
         if self.processor is None:
@@ -121,7 +121,7 @@ class FaceSwapper:
             return RayExecutor(settings, self._source, lost_signal)
         from facefusion_batch.executors.local import LocalExecutor
 
-        return LocalExecutor(settings, self._source, journal, processor=self.processor,
+        return LocalExecutor(settings, self._source, processor=self.processor,
                              timings=metrics.stage_timings if metrics else None,
                              on_engine=metrics.attach_engine if metrics else None)
 
@@ -319,7 +319,7 @@ def watch(source: PathLike | Sequence[PathLike], directories: Sequence[PathLike]
         if metrics is not None:
             metrics.started(journal)
             metrics.waiting = feed.waiting
-        with WatchExecutor(settings, faces, journal, feed, specs, usable_reload,
+        with WatchExecutor(settings, faces, feed, specs, usable_reload,
                            timings=metrics.stage_timings if metrics else None,
                            on_engine=metrics.attach_engine if metrics else None,
                            lost_signal=lost_signal) as executor:

@@ -334,7 +334,7 @@ def run(
                       target, watching, wait, quiet, retry_failed, as_json, stamp)
     metrics = None
     if metrics_file:
-        from facefusion_batch.metrics import FileMetrics
+        from facefusion_batch.runner.metrics import FileMetrics
 
         # A path it can't write fails here, before anything starts; the output tells several jobs' files apart.
         metrics = FileMetrics(metrics_file, {"output": str(settings.output_path)})
@@ -479,9 +479,10 @@ def _watch(settings, reload, source_path: Path | list[Path], target: list[str], 
     """`ffb watch` once `run` has checked the options: until a signal. Exit 0 on SIGTERM (a service stopped),
     130 on SIGINT; an error before the watch began: its code."""
     from facefusion_batch.api import watch as watch_folders
-    from facefusion_batch.metrics import RunMetrics, serve
-    from facefusion_batch.pipeline.batch import INTERRUPTED, BatchResult, Outcome
-    from facefusion_batch.pipeline.progress import make_reporter
+    from facefusion_batch.runner.metrics import RunMetrics, serve
+    from facefusion_batch.runner.batch import INTERRUPTED, BatchResult
+    from facefusion_batch.workflow.outcome import Outcome
+    from facefusion_batch.runner.progress import make_reporter
 
     if settings.output_file is not None:
         raise SettingsError(f"--output {settings.output_file}: ffb watch writes into an output directory; "
@@ -525,8 +526,9 @@ def _run(settings, source_path: Path | list[Path], target: list[str], wait: bool
     """The batch's result (through the public API); a signal before the batch began gives an interrupted
     result with no targets."""
     from facefusion_batch.api import run as run_batch
-    from facefusion_batch.pipeline.batch import INTERRUPTED, BatchResult, Outcome
-    from facefusion_batch.pipeline.progress import make_reporter
+    from facefusion_batch.runner.batch import INTERRUPTED, BatchResult
+    from facefusion_batch.workflow.outcome import Outcome
+    from facefusion_batch.runner.progress import make_reporter
 
     reporter = make_reporter(quiet=quiet or settings.log_level == "error")
     reporter = metrics.reporter(reporter) if metrics else reporter
@@ -756,8 +758,8 @@ def status(
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
 ) -> int:
     """Show the journal of an output directory: every target's status, attempts, time and last error."""
-    from facefusion_batch.pipeline.batch import state_dir
-    from facefusion_batch.pipeline.journal import Journal
+    from facefusion_batch.runner.batch import state_dir
+    from facefusion_batch.runner.journal import Journal
 
     settings = _load(profile, {"output_path": output}).settings
     path = state_dir(settings) / "journal.sqlite"
@@ -877,7 +879,7 @@ def verify(
 
     Exits 1 when any file claims a manifest that does not validate, else 0.
     """
-    from facefusion_batch.pipeline.journal import output_record
+    from facefusion_batch.runner.journal import output_record
     from facefusion_batch.provenance import verify as checker
 
     anchors = "".join(checker.trust_anchors(path) or "" for path in trust or []) or None

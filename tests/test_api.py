@@ -53,7 +53,7 @@ class _Gate:
 
 
 def _count_engines(monkeypatch) -> list:
-    from facefusion_batch.pipeline import processor
+    from facefusion_batch.workflow import processor
 
     built = []
     real = processor.build_engine

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from facefusion_batch.driver import run_batch
+from facefusion_batch.runner.driver import run_batch
 from facefusion_batch.executors.base import EngineInfo, Stats, Work
-from facefusion_batch.pipeline.batch import Outcome
-from facefusion_batch.pipeline.journal import Journal
+from facefusion_batch.workflow.outcome import Outcome
+from facefusion_batch.runner.journal import Journal
 from facefusion_batch.settings import Settings
 
 

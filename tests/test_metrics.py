@@ -16,8 +16,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from facefusion_batch.cli import main
 from facefusion_batch.errors import OutputError, SettingsError
-from facefusion_batch.metrics import (GpuCollector, RunMetrics, check_metrics_file, serve, write_textfile)
-from facefusion_batch.pipeline.progress import QuietReporter
+from facefusion_batch.runner.metrics import (GpuCollector, RunMetrics, check_metrics_file, serve, write_textfile)
+from facefusion_batch.runner.progress import QuietReporter
 from facefusion_batch.timing import Timings
 
 REPO = Path(__file__).resolve().parent.parent
@@ -122,7 +122,7 @@ def test_metrics_file_in_a_missing_directory_fails_before_the_run(offline, capsy
 
 
 def test_a_run_refused_by_the_lock_leaves_the_file_to_the_run_holding_it(offline, capsys):
-    from facefusion_batch.pipeline.lock import RunLock
+    from facefusion_batch.runner.lock import RunLock
 
     prom = offline / "ffb.prom"
     prom.write_text("# the running job's metrics\n")
@@ -162,7 +162,7 @@ def test_unwritable_metrics_file_is_an_output_error(tmp_path):
 
 
 def test_metrics_file_is_rewritten_during_the_run(tmp_path):
-    from facefusion_batch.metrics import FileMetrics
+    from facefusion_batch.runner.metrics import FileMetrics
 
     prom = tmp_path / "ffb.prom"
     metrics = FileMetrics(prom, every=0.02)
@@ -241,10 +241,10 @@ def test_batches_of_one_process_add_up():
 
 
 def test_statuses_are_the_batch_statuses():
-    from facefusion_batch import metrics
-    from facefusion_batch.pipeline import batch, journal
+    from facefusion_batch.runner import journal, metrics
+    from facefusion_batch.workflow import outcome
 
-    assert metrics.STATUSES == batch.STATUSES and metrics.SUCCESS == journal.FINISHED
+    assert metrics.STATUSES == outcome.STATUSES and metrics.SUCCESS == journal.FINISHED
 
 
 def attached(metrics: RunMetrics) -> RunMetrics:
@@ -370,7 +370,7 @@ class _FakeNvml(types.SimpleNamespace):
 
 
 def test_gpu_collector_reports_what_nvml_answers(monkeypatch):
-    import facefusion_batch.metrics as module
+    import facefusion_batch.runner.metrics as module
 
     fake = _FakeNvml()
     monkeypatch.setattr(module, "_nvml", lambda: fake)
@@ -393,7 +393,7 @@ def test_gpu_collector_reports_what_nvml_answers(monkeypatch):
 def test_no_gpu_metrics_without_nvml(monkeypatch):
     """Here: whatever this machine has. Without a GPU (or without nvidia-ml-py) there is no ffb_gpu_ series at
     all; with one, every device NVML lists has its memory."""
-    from facefusion_batch.metrics import _nvml
+    from facefusion_batch.runner.metrics import _nvml
 
     nvml = _nvml()
     text = RunMetrics().exposition().decode()

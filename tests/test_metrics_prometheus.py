@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from prometheus_helpers import needs_prometheus, prometheus_server
-from facefusion_batch.metrics import RunMetrics, serve
-from facefusion_batch.pipeline.progress import QuietReporter
+from facefusion_batch.runner.metrics import RunMetrics, serve
+from facefusion_batch.runner.progress import QuietReporter
 from facefusion_batch.settings import load_settings
 
 REPO = Path(__file__).resolve().parent.parent
@@ -21,7 +21,7 @@ DEPLOY = REPO / "docs" / "deploy"
 
 def run_batch(tmp_path: Path, metrics: RunMetrics) -> dict:
     """One real batch on an example clip (offline engine) with the metrics wired in as `ffb run` does."""
-    from facefusion_batch.driver import run_batch as drive
+    from facefusion_batch.runner.driver import run_batch as drive
     from facefusion_batch.executors.local import LocalExecutor
 
     env = {"FFB_ENGINE": "offline", "FFB_CACHE_PATH": str(tmp_path / "cache"), "FFB_TEMP_PATH": str(tmp_path / "t"),

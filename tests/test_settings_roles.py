@@ -13,7 +13,7 @@ import pytest
 from facefusion_batch import settings as settings_module
 from facefusion_batch.cli import main
 from facefusion_batch.errors import SettingsError
-from facefusion_batch.pipeline import processor
+from facefusion_batch.workflow import processor
 from facefusion_batch.settings import (DECLARED, FIELDS, ROLES, Settings, engine_changed, load_settings,
                                        parse_value, with_role)
 

@@ -28,16 +28,16 @@ from facefusion_batch.bench.measure import DiskSampler, cpu_seconds, peak_rss_by
 from facefusion_batch.bench.model_times import model_times
 from facefusion_batch.concurrency import concurrency_of
 from facefusion_batch.errors import FfbError, MediaError
-from facefusion_batch.pipeline.analysis import Reference, thumbnail
-from facefusion_batch.driver import run_batch
+from facefusion_batch.workflow.analysis import Reference, thumbnail
+from facefusion_batch.runner.driver import run_batch
 from facefusion_batch.executors.base import Claim, Work
 from facefusion_batch.executors.local import LocalExecutor
-from facefusion_batch.pipeline.batch import job_options
-from facefusion_batch.pipeline.job import Completion
-from facefusion_batch.pipeline.lookahead import Lookahead
-from facefusion_batch.pipeline.processor import FrameProcessor, load
-from facefusion_batch.pipeline.frames import ordered_map
-from facefusion_batch.pipeline.progress import QuietReporter
+from facefusion_batch.workflow.video import job_options
+from facefusion_batch.workflow.job import Completion
+from facefusion_batch.workflow.lookahead import Lookahead
+from facefusion_batch.workflow.processor import FrameProcessor, load
+from facefusion_batch.workflow.frames import ordered_map
+from facefusion_batch.runner.progress import QuietReporter
 from facefusion_batch.settings import Settings, describe, load_settings
 from facefusion_batch.timing import Timings, delta
 from facefusion_batch.video.decoder import Decoder

@@ -22,8 +22,8 @@ from facefusion_batch.concurrency import concurrency_of
 from facefusion_batch.errors import FfbError, SettingsError
 from facefusion_batch.executors.work_items import Item, StorageCheck, WorkerInfo
 from facefusion_batch.executors.worker import FfbWorker, ProgressBox
-from facefusion_batch.pipeline.batch import Outcome
-from facefusion_batch.pipeline.processor import Sources
+from facefusion_batch.workflow.outcome import Outcome
+from facefusion_batch.workflow.processor import Sources
 from facefusion_batch.settings import Settings
 
 WORKER_WAIT_S = 600.0  # with no worker started for this long, the pool gives up

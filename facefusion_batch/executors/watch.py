@@ -29,17 +29,16 @@ from facefusion_batch.executors.base import EngineInfo, Stats, Work
 from facefusion_batch.executors.local import LocalExecutor
 from facefusion_batch.executors.watch_feed import FolderFeed
 from facefusion_batch.memory import apply_memory_limit
-from facefusion_batch.pipeline.batch import check_output_dir
-from facefusion_batch.pipeline.journal import Journal
-from facefusion_batch.pipeline.processor import FrameProcessor, Sources, load
+from facefusion_batch.workflow.processor import FrameProcessor, Sources, load
 from facefusion_batch.settings import FIXED_SETTINGS, Settings
 from facefusion_batch.targets import Target, discover, resolved
 from facefusion_batch.timing import Timings
+from facefusion_batch.workflow.output_guard import check_output_dir
 from facefusion_batch.video.ffmpeg import use_ffmpeg
 
 class WatchExecutor:
 
-    def __init__(self, settings: Settings, source: Sources, journal: Optional[Journal], feed: FolderFeed,
+    def __init__(self, settings: Settings, source: Sources, feed: FolderFeed,
                  specs: Sequence[str], reload: Optional[Callable[[], Settings]] = None,
                  timings: Optional[Timings] = None,
                  on_engine: Optional[Callable[[FaceEngine], None]] = None,
@@ -47,7 +46,7 @@ class WatchExecutor:
         """`specs`: the watched directories as the user gave them (outputs and journal records are named as
         `ffb run` with the same targets names them); `reload` gives the settings again (on SIGHUP);
         `lost_signal` raises KeyboardInterrupt when a signal came but its own was lost, called while waiting."""
-        self.settings, self.source, self._journal = settings, source, journal
+        self.settings, self.source = settings, source
         self.feed, self.specs = feed, list(specs)
         self._reload, self._timings, self._on_engine = reload, timings, on_engine
         self._lost_signal = lost_signal or (lambda: None)
@@ -140,7 +139,7 @@ class WatchExecutor:
         if self.on_ray:
             self._process_on_ray(work, targets)
             return
-        with LocalExecutor(self.settings, self.source, self._journal, processor=self.processor,
+        with LocalExecutor(self.settings, self.source, processor=self.processor,
                            timings=self._timings) as local:
             local.start(targets, work)
             local.run(work)

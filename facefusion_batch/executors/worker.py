@@ -16,11 +16,13 @@ from typing import Callable
 
 from facefusion_batch.errors import SettingsError
 from facefusion_batch.executors.work_items import Item, Join, Segment, StorageCheck, WorkerInfo, Whole
-from facefusion_batch.pipeline import guard, job
-from facefusion_batch.pipeline.batch import NO_FACE, Outcome, check_output_dir, job_options
-from facefusion_batch.pipeline.processor import FrameProcessor, Sources, load
-from facefusion_batch.pipeline.video_job import encode_chunks, finish_video, plan_video
-from facefusion_batch.pipeline.workspace import Workspace, remove_stale
+from facefusion_batch.workflow import guard, job
+from facefusion_batch.workflow.outcome import NO_FACE, Outcome
+from facefusion_batch.workflow.output_guard import check_output_dir
+from facefusion_batch.workflow.video import job_options
+from facefusion_batch.workflow.processor import FrameProcessor, Sources, load
+from facefusion_batch.workflow.video import encode_chunks, finish_video, plan_video
+from facefusion_batch.workflow.workspace import Workspace, remove_stale
 from facefusion_batch.settings import Settings
 from facefusion_batch.targets import Target
 

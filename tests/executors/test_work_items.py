@@ -12,13 +12,14 @@ import pytest
 
 from facefusion_batch.cli import main
 from facefusion_batch.errors import SettingsError
-from facefusion_batch.driver import OrderedProgress
+from facefusion_batch.runner.driver import OrderedProgress
 from facefusion_batch.executors.work_items import (StorageCheck, segment_length, segments,
                                              staged_name)
 from facefusion_batch.executors.ray_pool import connect, worker_count
 from facefusion_batch.executors.worker import StorageError, check_storage
-from facefusion_batch.pipeline.batch import Outcome, open_state
-from facefusion_batch.pipeline.workspace import Resume, Workspace
+from facefusion_batch.runner.batch import open_state
+from facefusion_batch.workflow.outcome import Outcome
+from facefusion_batch.workflow.workspace import Resume, Workspace
 from facefusion_batch.settings import Settings, load_settings
 
 

@@ -13,10 +13,10 @@ from facefusion_batch.cli import main
 from facefusion_batch.executors.work_items import Join, Segment
 from facefusion_batch.executors import worker
 from facefusion_batch.executors.worker import encode_segment, join_segments
-from facefusion_batch.pipeline import video_job
-from facefusion_batch.pipeline.batch import Outcome
-from facefusion_batch.pipeline.processor import prepare
-from facefusion_batch.pipeline.workspace import Workspace
+from facefusion_batch.workflow import video as video_job
+from facefusion_batch.workflow.outcome import Outcome
+from facefusion_batch.workflow.processor import prepare
+from facefusion_batch.workflow.workspace import Workspace
 from facefusion_batch.settings import load_settings
 from facefusion_batch.targets import Target
 from facefusion_batch.video.probe import probe

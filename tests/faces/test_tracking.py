@@ -10,7 +10,7 @@ import pytest
 from facefusion_batch.faces import tracking
 from facefusion_batch.faces.tracking import Tracker, blend_weight, is_cut, shape_residual
 from facefusion_batch.faces.types import Face
-from facefusion_batch.pipeline.analysis import MotionGate, TrackState
+from facefusion_batch.workflow.analysis import MotionGate, TrackState
 
 
 def face(x: float, y: float, size: float = 100.0, mesh: np.ndarray | None = None) -> Face:

@@ -11,7 +11,7 @@ import pytest
 from conftest import cpu_session, face_frame, make_clip
 from facefusion_batch.cli import main
 from facefusion_batch.faces.types import Face
-from facefusion_batch.pipeline.analysis import MotionGate, face_patches, motion, thumbnail, track
+from facefusion_batch.workflow.analysis import MotionGate, face_patches, motion, thumbnail, track
 
 
 def shifted(frame: np.ndarray, dx: float, dy: float) -> np.ndarray:
@@ -162,7 +162,7 @@ def test_a_frame_waiting_for_a_turn_that_never_comes_gives_up_when_the_video_sto
     import threading
     from concurrent.futures import CancelledError
 
-    from facefusion_batch.pipeline.analysis import TrackState
+    from facefusion_batch.workflow.analysis import TrackState
 
     tracks = TrackState()
     tracks.begin(0)

@@ -10,9 +10,9 @@ import pytest
 
 from conftest import make_clip, run_local
 from facefusion_batch.errors import MediaError
-from facefusion_batch.pipeline import video_job
-from facefusion_batch.pipeline.batch import open_state
-from facefusion_batch.pipeline.progress import PlainReporter
+from facefusion_batch.workflow import video as video_job
+from facefusion_batch.runner.batch import open_state
+from facefusion_batch.runner.progress import PlainReporter
 from facefusion_batch.settings import load_settings
 
 

@@ -12,12 +12,12 @@ import pytest
 
 from conftest import face_frame, make_clip
 from facefusion_batch.cli import main
-from facefusion_batch.pipeline import batch as batch_module
-from facefusion_batch.pipeline import lookahead as lookahead_module
-from facefusion_batch.pipeline import video_job
-from facefusion_batch.pipeline.processor import FrameProcessor
-from facefusion_batch.pipeline.journal import Journal
-from facefusion_batch.pipeline.progress import PlainReporter
+from facefusion_batch.runner import batch as batch_module
+from facefusion_batch.workflow import lookahead as lookahead_module
+from facefusion_batch.workflow import video as video_job
+from facefusion_batch.workflow.processor import FrameProcessor
+from facefusion_batch.runner.journal import Journal
+from facefusion_batch.runner.progress import PlainReporter
 
 VICTIM = "victim.mp4"
 VICTIM_SHAPE = (240, 320, 3)  # the victim's frames are told apart by their size

@@ -28,7 +28,7 @@ def test_video_without_faces_is_copied_through(env, source_image, capsys):
 def test_too_little_temp_disk_fails_that_target_only(env, source_image, capsys, monkeypatch):
     import shutil
 
-    from facefusion_batch.pipeline import video_job
+    from facefusion_batch.workflow import video as video_job
 
     real = shutil.disk_usage
 

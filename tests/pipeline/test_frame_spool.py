@@ -6,7 +6,7 @@ import numpy as np
 def test_spooled_bmp_is_the_frame_bytes_after_a_top_down_header(tmp_path):
     """The temp dir's BMP frames are written without an encoder pass; OpenCV (and any BMP reader) reads back
     the exact frame; widths whose rows need padding go through OpenCV's encoder as before."""
-    from facefusion_batch.pipeline.frames import bmp_header, load, write_frame
+    from facefusion_batch.workflow.frames import bmp_header, load, write_frame
 
     rng = np.random.default_rng(7)
     for height, width in ((360, 640), (7, 4), (5, 6), (3, 5)):

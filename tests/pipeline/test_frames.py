@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from facefusion_batch.errors import MediaError
-from facefusion_batch.pipeline.frames import Spool, load, ordered_map
+from facefusion_batch.workflow.frames import Spool, load, ordered_map
 
 
 def test_ordered_map_keeps_order_and_bounds_in_flight():

@@ -11,10 +11,10 @@ import cv2
 
 from conftest import face_frame, make_clip
 from facefusion_batch.cli import main
-from facefusion_batch.pipeline import batch as batch_module
-from facefusion_batch.pipeline import lookahead as lookahead_module
-from facefusion_batch.pipeline import processor as processor_module
-from facefusion_batch.pipeline.journal import Journal
+from facefusion_batch.runner import batch as batch_module
+from facefusion_batch.workflow import lookahead as lookahead_module
+from facefusion_batch.workflow import processor as processor_module
+from facefusion_batch.runner.journal import Journal
 
 
 def run(args: list[str], capsys) -> tuple[int, dict[str, dict]]:

@@ -5,8 +5,9 @@ import time
 
 import pytest
 
-from facefusion_batch.pipeline.journal import Journal, settings_key
-from facefusion_batch.pipeline.lock import LockedError, RunLock
+from facefusion_batch.runner.journal import Journal
+from facefusion_batch.workflow.processor import settings_key
+from facefusion_batch.runner.lock import LockedError, RunLock
 
 
 def test_journal_records_and_recognises_current_work(tmp_path):
@@ -27,7 +28,7 @@ def test_journal_records_and_recognises_current_work(tmp_path):
 
 
 def test_content_hash_is_reused_until_the_file_changes(tmp_path, monkeypatch):
-    from facefusion_batch.pipeline import journal as module
+    from facefusion_batch.runner import journal as module
 
     target = tmp_path / "a.mp4"
     target.write_bytes(b"one")
@@ -68,7 +69,7 @@ def test_lock_excludes_a_second_holder_and_names_the_first(tmp_path):
 
 def test_lock_of_a_killed_process_is_taken_over(tmp_path):
     path = tmp_path / "lock"
-    code = ("import sys, time\nsys.path.insert(0, %r)\nfrom facefusion_batch.pipeline.lock import RunLock\n"
+    code = ("import sys, time\nsys.path.insert(0, %r)\nfrom facefusion_batch.runner.lock import RunLock\n"
             "lock = RunLock(__import__('pathlib').Path(%r))\nlock.acquire()\nprint('locked', flush=True)\n"
             "time.sleep(600)\n"
             % (os.getcwd(), str(path)))
@@ -101,7 +102,7 @@ def test_wait_queues_behind_the_holder(tmp_path):
 
 def test_the_record_of_an_output_is_read_through_the_journal_without_changing_it(tmp_path):
     """`ffb verify`'s lookup: the nearest enclosing output tree's journal, opened read-only."""
-    from facefusion_batch.pipeline.journal import output_record
+    from facefusion_batch.runner.journal import output_record
 
     target, output = tmp_path / "a.mp4", tmp_path / "out" / "sub" / "a.mp4"
     target.write_bytes(b"video")

@@ -11,9 +11,9 @@ from conftest import decode_all, make_clip
 from facefusion_batch.cli import main
 from facefusion_batch.errors import MediaError
 from facefusion_batch.models.store import sha256_of
-from facefusion_batch.pipeline import lookahead as lookahead_module
-from facefusion_batch.pipeline.journal import Journal
-from facefusion_batch.pipeline.lookahead import Lookahead
+from facefusion_batch.workflow import lookahead as lookahead_module
+from facefusion_batch.runner.journal import Journal
+from facefusion_batch.workflow.lookahead import Lookahead
 from facefusion_batch.video.probe import probe
 
 

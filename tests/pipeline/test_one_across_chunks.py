@@ -14,10 +14,10 @@ import pytest
 from conftest import astronaut_face, decode_all, grace_hopper
 from facefusion_batch.faces.tracking import Handover, Tracker
 from facefusion_batch.faces.types import Face
-from facefusion_batch.pipeline import video_job
-from facefusion_batch.pipeline.batch import job_options
-from facefusion_batch.pipeline.processor import prepare
-from facefusion_batch.pipeline.workspace import Workspace
+from facefusion_batch.workflow import video as video_job
+from facefusion_batch.workflow.video import job_options
+from facefusion_batch.workflow.processor import prepare
+from facefusion_batch.workflow.workspace import Workspace
 from facefusion_batch.settings import load_settings
 from facefusion_batch.video.ffmpeg import SWS_FLAGS, ffmpeg_binary
 

@@ -7,7 +7,7 @@ import io
 import pytest
 from rich.console import Console
 
-from facefusion_batch.pipeline.progress import BatchCount, PlainReporter, RichReporter, clock
+from facefusion_batch.runner.progress import BatchCount, PlainReporter, RichReporter, clock
 
 
 def test_plain_reporter_names_each_finished_target():

@@ -67,7 +67,7 @@ def test_retry_failed_runs_only_failures(env, source_image, capsys):
 
 
 def test_a_second_run_on_the_same_output_exits_at_once(env, source_image, capsys):
-    from facefusion_batch.pipeline.lock import RunLock
+    from facefusion_batch.runner.lock import RunLock
 
     image = env / "t.png"
     cv2.imwrite(str(image), face_frame())
@@ -177,7 +177,7 @@ def test_kill_9_at_random_moments_then_rerun_gives_every_output_once(env, source
 
 
 def test_a_run_killed_while_trying_the_output_dir_leaves_no_file_there(env, source_image, monkeypatch):
-    from facefusion_batch.pipeline.batch import check_output_dir
+    from facefusion_batch.workflow.output_guard import check_output_dir
 
     real_unlink = Path.unlink
 
@@ -198,10 +198,10 @@ def test_a_run_killed_while_trying_the_output_dir_leaves_no_file_there(env, sour
 
 
 def test_finished_chunks_are_not_decoded_again(env, source_image, monkeypatch):
-    from facefusion_batch.pipeline import video_job
-    from facefusion_batch.pipeline.batch import job_options
-    from facefusion_batch.pipeline.processor import prepare
-    from facefusion_batch.pipeline.workspace import Workspace
+    from facefusion_batch.workflow import video as video_job
+    from facefusion_batch.workflow.video import job_options
+    from facefusion_batch.workflow.processor import prepare
+    from facefusion_batch.workflow.workspace import Workspace
     from facefusion_batch.settings import load_settings
 
     clip = make_clip(env / "a.mp4", frames=40)

@@ -13,9 +13,9 @@ import cv2
 from conftest import face_frame, make_clip
 from facefusion_batch.cli import main
 from facefusion_batch.errors import MediaError
-from facefusion_batch.pipeline import frames, video_job
-from facefusion_batch.pipeline.guard import disk_full_reason
-from facefusion_batch.pipeline.video_job import JobOptions, estimate, size_text
+from facefusion_batch.workflow import frames, video as video_job
+from facefusion_batch.workflow.guard import disk_full_reason
+from facefusion_batch.workflow.video import JobOptions, estimate, size_text
 from facefusion_batch.video.ffmpeg import EncodeOptions
 from facefusion_batch.video.probe import probe
 

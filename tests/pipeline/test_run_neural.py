@@ -221,7 +221,7 @@ def test_rotated_phone_video_keeps_display_orientation(env, source_image, capsys
 
 
 def test_strict_memory_strategy_reloads_sessions_per_target(env, source_image):
-    from facefusion_batch.pipeline.processor import prepare
+    from facefusion_batch.workflow.processor import prepare
     from facefusion_batch.settings import load_settings
 
     images = []
@@ -239,7 +239,7 @@ def test_strict_memory_strategy_reloads_sessions_per_target(env, source_image):
 
 
 def test_micro_batched_swapper_through_the_engine(env, source_image, monkeypatch):
-    from facefusion_batch.pipeline.processor import prepare
+    from facefusion_batch.workflow.processor import prepare
     from facefusion_batch.settings import load_settings
 
     clip = make_clip(env / "a.mp4", frames=8)

@@ -17,7 +17,7 @@ import pytest
 
 from conftest import make_clip
 from facefusion_batch import interrupts
-from facefusion_batch.pipeline.analysis import MotionGate, Reference, _boxes_of
+from facefusion_batch.workflow.analysis import MotionGate, Reference, _boxes_of
 
 PACKAGE = Path(__file__).resolve().parents[2] / "facefusion_batch"
 
@@ -52,7 +52,7 @@ def test_a_failed_reference_only_widens_the_motion_check():
 
 
 _ALLOWED = {  # handlers that catch everything on a worker thread and hand it to the thread that waits
-    ("pipeline/frames.py", "_run"), ("models/batcher.py", "_run"), ("api.py", "_run_batch"),
+    ("workflow/frames.py", "_run"), ("models/batcher.py", "_run"), ("api.py", "_run_batch"),
 }
 
 
@@ -151,9 +151,9 @@ def test_a_failure_during_an_interruption_is_tried_again_next_run(env, source_im
     from conftest import face_frame
     from facefusion_batch.cli import main
     from facefusion_batch.errors import MediaError
-    from facefusion_batch.pipeline import video_job
-    from facefusion_batch.pipeline.processor import FrameProcessor as Batch
-    from facefusion_batch.pipeline.journal import Journal
+    from facefusion_batch.workflow import video as video_job
+    from facefusion_batch.workflow.processor import FrameProcessor as Batch
+    from facefusion_batch.runner.journal import Journal
 
     folder = env / "in"
     folder.mkdir()

@@ -9,7 +9,7 @@ import cv2
 
 from conftest import face_frame, make_clip
 from facefusion_batch.media import temp_name
-from facefusion_batch.pipeline.journal import Journal, text_of
+from facefusion_batch.runner.journal import Journal, text_of
 from facefusion_batch.provenance.manifest import title_of
 
 

@@ -10,9 +10,9 @@ import pytest
 
 from conftest import make_clip
 from facefusion_batch.errors import MediaError
-from facefusion_batch.pipeline import video_job
-from facefusion_batch.pipeline.analysis import MotionGate, Reference
-from facefusion_batch.pipeline.workspace import Workspace
+from facefusion_batch.workflow import video as video_job
+from facefusion_batch.workflow.analysis import MotionGate, Reference
+from facefusion_batch.workflow.workspace import Workspace
 from facefusion_batch.video.ffmpeg import EncodeOptions
 
 

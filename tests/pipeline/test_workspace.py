@@ -8,7 +8,7 @@ import time
 import pytest
 
 from facefusion_batch.errors import MediaError
-from facefusion_batch.pipeline.workspace import Resume, Workspace, remove_stale
+from facefusion_batch.workflow.workspace import Resume, Workspace, remove_stale
 
 
 def finished(workspace: Workspace, index: int, frames: int, faces: int | None = None) -> None:

@@ -27,11 +27,10 @@ from prometheus_client.utils import floatToGoString
 
 from facefusion_batch import __version__
 from facefusion_batch.errors import OutputError, SettingsError
-from facefusion_batch.pipeline.progress import Reporter
+from facefusion_batch.runner.journal import FINISHED as SUCCESS  # a target finished
+from facefusion_batch.runner.progress import Reporter
 from facefusion_batch.timing import Timings
-
-STATUSES = ("done", "no_face", "skipped", "failed")  # pipeline.batch.STATUSES (a test keeps them equal)
-SUCCESS = ("done", "no_face")  # a target finished: the journal's FINISHED
+from facefusion_batch.workflow.outcome import STATUSES
 # Seconds: a stage of one frame takes ~1 ms (CPU tracking) to ~1 s (a big frame on a slow CPU); encode and
 # verify of a chunk or a video take seconds to minutes.
 STAGE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
@@ -111,7 +110,7 @@ class RunMetrics:
         return MetricsReporter(self, inner)
 
     def attach(self, batch: Any) -> None:
-        """Time the stages of `batch` (a pipeline.batch.Batch: whatever passes `timings` to the frame path)
+        """Time the stages of `batch` (whatever passes `timings` to the frame path)
         and its engine's model calls into these metrics."""
         batch.timings = self.stage_timings
         self.attach_engine(batch.engine)
@@ -142,7 +141,7 @@ class RunMetrics:
                 self.last_success.set(self._last_success)
 
     def record_result(self, result: Any) -> None:
-        """Count what the reporter never saw of a batch (a pipeline.batch.BatchResult: its rejected targets,
+        """Count what the reporter never saw of a batch (a runner.batch.BatchResult: its rejected targets,
         the failure an interrupted batch records), so `ffb_targets_total` grows by the batch's summary; fix
         engine and providers. A long-running process calls it after each batch it runs."""
         counts = {status: sum(o.status == status for o in result.outcomes) for status in STATUSES}

@@ -15,13 +15,15 @@ from typing import IO, Callable, Iterator, Protocol
 
 import numpy as np
 
+from facefusion_batch.concurrency import concurrency_of
 from facefusion_batch.errors import MediaError, TargetError
 from facefusion_batch.faces.tracking import Handover
 from facefusion_batch.media import temp_name
-from facefusion_batch.pipeline.analysis import MotionGate, Reference, TrackState
-from facefusion_batch.pipeline.frames import Spool, load, ordered_map
-from facefusion_batch.pipeline.lookahead import Prepared
-from facefusion_batch.pipeline.workspace import Workspace
+from facefusion_batch.workflow.analysis import MotionGate, Reference, TrackState
+from facefusion_batch.workflow.frames import Spool, load, ordered_map
+from facefusion_batch.workflow.lookahead import Prepared
+from facefusion_batch.workflow.workspace import Workspace
+from facefusion_batch.settings import Settings
 from facefusion_batch.timing import Timings, timed, timed_iter
 from facefusion_batch.video import ffmpeg
 from facefusion_batch.video.decoder import Decoder
@@ -65,6 +67,16 @@ class JobOptions:
     encode: EncodeOptions
     transport: str = "temp"
     timings: Timings | None = None  # stage times go here when set (ffb benchmark)
+
+
+def job_options(settings: Settings, timings: Timings | None = None) -> JobOptions:
+    """The options every video of a run is processed with."""
+    concurrency = concurrency_of(settings)
+    return JobOptions(temp_root=settings.temp_path, chunk_size=settings.chunk_size,
+                      frame_format=settings.temp_frame_format, threads=concurrency.frame_threads,
+                      in_flight=concurrency.frames_in_flight, transport=settings.frame_transport,
+                      encode=EncodeOptions(settings.output_video_encoder, settings.output_video_preset,
+                                           settings.output_video_quality), timings=timings)
 
 
 def size_text(size: float) -> str:

@@ -6,8 +6,6 @@ size and mtime when it was written (an output that changed or vanished since is 
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -65,12 +63,6 @@ def text_of(value: object) -> str:
     """`value` as text SQLite can store: a file name that is not UTF-8 (Python keeps its bytes as lone
     surrogates) gets them written as \\udcXX escapes, the same ones every time, instead of failing."""
     return str(value).encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def settings_key(parts: dict[str, Any]) -> str:
-    """A short stable hash of everything that shapes an output."""
-    text = json.dumps(parts, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
 class Journal:

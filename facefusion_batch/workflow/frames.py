@@ -14,7 +14,7 @@ import cv2
 import numpy as np
 
 from facefusion_batch.errors import MediaError
-from facefusion_batch.pipeline.analysis import thumbnail
+from facefusion_batch.workflow.analysis import thumbnail
 from facefusion_batch.timing import Timings, timed
 
 T = TypeVar("T")

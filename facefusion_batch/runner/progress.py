@@ -5,10 +5,13 @@ Names are printed literally (rich `Text`, never markup): a file named `[bold]a.m
 """
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Optional, Protocol
+
+from facefusion_batch.workflow.guard import one_line
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -283,3 +286,43 @@ def make_reporter(quiet: bool = False) -> Reporter:
     if not quiet and sys.stderr.isatty():
         return RichReporter()
     return PlainReporter(sys.stderr, quiet=quiet)
+
+
+class GuardedReporter:
+    """A Reporter whose own failures never reach the batch: after the first one the display is dropped and
+    messages go to stderr as plain lines."""
+
+    def __init__(self, inner: Reporter) -> None:
+        self._inner = inner
+        self._broken = False
+
+    def _call(self, method: str, *args: object) -> bool:
+        if self._broken:
+            return False
+        try:
+            getattr(self._inner, method)(*args)
+            return True
+        except Exception as exc:  # noqa: BLE001 - a display problem; the work and the summary go on
+            self._broken = True
+            print(f"ffb: progress display failed ({type(exc).__name__}: {one_line(str(exc))}); going on without it",
+                  file=sys.stderr, flush=True)
+            return False
+
+    def message(self, text: str) -> None:
+        if not self._call("message", text):
+            print(text, file=sys.stderr, flush=True)
+
+    def expect(self, targets: int) -> None:
+        self._call("expect", targets)
+
+    def start(self, name: str, total: int) -> None:
+        self._call("start", name, total)
+
+    def advance(self, frames: int) -> None:
+        self._call("advance", frames)
+
+    def finish(self, status: str, name: str | None = None) -> None:
+        self._call("finish", status, name)
+
+    def close(self) -> None:
+        self._call("close")

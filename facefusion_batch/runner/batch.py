@@ -1,5 +1,5 @@
-"""What a batch is made of besides its frames: outcomes and the summary, the journal's decision on each target,
-the output tree's lock and state, and the options every target's job is run with."""
+"""The run's side of a batch: the summary, the journal's decision on each target, the output tree's lock
+and state."""
 from __future__ import annotations
 
 import contextlib
@@ -8,36 +8,22 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from facefusion_batch.concurrency import concurrency_of
-from facefusion_batch.errors import OutputError, TargetError
+from facefusion_batch.errors import TargetError
 from facefusion_batch.models.store import sha256_of
-from facefusion_batch.pipeline import guard
-from facefusion_batch.pipeline.journal import FINISHED, UNREADABLE, Journal, settings_key
-from facefusion_batch.pipeline.lock import RunLock
-from facefusion_batch.pipeline.progress import Reporter
-from facefusion_batch.pipeline.video_job import JobOptions
-from facefusion_batch.pipeline.workspace import remove_stale
+from facefusion_batch.runner.journal import FINISHED, UNREADABLE, Journal
+from facefusion_batch.runner.lock import RunLock
+from facefusion_batch.runner.progress import Reporter
 from facefusion_batch.settings import Settings
-from facefusion_batch.targets import Target, not_regular
-from facefusion_batch.timing import Timings
-from facefusion_batch.video.ffmpeg import EncodeOptions
+from facefusion_batch.targets import Target
+from facefusion_batch.workflow import guard
+from facefusion_batch.workflow.job import refuse_special
+from facefusion_batch.workflow.outcome import STATUSES, Outcome
+from facefusion_batch.workflow.output_guard import check_output_dir
+from facefusion_batch.workflow.processor import settings_key
+from facefusion_batch.workflow.workspace import remove_stale
 
 
-STATUSES = ("done", "no_face", "skipped", "failed")
-NO_FACE = "no face found; copied through unchanged"
 INTERRUPTED = "interrupted; finished chunks are kept for the next run, partial outputs removed"
-
-
-@dataclass
-class Outcome:
-    target: str
-    status: str  # done | no_face | skipped | failed
-    output: str | None = None
-    reason: str = ""
-    frames: int = 0
-    seconds: float = 0.0
-    detector_calls: int = 0
-    profiles_left: int = 0  # face-frames turned too far to swap, left as they are (the reason says so too)
 
 
 @dataclass
@@ -58,18 +44,6 @@ class BatchResult:
     def to_dict(self) -> dict:
         counts = {s: sum(o.status == s for o in self.outcomes) for s in STATUSES}
         return {**asdict(self), "counts": counts, "ok": self.failed == 0 and not self.interrupted}
-
-
-def check_output_dir(directory: Path) -> None:
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        # a hidden temp name (`.*.tmp` with `.ffb-`): one a killed run leaves is swept like its partial outputs
-        probe = directory / f".ffb-write-test-{time.monotonic_ns()}.tmp"
-        probe.write_bytes(b"")
-        probe.unlink(missing_ok=True)  # a run sweeping the tree may have taken it already
-    except OSError as exc:
-        raise OutputError(f"{directory}: output directory is not writable ({exc.strerror}); pass --output "
-                          "with a directory you can write to") from None
 
 
 def state_dir(settings: Settings) -> Path:
@@ -94,29 +68,8 @@ def open_state(settings: Settings, wait: bool, reporter: Reporter) -> tuple[RunL
     return lock, Journal(state_dir(settings) / "journal.sqlite")
 
 
-def job_options(settings: Settings, timings: Timings | None = None) -> JobOptions:
-    concurrency = concurrency_of(settings)
-    return JobOptions(temp_root=settings.temp_path, chunk_size=settings.chunk_size,
-                      frame_format=settings.temp_frame_format, threads=concurrency.frame_threads,
-                      in_flight=concurrency.frames_in_flight, transport=settings.frame_transport,
-                      encode=EncodeOptions(settings.output_video_encoder, settings.output_video_preset,
-                                           settings.output_video_quality), timings=timings)
-
-
 def _when(timestamp: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp))
-
-
-def os_reason(target: Target, exc: OSError) -> str:
-    return guard.os_reason(target.path, exc)
-
-
-def refuse_special(target: Target) -> None:
-    """Raise for a target that is no regular file (a FIFO, a device, a link to /dev/zero): reading it would
-    never end."""
-    reason = not_regular(target.path)
-    if reason:
-        raise TargetError(reason)
 
 
 def claim(journal: Journal, target: Target, output_key: str, force: bool, retry_failed: bool,

@@ -14,12 +14,13 @@ from typing import Callable, Iterator, Sequence
 
 from facefusion_batch.executors.base import Claim, EngineInfo, Executor, Work
 from facefusion_batch.models.licence import non_commercial_notice
-from facefusion_batch.pipeline import guard
-from facefusion_batch.pipeline.batch import INTERRUPTED, BatchResult, Outcome, claim, skip_outcome
-from facefusion_batch.pipeline.journal import UNREADABLE, Journal
-from facefusion_batch.pipeline.progress import Reporter
+from facefusion_batch.workflow import guard
+from facefusion_batch.runner.batch import INTERRUPTED, BatchResult, claim, needs_hash, skip_outcome
+from facefusion_batch.runner.journal import UNREADABLE, Journal
+from facefusion_batch.runner.progress import Reporter
 from facefusion_batch.settings import Settings
 from facefusion_batch.targets import Target, discover
+from facefusion_batch.workflow.outcome import Outcome
 
 
 def run_batch(settings: Settings, specs: Sequence[str], executor: Executor, reporter: Reporter,
@@ -133,6 +134,9 @@ class _Run(Work):
                 continue
             self._claimed[index] = _Claimed(content)
             yield Claim(index, target, resume, content)
+
+    def needs_hash(self, target: Target) -> bool:
+        return needs_hash(self.journal, target)
 
     def upcoming(self, after: int) -> tuple[Target, bool] | None:
         for target in self.targets[after + 1:]:

@@ -1,16 +1,14 @@
 """What keeps one target from ending a batch: any exception it raises becomes that target's one-line failure
-reason, and a progress display that fails (e.g. on a file name it can't render) is dropped, not fatal.
-KeyboardInterrupt and SystemExit are never caught here: signals always win."""
+reason (the run's display has its own guard: runner.progress.GuardedReporter). KeyboardInterrupt and
+SystemExit are never caught here: signals always win."""
 from __future__ import annotations
 
 import errno
 import os
-import sys
 import traceback
 from pathlib import Path
 
 from facefusion_batch.errors import FfbError
-from facefusion_batch.pipeline.progress import Reporter
 
 
 def one_line(text: str) -> str:
@@ -54,43 +52,3 @@ def disk_full_reason(path: Path, exc: Exception, temp_root: Path, output: Path) 
                 "another --output")
     return (f"{path}: temp disk full while processing this video: free space in temp_path {temp_root} or set "
             "temp_path (--temp-path) to a larger disk")
-
-
-class GuardedReporter:
-    """A Reporter whose own failures never reach the batch: after the first one the display is dropped and
-    messages go to stderr as plain lines."""
-
-    def __init__(self, inner: Reporter) -> None:
-        self._inner = inner
-        self._broken = False
-
-    def _call(self, method: str, *args: object) -> bool:
-        if self._broken:
-            return False
-        try:
-            getattr(self._inner, method)(*args)
-            return True
-        except Exception as exc:  # noqa: BLE001 - a display problem; the work and the summary go on
-            self._broken = True
-            print(f"ffb: progress display failed ({type(exc).__name__}: {one_line(str(exc))}); going on without it",
-                  file=sys.stderr, flush=True)
-            return False
-
-    def message(self, text: str) -> None:
-        if not self._call("message", text):
-            print(text, file=sys.stderr, flush=True)
-
-    def expect(self, targets: int) -> None:
-        self._call("expect", targets)
-
-    def start(self, name: str, total: int) -> None:
-        self._call("start", name, total)
-
-    def advance(self, frames: int) -> None:
-        self._call("advance", frames)
-
-    def finish(self, status: str, name: str | None = None) -> None:
-        self._call("finish", status, name)
-
-    def close(self) -> None:
-        self._call("close")

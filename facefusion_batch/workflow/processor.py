@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence, Union
+from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
@@ -20,9 +22,8 @@ from facefusion_batch.engines.base import FaceEngine, Selection, build_selection
 from facefusion_batch.engines.source_cache import Record
 from facefusion_batch.memory import apply_memory_limit
 from facefusion_batch.models.store import sha256_of
-from facefusion_batch.pipeline.analysis import MotionGate, Reference, TrackState, face_patches, track
-from facefusion_batch.pipeline.journal import settings_key
-from facefusion_batch.pipeline.video_job import Seal
+from facefusion_batch.workflow.analysis import MotionGate, Reference, TrackState, face_patches, track
+from facefusion_batch.workflow.video import Seal
 from facefusion_batch.provenance.label import VisibleLabel
 from facefusion_batch.provenance.sign import Marker
 from facefusion_batch.settings import DECLARED, FIELDS, Settings, engine_changed, with_role
@@ -146,6 +147,12 @@ class FrameProcessor:
         """How a finished output of `target` is moved into place: signed first where this run signs
         (`content` is the target's sha256 when known)."""
         return functools.partial(self.marker.place, parent=target, parent_sha256=content or None)
+
+
+def settings_key(parts: dict[str, Any]) -> str:
+    """A short stable hash of everything that shapes an output."""
+    text = json.dumps(parts, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
 Sources = Union[Path, Sequence[Path]]

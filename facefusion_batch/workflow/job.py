@@ -8,15 +8,15 @@ import shutil
 import time
 from typing import Callable, Protocol
 
-from facefusion_batch.errors import MediaError
+from facefusion_batch.errors import MediaError, TargetError
 from facefusion_batch.media import read_picture, temp_name, write_picture
-from facefusion_batch.pipeline import guard
-from facefusion_batch.pipeline.batch import NO_FACE, Outcome, job_options, refuse_special
-from facefusion_batch.pipeline.lookahead import Prepared
-from facefusion_batch.pipeline.output_guard import prepare_output
-from facefusion_batch.pipeline.processor import FrameProcessor
-from facefusion_batch.pipeline.video_job import encode_video
-from facefusion_batch.targets import Target
+from facefusion_batch.workflow import guard
+from facefusion_batch.workflow.outcome import NO_FACE, Outcome
+from facefusion_batch.workflow.lookahead import Prepared
+from facefusion_batch.workflow.output_guard import prepare_output
+from facefusion_batch.workflow.processor import FrameProcessor
+from facefusion_batch.workflow.video import encode_video, job_options
+from facefusion_batch.targets import Target, not_regular
 
 Completion = Callable[[], Outcome]
 
@@ -82,6 +82,14 @@ def begin(processor: FrameProcessor, target: Target, progress: TargetProgress, r
         return outcome(counters.frames_with_faces, counters.frames, note)
 
     return complete
+
+
+def refuse_special(target: Target) -> None:
+    """Raise for a target that is no regular file (a FIFO, a device, a link to /dev/zero): reading it would
+    never end."""
+    reason = not_regular(target.path)
+    if reason:
+        raise TargetError(reason)
 
 
 def profiles_left(engine: object) -> int:

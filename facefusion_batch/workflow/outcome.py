@@ -1,0 +1,19 @@
+"""What one target came to: its `Outcome` (the run's summary lists one per target)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+STATUSES = ("done", "no_face", "skipped", "failed")
+NO_FACE = "no face found; copied through unchanged"
+
+
+@dataclass
+class Outcome:
+    target: str
+    status: str  # done | no_face | skipped | failed
+    output: str | None = None
+    reason: str = ""
+    frames: int = 0
+    seconds: float = 0.0
+    detector_calls: int = 0
+    profiles_left: int = 0  # face-frames turned too far to swap, left as they are (the reason says so too)
