@@ -20,7 +20,7 @@ from facefusion_batch.runner.metrics import (GpuCollector, RunMetrics, check_met
 from facefusion_batch.runner.progress import QuietReporter
 from facefusion_batch.timing import Timings
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CLIP = REPO / "examples" / "clips" / "astronaut_zoom.mov"
 SOURCE = REPO / "examples" / "source.jpg"
 

@@ -15,7 +15,7 @@ from facefusion_batch.runner.metrics import RunMetrics, serve
 from facefusion_batch.runner.progress import QuietReporter
 from facefusion_batch.settings import load_settings
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "docs" / "deploy"
 
 
