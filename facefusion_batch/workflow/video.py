@@ -1,5 +1,19 @@
-"""One video: probe, decode, process frames on the pool, encode in chunks; then (`Encoded.finish`) mux audio,
-verify, rename."""
+"""One video's workflow. Its phases, in order, and where each is:
+
+    probe, plan   plan_video      the video's facts; the encoder for its container; temp and output space
+    decode        _spool          ffmpeg decodes frames ahead into a spool (temp files, or memory)
+    analyse       _FrameStages    reference frames' faces detected ahead of their turn; tracks follow them
+    process       _FrameStages    every frame swapped on the frame pool, handed on in order
+    encode        _ChunkWriter    frames encoded into chunks of chunk_size as they come (the Workspace)
+    join          finish_video    the chunks and the original audio muxed into a hidden partial
+    verify        _verify         the partial decodes to the frames the video has
+    seal          Seal            signed where the run signs, and renamed into place
+
+`encode_video` runs probe to encode for a whole video and returns it `Encoded`, whose `finish` runs join to
+seal (the local executor does that on another thread while the next target's frames run); a Ray worker runs
+`encode_chunks` for a segment of chunks and `finish_video` for the join. `workflow.job` calls these for a
+target, and every executor calls `workflow.job`.
+"""
 from __future__ import annotations
 
 import collections
