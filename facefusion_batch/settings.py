@@ -182,7 +182,8 @@ class Settings:
         "estimate (0: the landmarker does not run).", 0.5)
 
     output_video_encoder: VideoEncoder = _spec(
-        "output_creation", "ffmpeg video encoder; auto: libvpx-vp9 for .webm, libx264 elsewhere.", "auto")
+        "output_creation", "ffmpeg video encoder; auto: libvpx-vp9 for .webm, libx265 for HDR in .mp4/.mov/.mkv "
+        "(keeps it HDR), libx264 elsewhere.", "auto")
     output_video_preset: VideoPreset = _spec("output_creation", "Encoder speed/size preset.", "veryfast")
     output_video_quality: int = _spec("output_creation", "Video quality 0..100 (maps to CRF; higher is better).", 80)
     output_image_quality: int = _spec("output_creation", "JPEG/WebP quality 0..100 for image targets.", 95)

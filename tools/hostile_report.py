@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from hostile_media import Expected, build_corpus, build_multi_face_source  # noqa: E402
 
 from facefusion_batch.errors import MediaError  # noqa: E402
-from facefusion_batch.video.ffmpeg import VIDEO_STREAM, ffmpeg_binary, local  # noqa: E402
+from facefusion_batch.video.ffmpeg import SDR_BT709, VIDEO_STREAM, ffmpeg_binary, local  # noqa: E402
 from facefusion_batch.video.probe import VideoInfo, probe  # noqa: E402
 
 SOURCE = ROOT / "examples" / "source.jpg"
@@ -144,10 +144,7 @@ def picture_problems(before: VideoInfo, after: VideoInfo, facts: list[str]) -> l
         facts.append(f"fields {before.field_order}->{after.field_order}")
     if before.field_order != after.field_order:
         problems.append(f"field order {before.field_order} -> {after.field_order}")
-    # An RGB source's 'gbr' matrix can't be carried: the output is YUV, untagged unless the source was.
-    source_colour = dataclasses.replace(before.colour, matrix=None) if before.colour.matrix == "gbr" else before.colour
-    if source_colour != after.colour:
-        problems.append(f"colour tags {source_colour} -> {after.colour}")
+    problems += colour_problems(before, after, facts)
     if before.timecode or after.timecode:
         facts.append(f"timecode {before.timecode}->{after.timecode}")
     if before.timecode != after.timecode:
@@ -168,6 +165,23 @@ def picture_problems(before: VideoInfo, after: VideoInfo, facts: list[str]) -> l
         facts.append(f"subtitles {','.join(before.subtitle_codecs)}->{','.join(after.subtitle_codecs) or 'none'}")
         if len(after.subtitle_codecs) < len(before.subtitle_codecs):
             problems.append("subtitles lost")
+    return problems
+
+
+def colour_problems(before: VideoInfo, after: VideoInfo, facts: list[str], tone_mapped: bool = False) -> list[str]:
+    """Colour kept: primaries, transfer, matrix, range and HDR10 metadata as they were, and an HDR output
+    still 10-bit; or, where the summary says HDR was tone-mapped, SDR BT.709 with every tag."""
+    if before.colour.hdr:
+        facts.append(f"{before.colour.transfer} {before.pixel_format}->{after.colour.transfer} {after.pixel_format}")
+    if tone_mapped:
+        return [] if after.colour == SDR_BT709 else [f"tone-mapped output tagged {after.colour}, not SDR BT.709"]
+    problems = []
+    # An RGB source's 'gbr' matrix can't be carried: the output is YUV, untagged unless the source was.
+    source_colour = dataclasses.replace(before.colour, matrix=None) if before.colour.matrix == "gbr" else before.colour
+    if source_colour != after.colour:
+        problems.append(f"colour tags {source_colour} -> {after.colour}")
+    if before.colour.hdr and "10" not in after.pixel_format:
+        problems.append(f"HDR output is {after.pixel_format}, not 10-bit")
     return problems
 
 
@@ -234,6 +248,11 @@ def judge(row: Row, corpus: Path, out: Path) -> None:
             problems = [p for p in problems if "off their original time" not in p]
         if "cover picture not kept" in row.reason:  # a loss the summary reports is no silent degradation
             problems = [p for p in problems if p != "cover picture lost"]
+        if "tone-mapped to SDR" in row.reason:  # HDR made SDR on purpose, said in the summary
+            problems = [p for p in problems if not p.startswith(("colour tags", "HDR output is"))]
+            before, after = safe_probe(corpus / row.name), safe_probe(output)
+            if before is not None and after is not None:
+                problems += colour_problems(before, after, [], tone_mapped=True)
         row.checks += facts
         row.problems += problems
 
