@@ -217,6 +217,12 @@ def run(
     output_image_quality: Optional[int] = typer.Option(None, help="0..100: JPEG/WebP quality of image targets' "
                                                        "outputs (default 95)."),
     temp_path: Optional[Path] = typer.Option(None, help="Directory for temporary frames and chunks."),
+    cache_path: Optional[Path] = typer.Option(None, help="Directory of the source-face cache and the local C2PA "
+                                              "signing certificate (may be read-only once that exists)."),
+    state_path: Optional[Path] = typer.Option(None, help="Directory for the journal and lock (default: "
+                                              "OUTPUT/.ffb)."),
+    shared_path: Optional[Path] = typer.Option(None, help="Ray executor: directory every node mounts at the same "
+                                               "path, where chunks of a split video meet."),
     chunk_size: Optional[int] = typer.Option(None, help="Frames per chunk (bounds temporary disk use)."),
     temp_frame_format: Optional[str] = typer.Option(None, metavar="FORMAT", help="Format of the temporary frames: "
                                                     + ", ".join(choices("temp_frame_format")) + " (FaceFusion's "
@@ -236,6 +242,8 @@ def run(
                                                     "(PEM, signer first); default: a local one under cache_path."),
     c2pa_private_key: Optional[Path] = typer.Option(None, help="Private key (PEM, unencrypted) of "
                                                     "--c2pa-certificate."),
+    c2pa_timestamp_url: Optional[str] = typer.Option(None, metavar="URL", help="RFC 3161 time-stamp authority: "
+                                                     "signatures stay valid after the certificate expires."),
     visible_label: Optional[str] = typer.Option(None, help="Draw this text (e.g. \"AI-generated\") in a corner of "
                                                 "every swapped frame and image."),
     visible_label_position: Optional[LabelPosition] = typer.Option(None, help="Corner of the visible label."),
@@ -290,13 +298,15 @@ def run(
         "ffmpeg_path": ffmpeg_path,
         "output_video_encoder": output_video_encoder, "output_video_preset": output_video_preset,
         "output_video_quality": output_video_quality, "temp_path": temp_path, "chunk_size": chunk_size,
+        "cache_path": cache_path, "state_path": state_path, "shared_path": shared_path,
         "frame_transport": frame_transport, "keypoint_reuse": keypoint_reuse,
         "video_memory_strategy": video_memory_strategy, "system_memory_limit": system_memory_limit,
         "face_selector_mode": "many" if many_faces else face_selector_mode,
         "reference_face_path": reference_face, "output_marking": False if no_marking else None,
         "executor": executor or ("ray" if ray_address else None), "ray_address": ray_address,
         "output_provenance": output_provenance, "c2pa_certificate": c2pa_certificate,
-        "c2pa_private_key": c2pa_private_key, "visible_label": visible_label,
+        "c2pa_private_key": c2pa_private_key, "c2pa_timestamp_url": c2pa_timestamp_url,
+        "visible_label": visible_label,
         "visible_label_position": visible_label_position, "visible_label_size": visible_label_size,
         "visible_label_opacity": visible_label_opacity,
     }
@@ -370,9 +380,10 @@ RUN_HELP_PANELS: dict[str, tuple[str, ...]] = {
     "Execution": ("execution_providers", "execution_device_id", "execution_thread_count",
                   "execution_queue_count", "execution_inference_slots", "video_memory_strategy",
                   "system_memory_limit", "ffmpeg_path", "temp_path", "chunk_size", "temp_frame_format",
-                  "frame_transport"),
+                  "frame_transport", "cache_path", "state_path", "shared_path"),
     "Output": ("output_video_encoder", "output_video_preset", "output_video_quality", "output_image_quality"),
     "Marking and provenance": ("no_marking", "output_provenance", "c2pa_certificate", "c2pa_private_key",
+                               "c2pa_timestamp_url",
                                "visible_label", "visible_label_position", "visible_label_size",
                                "visible_label_opacity"),
     "Batch": ("executor", "ray_address", "force", "retry_failed", "wait", "print_settings", "as_json", "quiet",

@@ -197,6 +197,9 @@ class Settings:
         "provenance", "PEM certificate chain (signer first) to sign C2PA manifests with; unset: a local signing "
         "certificate created once under cache_path.", None)
     c2pa_private_key: Path | None = _spec("provenance", "PEM private key of c2pa_certificate (unencrypted).", None)
+    c2pa_timestamp_url: str = _spec(
+        "provenance", "RFC 3161 time-stamp authority (http/https URL) asked for a trusted signing time, so that "
+        "signatures stay valid after the certificate expires; empty: none (signing stays offline).", "")
     c2pa_on_failure: C2paOnFailure = _spec(
         "provenance", "When signing an output fails: fail that target (nothing is written), or keep it with "
         "metadata marking only and a warning.", "fail")
@@ -650,6 +653,10 @@ def _check_provenance(settings: Settings) -> None:
                           else ("c2pa_private_key", "c2pa_certificate"))
         raise SettingsError(f"{given} is set but {missing} is not; pass both (--c2pa-certificate CHAIN.pem "
                             "--c2pa-private-key KEY.pem) or neither")
+    url = settings.c2pa_timestamp_url
+    if url and not (url.startswith(("http://", "https://")) and len(url.split("://", 1)[1].strip("/")) > 0):
+        raise SettingsError(f"c2pa_timestamp_url {url!r} is not an http:// or https:// URL; pass the time-stamp "
+                            "authority's URL (--c2pa-timestamp-url https://tsa.example/...) or leave it empty")
     if settings.visible_label and not settings.output_marking:
         raise SettingsError("visible_label is set but marking is off (--no-marking / output_marking = false); "
                             "drop one of the two")
@@ -693,8 +700,10 @@ def describe(resolved: Resolved) -> list[dict[str, Any]]:
     return rows
 
 
-# Directory settings a run writes to (True) or only reads from (False).
-_DIRECTORIES = {"temp_path": True, "cache_path": True, "models_path": False, "state_path": True,
+# Directory settings a run writes to (True) or only reads from (False). cache_path is read-only-safe: what
+# is cached there (source faces, checksums, patched models) is skipped when it can't be written, and the
+# local C2PA credential is only read once it exists (its creation names the fix).
+_DIRECTORIES = {"temp_path": True, "cache_path": False, "models_path": False, "state_path": True,
                 "shared_path": True}
 
 

@@ -41,7 +41,7 @@ from facefusion_batch.video.ffmpeg import use_ffmpeg
 _NOT_ENGINE = frozenset({
     "output_path", "output_video_encoder", "output_video_preset", "output_video_quality", "temp_path",
     "chunk_size", "frame_transport", "keypoint_reuse", "output_marking", "output_provenance", "c2pa_certificate",
-    "c2pa_private_key", "visible_label", "visible_label_position", "visible_label_size", "visible_label_opacity",
+    "c2pa_private_key", "c2pa_timestamp_url", "visible_label", "visible_label_position", "visible_label_size", "visible_label_opacity",
     "log_level", "face_selector_mode", "reference_face_path", "system_memory_limit", "ffmpeg_path",
 })
 # Settings a reload can't change: the lock, the journal and the outputs' place are held for the watch's life.

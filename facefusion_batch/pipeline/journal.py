@@ -2,7 +2,8 @@
 
 A row holds the target's content hash (recomputed only when its size or mtime changes), the key of every
 setting and model that shapes the output, the status, timings, attempts, the last error, and the output's
-size and mtime when it was written (an output that changed or vanished since is redone).
+size and mtime when it was written (an output that changed or vanished since is redone) and its sha256 (for
+`ffb verify`: a copy of the output tree is unchanged although every mtime differs).
 """
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ CREATE TABLE IF NOT EXISTS targets (
     output_size INTEGER,
     output_mtime_ns INTEGER,
     updated REAL NOT NULL,
-    ctime_ns INTEGER
+    ctime_ns INTEGER,
+    output_sha256 TEXT
 )
 """
 FINISHED = ("done", "no_face")
@@ -59,6 +61,7 @@ class Entry:
     output_mtime_ns: int | None
     updated: float
     ctime_ns: int | None = None  # None in rows written before it was recorded
+    output_sha256: str | None = None  # of the output as written; None before it was recorded, or no output
 
 
 def text_of(value: object) -> str:
@@ -86,6 +89,8 @@ class Journal:
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(targets)")}
         if "ctime_ns" not in columns:  # a journal written by an older ffb
             self._db.execute("ALTER TABLE targets ADD COLUMN ctime_ns INTEGER")
+        if "output_sha256" not in columns:
+            self._db.execute("ALTER TABLE targets ADD COLUMN output_sha256 TEXT")
 
     def close(self) -> None:
         self._db.close()
@@ -132,19 +137,23 @@ class Journal:
             size, mtime, ctime = stamp(target)
         except FileNotFoundError:  # deleted while it was processed: its outcome is still recorded
             size, mtime, ctime = GONE
-        out_size = out_mtime = None
+        out_size = out_mtime = out_hash = None
         if status in FINISHED and output.exists():
             out_stat = output.stat()
             out_size, out_mtime = out_stat.st_size, out_stat.st_mtime_ns
+            try:
+                out_hash = sha256_of(output)
+            except OSError:
+                out_hash = None
         previous = self.get(target)
         attempts = (previous.attempts if previous and previous.content_hash == content else 0)
         attempts += status != "running"
         self._db.execute(
             "INSERT OR REPLACE INTO targets (target, output, size, mtime_ns, content_hash, settings_key, status, "
-            "reason, attempts, frames, seconds, output_size, output_mtime_ns, updated, ctime_ns) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "reason, attempts, frames, seconds, output_size, output_mtime_ns, updated, ctime_ns, output_sha256) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (text_of(resolved(target)), text_of(output), size, mtime, content, key, status, text_of(reason),
-             attempts, frames, seconds, out_size, out_mtime, time.time(), ctime))
+             attempts, frames, seconds, out_size, out_mtime, time.time(), ctime, out_hash))
 
 
 def stamp(path: Path) -> tuple[int, int, int]:
