@@ -499,6 +499,80 @@ CASES: list[tuple[str, Callable[[Path], object], Expected]] = [
 ]
 
 
+# Files `ffb verify` must judge (issue 26, class 4): data that claims to be a C2PA manifest and does not
+# parse is a damaged manifest (exit 1); JUMBF of another owner and ordinary files claim none.
+def jpeg_with_app11(path: Path, segment: bytes | None = None) -> Path:
+    """A JPEG of the face frame, with `segment` as an APP11 segment right after its start marker."""
+    cv2.imwrite(str(path), face_frame())
+    if segment is not None:
+        data = path.read_bytes()
+        path.write_bytes(data[:2] + b"\xff\xeb" + struct.pack(">H", len(segment) + 2) + segment + data[2:])
+    return path
+
+
+def jumbf_app11(label: bytes, payload: bytes, sequence: int = 1) -> bytes:
+    """An APP11 payload: JPEG's common identifier, box instance, packet sequence, then a JUMBF superbox
+    whose description box carries `label`."""
+    description = b"jumd" + bytes(16) + b"\x03" + label + b"\0"
+    description = struct.pack(">I", len(description) + 4) + description
+    box = b"jumb" + description + payload
+    return b"JP" + b"\x00\x01" + struct.pack(">I", sequence) + struct.pack(">I", len(box) + 4) + box
+
+
+def mp4_with_uuid_box(path: Path, body: bytes) -> Path:
+    """A face clip with a top-level `uuid` box (`body`: its 16-byte id and data) after its ftyp."""
+    _face_clip(path)
+    data = path.read_bytes()
+    ftyp = struct.unpack(">I", data[:4])[0]
+    box = struct.pack(">I", 8 + len(body)) + b"uuid" + body
+    path.write_bytes(data[:ftyp] + box + data[ftyp:])
+    return path
+
+
+def png_with_chunk(path: Path, kind: bytes, body: bytes) -> Path:
+    """A PNG of the face frame with a chunk `kind` (correct CRC) after its IHDR."""
+    cv2.imwrite(str(path), face_frame())
+    data = path.read_bytes()
+    chunk = struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+    end_of_ihdr = 8 + 8 + 13 + 4
+    path.write_bytes(data[:end_of_ihdr] + chunk + data[end_of_ihdr:])
+    return path
+
+
+def webp_with_chunk(path: Path, body: bytes) -> Path:
+    """A WebP of the face frame with a RIFF `C2PA` chunk holding `body` at its end."""
+    cv2.imwrite(str(path), face_frame(), [cv2.IMWRITE_WEBP_QUALITY, 80])
+    data = path.read_bytes()
+    chunk = b"C2PA" + struct.pack("<I", len(body)) + body + b"\0" * (len(body) & 1)
+    riff = data[12:] + chunk
+    path.write_bytes(b"RIFF" + struct.pack("<I", len(riff) + 4) + b"WEBP" + riff)
+    return path
+
+
+C2PA_UUID = bytes.fromhex("d8fec3d61b0e483c92975828877ec481")
+_NOISE = np.random.default_rng(26).integers(0, 256, 400, dtype=np.uint8).tobytes()
+
+MANIFEST_CASES: list[tuple[str, Callable[[Path], object], Literal["none", "damaged"]]] = [
+    ("app11_random.jpg", lambda p: jpeg_with_app11(p, _NOISE), "damaged"),
+    ("jumbf_c2pa_garbled.jpg", lambda p: jpeg_with_app11(p, jumbf_app11(b"c2pa", _NOISE)), "damaged"),
+    ("jumbf_jpeg360.jpg", lambda p: jpeg_with_app11(p, jumbf_app11(b"jpeg360", _NOISE)), "none"),
+    ("uuid_c2pa_random.mp4", lambda p: mp4_with_uuid_box(p, C2PA_UUID + _NOISE), "damaged"),
+    ("uuid_other.mp4", lambda p: mp4_with_uuid_box(p, bytes(16) + _NOISE), "none"),
+    ("cabx_random.png", lambda p: png_with_chunk(p, b"caBX", _NOISE), "damaged"),
+    ("text_chunk.png", lambda p: png_with_chunk(p, b"tEXt", b"Comment\0hello"), "none"),
+    ("c2pa_chunk_random.webp", lambda p: webp_with_chunk(p, _NOISE), "damaged"),
+    ("plain.jpg", jpeg_with_app11, "none"),
+]
+
+
+def build_manifest_corpus(directory: Path) -> dict[str, str]:
+    """Write every MANIFEST_CASES file into `directory`; return {name: "none" | "damaged"}."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, build, _ in MANIFEST_CASES:
+        build(directory / name)
+    return {name: expected for name, _, expected in MANIFEST_CASES}
+
+
 def build_corpus(directory: Path) -> dict[str, Expected]:
     """Write every case into `directory`; return {relative path: expected outcome of `ffb run`}."""
     directory.mkdir(parents=True, exist_ok=True)

@@ -6,8 +6,10 @@ Prints a Markdown table: each target, the outcome expected, what ffb reported, a
 frames decoded from input and output, audio kept, display size kept, duration, and any partial or hidden
 file left in the output or temp directory. A re-run (as cron would start it) must skip every target: the
 failures are journaled, nothing is tried again until it changes, exit 0. A last run checks that a two-face
-source is reported. Exits 1 when any case differs from its expectation or a run hangs. Needs no models and
-no network.
+source is reported. `ffb verify` then checks every finished output's metadata mark (and that none fails
+or changed), and judges files whose bytes claim a C2PA manifest that does not parse (damaged, exit 1)
+against files that claim none. Exits 1 when any case differs from its expectation or a run hangs. Needs no
+models and no network.
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from hostile_media import Expected, build_corpus, build_multi_face_source  # noqa: E402
+from hostile_media import Expected, build_corpus, build_manifest_corpus, build_multi_face_source  # noqa: E402
 
 from facefusion_batch.errors import MediaError  # noqa: E402
 from facefusion_batch.video.ffmpeg import SDR_BT709, VIDEO_STREAM, ffmpeg_binary, local  # noqa: E402
@@ -218,6 +220,56 @@ def compare_image(source: Path, output: Path) -> tuple[list[str], list[str]]:
     return facts, problems
 
 
+def verify_documents(stdout: str) -> list[dict]:
+    """The findings `ffb verify --json` printed: one JSON array, or one document per line."""
+    text = stdout.strip()
+    if text.startswith("["):
+        return json.loads(text)
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def run_verify(paths: list[Path]) -> tuple[int, list[dict]]:
+    proc = subprocess.run([ffb_command(), "verify", "--json", *map(str, paths)], capture_output=True, text=True,
+                          timeout=RUN_LIMIT_S)
+    try:
+        return proc.returncode, verify_documents(proc.stdout)
+    except json.JSONDecodeError:
+        return proc.returncode, [{"file": "?", "problems": [f"no JSON from ffb verify: {proc.stderr[-300:]}"]}]
+
+
+def verify_problems(rows: list[Row], out: Path) -> list[str]:
+    """`ffb verify` over the outputs of the targets reported done: each shows its metadata mark (every
+    format: AVI keeps only the comment, GIF its comment extension), none claims a manifest that fails, and
+    each is unchanged since its run wrote it."""
+    outputs = [out / row.name for row in rows if row.status == "done" and (out / row.name).is_file()]
+    if not outputs:
+        return []
+    code, findings = run_verify(outputs)
+    problems = [f"ffb verify exit {code}"] if code else []
+    for finding in findings:
+        name = Path(finding["file"]).name
+        if not finding.get("metadata_mark"):
+            problems.append(f"{name}: no metadata mark")
+        if finding.get("validation") == "invalid":
+            problems.append(f"{name}: {'; '.join(finding.get('problems', []))}")
+        if (finding.get("journal") or {}).get("output_unchanged") is False:
+            problems.append(f"{name}: changed since it was written?")
+    return problems
+
+
+def manifest_problems(directory: Path) -> list[str]:
+    """`ffb verify` on files whose bytes claim a C2PA manifest that does not parse (damaged: invalid, exit 1)
+    and on files that claim none (none, exit 0), one at a time."""
+    problems = []
+    for name, expected in build_manifest_corpus(directory).items():
+        code, findings = run_verify([directory / name])
+        finding = findings[0] if findings else {}
+        got = "damaged" if finding.get("validation") == "invalid" else finding.get("c2pa", "?")
+        if got != expected or code != (1 if expected == "damaged" else 0):
+            problems.append(f"{name}: {got} (exit {code}), expected {expected}")
+    return problems
+
+
 def leftovers(out: Path, temp: Path) -> list[str]:
     """Hidden or partial files under the output dir, and anything at all under the temp dir."""
     found = [f"out:{p.relative_to(out)}" for p in out.rglob("*")
@@ -329,9 +381,14 @@ def report(workdir: Path) -> int:
     print(f"outcomes for unlisted paths (symlink loop etc.): {'; '.join(strays) if strays else 'none'}")
     again = rerun_problems(run_ffb(SOURCE, corpus, out, temp))
     print(f"re-run (cron): {'WRONG: ' + '; '.join(again) if again else 'ok, every target skipped, exit 0'}")
+    marks = verify_problems(rows, out)
+    print(f"ffb verify on the outputs: {'WRONG: ' + '; '.join(marks) if marks else 'ok, every one marked'}")
+    manifests = manifest_problems(workdir / "manifests")
+    print(f"ffb verify on claimed manifests: {'WRONG: ' + '; '.join(manifests) if manifests else 'ok'}")
     multi_ok, multi_summary = multi_face_check(workdir, corpus / "plain.mp4")
     print(f"two-face source: {'ok' if multi_ok else 'WRONG'} ({multi_summary})")
-    wrong = sum(bool(r.problems) for r in rows) + bool(left) + bool(strays) + bool(again) + (not multi_ok)
+    wrong = (sum(bool(r.problems) for r in rows) + bool(left) + bool(strays) + bool(again) + (not multi_ok)
+             + bool(marks) + bool(manifests))
     print(f"{wrong} problem(s)")
     return 1 if wrong else 0
 

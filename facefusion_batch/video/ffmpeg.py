@@ -34,8 +34,6 @@ _PRIMARIES = {"bt709", "bt470m", "bt470bg", "smpte170m", "smpte240m", "film", "b
 _TRANSFERS = {"bt709", "bt470m", "bt470bg", "smpte170m", "smpte240m", "linear", "log100", "log316",
               "iec61966-2-4", "bt1361e", "iec61966-2-1", "bt2020-10", "bt2020-12", "smpte2084", "smpte428",
               "arib-std-b67"}
-_MATRICES = {"gbr", "bt709", "fcc", "bt470bg", "smpte170m", "smpte240m", "ycgco", "bt2020nc", "bt2020c",
-             "smpte2085", "chroma-derived-nc", "chroma-derived-c", "ictcp"}
 # Transfers of high dynamic range video: PQ (HDR10) and HLG.
 HDR_TRANSFERS = {"smpte2084", "arib-std-b67"}
 # Encoders that keep HDR: 10-bit, and the HDR10 static metadata re-emitted through their parameters.
@@ -311,7 +309,7 @@ def setparams_filter(colour: Colour) -> str | None:
         params.append(f"color_primaries={colour.primaries}")
     if colour.transfer in _TRANSFERS:
         params.append(f"color_trc={colour.transfer}")
-    if colour.matrix in _MATRICES:
+    if colour.matrix in _COLOUR_MATRICES:  # the matrices the output is converted with (never RGB's gbr)
         params.append(f"colorspace={colour.matrix}")
     if colour.range in ("tv", "pc"):
         params.append(f"range={colour.range}")

@@ -2,27 +2,30 @@
 GIF outputs, a time-stamp authority; and `ffb verify` on an untouched copy of an output tree (issue 23)."""
 from __future__ import annotations
 
+import datetime
 import http.server
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import threading
-import zlib
+import time
 from pathlib import Path
 
 import cv2
 import pytest
 
 from conftest import face_frame, make_clip
+from hostile_media import jpeg_with_app11, jumbf_app11, mp4_with_uuid_box, png_with_chunk, webp_with_chunk
+from tsa_standin import TimeStampAuthority, TsaServer, signing_chain
 from facefusion_batch import settings as settings_module
 from facefusion_batch.cli import main
 from facefusion_batch.errors import MediaError
 from facefusion_batch.marking import marking_tags
 from facefusion_batch.provenance import credentials
 from facefusion_batch.provenance.claims import C2PA_UUID, manifest_claim
+from facefusion_batch.provenance.credentials import Credential
 from facefusion_batch.provenance.manifest import Stamp
 from facefusion_batch.provenance.sign import Marker
 
@@ -116,56 +119,12 @@ def test_every_directory_settings_advice_names_a_flag_run_takes(offline, tmp_pat
 
 # --- (b) data that claims to be a manifest and does not parse --------------------------------------------
 
-def _jpeg(path: Path, segment: bytes | None = None) -> Path:
-    cv2.imwrite(str(path), face_frame())
-    if segment is not None:
-        data = path.read_bytes()
-        path.write_bytes(data[:2] + b"\xff\xeb" + struct.pack(">H", len(segment) + 2) + segment + data[2:])
-    return path
-
-
-def _jumbf(label: bytes, payload: bytes, sequence: int = 1) -> bytes:
-    """An APP11 payload: JPEG's common identifier, box instance, packet sequence, then a JUMBF superbox
-    whose description box carries `label`."""
-    description = b"jumd" + bytes(16) + b"\x03" + label + b"\0"
-    description = struct.pack(">I", len(description) + 4) + description
-    box = b"jumb" + description + payload
-    return b"JP" + b"\x00\x01" + struct.pack(">I", sequence) + struct.pack(">I", len(box) + 4) + box
-
-
-def _mp4_with_box(path: Path, body: bytes) -> Path:
-    make_clip(path, frames=3)
-    data = path.read_bytes()
-    ftyp = struct.unpack(">I", data[:4])[0]
-    box = struct.pack(">I", 8 + len(body)) + b"uuid" + body
-    path.write_bytes(data[:ftyp] + box + data[ftyp:])
-    return path
-
-
-def _png_with_chunk(path: Path, kind: bytes, body: bytes) -> Path:
-    cv2.imwrite(str(path), face_frame())
-    data = path.read_bytes()
-    chunk = struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-    end_of_ihdr = 8 + 8 + 13 + 4
-    path.write_bytes(data[:end_of_ihdr] + chunk + data[end_of_ihdr:])
-    return path
-
-
-def _webp_with_chunk(path: Path, body: bytes) -> Path:
-    cv2.imwrite(str(path), face_frame(), [cv2.IMWRITE_WEBP_QUALITY, 80])
-    data = path.read_bytes()
-    chunk = b"C2PA" + struct.pack("<I", len(body)) + body + b"\0" * (len(body) & 1)
-    riff = data[12:] + chunk
-    path.write_bytes(b"RIFF" + struct.pack("<I", len(riff) + 4) + b"WEBP" + riff)
-    return path
-
-
 @pytest.mark.parametrize("build", [
-    lambda d: _jpeg(d / "app11_random.jpg", os.urandom(300)),  # the issue's examples
-    lambda d: _mp4_with_box(d / "uuid_random.mp4", C2PA_UUID + os.urandom(400)),
-    lambda d: _jpeg(d / "jumbf_c2pa_garbled.jpg", _jumbf(b"c2pa", os.urandom(300))),  # labelled c2pa, no store
-    lambda d: _png_with_chunk(d / "cabx_random.png", b"caBX", os.urandom(300)),
-    lambda d: _webp_with_chunk(d / "c2pa_chunk_random.webp", os.urandom(300)),
+    lambda d: jpeg_with_app11(d / "app11_random.jpg", os.urandom(300)),  # the issue's examples
+    lambda d: mp4_with_uuid_box(d / "uuid_random.mp4", C2PA_UUID + os.urandom(400)),
+    lambda d: jpeg_with_app11(d / "jumbf_c2pa_garbled.jpg", jumbf_app11(b"c2pa", os.urandom(300))),  # labelled c2pa, no store
+    lambda d: png_with_chunk(d / "cabx_random.png", b"caBX", os.urandom(300)),
+    lambda d: webp_with_chunk(d / "c2pa_chunk_random.webp", os.urandom(300)),
 ], ids=["jpeg-app11", "mp4-uuid", "jpeg-jumbf-c2pa", "png-cabx", "webp-c2pa-chunk"])
 def test_a_manifest_that_does_not_parse_is_damaged_not_absent(tmp_path, capsys, build):
     path = build(tmp_path)
@@ -176,9 +135,9 @@ def test_a_manifest_that_does_not_parse_is_damaged_not_absent(tmp_path, capsys, 
 
 
 def test_jumbf_of_another_owner_and_plain_files_claim_nothing(tmp_path, capsys):
-    other = _jpeg(tmp_path / "jpeg360.jpg", _jumbf(b"jpeg360", os.urandom(100)))
-    plain = [_jpeg(tmp_path / "plain.jpg"), make_clip(tmp_path / "plain.mp4", frames=2),
-             _png_with_chunk(tmp_path / "text.png", b"tEXt", b"Comment\0hello")]
+    other = jpeg_with_app11(tmp_path / "jpeg360.jpg", jumbf_app11(b"jpeg360", os.urandom(100)))
+    plain = [jpeg_with_app11(tmp_path / "plain.jpg"), make_clip(tmp_path / "plain.mp4", frames=2),
+             png_with_chunk(tmp_path / "text.png", b"tEXt", b"Comment\0hello")]
     assert manifest_claim(other) is None and all(manifest_claim(p) is None for p in plain)
     code, findings = _verify([other, *plain], capsys)
     assert code == 0 and [f["c2pa"] for f in findings] == ["none"] * 4
@@ -266,12 +225,62 @@ def test_timestamp_url_is_used_for_every_output(tmp_path, tsa):
     marker = Marker("c2pa", marking_tags("offline", ["ffb_classic_swap"]),
                     Stamp("offline", ("ffb_classic_swap",), "ffb_classic_swap", "0" * 64),
                     credentials.local_credential(tmp_path / "cache"), timestamp_url=url)
-    original = _jpeg(tmp_path / "o.jpg")
+    original = jpeg_with_app11(tmp_path / "o.jpg")
     partial = tmp_path / ".s.ffb-1.tmp.jpg"
     shutil.copyfile(original, partial)
     with pytest.raises(MediaError, match="C2PA signing failed"):
         marker.place(partial, tmp_path / "s.jpg", parent=original)
     assert not (tmp_path / "s.jpg").exists() and len(seen) == 1 and _is_timestamp_query(seen[0][1], seen[0][2])
+
+
+def test_run_time_stamps_every_output_with_a_working_authority(offline, tmp_path, capsys):
+    targets = tmp_path / "in"
+    targets.mkdir()
+    for name in ("a.jpg", "b.png"):
+        cv2.imwrite(str(targets / name), face_frame())
+    authority = TimeStampAuthority(datetime.datetime.now(datetime.timezone.utc))
+    with TsaServer(authority) as url:
+        assert main(["run", "-q", "--json", "--c2pa-timestamp-url", url, "-s", str(SOURCE), "-t", str(targets),
+                     "-o", str(tmp_path / "out")]) == 0
+    capsys.readouterr()
+    assert len(authority.requests) == 3  # the check at start, then one per output
+    code, findings = _verify([tmp_path / "out" / "a.jpg", tmp_path / "out" / "b.png"], capsys)
+    assert code == 0 and {f["validation"] for f in findings} == {"valid (signer untrusted)"}
+
+
+def test_signatures_time_stamped_while_valid_stay_valid_after_expiry(tmp_path, capsys):
+    """The point of a TSA, end to end with real RFC 3161 tokens (a local authority, tests/tsa_standin.py):
+    two outputs signed while a short-lived certificate is valid, one with a time-stamp; once the
+    certificate has expired, the time-stamped one still validates (for a verifier that trusts the TSA),
+    the other is `signingCredential.expired`."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    expiry = now + datetime.timedelta(seconds=8)
+    chain, key = signing_chain(now - datetime.timedelta(days=1), expiry)
+    credential = Credential(chain, key, "es256", "CN=ffb test signer", "0" * 64, "test certificate")
+    authority = TimeStampAuthority(now)
+    original = jpeg_with_app11(tmp_path / "o.jpg")
+    with TsaServer(authority) as url:
+        for name, timestamp_url in (("stamped.jpg", url), ("unstamped.jpg", "")):
+            marker = Marker("c2pa", marking_tags("offline", ["ffb_classic_swap"]),
+                            Stamp("offline", ("ffb_classic_swap",), "ffb_classic_swap", "0" * 64), credential,
+                            timestamp_url=timestamp_url)
+            partial = tmp_path / f".{name}.ffb-1.tmp.jpg"
+            shutil.copyfile(original, partial)
+            marker.place(partial, tmp_path / name, parent=original)
+    if datetime.datetime.now(datetime.timezone.utc) > expiry - datetime.timedelta(seconds=1):
+        pytest.skip("signing took longer than the certificate's 8 s: this machine is too loaded to tell")
+    assert len(authority.requests) == 1
+    time.sleep((expiry - datetime.datetime.now(datetime.timezone.utc)).total_seconds() + 1)
+    trust = tmp_path / "tsa-root.pem"
+    trust.write_text(authority.root_pem())
+    code = main(["verify", "--json", "--trust", str(trust), str(tmp_path / "stamped.jpg"),
+                 str(tmp_path / "unstamped.jpg")])
+    out = capsys.readouterr().out
+    stamped, unstamped = (json.loads(out) if out.lstrip().startswith("[")
+                          else [json.loads(line) for line in out.splitlines() if line.strip()])
+    assert code == 1
+    assert stamped["validation"] == "valid (signer untrusted)" and stamped["problems"] == []
+    assert unstamped["validation"] == "invalid" and "signingCredential.expired" in unstamped["problems"][0]
 
 
 @pytest.mark.parametrize("url", ["tsa.example.com", "ftp://tsa.example.com", "https://"])

@@ -36,11 +36,13 @@ def _encode_args(colour: Colour, encoder: str = "libx264", pixel_format: str = "
     (Colour("bt709", "bt709", "iec61966-2-1", "pc"), "color_primaries=bt709:color_trc=iec61966-2-1:colorspace=bt709:range=pc"),
     (Colour("bt709", None, None, "tv"), "colorspace=bt709:range=tv"),  # what is unknown stays unset
     (Colour("bt709", "weird", "reserved", None), "colorspace=bt709"),  # a name setparams does not take is left out
+    # An RGB source (PNG in MP4): its identity matrix would mislabel the YUV output
+    (Colour("gbr", "bt709", "iec61966-2-1", "pc"), "color_primaries=bt709:color_trc=iec61966-2-1:range=pc"),
 ])
 def test_every_colour_property_is_set_on_the_frames_the_encoder_gets(colour, tags):
     chain = _encode_args(colour)[_encode_args(colour).index("-vf") + 1].split(",")
     assert f"setparams={tags}" in chain
-    assert chain.index(f"setparams={tags}") == 1  # after the conversion to YUV, which would reset them
+    assert chain[-1] == f"setparams={tags}"  # after the conversion to YUV, which would reset them
 
 
 def test_untagged_source_gets_no_setparams():
