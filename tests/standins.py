@@ -543,6 +543,20 @@ def build_swapper(path: PathLike, size: int, source_shape: Sequence[int] = (512,
     return _save(graph, path)
 
 
+def build_constant(path: PathLike, input_shape: Sequence[int], value: np.ndarray) -> Path:
+    """A model whose input ``input`` (float, `input_shape`) is read and whose output ``output`` is always `value`."""
+    nodes = [helper.make_node('ReduceMean', ['input'], ['mean'], keepdims=0),
+             helper.make_node('Mul', ['mean', 'zero'], ['nothing']),
+             helper.make_node('Add', ['value', 'nothing'], ['output'])]
+    graph = helper.make_graph(
+        nodes, Path(path).stem + '_standin',
+        inputs=[helper.make_tensor_value_info('input', TensorProto.FLOAT, list(input_shape))],
+        outputs=[helper.make_tensor_value_info('output', TensorProto.FLOAT, list(value.shape))],
+        initializer=[_init('zero', np.zeros((), np.float32)), _init('value', value.astype(np.float32))],
+    )
+    return _save(graph, path)
+
+
 def build_converter(path: PathLike, matrix: np.ndarray) -> Path:
     """Embedding converter stand-in (crossface_*): ``input`` (B,512) -> ``output`` (B,512) = input @ matrix."""
     graph = helper.make_graph(
