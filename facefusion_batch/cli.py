@@ -627,9 +627,9 @@ def _ffmpeg_rows(resolved) -> list[dict[str, Any]]:
 def _settings_table(rows: list[dict[str, Any]]) -> None:
     from facefusion_batch.tables import print_table
 
-    print_table(("section", "key", "value", "from"),
-                [(row["section"], row["key"], row["value"], row["origin"]) for row in rows],
-                line=lambda r: f"[{r[0]}] {r[1]} = {r[2]}  (from {r[3]})")
+    print_table(("section", "key", "value", "from", "role"),
+                [(row["section"], row["key"], row["value"], row["origin"], row.get("role", "")) for row in rows],
+                line=lambda r: f"[{r[0]}] {r[1]} = {r[2]}  (from {r[3]}{'; ' + r[4] if r[4] else ''})")
 
 
 def _summary_table(result) -> None:
