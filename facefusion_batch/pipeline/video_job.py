@@ -247,7 +247,7 @@ def finish_video(plan: VideoPlan, workspace: Workspace, tags: dict[str, str], se
             shutil.copyfile(info.path, partial)  # nothing to swap: the original goes through untouched
         else:
             with timed(plan.options.timings, "encode"):
-                _mux(info, chunks, workspace, partial, plan.container, tags, plan.colour)
+                _mux(plan, chunks, workspace, partial, tags)
             with timed(plan.options.timings, "verify"):
                 _verify(partial, info, total)
             notes = []
@@ -537,13 +537,14 @@ class _Encoder:
             self._process.wait()
 
 
-def _mux(info: VideoInfo, chunks: list[Path], workspace: Workspace, partial: Path, container: str,
-         tags: dict[str, str], colour: Colour) -> None:
+def _mux(plan: VideoPlan, chunks: list[Path], workspace: Workspace, partial: Path, tags: dict[str, str]) -> None:
+    info, container = plan.info, plan.container
     listing = workspace.path / "chunks.txt"
     listing.write_text(ffmpeg.concat_list(chunks), encoding="utf-8")
+    video_tags = ffmpeg.stream_tags(plan.colour, info.picture) + ffmpeg.codec_tag_args(plan.options.encode.encoder,
+                                                                                       container)
     ffmpeg.run(ffmpeg.mux_command(listing, info.path, partial, container, info.audio_codec, tags,
-                                  info.subtitle_codecs, info.start_time,
-                                  ffmpeg.stream_tags(colour, info.picture), info.timecode,
+                                  info.subtitle_codecs, info.start_time, video_tags, info.timecode,
                                   info.audio_codecs, info.covers),
                f"{info.path}: joining chunks and audio")
 

@@ -270,6 +270,11 @@ _MASTERING = re.compile(
 _LIGHT_LEVEL = re.compile(r"content light level[^\n]*?MaxCLL=(\d+),\s*MaxFALL=(\d+)", re.IGNORECASE)
 
 
+def _xy(x: float, y: float) -> str:
+    """A CIE 1931 chromaticity in x265's units of 0.00002."""
+    return f"({round(x * 50000)},{round(y * 50000)})"
+
+
 def parse_hdr_metadata(text: str) -> tuple[str | None, str | None]:
     """(mastering display, content light level) in x265's notation (see Colour) from ffmpeg's description
     of a frame's or stream's side data; None for what it does not carry."""
@@ -277,8 +282,7 @@ def parse_hdr_metadata(text: str) -> tuple[str | None, str | None]:
     found = _MASTERING.search(text)
     if found:
         rx, ry, gx, gy, bx, by, wx, wy, low, high = (float(v) for v in found.groups())
-        xy = lambda x, y: f"({round(x * 50000)},{round(y * 50000)})"  # noqa: E731
-        master = (f"G{xy(gx, gy)}B{xy(bx, by)}R{xy(rx, ry)}WP{xy(wx, wy)}"
+        master = (f"G{_xy(gx, gy)}B{_xy(bx, by)}R{_xy(rx, ry)}WP{_xy(wx, wy)}"
                   f"L({round(high * 10000)},{round(low * 10000)})")
     found = _LIGHT_LEVEL.search(text)
     if found:
@@ -365,6 +369,14 @@ def stream_tags(colour: Colour, picture: Picture) -> list[str]:
     the bitstream (Matroska) take them from here, the bitstream alone can't say 'tv' range."""
     args = field_args("copy", picture) + colour_args(colour)
     return args
+
+
+def codec_tag_args(encoder: str, container: str) -> list[str]:
+    """HEVC in MP4/MOV tagged hvc1 (parameter sets in the sample description), which Apple's players need;
+    ffmpeg's default, hev1, they don't play."""
+    if encoder in ("libx265", "hevc_nvenc") and container in ("mp4", "mov"):
+        return ["-tag:v", "hvc1"]
+    return []
 
 
 def output_pixel_format(width: int, height: int, source_pixel_format: str, ten_bit: bool = False) -> str:

@@ -45,6 +45,11 @@ def test_every_colour_property_is_set_on_the_frames_the_encoder_gets(colour, tag
     assert chain[-1] == f"setparams={tags}"  # after the conversion to YUV, which would reset them
 
 
+def test_hevc_is_tagged_hvc1_in_mp4_and_mov_only():
+    assert ffmpeg.codec_tag_args("libx265", "mp4") == ffmpeg.codec_tag_args("libx265", "mov") == ["-tag:v", "hvc1"]
+    assert ffmpeg.codec_tag_args("libx265", "mkv") == [] and ffmpeg.codec_tag_args("libx264", "mp4") == []
+
+
 def test_untagged_source_gets_no_setparams():
     assert ffmpeg.setparams_filter(Colour()) is None and "-vf" not in _encode_args(Colour())
 
@@ -176,6 +181,9 @@ def test_hdr10_output_is_10_bit_hevc_with_its_metadata(isolated, capsys):
     after = probe(output)
     assert after.colour == probe(clip).colour == HDR10
     assert after.codec == "hevc" and after.pixel_format == "yuv420p10le"
+    described = subprocess.run([ffmpeg.ffmpeg_binary(), "-hide_banner", "-i", str(output)], capture_output=True,
+                               text=True).stderr
+    assert "(hvc1 / " in described  # Apple's players need hvc1, not ffmpeg's default hev1
     assert json.loads(capsys.readouterr().out)["outcomes"][0]["status"] == "done"
 
 
