@@ -1,6 +1,6 @@
 """Whether a file's structure claims a C2PA manifest, read without the C2PA library: where each format puts
 one (JPEG's APP11 JUMBF segments, a BMFF `uuid` box with C2PA's id, PNG's `caBX` chunk, a RIFF `C2PA`
-chunk), else a JUMBF box labelled c2pa anywhere. `ffb verify` uses it to tell a file that carries no
+chunk); in other formats, a JUMBF box labelled c2pa in the first 64 MB. `ffb verify` uses it to tell a file that carries no
 manifest from one whose manifest is damaged: data that claims to be a manifest and does not parse."""
 from __future__ import annotations
 
@@ -19,24 +19,26 @@ def manifest_claim(path: Path) -> str | None:
         with open(path, "rb") as handle:
             head = handle.read(12)
             handle.seek(0)
-            claim = _structural_claim(head, handle)
-            if claim is None and _jumbf_labelled_c2pa(handle):
+            walked, claim = _structural_claim(head, handle)
+            if not walked and _jumbf_labelled_c2pa(handle):
                 claim = "a JUMBF box labelled c2pa"
             return claim
     except OSError:
         return None
 
 
-def _structural_claim(head: bytes, handle: BinaryIO) -> str | None:
+def _structural_claim(head: bytes, handle: BinaryIO) -> tuple[bool, str | None]:
+    """(whether the format is one walked here, what in it claims a manifest): a walked format is judged by
+    where C2PA puts the manifest in it, without reading its media data."""
     if head[:2] == b"\xff\xd8":
-        return "an APP11 (JUMBF) segment" if _jpeg_has_app11(handle) else None
+        return True, "an APP11 (JUMBF) segment" if _jpeg_has_app11(handle) else None
     if head[:8] == b"\x89PNG\r\n\x1a\n":
-        return "a caBX chunk" if _png_has_cabx(handle) else None
+        return True, "a caBX chunk" if _png_has_cabx(handle) else None
     if head[:4] == b"RIFF":
-        return "a C2PA chunk" if _riff_has_c2pa(handle) else None
+        return True, "a C2PA chunk" if _riff_has_c2pa(handle) else None
     if head[4:8] in (b"ftyp", b"styp", b"moov", b"mdat", b"free", b"wide", b"uuid", b"skip"):
-        return "a C2PA uuid box" if _bmff_has_c2pa_uuid(handle) else None
-    return None
+        return True, "a C2PA uuid box" if _bmff_has_c2pa_uuid(handle) else None
+    return False, None
 
 
 def _jpeg_has_app11(handle: BinaryIO) -> bool:
@@ -137,10 +139,10 @@ def _bmff_has_c2pa_uuid(handle: BinaryIO) -> bool:
 
 
 def _jumbf_labelled_c2pa(handle: BinaryIO) -> bool:
-    """Whether the bytes hold a JUMBF box labelled c2pa anywhere (formats not walked above)."""
+    """Whether the first _HEADER_LIMIT bytes hold a JUMBF box labelled c2pa (formats not walked above)."""
     handle.seek(0)
     tail = b""
-    while chunk := handle.read(1 << 20):
+    while handle.tell() < _HEADER_LIMIT and (chunk := handle.read(1 << 20)):
         window = tail + chunk
         at = window.find(b"jumb")
         while at >= 0:
