@@ -102,12 +102,16 @@ def to_8bit(deep: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
 
 
 def deepen(deep: np.ndarray, processed: np.ndarray) -> np.ndarray:
-    """The 16-bit frame to encode: the decoded 16-bit pixels (`deep`) wherever processing left the 8-bit
-    pixel as `to_8bit` made it, the processed pixel (scaled to 16 bits) where it changed one."""
-    changed = np.any(processed != to_8bit(deep), axis=2)
-    out = deep.copy()
-    out[changed] = processed[changed].astype(np.uint16) * 257
-    return out
+    """The 16-bit frame to encode, written into `deep` (the decoded 16-bit pixels) and returned: they stay
+    wherever processing left the 8-bit pixel as `to_8bit` made it; where it changed one, the processed pixel
+    (scaled to 16 bits) replaces them. Only the rectangle around the changes is touched."""
+    diff = cv2.absdiff(processed, to_8bit(deep))
+    changed = cv2.max(cv2.max(diff[:, :, 0], diff[:, :, 1]), diff[:, :, 2])
+    x, y, width, height = cv2.boundingRect(changed)
+    if width and height:
+        box = (slice(y, y + height), slice(x, x + width))
+        np.copyto(deep[box], processed[box].astype(np.uint16) * 257, where=changed[box][:, :, None] > 0)
+    return deep
 
 
 class Bgr48Converter:

@@ -197,6 +197,20 @@ def test_hdr_through_libx264_is_tone_mapped_and_the_note_says_so(isolated, capsy
     assert outcome["status"] == "done" and "tone-mapped to SDR BT.709" in outcome["reason"]
 
 
+def test_deepen_keeps_16_bit_pixels_wherever_processing_changed_none():
+    from facefusion_batch.video.decoder import deepen, to_8bit
+
+    deep = np.random.default_rng(3).integers(0, 65536, (36, 64, 3), dtype=np.uint16)
+    processed = to_8bit(deep)
+    assert np.array_equal(deepen(deep.copy(), processed), deep)  # nothing changed: every 16-bit pixel stays
+    processed[10:20, 30:40] = 200
+    processed[2, 60, 0] ^= 1  # one channel of one pixel, far from the rest
+    changed = np.any(processed != to_8bit(deep), axis=2)
+    out = deepen(deep.copy(), processed)
+    assert np.array_equal(out[changed], processed[changed].astype(np.uint16) * 257)
+    assert np.array_equal(out[~changed], deep[~changed])
+
+
 def _luma10(path: Path) -> np.ndarray:
     """The 10-bit luma planes of a clip's frames (frames, height, width)."""
     info = probe(path)
