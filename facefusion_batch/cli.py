@@ -181,7 +181,8 @@ def run(
                                                     "keeps: " + " ".join(choices("face_mask_regions")) + "."),
     face_mask_areas: Optional[str] = typer.Option(None, metavar="AREA...", help="Face areas the area mask keeps: "
                                                   + " ".join(choices("face_mask_areas")) + "."),
-    face_occluder_model: Optional[FaceOccluderModel] = typer.Option(None, help="Occlusion mask model."),
+    face_occluder_model: Optional[FaceOccluderModel] = typer.Option(None, help="Occlusion mask model (many: every "
+                                                                    "XSeg, the strictest wins)."),
     face_parser_model: Optional[FaceParserModel] = typer.Option(None, help="Region mask model."),
     face_landmarker_model: Optional[FaceLandmarkerModel] = typer.Option(None, help="68-point landmarker for the "
                                                                         "area mask (default 2dfan4; many: both)."),
@@ -190,9 +191,10 @@ def run(
     face_selector_order: Optional[FaceSelectorOrder] = typer.Option(None, help="Order of a frame's faces; "
                                                                     "--face-selector-mode one takes the first."),
     face_selector_gender: Optional[FaceSelectorGender] = typer.Option(None, help="Only faces of this gender "
-                                                                      "(needs the fairface model)."),
-    face_selector_race: Optional[FaceSelectorRace] = typer.Option(None, help="Only faces of this race (needs the "
-                                                                  "fairface model)."),
+                                                                      "(auto: the source face's; needs the "
+                                                                      "fairface model)."),
+    face_selector_race: Optional[FaceSelectorRace] = typer.Option(None, help="Only faces of this race (auto: the "
+                                                                  "source face's; needs the fairface model)."),
     face_selector_age_start: Optional[int] = typer.Option(None, help="Only faces of at least this age (fairface)."),
     face_selector_age_end: Optional[int] = typer.Option(None, help="Only faces younger than this age (fairface)."),
     reference_face_distance: Optional[float] = typer.Option(None, help="0..1: how unlike --reference-face a face "

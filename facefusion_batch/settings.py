@@ -42,19 +42,19 @@ FaceMaskType = Literal["box", "occlusion", "area", "region"]
 FaceMaskRegion = Literal["skin", "left-eyebrow", "right-eyebrow", "left-eye", "right-eye", "glasses", "nose",
                          "mouth", "upper-lip", "lower-lip"]
 FaceMaskArea = Literal["upper-face", "lower-face", "mouth"]
-FaceOccluderModel = Literal["xseg_1", "xseg_2", "xseg_3"]
+FaceOccluderModel = Literal["many", "xseg_1", "xseg_2", "xseg_3"]
 FaceLandmarkerModel = Literal["many", "2dfan4", "peppa_wutz"]
 FaceParserModel = Literal["bisenet_resnet_18", "bisenet_resnet_34"]
 FaceSelectorOrder = Literal["left-right", "right-left", "top-bottom", "bottom-top", "small-large", "large-small",
                             "best-worst", "worst-best"]
-FaceSelectorGender = Literal["female", "male"]
-FaceSelectorRace = Literal["white", "black", "latino", "asian", "indian", "arabic"]
+FaceSelectorGender = Literal["auto", "female", "male"]  # auto: the source face's (as FaceFusion)
+FaceSelectorRace = Literal["auto", "white", "black", "latino", "asian", "indian", "arabic"]
 PIXEL_BOOST_SIZES = (128, 256, 384, 512, 768, 1024)  # every model's own sizes are a subset (checked at start)
 VideoEncoder = Literal["auto", "libx264", "libx265", "libvpx-vp9", "h264_nvenc", "hevc_nvenc"]
 VideoPreset = Literal[
     "ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"
 ]
-TempFrameFormat = Literal["bmp", "png", "jpg"]
+TempFrameFormat = Literal["bmp", "png", "jpg", "tiff"]
 FrameTransport = Literal["temp", "memory"]
 VideoMemoryStrategy = Literal["strict", "moderate", "tolerant"]
 LogLevel = Literal["error", "info"]
@@ -148,10 +148,12 @@ class Settings:
         "face_selector", "Order of the faces of a frame; mode one takes the first (large-small: the largest).",
         "large-small")
     face_selector_gender: FaceSelectorGender | None = _spec(
-        "face_selector", "Swap only faces classified as this gender (needs the fairface model; neural engine).",
+        "face_selector", "Swap only faces classified as this gender (auto: the source face's; needs the fairface "
+        "model; neural engine).",
         None)
     face_selector_race: FaceSelectorRace | None = _spec(
-        "face_selector", "Swap only faces classified as this race (needs the fairface model; neural engine).",
+        "face_selector", "Swap only faces classified as this race (auto: the source face's; needs the fairface "
+        "model; neural engine).",
         None)
     face_selector_age_start: int | None = _spec(
         "face_selector", "Swap only faces whose classified age bracket reaches this age or more (fairface).", None)
@@ -172,7 +174,8 @@ class Settings:
                                                            "lower-lip"))
     face_mask_areas: tuple[FaceMaskArea, ...] = _spec("face_masker", "Face areas the area mask keeps.",
                                                       ("upper-face", "lower-face", "mouth"))
-    face_occluder_model: FaceOccluderModel = _spec("face_masker", "Occlusion mask model.", "xseg_1")
+    face_occluder_model: FaceOccluderModel = _spec("face_masker", "Occlusion mask model (many: xseg_1, xseg_2 and "
+                                                   "xseg_3, the strictest wins).", "xseg_1")
     face_parser_model: FaceParserModel = _spec("face_masker", "Region mask model.", "bisenet_resnet_34")
     face_landmarker_model: FaceLandmarkerModel = _spec(
         "face_landmarker", "68-point landmarker for the area mask: 2dfan4, peppa_wutz, or many (both; the better "
@@ -354,6 +357,7 @@ _FACEFUSION_VALUES = {
     "face_detector_model": {"yolo_face": "yoloface"},
     "temp_frame_format": {"jpeg": "jpg"},
     "log_level": {"warn": "info", "debug": "info"},
+    "frame_transport": {"disk": "temp"},  # FaceFusion's workflow_strategy: disk spools frames, memory does not
 }
 
 
@@ -474,7 +478,7 @@ def load_profile(path: Path) -> Profile:
     raw_sections = _read_toml(path) if path.suffix.lower() == ".toml" else _read_ini(path)
     values: dict[str, Any] = {}
     problems: list[str] = []
-    ignored: list[tuple[str, str]] = []
+    ignored: list[tuple[str, str, str]] = []
     for section, keys in raw_sections.items():
         if section not in ALL_SECTIONS:
             problems.append(f"unknown section [{section}]{_did_you_mean(section, ALL_SECTIONS)}"
@@ -485,7 +489,8 @@ def load_profile(path: Path) -> Profile:
         for key, raw in keys.items():
             blank = isinstance(raw, str) and raw.strip() == ""
             name = facefusion_ini.RENAMED.get(key, key)
-            if name in FIELDS and section in _sections_of(name):
+            if name in FIELDS and (section in _sections_of(name) or (
+                    name != key and facefusion_ini.is_facefusion_key(section, key))):
                 if blank:
                     continue  # FaceFusion leaves unset keys blank: keep the default
                 try:
@@ -496,8 +501,8 @@ def load_profile(path: Path) -> Profile:
                 if not blank:
                     value = " ".join(map(str, raw)) if isinstance(raw, list) else str(raw)
                     try:
-                        ignored.append((section, facefusion_ini.unsupported_note(
-                            key, value, key, f"[{section}] {key} = {value}")))
+                        ignored.append((section, key, facefusion_ini.ignored_because(
+                            key, value, f"[{section}] {key} = {value}")))
                     except SettingsError as exc:
                         problems.append(str(exc))
             else:
@@ -511,12 +516,14 @@ def load_profile(path: Path) -> Profile:
     return Profile(values, tuple(warnings))
 
 
-def _by_section(notes: list[tuple[str, str]]) -> str:
-    """'[a] k1, k2; [b] k3' from (section, key note) pairs."""
-    grouped: dict[str, list[str]] = {}
-    for section, note in notes:
-        grouped.setdefault(section, []).append(note)
-    return "; ".join(f"[{section}] {', '.join(keys)}" for section, keys in grouped.items())
+def _by_section(notes: list[tuple[str, str, str]]) -> str:
+    """'[a] k1, k2 (why); [b] k3 (why), k4 (why)' from (section, key, why) triples: each section once, the keys
+    sharing a reason together."""
+    grouped: dict[str, dict[str, list[str]]] = {}
+    for section, key, why in notes:
+        grouped.setdefault(section, {}).setdefault(why, []).append(key)
+    return "; ".join(f"[{section}] " + ", ".join(f"{', '.join(keys)} ({why})" for why, keys in reasons.items())
+                     for section, reasons in grouped.items())
 
 
 def _unknown_key(section: str, key: str) -> str:
@@ -540,10 +547,37 @@ def _read_ini(path: Path) -> dict[str, dict[str, Any]]:
     # No default section: configparser's [DEFAULT] would leak its keys into every section unchecked.
     parser = configparser.ConfigParser(interpolation=None, default_section="\0none")
     try:
-        parser.read(path, encoding="utf-8")
-    except (configparser.Error, UnicodeDecodeError) as exc:
-        raise SettingsError(f"{path}: not a valid ini file ({str(exc).splitlines()[0]})") from None
+        text = path.read_text(encoding="utf-8-sig")  # Windows editors save a BOM before [paths]
+    except UnicodeDecodeError as exc:
+        line = exc.object[:exc.start].count(b"\n") + 1
+        raise SettingsError(f"{path}: not a valid ini file (line {line} is not UTF-8 text); save it as UTF-8") \
+            from None
+    except OSError as exc:
+        raise SettingsError(f"{path}: can't read the profile ({exc.strerror or exc})") from None
+    try:
+        parser.read_string(text, source=str(path))
+    except configparser.Error as exc:
+        raise SettingsError(f"{path}: not a valid ini file ({_ini_problem(exc)})") from None
     return {s: dict(parser.items(s)) for s in parser.sections()}
+
+
+def _ini_problem(exc: configparser.Error) -> str:
+    """configparser's complaint as 'line N: what' (its own text names the file as a Python value)."""
+    if isinstance(exc, configparser.MissingSectionHeaderError):
+        return f"line {exc.lineno}: {exc.line.strip()!r} comes before any [section] header"
+    if isinstance(exc, configparser.DuplicateSectionError):
+        return f"line {exc.lineno}: section [{exc.section}] appears twice; merge the two"
+    if isinstance(exc, configparser.DuplicateOptionError):
+        return f"line {exc.lineno}: [{exc.section}] {exc.option} is set twice; keep one"
+    if isinstance(exc, configparser.ParsingError) and exc.errors:
+        lineno, line = exc.errors[0]
+        if line[:1] in "'\"":  # Python 3.11/3.12 keep the line as its repr
+            import ast
+
+            line = ast.literal_eval(line)
+        more = f" (and {len(exc.errors) - 1} more such lines)" if len(exc.errors) > 1 else ""
+        return f"line {lineno}: {line.strip()!r} is not key = value{more}"
+    return str(exc).splitlines()[0]  # pragma: no cover - every error read_string raises is handled above
 
 
 def _read_toml(path: Path) -> dict[str, dict[str, Any]]:

@@ -40,8 +40,9 @@ class FaceEngine(Protocol):
         """Several source photos of one person as one identity (SettingsError where the engine can't)."""
         ...
 
-    def face_filter(self) -> Callable[[np.ndarray, list[Face]], list[Face]] | None:
-        """The face selector's gender/race/age filters as one function, or None when none is set."""
+    def face_filter(self, source: Record | None = None) -> Callable[[np.ndarray, list[Face]], list[Face]] | None:
+        """The face selector's gender/race/age filters as one function, or None when none is set (`auto`
+        filters take the source face's gender/race from its record)."""
         ...
 
     def swap(self, frame: np.ndarray, faces: Sequence[Face], source: Record) -> np.ndarray: ...
@@ -151,8 +152,8 @@ def _majority(votes: list[bool]) -> bool:
     return yes * 2 > len(votes) or (yes * 2 == len(votes) and votes[0])
 
 
-def build_selection(settings: Settings, engine: FaceEngine) -> Selection:
-    keep = engine.face_filter()
+def build_selection(settings: Settings, engine: FaceEngine, source: Record | None = None) -> Selection:
+    keep = engine.face_filter(source)
     order = settings.face_selector_order
     if settings.face_selector_mode != "reference":
         return Selection(settings.face_selector_mode, order=order, keep=keep)
