@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable, Sequence, Union
 
 from facefusion_batch.driver import run_batch
+from facefusion_batch.engines import preflight
 from facefusion_batch.errors import SettingsError
 from facefusion_batch.executors.base import Executor
 from facefusion_batch.metrics import RunMetrics
@@ -60,6 +61,7 @@ def run(source: PathLike | Sequence[PathLike], targets: PathLike | Sequence[Path
         settings, dropped = usable_settings(settings)
         for line in dropped:
             reporter.message(f"ffb: {line}")
+        preflight(settings)  # a missing model or a refused setting: said before anything is written
     lock, journal = open_state(settings, wait, reporter)
     result = None
     try:
@@ -109,6 +111,7 @@ def watch(source: PathLike | Sequence[PathLike], directories: Sequence[PathLike]
         settings, dropped = _usable(settings)
         for line in dropped:
             reporter.message(f"ffb: {line}")
+        preflight(settings)
         usable_reload = (lambda: _usable(reload())[0]) if reload is not None else None
     lock, journal = open_state(settings, wait, reporter)
     result = None

@@ -645,6 +645,7 @@ def load_settings(
             values[key] = value
             origins[key] = origin
     settings = Settings(**values)
+    settings, engine_notes = _engine_request(settings, origins)
     if settings.face_selector_mode == "reference" and settings.reference_face_path is None:
         raise SettingsError("face_selector_mode is reference but no reference face: pass --reference-face IMAGE, "
                             "a photo of the face to replace (FaceFusion takes a frame of the target instead: save "
@@ -653,7 +654,52 @@ def load_settings(
         _check_ray(settings)
     _check_provenance(settings)
     _check_processors(settings)
-    return Resolved(settings, origins, (*loaded.warnings, *env_warnings, *_loose_reference(settings)))
+    return Resolved(settings, origins, (*loaded.warnings, *env_warnings, *engine_notes, *_loose_reference(settings)))
+
+
+# Settings that name a neural model file, or where the files are: set by a flag, or to other than the default
+# in a profile or the environment, they ask for the neural engine, and `auto` must not answer with the offline
+# one (it would make an offline output of a run that asked for a model).
+NEURAL_REQUESTS = ("models_path", "face_swapper_model", "face_detector_model", "face_enhancer_model",
+                   "face_occluder_model", "face_parser_model", "face_landmarker_model")
+# ffb's default model of a role, FaceFusion 3.8.1's default of it, and their files: a models directory that
+# holds FaceFusion's default but not ffb's (a FaceFusion .assets/models) runs on FaceFusion's.
+FACEFUSION_DEFAULTS: dict[str, tuple[str, str, str]] = {
+    "face_swapper_model": ("inswapper_128.onnx", "hyperswap_1a_256", "hyperswap_1a_256.onnx"),
+    "face_detector_model": ("scrfd_2.5g.onnx", "yoloface", "yoloface_8n.onnx"),
+}
+
+
+def default_of(name: str) -> Any:
+    spec = FIELDS[name]
+    return spec.default_factory() if spec.default is dataclasses.MISSING else spec.default  # type: ignore[misc]
+
+
+def _engine_request(settings: Settings, origins: dict[str, str]) -> tuple[Settings, list[str]]:
+    """`auto` made `neural` when a setting asks for a neural model (origins say why), and the swapper and
+    detector left at ffb's defaults made FaceFusion's where only FaceFusion's files are in models_path."""
+    notes: list[str] = []
+    if settings.engine == "offline":
+        return settings, notes
+    swaps = {}
+    for name, (own_file, facefusion, facefusion_file) in FACEFUSION_DEFAULTS.items():
+        if origins[name] == "default" and not (settings.models_path / own_file).is_file() \
+                and (settings.models_path / facefusion_file).is_file():
+            swaps[name] = facefusion
+            origins[name] = f"FaceFusion's default ({own_file} is not in models_path, {facefusion_file} is)"
+    if swaps:
+        settings = dataclasses.replace(settings, **swaps)
+        notes.append(f"models_path {settings.models_path} holds FaceFusion's default models, not ffb's: using "
+                     + ", ".join(f"{name} {value}" for name, value in swaps.items())
+                     + " (set them to choose others)")
+    if settings.engine == "auto":
+        for name in NEURAL_REQUESTS:
+            value, origin = getattr(settings, name), origins[name]
+            if origin == "flag" or (origin not in ("default",) and not origin.startswith("FaceFusion's")
+                                    and value != default_of(name)):
+                origins["engine"] = f"auto: neural, as {name} ({origin}) asks for a neural model"
+                return dataclasses.replace(settings, engine="neural"), notes
+    return settings, notes
 
 
 def _range_hint(name: str, value: Any) -> str:
