@@ -62,6 +62,7 @@ def run(source: PathLike | Sequence[PathLike], targets: PathLike | Sequence[Path
         for line in dropped:
             reporter.message(f"ffb: {line}")
         preflight(settings)  # a missing model or a refused setting: said before anything is written
+        check_encoder(settings)
     lock, journal = open_state(settings, wait, reporter)
     result = None
     try:
@@ -114,6 +115,7 @@ def watch(source: PathLike | Sequence[PathLike], directories: Sequence[PathLike]
         for line in dropped:
             reporter.message(f"ffb: {line}")
         preflight(settings)
+        check_encoder(settings)
         usable_reload = (lambda: _usable(reload())[0]) if reload is not None else None
     lock, journal = open_state(settings, wait, reporter)
     result = None
@@ -139,6 +141,20 @@ def watch(source: PathLike | Sequence[PathLike], directories: Sequence[PathLike]
             metrics.end(result)
         journal.close()
         lock.release()
+
+
+def check_encoder(settings: Settings) -> None:
+    """A chosen video encoder this machine's ffmpeg can't use: one SettingsError at start, not a failure per
+    target (`auto` takes libx264 / libvpx-vp9, which every ffmpeg ffb takes has)."""
+    from facefusion_batch.video.ffmpeg import encoder_problem
+
+    encoder = settings.output_video_encoder
+    if encoder == "auto":
+        return
+    problem = encoder_problem(encoder)
+    if problem:
+        raise SettingsError(f"output_video_encoder {encoder}: {problem}; choose another with "
+                            "--output-video-encoder (libx264, libx265, libvpx-vp9) or leave it at auto")
 
 
 def _usable(settings: Settings) -> tuple[Settings, list[str]]:
