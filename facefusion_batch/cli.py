@@ -355,6 +355,7 @@ def run(
     if watching is not None:  # `ffb watch`: these options, one long-lived run (see `watch` below)
         return _watch(settings, lambda: _reloaded(profile, flags), sources[0] if len(sources) == 1 else sources,
                       target, watching, wait, quiet, retry_failed, as_json, stamp)
+    _check_targets_exist(target)
     metrics = None
     if metrics_file:
         from facefusion_batch.metrics import FileMetrics
@@ -625,6 +626,16 @@ def check_source(path: Path) -> None:
     problem = image_header_problem(head)
     if problem:
         raise SourceError(f"{path}: {problem}; {fix}")
+
+
+def _check_targets_exist(specs: list[str]) -> None:
+    """A target path that names nothing (not a glob) is a usage error, said before any model loads."""
+    import glob
+
+    missing = [spec for spec in specs if not glob.has_magic(spec) and not os.path.lexists(spec)]
+    if missing:
+        raise SettingsError(f"{', '.join(missing)}: no such file or directory; check the target path (-t) or "
+                            "quote a glob ('clips/*.mp4')")
 
 
 def _check_output_file(output: Path, specs: list[str]) -> None:
