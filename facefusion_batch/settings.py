@@ -44,19 +44,19 @@ FaceMaskType = Literal["box", "occlusion", "area", "region"]
 FaceMaskRegion = Literal["skin", "left-eyebrow", "right-eyebrow", "left-eye", "right-eye", "glasses", "nose",
                          "mouth", "upper-lip", "lower-lip"]
 FaceMaskArea = Literal["upper-face", "lower-face", "mouth"]
-FaceOccluderModel = Literal["xseg_1", "xseg_2", "xseg_3"]
+FaceOccluderModel = Literal["many", "xseg_1", "xseg_2", "xseg_3"]
 FaceLandmarkerModel = Literal["many", "2dfan4", "peppa_wutz"]
 FaceParserModel = Literal["bisenet_resnet_18", "bisenet_resnet_34"]
 FaceSelectorOrder = Literal["left-right", "right-left", "top-bottom", "bottom-top", "small-large", "large-small",
                             "best-worst", "worst-best"]
-FaceSelectorGender = Literal["female", "male"]
-FaceSelectorRace = Literal["white", "black", "latino", "asian", "indian", "arabic"]
+FaceSelectorGender = Literal["auto", "female", "male"]  # auto: the source face's (as FaceFusion)
+FaceSelectorRace = Literal["auto", "white", "black", "latino", "asian", "indian", "arabic"]
 PIXEL_BOOST_SIZES = (128, 256, 384, 512, 768, 1024)  # every model's own sizes are a subset (checked at start)
 VideoEncoder = Literal["auto", "libx264", "libx265", "libvpx-vp9", "h264_nvenc", "hevc_nvenc"]
 VideoPreset = Literal[
     "ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"
 ]
-TempFrameFormat = Literal["bmp", "png", "jpg"]
+TempFrameFormat = Literal["bmp", "png", "jpg", "tiff"]
 FrameTransport = Literal["temp", "memory"]
 VideoMemoryStrategy = Literal["strict", "moderate", "tolerant"]
 LogLevel = Literal["error", "info"]
@@ -212,11 +212,13 @@ class Settings:
         "large-small",
         role="output-unless-default")
     face_selector_gender: FaceSelectorGender | None = _spec(
-        "face_selector", "Swap only faces classified as this gender (needs the fairface model; neural engine).",
+        "face_selector", "Swap only faces classified as this gender (auto: the source face's; needs the fairface "
+        "model; neural engine).",
         None,
         role="output-unless-default", engine=True)
     face_selector_race: FaceSelectorRace | None = _spec(
-        "face_selector", "Swap only faces classified as this race (needs the fairface model; neural engine).",
+        "face_selector", "Swap only faces classified as this race (auto: the source face's; needs the fairface "
+        "model; neural engine).",
         None,
         role="output-unless-default", engine=True)
     face_selector_age_start: int | None = _spec(
@@ -245,7 +247,8 @@ class Settings:
     face_mask_areas: tuple[FaceMaskArea, ...] = _spec("face_masker", "Face areas the area mask keeps.",
                                                       ("upper-face", "lower-face", "mouth"),
                                                       role="output-unless-default", engine=True)
-    face_occluder_model: FaceOccluderModel = _spec("face_masker", "Occlusion mask model.", "xseg_1",
+    face_occluder_model: FaceOccluderModel = _spec("face_masker", "Occlusion mask model (many: xseg_1, xseg_2 and "
+                                                   "xseg_3, the strictest wins).", "xseg_1",
                                                    role="output-unless-default", engine=True)
     face_parser_model: FaceParserModel = _spec("face_masker", "Region mask model.", "bisenet_resnet_34",
                                                role="output-unless-default", engine=True)
@@ -309,7 +312,7 @@ class Settings:
     frame_transport: FrameTransport = _spec(
         "frame_extraction", "temp: frames are spooled through temp_path in chunks; memory: frames pass in memory "
         "only (no temp frame files).", "temp",
-        role="run")
+        role="run", facefusion="workflow_strategy")
 
     execution_providers: tuple[ExecutionProvider, ...] = _spec(
         "execution", "ONNX Runtime providers in order of preference.", ("cpu",),
@@ -463,6 +466,7 @@ _FACEFUSION_VALUES = {
     "face_detector_model": {"yolo_face": "yoloface"},
     "temp_frame_format": {"jpeg": "jpg"},
     "log_level": {"warn": "info", "debug": "info"},
+    "frame_transport": {"disk": "temp"},  # FaceFusion's workflow_strategy: disk spools frames, memory does not
 }
 
 
@@ -583,7 +587,7 @@ def load_profile(path: Path) -> Profile:
     raw_sections = _read_toml(path) if path.suffix.lower() == ".toml" else _read_ini(path)
     values: dict[str, Any] = {}
     problems: list[str] = []
-    ignored: list[tuple[str, str]] = []
+    ignored: list[tuple[str, str, str]] = []
     for section, keys in raw_sections.items():
         if section not in ALL_SECTIONS:
             problems.append(f"unknown section [{section}]{_did_you_mean(section, ALL_SECTIONS)}"
@@ -594,7 +598,8 @@ def load_profile(path: Path) -> Profile:
         for key, raw in keys.items():
             blank = isinstance(raw, str) and raw.strip() == ""
             name = FROM_FACEFUSION.get(key, key)
-            if name in FIELDS and section in _sections_of(name):
+            if name in FIELDS and (section in _sections_of(name) or (
+                    name != key and facefusion_ini.is_facefusion_key(section, key))):
                 if blank:
                     continue  # FaceFusion leaves unset keys blank: keep the default
                 try:
@@ -605,8 +610,8 @@ def load_profile(path: Path) -> Profile:
                 if not blank:
                     value = " ".join(map(str, raw)) if isinstance(raw, list) else str(raw)
                     try:
-                        ignored.append((section, facefusion_ini.unsupported_note(
-                            key, value, key, f"[{section}] {key} = {value}")))
+                        ignored.append((section, key, facefusion_ini.ignored_because(
+                            key, value, f"[{section}] {key} = {value}")))
                     except SettingsError as exc:
                         problems.append(str(exc))
             else:
@@ -620,12 +625,14 @@ def load_profile(path: Path) -> Profile:
     return Profile(values, tuple(warnings))
 
 
-def _by_section(notes: list[tuple[str, str]]) -> str:
-    """'[a] k1, k2; [b] k3' from (section, key note) pairs."""
-    grouped: dict[str, list[str]] = {}
-    for section, note in notes:
-        grouped.setdefault(section, []).append(note)
-    return "; ".join(f"[{section}] {', '.join(keys)}" for section, keys in grouped.items())
+def _by_section(notes: list[tuple[str, str, str]]) -> str:
+    """'[a] k1, k2 (why); [b] k3 (why), k4 (why)' from (section, key, why) triples: each section once, the keys
+    sharing a reason together."""
+    grouped: dict[str, dict[str, list[str]]] = {}
+    for section, key, why in notes:
+        grouped.setdefault(section, {}).setdefault(why, []).append(key)
+    return "; ".join(f"[{section}] " + ", ".join(f"{', '.join(keys)} ({why})" for why, keys in reasons.items())
+                     for section, reasons in grouped.items())
 
 
 def _unknown_key(section: str, key: str) -> str:
@@ -649,10 +656,37 @@ def _read_ini(path: Path) -> dict[str, dict[str, Any]]:
     # No default section: configparser's [DEFAULT] would leak its keys into every section unchecked.
     parser = configparser.ConfigParser(interpolation=None, default_section="\0none")
     try:
-        parser.read(path, encoding="utf-8")
-    except (configparser.Error, UnicodeDecodeError) as exc:
-        raise SettingsError(f"{path}: not a valid ini file ({str(exc).splitlines()[0]})") from None
+        text = path.read_text(encoding="utf-8-sig")  # Windows editors save a BOM before [paths]
+    except UnicodeDecodeError as exc:
+        line = exc.object[:exc.start].count(b"\n") + 1
+        raise SettingsError(f"{path}: not a valid ini file (line {line} is not UTF-8 text); save it as UTF-8") \
+            from None
+    except OSError as exc:
+        raise SettingsError(f"{path}: can't read the profile ({exc.strerror or exc})") from None
+    try:
+        parser.read_string(text, source=str(path))
+    except configparser.Error as exc:
+        raise SettingsError(f"{path}: not a valid ini file ({_ini_problem(exc)})") from None
     return {s: dict(parser.items(s)) for s in parser.sections()}
+
+
+def _ini_problem(exc: configparser.Error) -> str:
+    """configparser's complaint as 'line N: what' (its own text names the file as a Python value)."""
+    if isinstance(exc, configparser.MissingSectionHeaderError):
+        return f"line {exc.lineno}: {exc.line.strip()!r} comes before any [section] header"
+    if isinstance(exc, configparser.DuplicateSectionError):
+        return f"line {exc.lineno}: section [{exc.section}] appears twice; merge the two"
+    if isinstance(exc, configparser.DuplicateOptionError):
+        return f"line {exc.lineno}: [{exc.section}] {exc.option} is set twice; keep one"
+    if isinstance(exc, configparser.ParsingError) and exc.errors:
+        lineno, line = exc.errors[0]
+        if line[:1] in "'\"":  # Python 3.11/3.12 keep the line as its repr
+            import ast
+
+            line = ast.literal_eval(line)
+        more = f" (and {len(exc.errors) - 1} more such lines)" if len(exc.errors) > 1 else ""
+        return f"line {lineno}: {line.strip()!r} is not key = value{more}"
+    return str(exc).splitlines()[0]  # pragma: no cover - every error read_string raises is handled above
 
 
 def _read_toml(path: Path) -> dict[str, dict[str, Any]]:
@@ -715,6 +749,7 @@ def load_settings(
             values[key] = value
             origins[key] = origin
     settings = Settings(**values)
+    settings, engine_notes = _engine_request(settings, origins)
     if settings.face_selector_mode == "reference" and settings.reference_face_path is None:
         raise SettingsError("face_selector_mode is reference but no reference face: pass --reference-face IMAGE, "
                             "a photo of the face to replace (FaceFusion takes a frame of the target instead: save "
@@ -723,7 +758,52 @@ def load_settings(
         _check_ray(settings)
     _check_provenance(settings)
     _check_processors(settings)
-    return Resolved(settings, origins, (*loaded.warnings, *env_warnings, *_loose_reference(settings)))
+    return Resolved(settings, origins, (*loaded.warnings, *env_warnings, *engine_notes, *_loose_reference(settings)))
+
+
+# Settings that name a neural model file, or where the files are: set by a flag, or to other than the default
+# in a profile or the environment, they ask for the neural engine, and `auto` must not answer with the offline
+# one (it would make an offline output of a run that asked for a model).
+NEURAL_REQUESTS = ("models_path", "face_swapper_model", "face_detector_model", "face_enhancer_model",
+                   "face_occluder_model", "face_parser_model", "face_landmarker_model")
+# ffb's default model of a role, FaceFusion 3.8.1's default of it, and their files: a models directory that
+# holds FaceFusion's default but not ffb's (a FaceFusion .assets/models) runs on FaceFusion's.
+FACEFUSION_DEFAULTS: dict[str, tuple[str, str, str]] = {
+    "face_swapper_model": ("inswapper_128.onnx", "hyperswap_1a_256", "hyperswap_1a_256.onnx"),
+    "face_detector_model": ("scrfd_2.5g.onnx", "yoloface", "yoloface_8n.onnx"),
+}
+
+
+def default_of(name: str) -> Any:
+    spec = FIELDS[name]
+    return spec.default_factory() if spec.default is dataclasses.MISSING else spec.default  # type: ignore[misc]
+
+
+def _engine_request(settings: Settings, origins: dict[str, str]) -> tuple[Settings, list[str]]:
+    """`auto` made `neural` when a setting asks for a neural model (origins say why), and the swapper and
+    detector left at ffb's defaults made FaceFusion's where only FaceFusion's files are in models_path."""
+    notes: list[str] = []
+    if settings.engine == "offline":
+        return settings, notes
+    swaps = {}
+    for name, (own_file, facefusion, facefusion_file) in FACEFUSION_DEFAULTS.items():
+        if origins[name] == "default" and not (settings.models_path / own_file).is_file() \
+                and (settings.models_path / facefusion_file).is_file():
+            swaps[name] = facefusion
+            origins[name] = f"FaceFusion's default ({own_file} is not in models_path, {facefusion_file} is)"
+    if swaps:
+        settings = dataclasses.replace(settings, **swaps)
+        notes.append(f"models_path {settings.models_path} holds FaceFusion's default models, not ffb's: using "
+                     + ", ".join(f"{name} {value}" for name, value in swaps.items())
+                     + " (set them to choose others)")
+    if settings.engine == "auto":
+        for name in NEURAL_REQUESTS:
+            value, origin = getattr(settings, name), origins[name]
+            if origin == "flag" or (origin not in ("default",) and not origin.startswith("FaceFusion's")
+                                    and value != default_of(name)):
+                origins["engine"] = f"auto: neural, as {name} ({origin}) asks for a neural model"
+                return dataclasses.replace(settings, engine="neural"), notes
+    return settings, notes
 
 
 def _range_hint(name: str, value: Any) -> str:

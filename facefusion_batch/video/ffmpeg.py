@@ -134,6 +134,26 @@ def describe_ffmpeg() -> FfmpegInfo:
         return FfmpegInfo(path, origin, "", ())
 
 
+def encoder_problem(encoder: str) -> str | None:
+    """Why this process's ffmpeg can't encode with `encoder` (its own words, and what is missing), or None:
+    a one-frame trial encode, so that a batch fails once at start rather than on every target."""
+    command = [ffmpeg_binary(), "-v", "error", "-nostdin", "-f", "lavfi", "-i", "color=c=gray:s=256x256:r=1",
+               "-frames:v", "1", "-c:v", encoder, "-pix_fmt", "yuv420p", "-f", "null", "-"]
+    try:
+        proc = subprocess.run(command, capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"ffmpeg could not be run ({getattr(exc, 'strerror', None) or exc})"
+    if proc.returncode == 0:
+        return None
+    text = proc.stderr.decode("utf-8", "replace")
+    reason = error_line(proc.stderr)
+    if "Unknown encoder" in text or "Requested encoder" in text or "encoder not found" in text.lower():
+        return f"this ffmpeg ({ffmpeg_binary()}) has no {encoder} encoder built in ({reason})"
+    if encoder.endswith("_nvenc"):
+        return f"it needs an NVIDIA GPU with its driver, and this machine's won't load ({reason})"
+    return reason
+
+
 _HARDWARE = re.compile(r"^\s*V[\w.]{5}\s+((?:h264|hevc)_(?:nvenc|qsv|amf|vaapi|videotoolbox))\b", re.MULTILINE)
 
 
