@@ -31,7 +31,8 @@ from facefusion_batch.settings import (Engine, Executor, FaceEnhancerModel, Face
                                        FaceParserModel, FaceSelectorGender, FaceSelectorMode, FaceSelectorOrder,
                                        FaceLandmarkerModel, FaceSelectorRace, FaceSwapperModel, FrameTransport,
                                        LabelPosition,
-                                       OutputProvenance, VideoEncoder, VideoMemoryStrategy, VideoPreset, check_paths,
+                                       OutputProvenance, ContentGate, VideoEncoder, VideoMemoryStrategy, VideoPreset,
+                                       check_paths,
                                        choices, describe, load_settings)
 from facefusion_batch.video.ffmpeg import describe_ffmpeg, use_ffmpeg
 
@@ -242,6 +243,12 @@ def run(
     visible_label_size: Optional[float] = typer.Option(None, help="Label text height as a fraction of the "
                                                        "frame height (default 0.03)."),
     visible_label_opacity: Optional[float] = typer.Option(None, help="Label opacity 0..1 (default 0.8)."),
+    output_watermark: Optional[bool] = typer.Option(None, "--output-watermark/--no-output-watermark",
+                                                    help="Invisible watermark with the output's id in every "
+                                                    "swapped frame (default on)."),
+    content_gate: Optional[ContentGate] = typer.Option(None, help="auto: check the source and each target for "
+                                                       "explicit content and block flagged targets (default); "
+                                                       "off: no check (recorded in every output)."),
     executor: Optional[Executor] = typer.Option(None, help="local: this process; ray: spread the batch over a Ray "
                                                 "cluster (needs the ray extra of facefusion-batch)."),
     ray_address: Optional[str] = typer.Option(None, help="Ray cluster to join: auto or ray://host:10001 (implies "
@@ -298,7 +305,8 @@ def run(
         "output_provenance": output_provenance, "c2pa_certificate": c2pa_certificate,
         "c2pa_private_key": c2pa_private_key, "visible_label": visible_label,
         "visible_label_position": visible_label_position, "visible_label_size": visible_label_size,
-        "visible_label_opacity": visible_label_opacity,
+        "visible_label_opacity": visible_label_opacity, "output_watermark": output_watermark,
+        "content_gate": content_gate,
     }
     if reference_face and not (many_faces or face_selector_mode):
         flags["face_selector_mode"] = "reference"
@@ -374,7 +382,7 @@ RUN_HELP_PANELS: dict[str, tuple[str, ...]] = {
     "Output": ("output_video_encoder", "output_video_preset", "output_video_quality", "output_image_quality"),
     "Marking and provenance": ("no_marking", "output_provenance", "c2pa_certificate", "c2pa_private_key",
                                "visible_label", "visible_label_position", "visible_label_size",
-                               "visible_label_opacity"),
+                               "visible_label_opacity", "output_watermark", "content_gate"),
     "Batch": ("executor", "ray_address", "force", "retry_failed", "wait", "print_settings", "as_json", "quiet",
               "log_level", "metrics_file"),
 }
@@ -630,7 +638,7 @@ def _summary_table(result) -> None:
                 line=lambda r: f"{r[0]}: {r[1]}, {r[2]} frames, {r[3]} s" + (f": {r[4]}" if r[4] else ""))
     counts = result.to_dict()["counts"]
     print_line(f"done {counts['done']}, no face {counts['no_face']}, skipped {counts['skipped']}, "
-               f"failed {counts['failed']}")
+               + (f"blocked {counts['blocked']}, " if counts['blocked'] else "") + f"failed {counts['failed']}")
 
 
 _RUN_SIGNATURE = inspect.signature(run.__wrapped__, eval_str=True)

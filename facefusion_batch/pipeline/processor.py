@@ -22,8 +22,10 @@ from facefusion_batch.models.store import sha256_of
 from facefusion_batch.pipeline.analysis import MotionGate, Reference, TrackState, face_patches, track
 from facefusion_batch.pipeline.journal import settings_key
 from facefusion_batch.pipeline.video_job import Seal
+from facefusion_batch.provenance.content_gate import ContentGate, build_gate
 from facefusion_batch.provenance.label import VisibleLabel
-from facefusion_batch.provenance.sign import Marker
+from facefusion_batch.provenance.sign import Marker, mode_of
+from facefusion_batch.provenance.watermark import Watermarker, payload_of
 from facefusion_batch.settings import FIELDS, Settings
 from facefusion_batch.timing import Timings, timed
 
@@ -33,7 +35,7 @@ _SHAPING = ("face_swapper_model", "face_detector_model", "face_detector_size", "
             "face_selector_mode", "reference_face_distance", "output_video_encoder", "output_video_preset",
             "output_video_quality", "output_image_quality", "output_marking", "chunk_size",
             "output_provenance", "visible_label", "visible_label_position", "visible_label_size",
-            "visible_label_opacity")
+            "visible_label_opacity", "output_watermark", "content_gate")
 # Processor settings (issue 14) also shape an output; they join the key only when not at their default, so the
 # journal of a run from before them still matches (its finished targets are not redone).
 _SHAPING_UNLESS_DEFAULT = (
@@ -57,11 +59,29 @@ class FrameProcessor:
     label: VisibleLabel | None
     output_key: str  # the journal's key for everything an output depends on besides the target
     timings: Timings | None = None
+    gate: ContentGate | None = None  # the content gate (None: not asked, e.g. a benchmark's own processor)
+    watermark: Watermarker | None = None  # set per target by `for_target`
 
     @property
     def tags(self) -> dict[str, str]:
         """Metadata tags every output carries."""
         return self.marker.tags
+
+    @property
+    def watermarks(self) -> bool:
+        """Whether this run puts the invisible watermark in its outputs' frames."""
+        return self.settings.output_watermark and mode_of(self.settings) != "off"
+
+    def for_target(self, key: str) -> FrameProcessor:
+        """The processor for one target's frames: with that output's watermark (its payload is a hash of
+        `key`, the target's resume key: its content, the settings and the output path)."""
+        if not self.watermarks:
+            return self
+        return dataclasses.replace(self, watermark=Watermarker(payload_of(key)))
+
+    @property
+    def gate_record(self) -> str:
+        return self.gate.record if self.gate is not None else ""
 
     def timed_by(self, timings: Timings | None) -> FrameProcessor:
         """The same processor, with its stage times going to `timings`."""
@@ -141,12 +161,16 @@ class FrameProcessor:
             self.timings.count("faces", len(faces))
         if self.label is not None:
             frame = self.label.draw(frame)
+        if self.watermark is not None:
+            with timed(self.timings, "watermark"):
+                frame = self.watermark.mark(frame)
         return frame, len(faces)
 
     def seal(self, target: Path, content: str | None = None) -> Seal:
         """How a finished output of `target` is moved into place: signed first where this run signs
         (`content` is the target's sha256 when known)."""
-        return functools.partial(self.marker.place, parent=target, parent_sha256=content or None)
+        return functools.partial(self.marker.place, parent=target, parent_sha256=content or None,
+                                 watermark=self.watermark.hex if self.watermark else "", content_gate=self.gate_record)
 
 
 Sources = Union[Path, Sequence[Path]]
@@ -173,6 +197,12 @@ def prepare(settings: Settings, source: Sources, on_message: Callable[[str], Non
             records.append(record)
         record = engine.merge_sources(records)
         selection = build_selection(settings, engine)
+        gate = build_gate(settings, engine.pool)
+        for path in sources:  # a flagged source stops the run: no target could be swapped with it
+            if gate.status == "checked":
+                from facefusion_batch.media import read_image
+
+                gate.check_source(path, read_image(path))
     except BaseException:
         if owned:
             engine.close()
@@ -182,7 +212,7 @@ def prepare(settings: Settings, source: Sources, on_message: Callable[[str], Non
     label = (VisibleLabel(settings.visible_label, settings.visible_label_position, settings.visible_label_size,
                           settings.visible_label_opacity) if settings.visible_label else None)
     return FrameProcessor(settings, engine, record, selection, marker, label,
-                          output_key(settings, source_sha256, engine, marker))
+                          output_key(settings, source_sha256, engine, marker), gate=gate)
 
 
 def output_key(settings: Settings, source_sha256: str, engine: FaceEngine, marker: Marker) -> str:
