@@ -873,15 +873,21 @@ def verify(
                                                "organisation's root, or cache_path/c2pa/local-root.pem); "
                                                "repeat for more."),
     as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON on stdout."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="An ffb output directory: a file found "
+                                          "elsewhere (renamed, stripped, re-encoded) is linked to the record of "
+                                          "its journal that wrote it, by the file's watermark."),
 ) -> int:
-    """Check what files say about their making: ffb's AI-modified metadata mark and the C2PA manifest.
+    """Check what files say about their making: ffb's AI-modified metadata mark, the C2PA manifest and the
+    invisible watermark.
 
     For each file: whether it carries ffb's metadata mark; whether a C2PA manifest is present (embedded,
     or a sidecar NAME.c2pa next to a WebM/MKV); whether it validates: trusted, valid (signer untrusted:
     the signature and hashes check out but the signer's root is not in the trust list; pass --trust), or
     invalid with the reason (e.g. assertion.bmffHash.mismatch: the video was changed after signing); the
     digital source type, the tool and model that made it, and the ffb journal record when the file lies in
-    an ffb output tree (<output>/.ffb/journal.sqlite).
+    an ffb output tree (<output>/.ffb/journal.sqlite). The watermark ffb puts in the frames is read too: its
+    payload identifies the output even after the manifest was stripped or the file re-encoded, scaled or
+    cropped; with --output the journal record that wrote it is found by that payload.
 
     Exits 1 when any file claims a manifest that does not validate, else 0.
     """
@@ -890,7 +896,7 @@ def verify(
     anchors = "".join(checker.trust_anchors(path) or "" for path in trust or []) or None
     findings = []
     for path in checker.files_of(paths):
-        findings.append(checker.inspect(path, anchors))
+        findings.append(checker.inspect(path, anchors, output))
         if not as_json:
             _print_finding(findings[-1])
     if as_json:
@@ -917,10 +923,16 @@ def _print_finding(finding) -> None:
             ("source type", finding.digital_source_type), ("tool", finding.software_agent or finding.tool),
             ("model", finding.model), ("signer", finding.signer), ("parent", finding.parent),
             ("source face", finding.source_face_sha256 and f"sha256 {finding.source_face_sha256}")]
+    if finding.watermark or finding.soft_binding:
+        rows.append(("watermark", f"{finding.watermark} (sync {finding.watermark_sync})" if finding.watermark
+                     else f"not found (the manifest names {finding.soft_binding})"))
     if finding.journal:
         j = finding.journal
-        rows.append(("journal", f"{j['status']} from {j['target']}"
-                                f"{'' if j['output_unchanged'] else ' (file changed since it was written)'}"))
+        if j.get("matched_by") == "watermark":
+            rows.append(("journal", f"{j['status']} from {j['target']} as {j['output']} (matched by watermark)"))
+        else:
+            rows.append(("journal", f"{j['status']} from {j['target']}"
+                                    f"{'' if j['output_unchanged'] else ' (file changed since it was written)'}"))
     console.print(Text(finding.file, style="bold"), soft_wrap=True)
     console.print(Text(f"  {state}", style=style), soft_wrap=True)
     for problem in finding.problems:

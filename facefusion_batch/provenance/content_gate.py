@@ -14,14 +14,13 @@ frame a second) and flagged when more than 10 % of the samples are.
 """
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Literal
+from typing import Callable, Literal
 
 import numpy as np
 
-from facefusion_batch.errors import MediaError, ModelError, SourceError
+from facefusion_batch.errors import ModelError, SourceError
 from facefusion_batch.models.catalog import CATALOG, ModelSpec
 from facefusion_batch.settings import Settings
 
@@ -115,8 +114,10 @@ class ContentGate:
         """Sample one frame a second (frame numbers divisible by int(fps)); flagged above VIDEO_RATE %."""
         if self._run is None:
             return Verdict(False)
+        from facefusion_batch.video.decoder import sampled_frames
+
         total = flagged = 0
-        for frame in sampled_frames(path, width, height, fps):
+        for frame in sampled_frames(path, max(1, int(fps)), *sample_size(width, height)):
             total += 1
             flagged += self.flags(frame)
         rate = 100.0 * flagged / total if total else 0.0
@@ -130,37 +131,6 @@ def sample_size(width: int, height: int) -> tuple[int, int]:
     """The size sampled frames are decoded at: within SAMPLE_SIDE, even, aspect kept."""
     scale = min(1.0, SAMPLE_SIDE / max(width, height))
     return max(2, int(width * scale) // 2 * 2), max(2, int(height * scale) // 2 * 2)
-
-
-def sample_command(ffmpeg: str, path: Path, step: int, width: int, height: int) -> list[str]:
-    """ffmpeg decoding frames 0, step, 2 step, ... of the first video stream as raw BGR at width x height."""
-    return [ffmpeg, "-nostdin", "-v", "error", "-i", str(path), "-map", "0:v:0",
-            "-vf", f"select='not(mod(n\\,{step}))',scale={width}:{height}", "-fps_mode", "passthrough",
-            "-f", "rawvideo", "-pix_fmt", "bgr24", "-"]
-
-
-def sampled_frames(path: Path, width: int, height: int, fps: float) -> Iterator[np.ndarray]:
-    from facefusion_batch.video.ffmpeg import error_line, ffmpeg_binary
-
-    size = sample_size(width, height)
-    frame_bytes = size[0] * size[1] * 3
-    command = sample_command(ffmpeg_binary(), path, max(1, int(fps)), *size)
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert process.stdout is not None and process.stderr is not None
-    try:
-        while True:
-            data = process.stdout.read(frame_bytes)
-            if len(data) < frame_bytes:
-                break
-            yield np.frombuffer(data, np.uint8).reshape(size[1], size[0], 3)
-    finally:
-        process.stdout.close()
-        process.kill()
-        stderr = process.stderr.read()
-        process.stderr.close()
-        code = process.wait()
-    if code not in (0, -9) and stderr.strip():
-        raise MediaError(f"{path}: can't sample frames for the content gate ({error_line(stderr)})")
 
 
 def build_gate(settings: Settings, pool, slots=None) -> ContentGate:
