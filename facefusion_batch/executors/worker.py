@@ -156,6 +156,7 @@ class FfbWorker:
                 staged = dataclasses.replace(item.target, output=item.staged)
                 return job.begin(processor, staged, self._reporter, item.resume_key)()
             shared = Workspace.of(self._check.shared, item.key)
+            processor = processor.for_target(item.target.path)  # the same watermark as the local executor's
             if isinstance(item, Segment):
                 return encode_segment(processor, item, shared, self._reporter.advance)
             return join_segments(processor, item, shared)

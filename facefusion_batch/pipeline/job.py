@@ -39,7 +39,6 @@ def begin(processor: FrameProcessor, target: Target, progress: TargetProgress, r
     decoder started ahead of time (its failure is the target's); `on_decoded` is called once it is all
     decoded. `content` is the target's sha256 when the journal has it (recorded in the output's manifest).
     The content gate looks at the target first: a flagged one is `blocked`, with nothing written."""
-    processor = processor.for_target(resume_key or f"{processor.output_key}|{target.path}|{target.output}")
     engine = processor.engine
     started = time.perf_counter()
     calls, profiles = engine.detector_calls(), profiles_left(engine)
@@ -60,6 +59,7 @@ def begin(processor: FrameProcessor, target: Target, progress: TargetProgress, r
 
     try:
         refuse_special(target)
+        processor = processor.for_target(target.path, content)  # its watermark; hashes the target if need be
         prepared = ready() if ready else None
         verdict = gate_verdict(processor, target, prepared)
         if verdict.flagged:

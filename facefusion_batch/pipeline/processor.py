@@ -60,6 +60,7 @@ class FrameProcessor:
     output_key: str  # the journal's key for everything an output depends on besides the target
     timings: Timings | None = None
     gate: ContentGate | None = None  # the content gate (None: not asked, e.g. a benchmark's own processor)
+    source_sha256: str = ""  # of the source image(s), comma-separated
     watermark: Watermarker | None = None  # set per target by `for_target`
 
     @property
@@ -72,12 +73,14 @@ class FrameProcessor:
         """Whether this run puts the invisible watermark in its outputs' frames."""
         return self.settings.output_watermark and mode_of(self.settings) != "off"
 
-    def for_target(self, key: str) -> FrameProcessor:
-        """The processor for one target's frames: with that output's watermark (its payload is a hash of
-        `key`, the target's resume key: its content, the settings and the output path)."""
+    def for_target(self, target: Path, content: str | None = None) -> FrameProcessor:
+        """The processor for one target's frames: with that output's watermark, whose payload is a hash of
+        the target's content (`content`: its sha256 when known) and the source face(s): what the output is
+        made of, the same in every run and executor that swaps this face into this target."""
         if not self.watermarks:
             return self
-        return dataclasses.replace(self, watermark=Watermarker(payload_of(key)))
+        content = content or sha256_of(target)
+        return dataclasses.replace(self, watermark=Watermarker(payload_of(f"{content}|{self.source_sha256}")))
 
     @property
     def gate_record(self) -> str:
@@ -212,7 +215,8 @@ def prepare(settings: Settings, source: Sources, on_message: Callable[[str], Non
     label = (VisibleLabel(settings.visible_label, settings.visible_label_position, settings.visible_label_size,
                           settings.visible_label_opacity) if settings.visible_label else None)
     return FrameProcessor(settings, engine, record, selection, marker, label,
-                          output_key(settings, source_sha256, engine, marker), gate=gate)
+                          output_key(settings, source_sha256, engine, marker), gate=gate,
+                          source_sha256=source_sha256)
 
 
 def output_key(settings: Settings, source_sha256: str, engine: FaceEngine, marker: Marker) -> str:
