@@ -18,6 +18,7 @@ from facefusion_batch import __version__
 from facefusion_batch.engines import build_engine
 from facefusion_batch.engines.base import FaceEngine, Selection, build_selection
 from facefusion_batch.engines.source_cache import Record
+from facefusion_batch.media import read_image
 from facefusion_batch.models.store import sha256_of
 from facefusion_batch.pipeline.analysis import MotionGate, Reference, TrackState, face_patches, track
 from facefusion_batch.pipeline.journal import settings_key
@@ -191,6 +192,10 @@ def prepare(settings: Settings, source: Sources, on_message: Callable[[str], Non
     owned = engine is None
     engine = engine or build_engine(settings)
     try:
+        gate = build_gate(settings, engine.pool)
+        for path in sources:  # a flagged source stops the run before any swap: no target could use it
+            if gate.status == "checked":
+                gate.check_source(path, read_image(path))
         records = []
         for path in sources:
             record = engine.prepare_source(path)
@@ -200,12 +205,7 @@ def prepare(settings: Settings, source: Sources, on_message: Callable[[str], Non
             records.append(record)
         record = engine.merge_sources(records)
         selection = build_selection(settings, engine)
-        gate = build_gate(settings, engine.pool)
-        for path in sources:  # a flagged source stops the run: no target could be swapped with it
-            if gate.status == "checked":
-                from facefusion_batch.media import read_image
 
-                gate.check_source(path, read_image(path))
     except BaseException:
         if owned:
             engine.close()
