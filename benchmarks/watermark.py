@@ -193,12 +193,12 @@ def main() -> None:
         unmarked_frames = decode(work / "plain" / name)
         for frame in unmarked_frames:
             started = time.perf_counter()
-            again = mark.mark(frame)
+            again = mark.mark(frame.copy())
             embed_ms.append(1000 * (time.perf_counter() - started))
             embedded.append(psnr(frame, again))
         encoded += [psnr(a, b) for a, b in zip(decode(outputs / name), unmarked_frames)]
         if index == 0:
-            report["contact_sheet"] = contact_sheet(unmarked_frames[0], mark.mark(unmarked_frames[0]),
+            report["contact_sheet"] = contact_sheet(unmarked_frames[0], mark.mark(unmarked_frames[0].copy()),
                                                     work / "difference_x8.png")
     report["psnr_embedded"] = {"min": min(embedded), "median": float(np.median(embedded))}
     report["psnr_encoded_outputs"] = {"min": min(encoded), "median": float(np.median(encoded))}

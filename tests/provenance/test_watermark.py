@@ -54,7 +54,7 @@ def test_payload_round_trip_and_check_bits():
 
 def test_mark_is_imperceptible_and_keeps_alpha():
     frame = real_frame()
-    marked = wm.Watermarker(PAYLOAD).mark(frame)
+    marked = wm.Watermarker(PAYLOAD).mark(frame.copy())
     assert marked.shape == frame.shape and marked.dtype == np.uint8
     assert psnr(marked, frame) >= 42.0
     difference = marked.astype(int) - frame
@@ -63,8 +63,15 @@ def test_mark_is_imperceptible_and_keeps_alpha():
     assert np.array_equal(difference[..., 0][inside], difference[..., 1][inside])  # the same on B, G and R
     assert np.array_equal(difference[..., 0][inside], difference[..., 2][inside])
     rgba = np.dstack([frame, np.full(frame.shape[:2], 77, np.uint8)])
-    marked_rgba = wm.Watermarker(PAYLOAD).mark(rgba)
+    marked_rgba = wm.Watermarker(PAYLOAD).mark(rgba.copy())
     assert np.array_equal(marked_rgba[..., 3], rgba[..., 3]) and np.array_equal(marked_rgba[..., :3], marked)
+    grey = frame[..., 1].copy()
+    assert psnr(wm.Watermarker(PAYLOAD).mark(grey.copy()), grey) >= 42.0  # a grey picture: one channel
+    read_only = frame.copy()
+    read_only.flags.writeable = False
+    assert np.array_equal(wm.Watermarker(PAYLOAD).mark(read_only), marked)  # a new frame, the input untouched
+    writable = frame.copy()
+    assert wm.Watermarker(PAYLOAD).mark(writable) is writable and np.array_equal(writable, marked)  # in place
 
 
 @pytest.mark.parametrize("transform", ["none", "jpeg75", "half", "crop10", "crop_corner", "scale_1080_to_720"])
