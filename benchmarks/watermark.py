@@ -5,7 +5,7 @@
 Makes `--clips` 720p clips of real faces (NASA's astronaut, Grace Hopper, insightface 2.1's t1.jpg group in
 thirds and Tom_Hanks, each also mirrored; `benchmarks`' talking-head composition: the photo on a textured
 backdrop, sub-pixel drift, sensor noise), swaps a face into them with a default `ffb run` (offline engine:
-watermark and content gate on) and again with `--no-output-watermark`, then measures:
+watermark and content gate on) and again with `--no-watermark`, then measures:
 
 - imperceptibility: PSNR of each output's frames with the mark vs the same frames without it (the mark as
   embedded, before encoding) and PSNR of the two encoded outputs; a x8 difference image of flat skin is
@@ -178,7 +178,7 @@ def main() -> None:
            "FFB_TEMP_PATH": str(work / "tmp")}
     marked = ffb(["run", "--json", "-q", "--force", "-s", str(source), "-t", str(targets), "-o", str(outputs)], env)
     plain = ffb(["run", "--json", "-q", "--force", "-s", str(source), "-t", str(targets), "-o", str(work / "plain"),
-                 "--no-output-watermark"], env)
+                 "--no-watermark"], env)
     done = {Path(o["target"]).name: o for o in marked["outcomes"] if o["status"] == "done"}
     plain_done = {Path(o["target"]).name for o in plain["outcomes"] if o["status"] == "done"}
     names = sorted(n for n in done if n in plain_done)

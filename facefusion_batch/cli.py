@@ -243,9 +243,8 @@ def run(
     visible_label_size: Optional[float] = typer.Option(None, help="Label text height as a fraction of the "
                                                        "frame height (default 0.03)."),
     visible_label_opacity: Optional[float] = typer.Option(None, help="Label opacity 0..1 (default 0.8)."),
-    output_watermark: Optional[bool] = typer.Option(None, "--output-watermark/--no-output-watermark",
-                                                    help="Invisible watermark with the output's id in every "
-                                                    "swapped frame (default on)."),
+    no_watermark: bool = typer.Option(False, "--no-watermark", help="No invisible watermark (the output's id in "
+                                      "every swapped frame; on by default)."),
     content_gate: Optional[ContentGate] = typer.Option(None, help="auto: check the source and each target for "
                                                        "explicit content and block flagged targets (default); "
                                                        "off: no check (recorded in every output)."),
@@ -305,7 +304,7 @@ def run(
         "output_provenance": output_provenance, "c2pa_certificate": c2pa_certificate,
         "c2pa_private_key": c2pa_private_key, "visible_label": visible_label,
         "visible_label_position": visible_label_position, "visible_label_size": visible_label_size,
-        "visible_label_opacity": visible_label_opacity, "output_watermark": output_watermark,
+        "visible_label_opacity": visible_label_opacity, "output_watermark": False if no_watermark else None,
         "content_gate": content_gate,
     }
     if reference_face and not (many_faces or face_selector_mode):
@@ -382,7 +381,7 @@ RUN_HELP_PANELS: dict[str, tuple[str, ...]] = {
     "Output": ("output_video_encoder", "output_video_preset", "output_video_quality", "output_image_quality"),
     "Marking and provenance": ("no_marking", "output_provenance", "c2pa_certificate", "c2pa_private_key",
                                "visible_label", "visible_label_position", "visible_label_size",
-                               "visible_label_opacity", "output_watermark", "content_gate"),
+                               "visible_label_opacity", "no_watermark", "content_gate"),
     "Batch": ("executor", "ray_address", "force", "retry_failed", "wait", "print_settings", "as_json", "quiet",
               "log_level", "metrics_file"),
 }
@@ -624,9 +623,9 @@ def _ffmpeg_rows(resolved) -> list[dict[str, Any]]:
 def _settings_table(rows: list[dict[str, Any]]) -> None:
     from facefusion_batch.tables import print_table
 
-    print_table(("section", "key", "value", "from"),
-                [(row["section"], row["key"], row["value"], row["origin"]) for row in rows],
-                line=lambda r: f"[{r[0]}] {r[1]} = {r[2]}  (from {r[3]})")
+    print_table(("section", "key", "value", "from", "role"),
+                [(row["section"], row["key"], row["value"], row["origin"], row.get("role", "")) for row in rows],
+                line=lambda r: f"[{r[0]}] {r[1]} = {r[2]}  (from {r[3]}{'; ' + r[4] if r[4] else ''})")
 
 
 def _summary_table(result) -> None:

@@ -53,9 +53,6 @@ LAYOUT: dict[str, tuple[str, ...]] = {
 EARLIER: dict[str, tuple[str, ...]] = {"output_creation": ("output_image_resolution", "output_video_resolution",
                                                            "skip_audio")}
 
-# FaceFusion keys read into an ffb setting of another name.
-RENAMED: dict[str, str] = {"execution_device_ids": "execution_device_id"}
-
 @dataclass(frozen=True)
 class Unsupported:
     """A FaceFusion option ffb does not have: how many values its flag takes ('+': one or more, 0: none), the

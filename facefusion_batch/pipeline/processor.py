@@ -27,24 +27,8 @@ from facefusion_batch.provenance.content_gate import ContentGate, build_gate
 from facefusion_batch.provenance.label import VisibleLabel
 from facefusion_batch.provenance.sign import Marker, mode_of
 from facefusion_batch.provenance.watermark import Watermarker, payload_of
-from facefusion_batch.settings import FIELDS, Settings
+from facefusion_batch.settings import DECLARED, FIELDS, Settings, with_role
 from facefusion_batch.timing import Timings, timed
-
-# Settings that shape an output (the rest only change speed, paths or logging).
-_SHAPING = ("face_swapper_model", "face_detector_model", "face_detector_size", "face_detector_score",
-            "face_detector_min_size", "keypoint_reuse", "reuse_motion_threshold", "redetect_interval",
-            "face_selector_mode", "reference_face_distance", "output_video_encoder", "output_video_preset",
-            "output_video_quality", "output_image_quality", "output_marking", "chunk_size",
-            "output_provenance", "visible_label", "visible_label_position", "visible_label_size",
-            "visible_label_opacity", "output_watermark", "content_gate")
-# Processor settings (issue 14) also shape an output; they join the key only when not at their default, so the
-# journal of a run from before them still matches (its finished targets are not redone).
-_SHAPING_UNLESS_DEFAULT = (
-    "processors", "face_swapper_weight", "face_swapper_pixel_boost", "face_enhancer_model", "face_enhancer_blend",
-    "face_enhancer_weight", "face_mask_types", "face_mask_blur", "face_mask_padding", "face_mask_regions",
-    "face_mask_areas", "face_occluder_model", "face_parser_model", "face_selector_order", "face_selector_gender",
-    "face_selector_race", "face_selector_age_start", "face_selector_age_end", "face_landmarker_model",
-    "face_landmarker_score")
 
 
 @dataclass(frozen=True, eq=False)
@@ -220,16 +204,22 @@ def prepare(settings: Settings, source: Sources, on_message: Callable[[str], Non
 
 
 def output_key(settings: Settings, source_sha256: str, engine: FaceEngine, marker: Marker) -> str:
-    """The journal's settings key: everything an output depends on besides the target itself."""
+    """The journal's settings key: everything an output depends on besides the target itself. Built from
+    the settings' declared roles (settings.ROLES); the entries below hold the engine and what an output
+    setting declared `keyed` stands for."""
     models = [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in engine.model_files]
     reference = settings.reference_face_path
-    return settings_key({
-        "version": __version__, "engine": engine.name, "models": models,
-        "source": source_sha256, "reference": sha256_of(reference) if reference else None,
-        "provenance": marker.key, **{name: getattr(settings, name) for name in _SHAPING},
+    keyed = {
+        "version": __version__, "engine": engine.name, "models": models, "source": source_sha256,
+        "reference": sha256_of(reference) if reference else None,  # reference_face_path
+        "provenance": marker.key,  # c2pa_certificate, c2pa_private_key: the signer
         # Keyed as the cosine distance ffb used before it took FaceFusion's half scale (exact: a doubling), so
         # journals from then still match and their finished targets are not redone.
         "reference_face_distance": 2.0 * settings.reference_face_distance,
-        **{name: getattr(settings, name) for name in _SHAPING_UNLESS_DEFAULT
+    }
+    return settings_key({
+        **{name: getattr(settings, name) for name in with_role("output") if DECLARED[name].keyed is None},
+        **keyed,
+        **{name: getattr(settings, name) for name in with_role("output-unless-default")
            if getattr(settings, name) != FIELDS[name].default},
     })

@@ -192,7 +192,7 @@ def test_no_watermark_when_off(tmp_path, source_image, capsys, env_with):
     image = tmp_path / "p.jpg"
     cv2.imwrite(str(image), real_frame())
     assert main(["run", "-q", "--json", "-s", str(source_image), "-t", str(image), "-o", str(tmp_path / "out"),
-                 "--no-output-watermark"]) == 0
+                 "--no-watermark"]) == 0
     outcome = json.loads(capsys.readouterr().out)["outcomes"][0]
     assert outcome["status"] == "done" and outcome["watermark"] == ""
     assert not verify.inspect(tmp_path / "out" / "p.jpg").watermark
