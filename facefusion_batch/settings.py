@@ -64,6 +64,7 @@ Executor = Literal["local", "ray"]
 OutputProvenance = Literal["c2pa", "metadata", "off"]
 C2paOnFailure = Literal["fail", "metadata"]
 LabelPosition = Literal["bottom-right", "bottom-left", "top-right", "top-left"]
+ContentGate = Literal["auto", "off"]
 
 
 def _default_cache() -> Path:
@@ -303,6 +304,15 @@ class Settings:
                                       role="output", range=(0.01, 0.25))
     visible_label_opacity: float = _spec("provenance", "Opacity of the visible label, 0..1.", 0.8,
                                          role="output", range=(0.05, 1.0))
+    output_watermark: bool = _spec(
+        "provenance", "Embed an invisible watermark carrying the output's 32-bit id in every frame of a swapped "
+        "output (survives re-encoding, scaling and cropping; off with marking off too).", True,
+        role="output-unless-default")
+    content_gate: ContentGate = _spec(
+        "provenance", "Check the source image and sampled frames of each target for explicit content before any "
+        "swap; a flagged target is blocked. auto: FaceFusion's nsfw_1/2/3 from models_path when all three are "
+        "there, else the bundled open_nsfw model; off: no check (recorded in each output).", "auto",
+        role="output-unless-default")
 
     chunk_size: int = _spec("frame_extraction", "Frames extracted and encoded per chunk (bounds temp disk).",
                             240,

@@ -807,3 +807,74 @@ def build_fan_68_5(path: PathLike) -> Path:
         outputs=[helper.make_tensor_value_info('output', TensorProto.FLOAT, [1, 68, 2])],
         initializer=inits)
     return _save(graph, path)
+
+
+# --------------------------------------------------------------------------
+# FaceFusion's content analyser: nsfw_1 / nsfw_2 / nsfw_3 (content_analyser.py of FaceFusion 3.8.1)
+# --------------------------------------------------------------------------
+
+NSFW_SIZES = {'nsfw_1': 640, 'nsfw_2': 384, 'nsfw_3': 448}
+NSFW_NORMALISATION = {'nsfw_1': ((0.0, 0.0, 0.0), (1.0, 1.0, 1.0)),
+                      'nsfw_2': ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5)),
+                      'nsfw_3': ((0.48145466, 0.4578275, 0.40821073), (0.26862954, 0.26130258, 0.27577711))}
+NSFW_1_CLASSES, NSFW_1_ANCHORS = 5, 8400  # a YOLO head at 640: 80^2 + 40^2 + 20^2 anchors
+NSFW_FLAG_AT = 0.3  # the stand-ins flag when mean(R - G) of the picture (in [0, 1]) passes this
+
+
+def build_nsfw(path: PathLike, name: str, flags: bool = True) -> Path:
+    """A stand-in for FaceFusion's nsfw_1 / nsfw_2 / nsfw_3 with their interface: ``input`` (1, 3, S, S)
+    RGB normalised by the model's mean/std (S: 640 / 384 / 448) -> nsfw_1 ``output0`` (1, 4 + 5, 8400)
+    (boxes, then class scores), nsfw_2 ``logits`` (1, 2) [nsfw, sfw], nsfw_3 ``logits`` (1, 4) (four levels).
+
+    The "explicit" signal is d = mean(R - G) of the un-normalised input (padding counts as 0): a magenta
+    picture has d ~ 1, real photos d < 0.15.  Each model crosses FaceFusion's own threshold exactly when
+    d > NSFW_FLAG_AT (nsfw_1: class score d - 0.1 > 0.2; nsfw_2: 2 d - 0.35 - 0 > 0.25; nsfw_3:
+    (10 d + 7.5) - 0 > 10.5).  ``flags=False`` builds one that never flags (d taken as 0)."""
+    size = NSFW_SIZES[name]
+    mean, std = NSFW_NORMALISATION[name]
+    inits = [_init('std', np.array(std, np.float32).reshape(1, 3, 1, 1)),
+             _init('mean', np.array(mean, np.float32).reshape(1, 3, 1, 1)),
+             _init('r', np.array([0], np.int64)), _init('g', np.array([1], np.int64)),
+             _init('gain', np.array(1.0 if flags else 0.0, np.float32))]
+    nodes = [helper.make_node('Mul', ['input', 'std'], ['scaled']),
+             helper.make_node('Add', ['scaled', 'mean'], ['pixels']),
+             helper.make_node('ReduceMean', ['pixels'], ['means'], axes=[2, 3], keepdims=0),  # (1, 3)
+             helper.make_node('Gather', ['means', 'r'], ['red'], axis=1),
+             helper.make_node('Gather', ['means', 'g'], ['green'], axis=1),
+             helper.make_node('Sub', ['red', 'green'], ['d_raw']),
+             helper.make_node('Mul', ['d_raw', 'gain'], ['d'])]  # (1, 1)
+    if name == 'nsfw_1':
+        inits += [_init('offset', np.array(-0.1, np.float32)),
+                  _init('score_shape', np.array([1, NSFW_1_CLASSES, NSFW_1_ANCHORS], np.int64)),
+                  _init('boxes', np.zeros((1, 4, NSFW_1_ANCHORS), np.float32)),
+                  _init('d_shape', np.array([1, 1, 1], np.int64))]
+        nodes += [helper.make_node('Add', ['d', 'offset'], ['score']),
+                  helper.make_node('Reshape', ['score', 'd_shape'], ['score3']),
+                  helper.make_node('Expand', ['score3', 'score_shape'], ['scores']),
+                  helper.make_node('Concat', ['boxes', 'scores'], ['output0'], axis=1)]
+        output = helper.make_tensor_value_info('output0', TensorProto.FLOAT, [1, 4 + NSFW_1_CLASSES, NSFW_1_ANCHORS])
+    elif name == 'nsfw_2':
+        inits += [_init('two', np.array(2.0, np.float32)), _init('shift', np.array(-0.35, np.float32)),
+                  _init('zero', np.zeros((1, 1), np.float32))]
+        nodes += [helper.make_node('Mul', ['d', 'two'], ['d2']),
+                  helper.make_node('Add', ['d2', 'shift'], ['nsfw']),
+                  helper.make_node('Concat', ['nsfw', 'zero'], ['logits'], axis=1)]
+        output = helper.make_tensor_value_info('logits', TensorProto.FLOAT, [1, 2])
+    else:
+        inits += [_init('ten', np.array(10.0, np.float32)), _init('shift', np.array(7.5, np.float32)),
+                  _init('zeros2', np.zeros((1, 2), np.float32)), _init('zero', np.zeros((1, 1), np.float32))]
+        nodes += [helper.make_node('Mul', ['d', 'ten'], ['d10']),
+                  helper.make_node('Add', ['d10', 'shift'], ['high']),
+                  helper.make_node('Concat', ['zeros2', 'high', 'zero'], ['logits'], axis=1)]
+        output = helper.make_tensor_value_info('logits', TensorProto.FLOAT, [1, 4])
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info('input', TensorProto.FLOAT,
+                                                                        [1, 3, size, size])], [output], inits)
+    return _save(graph, path)
+
+
+def build_nsfw_set(directory: PathLike, flagging: Sequence[str] = ('nsfw_1', 'nsfw_2', 'nsfw_3')) -> Path:
+    """The three stand-ins (+ FaceFusion .hash sidecars) in `directory`; those not in `flagging` never flag."""
+    directory = Path(directory)
+    for name in NSFW_SIZES:
+        write_facefusion_hash(build_nsfw(directory / f'{name}.onnx', name, name in flagging))
+    return directory

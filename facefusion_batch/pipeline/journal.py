@@ -35,7 +35,9 @@ CREATE TABLE IF NOT EXISTS targets (
     output_mtime_ns INTEGER,
     updated REAL NOT NULL,
     ctime_ns INTEGER,
-    output_sha256 TEXT
+    output_sha256 TEXT,
+    content_gate TEXT,
+    watermark TEXT
 )
 """
 FINISHED = ("done", "no_face")
@@ -62,6 +64,8 @@ class Entry:
     updated: float
     ctime_ns: int | None = None  # None in rows written before it was recorded
     output_sha256: str | None = None  # of the output as written; None before it was recorded, or no output
+    content_gate: str | None = None  # whether the content gate ran on the target (see provenance.content_gate)
+    watermark: str | None = None  # the invisible watermark's payload in the output (8 hex digits)
 
 
 def text_of(value: object) -> str:
@@ -87,10 +91,9 @@ class Journal:
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute(_SCHEMA)
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(targets)")}
-        if "ctime_ns" not in columns:  # a journal written by an older ffb
-            self._db.execute("ALTER TABLE targets ADD COLUMN ctime_ns INTEGER")
-        if "output_sha256" not in columns:
-            self._db.execute("ALTER TABLE targets ADD COLUMN output_sha256 TEXT")
+        for column in ("ctime_ns INTEGER", "output_sha256 TEXT", "content_gate TEXT", "watermark TEXT"):
+            if column.split()[0] not in columns:  # a journal written by an older ffb
+                self._db.execute(f"ALTER TABLE targets ADD COLUMN {column}")
 
     def close(self) -> None:
         self._db.close()
@@ -98,6 +101,11 @@ class Journal:
     def get(self, target: Path) -> Entry | None:
         row = self._db.execute("SELECT * FROM targets WHERE target = ?", (text_of(resolved(target)),)).fetchone()
         return Entry(*row) if row else None
+
+    def by_watermark(self, payload: str) -> list[Entry]:
+        """The entries whose output carries this watermark payload."""
+        rows = self._db.execute("SELECT * FROM targets WHERE watermark = ?", (payload,)).fetchall()
+        return [Entry(*row) for row in rows]
 
     def entries(self) -> Iterator[Entry]:
         for row in self._db.execute("SELECT * FROM targets ORDER BY target"):
@@ -132,7 +140,7 @@ class Journal:
         return entry
 
     def record(self, target: Path, output: Path, content: str, key: str, status: str, reason: str = "",
-               frames: int = 0, seconds: float = 0.0) -> None:
+               frames: int = 0, seconds: float = 0.0, content_gate: str = "", watermark: str = "") -> None:
         try:
             size, mtime, ctime = stamp(target)
         except FileNotFoundError:  # deleted while it was processed: its outcome is still recorded
@@ -150,10 +158,11 @@ class Journal:
         attempts += status != "running"
         self._db.execute(
             "INSERT OR REPLACE INTO targets (target, output, size, mtime_ns, content_hash, settings_key, status, "
-            "reason, attempts, frames, seconds, output_size, output_mtime_ns, updated, ctime_ns, output_sha256) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "reason, attempts, frames, seconds, output_size, output_mtime_ns, updated, ctime_ns, output_sha256, "
+            "content_gate, watermark) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (text_of(resolved(target)), text_of(output), size, mtime, content, key, status, text_of(reason),
-             attempts, frames, seconds, out_size, out_mtime, time.time(), ctime, out_hash))
+             attempts, frames, seconds, out_size, out_mtime, time.time(), ctime, out_hash, content_gate or None,
+             watermark or None))
 
 
 def stamp(path: Path) -> tuple[int, int, int]:

@@ -121,11 +121,12 @@ class Marker:
         return {"mode": self.mode, "signer": self.credential.fingerprint if self.credential else None}
 
     def place(self, partial: Path, output: Path, modified: bool = True, *, parent: Path,
-              parent_sha256: str | None = None) -> str:
+              parent_sha256: str | None = None, watermark: str = "", content_gate: str = "") -> str:
         """Move the finished hidden `partial` to `output`, signed first when this run signs and the output
         was modified (an unmodified copy of the target `parent` is not claimed as AI-made). `parent_sha256`
-        is the target's hash when known (else it is hashed here). Returns a note for the summary ("" when
-        there is nothing to say)."""
+        is the target's hash when known (else it is hashed here); `watermark` the payload of the invisible
+        watermark in its frames (a soft binding) and `content_gate` whether the gate ran, both recorded in
+        the manifest. Returns a note for the summary ("" when there is nothing to say)."""
         if self.mode != "c2pa" or not modified:
             place(partial, output)
             return ""
@@ -133,7 +134,8 @@ class Marker:
         signed = _signed_name(partial)
         try:
             try:
-                note = self._sign(partial, signed, output, parent, parent_sha256)
+                note = self._sign(partial, signed, output, parent, parent_sha256,
+                                  mf.Facts(watermark, content_gate))
             except (KeyboardInterrupt, SystemExit):
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure of the native signer fails the signing
@@ -150,7 +152,8 @@ class Marker:
             signed.unlink(missing_ok=True)
             sidecar_of(partial).unlink(missing_ok=True)
 
-    def _sign(self, partial: Path, signed: Path, output: Path, parent: Path, parent_sha256: str | None) -> str:
+    def _sign(self, partial: Path, signed: Path, output: Path, parent: Path, parent_sha256: str | None,
+              facts: mf.Facts = mf.Facts()) -> str:
         """Sign into `signed` (embedded) or the sidecar of `partial`; returns the summary note."""
         import c2pa
 
@@ -159,7 +162,7 @@ class Marker:
         embed = mf.embeds(output)
         extra = [] if embed else [mf.data_hash(_sha256(partial))]
         context = c2pa.Context.from_dict(c2pa_config())
-        with context, _builder(context, self.stamp, named, parent, digest, extra) as builder, \
+        with context, _builder(context, self.stamp, named, parent, digest, extra, facts) as builder, \
                 _signer(self.credential, self.timestamp_url) as signer:
             if embed:
                 with open(partial, "rb") as source, open(signed, "w+b") as destination:
@@ -178,13 +181,14 @@ class Marker:
                 "can't hold one; keep the two together)")
 
 
-def _builder(context, stamp: mf.Stamp, output: Path, parent: Path, digest: str, extra: list):
+def _builder(context, stamp: mf.Stamp, output: Path, parent: Path, digest: str, extra: list,
+             facts: mf.Facts = mf.Facts()):
     """A Builder with the target as the parent ingredient: from its bytes where c2pa reads the format (a
     manifest the target carries is kept as its history), else described by name and format."""
     import c2pa
 
     if mf.embeds(parent):
-        definition = mf.definition(stamp, output, parent, digest, parent_from_stream=True)
+        definition = mf.definition(stamp, output, parent, digest, parent_from_stream=True, facts=facts)
         definition["assertions"] += extra
         builder = c2pa.Builder.from_json(definition, context=context)
         try:
@@ -193,7 +197,7 @@ def _builder(context, stamp: mf.Stamp, output: Path, parent: Path, digest: str, 
             return builder
         except c2pa.C2paError:
             builder.close()  # a target c2pa can't parse: described instead
-    definition = mf.definition(stamp, output, parent, digest, parent_from_stream=False)
+    definition = mf.definition(stamp, output, parent, digest, parent_from_stream=False, facts=facts)
     definition["assertions"] += extra
     return c2pa.Builder.from_json(definition, context=context)
 

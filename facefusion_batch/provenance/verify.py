@@ -41,6 +41,11 @@ class Finding:
     target_sha256: str = ""
     parent: str = ""
     journal: dict[str, Any] | None = None
+    # The invisible watermark read from the frames (survives stripping and re-encoding): its payload (8 hex
+    # digits, "" when none was found), the sync score, and the payload the manifest's soft binding names.
+    watermark: str = ""
+    watermark_sync: float = 0.0
+    soft_binding: str = ""
 
     @property
     def failed(self) -> bool:
@@ -89,8 +94,9 @@ def files_of(paths: Sequence[Path]) -> Iterator[Path]:
                     yield path_
 
 
-def inspect(path: Path, anchors: str | None = None) -> Finding:
-    """Everything `ffb verify` says about one file."""
+def inspect(path: Path, anchors: str | None = None, output: Path | None = None) -> Finding:
+    """Everything `ffb verify` says about one file. `output`: an ffb output tree whose journal a copy found
+    elsewhere (renamed, stripped, re-encoded) is linked to by its watermark."""
     finding = Finding(str(path))
     if not path.is_file():  # a FIFO or device would block the readers
         finding.problems.append("not a regular file; skipped")
@@ -98,7 +104,72 @@ def inspect(path: Path, anchors: str | None = None) -> Finding:
     finding.metadata_mark = read_mark(path) is not None
     _read_manifest(path, anchors, finding)
     finding.journal = journal_record(path)
+    _read_watermark(path, finding)
+    if finding.journal is None and finding.watermark:
+        finding.journal = journal_by_watermark(path, finding.watermark, output)
     return finding
+
+
+def _read_watermark(path: Path, finding: Finding) -> None:
+    from facefusion_batch.errors import FfbError
+    from facefusion_batch.provenance import watermark
+
+    try:
+        reading = watermark.read_frames(frames_of(path))
+    except (FfbError, OSError, ValueError) as exc:
+        finding.problems.append(f"watermark not read: {one_line(exc)}")
+        return
+    finding.watermark = reading.hex if reading.found else ""
+    finding.watermark_sync = round(reading.sync_z, 1)
+    if finding.soft_binding and finding.watermark and finding.soft_binding != finding.watermark:
+        finding.problems.append(f"the frames' watermark {finding.watermark} is not the one the manifest names "
+                                f"({finding.soft_binding})")
+
+
+WATERMARK_FRAMES = 30  # frames of a video averaged to read its watermark
+
+
+def frames_of(path: Path) -> Iterator[Any]:
+    """The frames the watermark is read from: a picture's first, or up to WATERMARK_FRAMES spread over a
+    video."""
+    from facefusion_batch.media import read_picture
+    from facefusion_batch.video.decoder import sampled_frames
+    from facefusion_batch.video.probe import probe
+
+    if kind_of(path) == "image":
+        yield read_picture(path).frames[0]
+        return
+    info = probe(path)
+    step = max(1, info.frame_count // WATERMARK_FRAMES)
+    yield from sampled_frames(path, step, info.width, info.height)
+
+
+def journal_by_watermark(path: Path, payload: str, output: Path | None) -> dict[str, Any] | None:
+    """The journal entry whose output carries `payload`: in `output`'s journal when given, else in the
+    journal of an output tree that encloses `path`."""
+    from facefusion_batch.pipeline.journal import Entry
+
+    trees = [output] if output is not None else list(path.resolve().parents)
+    for tree in trees:
+        journal = tree / ".ffb" / "journal.sqlite"
+        if not journal.is_file():
+            continue
+        try:
+            with contextlib.closing(sqlite3.connect(journal.as_uri() + "?mode=ro", uri=True)) as db:
+                columns = [row[1] for row in db.execute("PRAGMA table_info(targets)")]
+                if "watermark" not in columns:
+                    return None
+                rows = db.execute("SELECT * FROM targets WHERE watermark = ?", (payload,)).fetchall()
+        except sqlite3.Error:
+            return None
+        if not rows:
+            return None
+        entry = Entry(*rows[0])
+        return {"journal": str(journal), "target": entry.target, "status": entry.status,
+                "content_hash": entry.content_hash, "frames": entry.frames, "seconds": round(entry.seconds, 2),
+                "updated": entry.updated, "output": entry.output, "matched_by": "watermark",
+                "output_unchanged": False}
+    return None
 
 
 def _read_manifest(path: Path, anchors: str | None, finding: Finding) -> None:
@@ -173,6 +244,12 @@ def _describe(reader, finding: Finding) -> None:
                 agent = action.get("softwareAgent")
                 if agent:
                     finding.software_agent = agent.get("name", "") if isinstance(agent, dict) else str(agent)
+        elif label == mf.SOFT_BINDING:
+            blocks = data.get("blocks") or [{}]
+            with contextlib.suppress(ValueError, TypeError, AttributeError):
+                import base64
+
+                finding.soft_binding = base64.b64decode(blocks[0].get("value", "")).hex()
         elif label == mf.SWAP_ASSERTION:
             finding.model = data.get("swapper_model", "")
             finding.engine = data.get("engine", "")

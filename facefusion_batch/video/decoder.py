@@ -211,3 +211,30 @@ class Decoder:
             return self._messages
         self._log.seek(0)
         return self._log.read()
+
+
+def sampled_frames(path: Path, step: int, width: int, height: int) -> Iterator[np.ndarray]:
+    """Every `step`-th frame of the video's first stream (from frame 0), as BGR at width x height; a
+    decoding failure raises MediaError once the frames that could be read are read."""
+    frame_bytes = width * height * 3
+    process = subprocess.Popen(ffmpeg.sample_command(path, step, width, height), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stderr is not None
+    ended = False
+    try:
+        while True:
+            data = process.stdout.read(frame_bytes)
+            if len(data) < frame_bytes:
+                ended = True
+                break
+            yield np.frombuffer(data, np.uint8).reshape(height, width, 3)
+    finally:
+        process.stdout.close()
+        if not ended:
+            process.kill()
+        stderr = process.stderr.read()
+        process.stderr.close()
+        code = process.wait()
+    if code != 0:
+        raise MediaError(f"{path}: decoding failed ({ffmpeg.error_line(stderr)})")
+

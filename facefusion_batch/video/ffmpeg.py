@@ -310,6 +310,14 @@ def parse_hdr_metadata(text: str) -> tuple[str | None, str | None]:
     return master, light
 
 
+def sample_command(path: Path, step: int, width: int, height: int) -> list[str]:
+    """Frames 0, step, 2 step, ... of the first video stream as raw BGR at width x height on stdout (the
+    content gate's samples, the watermark reader's frames)."""
+    return [ffmpeg_binary(), "-v", "error", "-nostdin", "-i", local(path), "-map", VIDEO_STREAM,
+            "-vf", f"select='not(mod(n\\,{step}))',scale={width}:{height}", "-fps_mode", "passthrough",
+            "-f", "rawvideo", "-pix_fmt", "bgr24", "pipe:1"]
+
+
 def colour_args(colour: Colour) -> list[str]:
     """Tag the output like the source (the conversion back with its matrix is in `video_filters`)."""
     args: list[str] = []
