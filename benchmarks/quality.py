@@ -20,6 +20,7 @@ each jump/switch/miss and turned faces zoomed.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -47,6 +48,9 @@ JUDGE_EVERY = 8
 # ---------------------------------------------------------------- the judge (dlib; benchmark only)
 
 class Judge:
+    """dlib's frontal face detector (upsampled once) and ResNet descriptor. Results are remembered by image
+    content, so the input frames that several sources' runs share are judged once."""
+
     def __init__(self) -> None:
         try:
             import dlib
@@ -57,18 +61,40 @@ class Judge:
         self._detector = dlib.get_frontal_face_detector()
         self._shape = dlib.shape_predictor(frm.pose_predictor_five_point_model_location())
         self._net = dlib.face_recognition_model_v1(frm.face_recognition_model_location())
+        self._memo: dict[tuple, object] = {}
+
+    def _remembered(self, kind: str, bgr: np.ndarray, extra, compute):
+        key = (kind, hashlib.blake2b(np.ascontiguousarray(bgr).data, digest_size=16).digest(), bgr.shape, extra)
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
     def detect(self, bgr: np.ndarray) -> list[tuple[float, float, float, float]]:
-        rgb = np.ascontiguousarray(bgr[:, :, ::-1])
-        return [(r.left(), r.top(), r.right(), r.bottom()) for r in self._detector(rgb, 1)]
+        def compute():
+            rgb = np.ascontiguousarray(bgr[:, :, ::-1])
+            return [(r.left(), r.top(), r.right(), r.bottom()) for r in self._detector(rgb, 1)]
+        return self._remembered("detect", bgr, None, compute)
+
+    def detect_near(self, bgr: np.ndarray, box) -> list[tuple[float, float, float, float]]:
+        """Faces found in a view around `box` (a box's width and height on each side), in frame pixels: the
+        same detector as `detect`, on less picture."""
+        x1, y1, x2, y2 = box
+        w, h = x2 - x1, y2 - y1
+        left, top = max(0, int(x1 - w)), max(0, int(y1 - h))
+        view = bgr[top:min(bgr.shape[0], int(y2 + h)), left:min(bgr.shape[1], int(x2 + w))]
+        if view.size == 0:
+            return []
+        return [(a + left, b + top, c + left, d + top) for a, b, c, d in self.detect(view)]
 
     def _rect(self, box):
         return self._dlib.rectangle(*(int(round(v)) for v in box))
 
     def describe(self, bgr: np.ndarray, box) -> np.ndarray:
-        rgb = np.ascontiguousarray(bgr[:, :, ::-1])
-        shape = self._shape(rgb, self._rect(box))
-        return np.array(self._net.compute_face_descriptor(rgb, shape))
+        def compute():
+            rgb = np.ascontiguousarray(bgr[:, :, ::-1])
+            shape = self._shape(rgb, self._rect(box))
+            return np.array(self._net.compute_face_descriptor(rgb, shape))
+        return self._remembered("describe", bgr, tuple(int(round(v)) for v in box), compute)
 
     def five(self, bgr: np.ndarray, box) -> np.ndarray:
         shape = self._shape(np.ascontiguousarray(bgr[:, :, ::-1]), self._rect(box))
@@ -184,9 +210,6 @@ def judge_frame(judge: Judge, inp: np.ndarray, out: np.ndarray, source_descripto
                 scored: Scored, label: str) -> None:
     """Identity verdicts for the faces the judge finds in `inp` (not those of the source's own person)."""
     found_in = judge.detect(inp)
-    if not found_in:
-        return
-    found_out = judge.detect(out)
     candidates = []
     for box in found_in:
         person = max(target_people, key=lambda tp: q.iou(tp[0], box), default=None)
@@ -197,7 +220,7 @@ def judge_frame(judge: Judge, inp: np.ndarray, out: np.ndarray, source_descripto
         candidates = [max(candidates, key=lambda c: c[0])] if candidates else []
         candidates = [c for c in candidates if c[0] >= q.SWAPPED]
     for change, box in candidates:
-        match = max(found_out, key=lambda b: q.iou(b, box), default=None)
+        match = max(judge.detect_near(out, box), key=lambda b: q.iou(b, box), default=None)
         found = match is not None and q.iou(match, box) >= 0.3
         out_box = match if found else box
         d_out = judge.describe(out, out_box)
