@@ -192,6 +192,7 @@ class Scored:
     turned: list[tuple[np.ndarray, np.ndarray, str]] = field(default_factory=list)
     frames: int = 0
     floor_flicker: list[float] = field(default_factory=list)  # the encoder's own added flicker in face boxes
+    worst_background: tuple[float, int] = (0.0, -1)  # the frame whose background changed most: (change, frame)
     profiles_left: int = 0  # ffb's own count of face-frames it left unswapped as near profile
     seconds: float = 0.0
 
@@ -262,8 +263,8 @@ def score_clip(clip: Clip, source: str, person: str, inp: list[np.ndarray], out:
                 scored.floor_flicker.append(q.added_flicker(inp[t - 1], inp[t], floor[t - 1], floor[t], box))
             else:
                 flick = jitter = float("nan")
-            if clip.mode == "many":
-                missed = s < q.SWAPPED
+            if clip.mode == "many" and clip.people[track] != person:  # a face of the source's own person
+                missed = s < q.SWAPPED                                  # changes little when swapped: not counted
                 kinds = q.face_classes(box, SIZE, clip.yaw[track])
                 scored.classes.append((kinds, missed))
                 if missed:
@@ -280,9 +281,12 @@ def score_clip(clip: Clip, source: str, person: str, inp: list[np.ndarray], out:
             values[3].append(jitter)
         chosen.append(q.chosen_track(strengths) if clip.mode == "one" else None)
         scored.background.append(q.background_diff(inp[t], out[t], clip.near[t]))
+        if np.isfinite(scored.background[-1]) and scored.background[-1] > scored.worst_background[0]:
+            scored.worst_background = (scored.background[-1], t)
         scored.floor.append(q.background_diff(inp[t], floor[t], clip.near[t]))
     for track, (strengths, flickers, frames, jitters) in series.items():
-        stats = q.track_stats(strengths, flickers, frames, expected=clip.mode == "many", jitters=jitters)
+        expected = clip.mode == "many" and clip.people[track] != person
+        stats = q.track_stats(strengths, flickers, frames, expected=expected, jitters=jitters)
         scored.tracks[track] = stats
         scored.events += [("miss", f, track) for f in stats.missed_at] + [("jump", f, track) for f in stats.jumps_at]
     if clip.mode == "one":
@@ -310,9 +314,9 @@ def score_image(name: str, photo: Photo, source: str, person: str, inp: np.ndarr
                 scored, f"{name}@{source}")
     scored.background.append(q.background_diff(inp, out, photo.boxes))
     size = (inp.shape[1], inp.shape[0])
-    for box, yaw in zip(photo.boxes, photo.yaw):
+    for box, yaw, face_person in zip(photo.boxes, photo.yaw, photo.people):
         s = q.strength(inp, out, box)
-        if mode == "many" and box[2] - box[0] >= MIN_FACE:
+        if mode == "many" and box[2] - box[0] >= MIN_FACE and face_person != person:
             scored.classes.append((q.face_classes(box, size, yaw), s < q.SWAPPED))
             scored.faint += q.is_faint(s, 0.0)
         if abs(yaw) >= q.TURNED:
@@ -471,6 +475,17 @@ def sheets(rows: list[Scored], clip_frames: dict[str, tuple[Clip, list, list]], 
             strips.append([_label(face_crop(out[t], box, 96), f"{kind} {s.name[:10]}" if t == frame else str(t))
                            for t in span] + [np.zeros((96, 96, 3), np.uint8)] * (7 - len(span)))
     write("events.png", [c for row in strips for c in row], 7)
+    backgrounds = []  # the runs whose background changed most: input, output, |out - in| x 8 with faces boxed
+    for s in sorted((s for s in rows if s.name in clip_frames and s.worst_background[1] >= 0),
+                    key=lambda s: -s.worst_background[0])[:4]:
+        clip, inp, out = clip_frames[s.name]
+        t = s.worst_background[1]
+        diff = np.clip(8 * np.abs(out[t].astype(np.int16) - inp[t].astype(np.int16)), 0, 255).astype(np.uint8)
+        for x1, y1, x2, y2 in clip.near[t]:
+            cv2.rectangle(diff, (int(x1), int(y1)), (int(x2), int(y2)), (0, 255, 0), 1)
+        backgrounds += [_label(inp[t], f"in {s.name} #{t}"), _label(out[t], "out"),
+                        _label(diff, f"|out-in| x8, bg {s.worst_background[0]:.2f}")]
+    write("background.png", backgrounds, 3)
     write("turned.png", [c for s in rows for a, b, text in s.turned for c in (_label(a, "in"), _label(b, text))][:32],
           8)
     return written
