@@ -192,6 +192,7 @@ class Scored:
     turned: list[tuple[np.ndarray, np.ndarray, str]] = field(default_factory=list)
     frames: int = 0
     floor_flicker: list[float] = field(default_factory=list)  # the encoder's own added flicker in face boxes
+    phantom_frames: int = 0  # frames where the output changed a face-sized patch where no face is
     worst_background: tuple[float, int] = (0.0, -1)  # the frame whose background changed most: (change, frame)
     profiles_left: int = 0  # ffb's own count of face-frames it left unswapped as near profile
     seconds: float = 0.0
@@ -281,6 +282,7 @@ def score_clip(clip: Clip, source: str, person: str, inp: list[np.ndarray], out:
             values[3].append(jitter)
         chosen.append(q.chosen_track(strengths) if clip.mode == "one" else None)
         scored.background.append(q.background_diff(inp[t], out[t], clip.near[t]))
+        scored.phantom_frames += q.phantoms(inp[t], out[t], clip.near[t]) > 0
         if np.isfinite(scored.background[-1]) and scored.background[-1] > scored.worst_background[0]:
             scored.worst_background = (scored.background[-1], t)
         scored.floor.append(q.background_diff(inp[t], floor[t], clip.near[t]))
@@ -313,6 +315,7 @@ def score_image(name: str, photo: Photo, source: str, person: str, inp: np.ndarr
     judge_frame(judge, inp, out, source_descriptor, list(zip(photo.boxes, photo.people)), mode, person,
                 scored, f"{name}@{source}")
     scored.background.append(q.background_diff(inp, out, photo.boxes))
+    scored.phantom_frames += q.phantoms(inp, out, photo.boxes) > 0
     size = (inp.shape[1], inp.shape[0])
     for box, yaw, face_person in zip(photo.boxes, photo.yaw, photo.people):
         s = q.strength(inp, out, box)
@@ -356,6 +359,7 @@ def block(items: list[Scored]) -> dict:
         "flicker_mean": flicker[0], "flicker_p95": flicker[1], "jitter_mean": jitter[0], "jitter_p95": jitter[1],
         "floor_flicker_mean": q.flicker_summary([f for s in items for f in s.floor_flicker])[0],
         "switches": sum(len(s.switches) for s in items if s.mode == "one"),
+        "phantom_frames": sum(s.phantom_frames for s in items),
         "background": float(np.mean(background)) if background else float("nan"),
         "floor": float(np.mean(floor)) if floor else float("nan"),
         "chroma_loss": float(np.mean(chroma)) if chroma else float("nan"),
@@ -388,7 +392,7 @@ COLUMNS = (("faces_judged", "judged", "{:.0f}"), ("accepted", "accept", "{:.0%}"
            ("profiles_left", "profile", "{:.0f}"), ("one_frames_none", "one:none", "{:.0f}"),
            ("toggles", "toggles", "{:.0f}"), ("jumps", "jumps", "{:.0f}"), ("flicker_mean", "flick", "{:+.2f}"),
            ("flicker_p95", "p95", "{:+.2f}"), ("jitter_p95", "jit95", "{:+.2f}"), ("switches", "switch", "{:.0f}"),
-           ("background", "bg", "{:.2f}"), ("floor", "floor", "{:.2f}"), ("chroma_loss", "grey", "{:+.1f}"))
+           ("phantom_frames", "phantom", "{:.0f}"), ("background", "bg", "{:.2f}"), ("floor", "floor", "{:.2f}"), ("chroma_loss", "grey", "{:+.1f}"))
 
 
 def _cell(value, fmt: str) -> str:
@@ -400,9 +404,9 @@ def _cell(value, fmt: str) -> str:
 def table(report: dict) -> str:
     lines = []
     for section in ("clips", "sources"):
-        lines.append(f"{'per ' + section[:-1]:<22}" + "".join(f"{title:>8}" for _, title, _ in COLUMNS))
+        lines.append(f"{'per ' + section[:-1]:<22}" + "".join(f"{title:>9}" for _, title, _ in COLUMNS))
         for name, values in [*report[section].items(), ("TOTAL", report["total"])]:
-            lines.append(f"{name[:22]:<22}" + "".join(f"{_cell(values.get(k), fmt):>8}" for k, _, fmt in COLUMNS))
+            lines.append(f"{name[:22]:<22}" + "".join(f"{_cell(values.get(k), fmt):>9}" for k, _, fmt in COLUMNS))
         lines.append("")
     total = report["total"]
     lines.append("missed by class (many): " + ", ".join(
@@ -410,12 +414,14 @@ def table(report: dict) -> str:
     for key, text, test in GOALS:
         value = total[key]
         ok = value is not None and np.isfinite(value) and test(value)
-        shown = _cell(value, "{:.1%}" if "share" in key or "accept" in key or key == "found" else "{:+.2f}")
+        shown = _cell(value, "{:.1%}" if "share" in key or "accept" in key or key == "found"
+                      else "{:.0f}" if key == "switches" else "{:+.2f}")
         extra = f" ({total['lowest_source']})" if key == "lowest_source_accepted" else ""
         lines.append(f"{'ok ' if ok else 'NO '} {text}: {shown}{extra}")
     lines.append(f"    background {total['background']:.2f} vs encoder floor {total['floor']:.2f} "
                  f"(goal within 0.1); closer {_cell(total['closer'], '{:.0%}')}; "
-                 f"faint swaps {total['faint']}; profiles left {total['profiles_left']}")
+                 f"faint swaps {total['faint']}; profiles left {total['profiles_left']}; "
+                 f"frames with a phantom swap {total['phantom_frames']}")
     return "\n".join(lines)
 
 

@@ -160,3 +160,18 @@ def test_class_misses_and_lowest_share():
     assert q.lowest_share(groups) == ("b", 0.5)
     name, share = q.lowest_share({})
     assert name is None and np.isnan(share)
+
+
+def test_phantoms_are_changed_patches_outside_the_faces():
+    rng = np.random.default_rng(3)
+    inp = rng.integers(90, 110, (120, 200, 3), dtype=np.uint8)
+    out = np.clip(inp.astype(np.int16) + rng.integers(-3, 4, inp.shape), 0, 255).astype(np.uint8)  # encoder noise
+    face = (20, 20, 60, 60)
+    assert q.phantoms(inp, out, [face]) == 0
+    out[30:50, 30:50] = 250  # the real face swapped: not a phantom
+    assert q.phantoms(inp, out, [face]) == 0
+    out[40:70, 120:150] = 200  # a face pasted on the wall
+    assert q.phantoms(inp, out, [face]) == 1
+    out[100:104, 10:14] = 200  # a speck is no face
+    assert q.phantoms(inp, out, [face]) == 1
+    assert q.phantoms(inp, out, [face, (115, 35, 155, 75)]) == 0  # that patch was a known face after all
