@@ -358,6 +358,8 @@ def block(items: list[Scored]) -> dict:
         "lowest_source": lowest, "lowest_source_accepted": lowest_share,
         "face_frames": present, "missed": missed, "missed_share": missed / present if present else float("nan"),
         "faint": sum(s.faint for s in many), "profiles_left": sum(s.profiles_left for s in items),
+        # Misses ffb's own profile count does not explain (its count may hold faces not counted present here).
+        "missed_not_left": max(0, missed - sum(s.profiles_left for s in many)),
         "classes": q.class_misses(records),
         "one_frames_none": sum(1 for s in items if s.mode == "one" for e in s.events if e[0] == "none"),
         "toggles": sum(t.toggles for t in tracks), "jumps": sum(t.jumps for t in tracks),
@@ -395,7 +397,8 @@ COLUMNS = (("faces_judged", "judged", "{:.0f}"), ("accepted", "accept", "{:.0%}"
            ("closer", "closer", "{:.0%}"),
            ("found", "found", "{:.0%}"), ("accepted_one", "acc.one", "{:.0%}"), ("missed", "missed", "{:.0f}"),
            ("face_frames", "of", "{:.0f}"), ("missed_share", "miss%", "{:.1%}"), ("faint", "faint", "{:.0f}"),
-           ("profiles_left", "profile", "{:.0f}"), ("one_frames_none", "one:none", "{:.0f}"),
+           ("profiles_left", "profile", "{:.0f}"),
+           ("missed_not_left", "miss-prof", "{:.0f}"), ("one_frames_none", "one:none", "{:.0f}"),
            ("toggles", "toggles", "{:.0f}"), ("jumps", "jumps", "{:.0f}"), ("flicker_mean", "flick", "{:+.2f}"),
            ("flicker_p95", "p95", "{:+.2f}"), ("jitter_p95", "jit95", "{:+.2f}"), ("switches", "switch", "{:.0f}"),
            ("phantom_frames", "phantom", "{:.0f}"), ("background", "bg", "{:.2f}"), ("floor", "floor", "{:.2f}"), ("chroma_loss", "grey", "{:+.1f}"))
@@ -410,9 +413,9 @@ def _cell(value, fmt: str) -> str:
 def table(report: dict) -> str:
     lines = []
     for section in ("clips", "sources"):
-        lines.append(f"{'per ' + section[:-1]:<22}" + "".join(f"{title:>9}" for _, title, _ in COLUMNS))
+        lines.append(f"{'per ' + section[:-1]:<22}" + "".join(f"{title:>10}" for _, title, _ in COLUMNS))
         for name, values in [*report[section].items(), ("TOTAL", report["total"])]:
-            lines.append(f"{name[:22]:<22}" + "".join(f"{_cell(values.get(k), fmt):>9}" for k, _, fmt in COLUMNS))
+            lines.append(f"{name[:22]:<22}" + "".join(f"{_cell(values.get(k), fmt):>10}" for k, _, fmt in COLUMNS))
         lines.append("")
     total = report["total"]
     lines.append("missed by class (many): " + ", ".join(
