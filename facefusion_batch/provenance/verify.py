@@ -1,23 +1,29 @@
 """`ffb verify`: what a file says about its own making. For each file: ffb's metadata mark, the C2PA
 manifest (embedded, or the sidecar `<name>.c2pa`) and whether it validates, the digital source type, the
 tool and model, and the journal record when the file lies in an ffb output tree (looked up by the caller:
-`journal.output_record`).
+`runner.journal.lookup`).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 from facefusion_batch.errors import SettingsError
 from facefusion_batch.provenance.metadata import read_mark
 from facefusion_batch.media import kind_of
 from facefusion_batch.provenance import manifest as mf
+from facefusion_batch.provenance.claims import manifest_claim
 from facefusion_batch.provenance.sign import SIDECAR_SUFFIX, c2pa_config, load_c2pa, one_line, sidecar_of
 
 UNTRUSTED = "signingCredential.untrusted"
 MAX_SIDECAR = 64 << 20  # a manifest is kilobytes; a sidecar beyond this is not one
+
+
+# (file, its watermark payload or None, an output tree to look in or None) -> the journal's record, or None
+JournalLookup = Callable[[Path, Optional[str], Optional[Path]], Optional[dict[str, Any]]]
 
 
 @dataclass
@@ -39,6 +45,11 @@ class Finding:
     target_sha256: str = ""
     parent: str = ""
     journal: dict[str, Any] | None = None
+    # The invisible watermark read from the frames (survives stripping and re-encoding): its payload (8 hex
+    # digits, "" when none was found), the sync score, and the payload the manifest's soft binding names.
+    watermark: str = ""
+    watermark_sync: float = 0.0
+    soft_binding: str = ""
 
     @property
     def failed(self) -> bool:
@@ -87,18 +98,55 @@ def files_of(paths: Sequence[Path]) -> Iterator[Path]:
                     yield path_
 
 
-def inspect(path: Path, anchors: str | None = None,
-            journal_record: Callable[[Path], dict[str, Any] | None] | None = None) -> Finding:
-    """Everything `ffb verify` says about one file; `journal_record` finds the journal entry that wrote it
-    (the run's journal, `journal.output_record`)."""
+def inspect(path: Path, anchors: str | None = None, output: Path | None = None,
+            journal: JournalLookup | None = None) -> Finding:
+    """Everything `ffb verify` says about one file. `journal` finds the journal entry that wrote it (the
+    run's journal API, `runner.journal.lookup`), given the file, its watermark payload and `output`: an ffb
+    output tree whose journal a copy found elsewhere (renamed, stripped, re-encoded) is linked to by it."""
     finding = Finding(str(path))
     if not path.is_file():  # a FIFO or device would block the readers
         finding.problems.append("not a regular file; skipped")
         return finding
     finding.metadata_mark = read_mark(path) is not None
     _read_manifest(path, anchors, finding)
-    finding.journal = journal_record(path) if journal_record else None
+    _read_watermark(path, finding)
+    if journal is not None:
+        finding.journal = journal(path, finding.watermark or None, output)
     return finding
+
+
+def _read_watermark(path: Path, finding: Finding) -> None:
+    from facefusion_batch.errors import FfbError
+    from facefusion_batch.provenance import watermark
+
+    try:
+        reading = watermark.read_frames(frames_of(path))
+    except (FfbError, OSError, ValueError) as exc:
+        finding.problems.append(f"watermark not read: {one_line(exc)}")
+        return
+    finding.watermark = reading.hex if reading.found else ""
+    finding.watermark_sync = round(reading.sync_z, 1)
+    if finding.soft_binding and finding.watermark and finding.soft_binding != finding.watermark:
+        finding.problems.append(f"the frames' watermark {finding.watermark} is not the one the manifest names "
+                                f"({finding.soft_binding})")
+
+
+WATERMARK_FRAMES = 30  # frames of a video averaged to read its watermark
+
+
+def frames_of(path: Path) -> Iterator[Any]:
+    """The frames the watermark is read from: a picture's first, or up to WATERMARK_FRAMES spread over a
+    video."""
+    from facefusion_batch.media import read_picture
+    from facefusion_batch.video.decoder import sampled_frames
+    from facefusion_batch.video.probe import probe
+
+    if kind_of(path) == "image":
+        yield read_picture(path).frames[0]
+        return
+    info = probe(path)
+    step = max(1, info.frame_count // WATERMARK_FRAMES)
+    yield from sampled_frames(path, step, info.width, info.height)
 
 
 def _read_manifest(path: Path, anchors: str | None, finding: Finding) -> None:
@@ -118,39 +166,33 @@ def _read_manifest(path: Path, anchors: str | None, finding: Finding) -> None:
             else:
                 reader = c2pa.Reader.try_create(mf.mime_of(path), stream, None, context)
                 if reader is None:
+                    _claimed_but_absent(path, finding)
                     return
                 finding.c2pa = "embedded"
             with reader:
                 _describe(reader, finding)
     except c2pa.C2paError.NotSupported:
-        return  # a format c2pa can't hold a manifest in, and no sidecar
+        _claimed_but_absent(path, finding)  # a format c2pa can't hold a manifest in, and no sidecar
     except c2pa.C2paError as exc:
-        if finding.c2pa == "none" and not _has_manifest_store(path):
+        if finding.c2pa == "none" and manifest_claim(path) is None:
             # Not parseable as its format, and no manifest store inside: it claims nothing.
             finding.problems.append(f"not readable as {mf.mime_of(path)} ({one_line(exc)})")
             return
         finding.c2pa = finding.c2pa if finding.c2pa != "none" else "embedded"
         finding.validation = "invalid"
-        finding.problems.append(f"unreadable manifest: {one_line(exc)}")
+        finding.problems.append(f"unreadable manifest (damaged): {one_line(exc)}")
     except OSError as exc:
         finding.validation = "invalid" if finding.c2pa != "none" else ""
         finding.problems.append(f"can't read: {exc.strerror}")
 
 
-def _has_manifest_store(path: Path) -> bool:
-    """Whether the file's bytes hold a C2PA manifest store (a JUMBF box labelled c2pa) anywhere."""
-    tail = b""
-    try:
-        with open(path, "rb") as handle:
-            while chunk := handle.read(1 << 20):
-                window = tail + chunk
-                at = window.find(b"jumb")
-                if at >= 0 and b"c2pa" in window[at:at + 64]:
-                    return True
-                tail = window[-64:]
-    except OSError:
-        return False
-    return False
+def _claimed_but_absent(path: Path, finding: Finding) -> None:
+    """The C2PA library found no manifest: a file whose structure claims one (see claims) has a damaged
+    manifest, not none."""
+    claim = manifest_claim(path)
+    if claim is not None:
+        finding.c2pa, finding.validation = "embedded", "invalid"
+        finding.problems.append(f"damaged manifest: {claim} that is no readable C2PA manifest")
 
 
 def _describe(reader, finding: Finding) -> None:
@@ -179,6 +221,12 @@ def _describe(reader, finding: Finding) -> None:
                 agent = action.get("softwareAgent")
                 if agent:
                     finding.software_agent = agent.get("name", "") if isinstance(agent, dict) else str(agent)
+        elif label == mf.SOFT_BINDING:
+            blocks = data.get("blocks") or [{}]
+            with contextlib.suppress(ValueError, TypeError, AttributeError):
+                import base64
+
+                finding.soft_binding = base64.b64decode(blocks[0].get("value", "")).hex()
         elif label == mf.SWAP_ASSERTION:
             finding.model = data.get("swapper_model", "")
             finding.engine = data.get("engine", "")

@@ -2,7 +2,8 @@
 
 A row holds the target's content hash (recomputed only when its size or mtime changes), the key of every
 setting and model that shapes the output, the status, timings, attempts, the last error, and the output's
-size and mtime when it was written (an output that changed or vanished since is redone).
+size and mtime when it was written (an output that changed or vanished since is redone) and its sha256 (for
+`ffb verify`: a copy of the output tree is unchanged although every mtime differs).
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from facefusion_batch.models.store import sha256_of
 from facefusion_batch.targets import resolved
@@ -31,7 +32,10 @@ CREATE TABLE IF NOT EXISTS targets (
     output_size INTEGER,
     output_mtime_ns INTEGER,
     updated REAL NOT NULL,
-    ctime_ns INTEGER
+    ctime_ns INTEGER,
+    output_sha256 TEXT,
+    content_gate TEXT,
+    watermark TEXT
 )
 """
 FINISHED = ("done", "no_face")
@@ -57,6 +61,9 @@ class Entry:
     output_mtime_ns: int | None
     updated: float
     ctime_ns: int | None = None  # None in rows written before it was recorded
+    output_sha256: str | None = None  # of the output as written; None before it was recorded, or no output
+    content_gate: str | None = None  # whether the content gate ran on the target (see provenance.content_gate)
+    watermark: str | None = None  # the invisible watermark's payload in the output (8 hex digits)
 
 
 def text_of(value: object) -> str:
@@ -80,8 +87,9 @@ class Journal:
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute(_SCHEMA)
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(targets)")}
-        if "ctime_ns" not in columns:  # a journal written by an older ffb
-            self._db.execute("ALTER TABLE targets ADD COLUMN ctime_ns INTEGER")
+        for column in ("ctime_ns INTEGER", "output_sha256 TEXT", "content_gate TEXT", "watermark TEXT"):
+            if column.split()[0] not in columns:  # a journal written by an older ffb
+                self._db.execute(f"ALTER TABLE targets ADD COLUMN {column}")
 
     def close(self) -> None:
         self._db.close()
@@ -89,6 +97,11 @@ class Journal:
     def get(self, target: Path) -> Entry | None:
         row = self._db.execute("SELECT * FROM targets WHERE target = ?", (text_of(resolved(target)),)).fetchone()
         return Entry(*row) if row else None
+
+    def by_watermark(self, payload: str) -> list[Entry]:
+        """The entries whose output carries this watermark payload."""
+        rows = self._db.execute("SELECT * FROM targets WHERE watermark = ?", (payload,)).fetchall()
+        return [Entry(*row) for row in rows]
 
     def entries(self) -> Iterator[Entry]:
         for row in self._db.execute("SELECT * FROM targets ORDER BY target"):
@@ -100,9 +113,9 @@ class Journal:
         relative = resolved_output.relative_to(tree).parts
         entries = list(self.entries())
         exact = [e for e in entries if Path(e.output).is_absolute() and Path(e.output).resolve() == resolved_output]
-        # A relative output is relative to where that run started: match it by its path inside the tree.
-        tail = [e for e in entries if not Path(e.output).is_absolute()
-                and Path(e.output).parts[-len(relative):] == relative]
+        # A relative output is relative to where that run started, an absolute one may name the tree before
+        # it was copied or moved: match it by its path inside the tree, when only one entry has it.
+        tail = [e for e in entries if Path(e.output).parts[-len(relative):] == relative]
         matches = exact or (tail if len(tail) == 1 else [])
         return matches[0] if matches else None
 
@@ -135,24 +148,29 @@ class Journal:
         return entry
 
     def record(self, target: Path, output: Path, content: str, key: str, status: str, reason: str = "",
-               frames: int = 0, seconds: float = 0.0) -> None:
+               frames: int = 0, seconds: float = 0.0, content_gate: str = "", watermark: str = "") -> None:
         try:
             size, mtime, ctime = stamp(target)
         except FileNotFoundError:  # deleted while it was processed: its outcome is still recorded
             size, mtime, ctime = GONE
-        out_size = out_mtime = None
+        out_size = out_mtime = out_hash = None
         if status in FINISHED and output.exists():
             out_stat = output.stat()
             out_size, out_mtime = out_stat.st_size, out_stat.st_mtime_ns
+            try:
+                out_hash = sha256_of(output)
+            except OSError:
+                out_hash = None
         previous = self.get(target)
         attempts = (previous.attempts if previous and previous.content_hash == content else 0)
         attempts += status != "running"
         self._db.execute(
             "INSERT OR REPLACE INTO targets (target, output, size, mtime_ns, content_hash, settings_key, status, "
-            "reason, attempts, frames, seconds, output_size, output_mtime_ns, updated, ctime_ns) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "reason, attempts, frames, seconds, output_size, output_mtime_ns, updated, ctime_ns, output_sha256, "
+            "content_gate, watermark) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (text_of(resolved(target)), text_of(output), size, mtime, content, key, status, text_of(reason),
-             attempts, frames, seconds, out_size, out_mtime, time.time(), ctime))
+             attempts, frames, seconds, out_size, out_mtime, time.time(), ctime, out_hash, content_gate or None,
+             watermark or None))
 
 
 def stamp(path: Path) -> tuple[int, int, int]:
@@ -165,27 +183,70 @@ def stamp(path: Path) -> tuple[int, int, int]:
     return info.st_size, info.st_mtime_ns, info.st_ctime_ns
 
 
+def lookup(path: Path, watermark: str | None = None, output: Path | None = None) -> dict[str, Any] | None:
+    """What the journals say of the run that wrote `path` (`ffb verify`), or None; journals are only read.
+    The entry whose output `path` is, in the nearest enclosing output tree's journal; else, for a copy found
+    elsewhere (renamed, stripped, re-encoded) that carries a `watermark` payload, the entry whose output has
+    that payload, in `output`'s journal when given, else in an enclosing tree's."""
+    return output_record(path) or (watermark_record(path, watermark, output) if watermark else None)
+
+
+def _read(journal_path: Path, read: Callable[[Journal], Any]) -> Any:
+    """`read` over the journal at `journal_path`, opened read-only (None when it can't be read: an older
+    journal without a column asked for, a damaged file)."""
+    try:
+        journal = Journal(journal_path, read_only=True)
+        try:
+            return read(journal)
+        finally:
+            journal.close()
+    except sqlite3.Error:
+        return None
+
+
+def _summary(journal_path: Path, entry: Entry) -> dict[str, Any]:
+    return {"journal": str(journal_path), "target": entry.target, "status": entry.status,
+            "content_hash": entry.content_hash, "frames": entry.frames, "seconds": round(entry.seconds, 2),
+            "updated": entry.updated}
+
+
 def output_record(path: Path) -> dict[str, Any] | None:
-    """What the journal of the nearest enclosing output tree (`<tree>/.ffb/journal.sqlite`) says of the run
-    that wrote `path` (`ffb verify`), or None; the journal is only read."""
+    """The nearest enclosing output tree's (`<tree>/.ffb/journal.sqlite`) entry for the output `path`."""
     resolved_path = path.resolve()
     for tree in resolved_path.parents:
         journal_path = tree / ".ffb" / "journal.sqlite"
         if not journal_path.is_file():
             continue
-        try:
-            journal = Journal(journal_path, read_only=True)
-            try:
-                entry = journal.writer_of(resolved_path, tree)
-            finally:
-                journal.close()
-        except sqlite3.Error:
-            return None
+        entry = _read(journal_path, lambda journal: journal.writer_of(resolved_path, tree))
         if entry is None:
             return None
-        stat = path.stat()
-        return {"journal": str(journal_path), "target": entry.target, "status": entry.status,
-                "content_hash": entry.content_hash, "frames": entry.frames, "seconds": round(entry.seconds, 2),
-                "updated": entry.updated,
-                "output_unchanged": (stat.st_size, stat.st_mtime_ns) == (entry.output_size, entry.output_mtime_ns)}
+        return {**_summary(journal_path, entry), "output_unchanged": _unchanged(path, entry)}
     return None
+
+
+def watermark_record(path: Path, payload: str, output: Path | None) -> dict[str, Any] | None:
+    """The entry whose output carries the watermark `payload`: in `output`'s journal when given, else in the
+    journal of an output tree that encloses `path`."""
+    trees = [output] if output is not None else list(path.resolve().parents)
+    for tree in trees:
+        journal_path = tree / ".ffb" / "journal.sqlite"
+        if not journal_path.is_file():
+            continue
+        entries = _read(journal_path, lambda journal: journal.by_watermark(payload))
+        if not entries:
+            return None
+        return {**_summary(journal_path, entries[0]), "output": entries[0].output, "matched_by": "watermark",
+                "output_unchanged": False}
+    return None
+
+
+def _unchanged(path: Path, entry: Entry) -> bool:
+    """Whether `path` holds the bytes the journal's run wrote: by their sha256 (a copy keeps them, not its
+    mtime); rows of an ffb that recorded no output hash by size and mtime."""
+    if entry.output_sha256:
+        try:
+            return sha256_of(path) == entry.output_sha256
+        except OSError:
+            return False
+    stat = path.stat()
+    return (stat.st_size, stat.st_mtime_ns) == (entry.output_size, entry.output_mtime_ns)

@@ -20,15 +20,19 @@ from facefusion_batch import __version__
 from facefusion_batch.engines import build_engine
 from facefusion_batch.engines.base import FaceEngine, Selection, build_selection
 from facefusion_batch.engines.source_cache import Record
+from facefusion_batch.media import read_image
 from facefusion_batch.memory import apply_memory_limit
 from facefusion_batch.models.store import sha256_of
 from facefusion_batch.workflow.analysis import MotionGate, Reference, TrackState, face_patches, track
 from facefusion_batch.workflow.video import Seal
+from facefusion_batch.provenance.content_gate import ContentGate, build_gate
 from facefusion_batch.provenance.label import VisibleLabel
-from facefusion_batch.provenance.sign import Marker
+from facefusion_batch.provenance.sign import Marker, mode_of
+from facefusion_batch.provenance.watermark import Watermarker, payload_of
 from facefusion_batch.settings import DECLARED, FIELDS, Settings, engine_changed, with_role
 from facefusion_batch.timing import Timings, timed
 from facefusion_batch.video.ffmpeg import use_ffmpeg
+
 
 @dataclass(frozen=True, eq=False)
 class FrameProcessor:
@@ -44,11 +48,32 @@ class FrameProcessor:
     output_key: str  # the journal's key for everything an output depends on besides the target
     sources: tuple[Path, ...] = ()  # the source image(s) the prepared face comes from
     timings: Timings | None = None
+    gate: ContentGate | None = None  # the content gate (None: not asked, e.g. a benchmark's own processor)
+    source_sha256: str = ""  # of the source image(s), comma-separated
+    watermark: Watermarker | None = None  # set per target by `for_target`
 
     @property
     def tags(self) -> dict[str, str]:
         """Metadata tags every output carries."""
         return self.marker.tags
+
+    @property
+    def watermarks(self) -> bool:
+        """Whether this run puts the invisible watermark in its outputs' frames."""
+        return self.settings.output_watermark and mode_of(self.settings) != "off"
+
+    def for_target(self, target: Path, content: str | None = None) -> FrameProcessor:
+        """The processor for one target's frames: with that output's watermark, whose payload is a hash of
+        the target's content (`content`: its sha256 when known) and the source face(s): what the output is
+        made of, the same in every run and executor that swaps this face into this target."""
+        if not self.watermarks:
+            return self
+        content = content or sha256_of(target)
+        return dataclasses.replace(self, watermark=Watermarker(payload_of(f"{content}|{self.source_sha256}")))
+
+    @property
+    def gate_record(self) -> str:
+        return self.gate.record if self.gate is not None else ""
 
     def timed_by(self, timings: Timings | None) -> FrameProcessor:
         """The same processor, with its stage times going to `timings`."""
@@ -128,6 +153,9 @@ class FrameProcessor:
             self.timings.count("faces", len(faces))
         if self.label is not None:
             frame = self.label.draw(frame)
+        if self.watermark is not None:
+            with timed(self.timings, "watermark"):
+                frame = self.watermark.mark(frame)
         return frame, len(faces)
 
     def close(self) -> None:
@@ -146,7 +174,8 @@ class FrameProcessor:
     def seal(self, target: Path, content: str | None = None) -> Seal:
         """How a finished output of `target` is moved into place: signed first where this run signs
         (`content` is the target's sha256 when known)."""
-        return functools.partial(self.marker.place, parent=target, parent_sha256=content or None)
+        return functools.partial(self.marker.place, parent=target, parent_sha256=content or None,
+                                 watermark=self.watermark.hex if self.watermark else "", content_gate=self.gate_record)
 
 
 def settings_key(parts: dict[str, Any]) -> str:
@@ -185,6 +214,10 @@ def prepare(settings: Settings, source: Sources, on_message: Callable[[str], Non
     owned = engine is None
     engine = engine or build_engine(settings)
     try:
+        gate = build_gate(settings, engine.pool)
+        for path in sources:  # a flagged source stops the run before any swap: no target could use it
+            if gate.status == "checked":
+                gate.check_source(path, read_image(path))
         records = []
         for path in sources:
             record = engine.prepare_source(path)
@@ -193,7 +226,7 @@ def prepare(settings: Settings, source: Sources, on_message: Callable[[str], Non
                 on_message(f"{path}: {faces_in_source} faces in the source image; using the largest")
             records.append(record)
         record = engine.merge_sources(records)
-        selection = build_selection(settings, engine)
+        selection = build_selection(settings, engine, record)
     except BaseException:
         if owned:
             engine.close()
@@ -203,7 +236,8 @@ def prepare(settings: Settings, source: Sources, on_message: Callable[[str], Non
     label = (VisibleLabel(settings.visible_label, settings.visible_label_position, settings.visible_label_size,
                           settings.visible_label_opacity) if settings.visible_label else None)
     return FrameProcessor(settings, engine, record, selection, marker, label,
-                          output_key(settings, source_sha256, engine, marker), sources)
+                          output_key(settings, source_sha256, engine, marker), sources=sources, gate=gate,
+                          source_sha256=source_sha256)
 
 
 def output_key(settings: Settings, source_sha256: str, engine: FaceEngine, marker: Marker) -> str:

@@ -51,10 +51,12 @@ class Watch:
         return self
 
     def stop(self, sig: int = signal.SIGTERM) -> tuple[int, dict]:
+        """Its exit code and summary (the last JSON line; one line per file came before it)."""
         self.process.send_signal(sig)
         out, _ = self.process.communicate(timeout=DEADLINE)
         assert "Traceback" not in self.log(), self.log()[-3000:]
-        return self.process.returncode, json.loads(out)
+        self.lines = [json.loads(line) for line in out.decode().splitlines()]
+        return self.process.returncode, self.lines[-1]
 
     def kill(self) -> None:
         if self.process.poll() is None:
