@@ -885,9 +885,9 @@ def detect_gpus(
 @reports_errors
 def benchmark(
     resolutions: Optional[list[str]] = typer.Argument(None, help="Clip sizes: 240p 360p 480p 540p 720p 1080p 1440p "
-                                                      "4k, or a range such as 240p..4k (every size of the ladder "
-                                                      "240p 360p 480p 720p 1080p 1440p 4k in between; the whole "
-                                                      "ladder takes minutes). Default: 360p 720p."),
+                                                      "4k (FaceFusion's 2160p), or a range such as 240p..4k (every "
+                                                      "size in between; the whole range takes minutes). Default: "
+                                                      "360p 720p."),
     engine: Optional[Engine] = typer.Option(None, help="auto, neural or offline, for both runs of a comparison."),
     profile: Optional[Path] = typer.Option(None, "--profile", "-p", help="Settings of the base run (default: "
                                            "built-in defaults, plus FFB_* environment)."),
@@ -941,7 +941,7 @@ def verify(
     """Check what files say about their making: ffb's AI-modified metadata mark and the C2PA manifest.
 
     For each file: whether it carries ffb's metadata mark; whether a C2PA manifest is present (embedded,
-    or a sidecar NAME.c2pa next to a WebM/MKV); whether it validates: trusted, valid (signer untrusted:
+    or a sidecar NAME.ext.c2pa, e.g. clip.webm.c2pa, next to a file whose format can't hold one); whether it validates: trusted, valid (signer untrusted:
     the signature and hashes check out but the signer's root is not in the trust list; pass --trust), or
     invalid with the reason (e.g. assertion.bmffHash.mismatch: the video was changed after signing); the
     digital source type, the tool and model that made it, and the ffb journal record when the file lies in
