@@ -237,6 +237,8 @@ def run(
     output_video_quality: Optional[int] = typer.Option(None, help="0..100, higher is better (maps to CRF)."),
     output_image_quality: Optional[int] = typer.Option(None, help="0..100: JPEG/WebP quality of image targets' "
                                                        "outputs (default 95)."),
+    output_image_scale: Optional[float] = typer.Option(None, help="0.25..8: image outputs at this multiple of "
+                                                       "the target's size (default 1)."),
     temp_path: Optional[Path] = typer.Option(None, help="Directory for temporary frames and chunks."),
     chunk_size: Optional[int] = typer.Option(None, help="Frames per chunk (bounds temporary disk use)."),
     temp_frame_format: Optional[str] = typer.Option(None, metavar="FORMAT", help="Format of the temporary frames: "
@@ -293,6 +295,7 @@ def run(
         "face_detector_model": face_detector_model, "face_detector_min_size": face_detector_min_size,
         "face_detector_size": face_detector_size, "face_detector_score": face_detector_score,
         "reference_face_distance": reference_face_distance, "output_image_quality": output_image_quality,
+        "output_image_scale": output_image_scale,
         "temp_frame_format": temp_frame_format, "log_level": log_level,
         "processors": processors, "face_swapper_model": face_swapper_model,
         "face_swapper_weight": face_swapper_weight, "face_swapper_pixel_boost": face_swapper_pixel_boost,
@@ -393,7 +396,8 @@ RUN_HELP_PANELS: dict[str, tuple[str, ...]] = {
                   "execution_queue_count", "execution_inference_slots", "video_memory_strategy",
                   "system_memory_limit", "ffmpeg_path", "temp_path", "chunk_size", "temp_frame_format",
                   "frame_transport"),
-    "Output": ("output_video_encoder", "output_video_preset", "output_video_quality", "output_image_quality"),
+    "Output": ("output_video_encoder", "output_video_preset", "output_video_quality", "output_image_quality",
+               "output_image_scale"),
     "Marking and provenance": ("no_marking", "output_provenance", "c2pa_certificate", "c2pa_private_key",
                                "visible_label", "visible_label_position", "visible_label_size",
                                "visible_label_opacity"),

@@ -189,6 +189,9 @@ class Settings:
     output_video_preset: VideoPreset = _spec("output_creation", "Encoder speed/size preset.", "veryfast")
     output_video_quality: int = _spec("output_creation", "Video quality 0..100 (maps to CRF; higher is better).", 80)
     output_image_quality: int = _spec("output_creation", "JPEG/WebP quality 0..100 for image targets.", 95)
+    output_image_scale: float = _spec(
+        "output_creation", "Size of image targets' outputs as a multiple of the target's, 0.25..8 (FaceFusion's; "
+        "sides rounded to even pixels as FaceFusion does); 1: the target's size.", 1.0)
     output_marking: bool = _spec("output_creation", "Mark outputs as AI-modified at all (false, or --no-marking: "
                                  "no metadata, no C2PA, whatever output_provenance says).", True)
 
@@ -276,6 +279,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "reference_face_distance": (0.0, 1.0),
     "output_video_quality": (0, 100),
     "output_image_quality": (0, 100),
+    "output_image_scale": (0.25, 8.0),
     "face_detector_size": (64, 2048),
     "face_detector_min_size": (0, 4096),
     "chunk_size": (1, 100000),

@@ -41,7 +41,7 @@ _SHAPING_UNLESS_DEFAULT = (
     "face_enhancer_weight", "face_mask_types", "face_mask_blur", "face_mask_padding", "face_mask_regions",
     "face_mask_areas", "face_occluder_model", "face_parser_model", "face_selector_order", "face_selector_gender",
     "face_selector_race", "face_selector_age_start", "face_selector_age_end", "face_landmarker_model",
-    "face_landmarker_score")
+    "face_landmarker_score", "output_image_scale")
 
 
 @dataclass(frozen=True, eq=False)
