@@ -172,7 +172,7 @@ def _check_signing(settings: Settings) -> str:
     if mode_of(settings) != "c2pa":
         return ""
     credential = credentials.load(settings.c2pa_certificate, settings.c2pa_private_key, settings.cache_path)
-    check_credential(credential)
+    check_credential(credential, settings.c2pa_timestamp_url)
     if not credential.local:
         return ""
     root = credentials.local_paths(settings.cache_path)[1]

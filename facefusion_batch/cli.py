@@ -28,7 +28,8 @@ from facefusion_batch.settings import (Engine, Executor, FaceEnhancerModel, Face
                                        FaceParserModel, FaceSelectorGender, FaceSelectorMode, FaceSelectorOrder,
                                        FaceLandmarkerModel, FaceSelectorRace, FaceSwapperModel, FrameTransport,
                                        LabelPosition,
-                                       OutputProvenance, VideoEncoder, VideoMemoryStrategy, VideoPreset, check_paths,
+                                       OutputProvenance, ContentGate, VideoEncoder, VideoMemoryStrategy, VideoPreset,
+                                       check_paths,
                                        choices, describe, load_settings)
 from facefusion_batch.video.ffmpeg import describe_ffmpeg, use_ffmpeg
 
@@ -240,6 +241,12 @@ def run(
     output_image_scale: Optional[float] = typer.Option(None, help="0.25..8: image outputs at this multiple of "
                                                        "the target's size (default 1)."),
     temp_path: Optional[Path] = typer.Option(None, help="Directory for temporary frames and chunks."),
+    cache_path: Optional[Path] = typer.Option(None, help="Directory of the source-face cache and the local C2PA "
+                                              "signing certificate (may be read-only once that exists)."),
+    state_path: Optional[Path] = typer.Option(None, help="Directory for the journal and lock (default: "
+                                              "OUTPUT/.ffb)."),
+    shared_path: Optional[Path] = typer.Option(None, help="Ray executor: directory every node mounts at the same "
+                                               "path, where chunks of a split video meet."),
     chunk_size: Optional[int] = typer.Option(None, help="Frames per chunk (bounds temporary disk use)."),
     temp_frame_format: Optional[str] = typer.Option(None, metavar="FORMAT", help="Format of the temporary frames: "
                                                     + ", ".join(choices("temp_frame_format")) + " (FaceFusion's "
@@ -259,12 +266,19 @@ def run(
                                                     "(PEM, signer first); default: a local one under cache_path."),
     c2pa_private_key: Optional[Path] = typer.Option(None, help="Private key (PEM, unencrypted) of "
                                                     "--c2pa-certificate."),
+    c2pa_timestamp_url: Optional[str] = typer.Option(None, metavar="URL", help="RFC 3161 time-stamp authority: "
+                                                     "signatures stay valid after the certificate expires."),
     visible_label: Optional[str] = typer.Option(None, help="Draw this text (e.g. \"AI-generated\") in a corner of "
                                                 "every swapped frame and image."),
     visible_label_position: Optional[LabelPosition] = typer.Option(None, help="Corner of the visible label."),
     visible_label_size: Optional[float] = typer.Option(None, help="Label text height as a fraction of the "
                                                        "frame height (default 0.03)."),
     visible_label_opacity: Optional[float] = typer.Option(None, help="Label opacity 0..1 (default 0.8)."),
+    no_watermark: bool = typer.Option(False, "--no-watermark", help="No invisible watermark (the output's id in "
+                                      "every swapped frame; on by default)."),
+    content_gate: Optional[ContentGate] = typer.Option(None, help="auto: check the source and each target for "
+                                                       "explicit content and block flagged targets (default); "
+                                                       "off: no check (recorded in every output)."),
     executor: Optional[Executor] = typer.Option(None, help="local: this process; ray: spread the batch over a Ray "
                                                 "cluster (needs the ray extra of facefusion-batch)."),
     ray_address: Optional[str] = typer.Option(None, help="Ray cluster to join: auto or ray://host:10001 (implies "
@@ -314,15 +328,18 @@ def run(
         "ffmpeg_path": ffmpeg_path,
         "output_video_encoder": output_video_encoder, "output_video_preset": output_video_preset,
         "output_video_quality": output_video_quality, "temp_path": temp_path, "chunk_size": chunk_size,
+        "cache_path": cache_path, "state_path": state_path, "shared_path": shared_path,
         "frame_transport": frame_transport, "keypoint_reuse": keypoint_reuse,
         "video_memory_strategy": video_memory_strategy, "system_memory_limit": system_memory_limit,
         "face_selector_mode": "many" if many_faces else face_selector_mode,
         "reference_face_path": reference_face, "output_marking": False if no_marking else None,
         "executor": executor or ("ray" if ray_address else None), "ray_address": ray_address,
         "output_provenance": output_provenance, "c2pa_certificate": c2pa_certificate,
-        "c2pa_private_key": c2pa_private_key, "visible_label": visible_label,
+        "c2pa_private_key": c2pa_private_key, "c2pa_timestamp_url": c2pa_timestamp_url,
+        "visible_label": visible_label,
         "visible_label_position": visible_label_position, "visible_label_size": visible_label_size,
-        "visible_label_opacity": visible_label_opacity,
+        "visible_label_opacity": visible_label_opacity, "output_watermark": False if no_watermark else None,
+        "content_gate": content_gate,
     }
     if reference_face and not (many_faces or face_selector_mode):
         flags["face_selector_mode"] = "reference"
@@ -395,12 +412,13 @@ RUN_HELP_PANELS: dict[str, tuple[str, ...]] = {
     "Execution": ("execution_providers", "execution_device_id", "execution_thread_count",
                   "execution_queue_count", "execution_inference_slots", "video_memory_strategy",
                   "system_memory_limit", "ffmpeg_path", "temp_path", "chunk_size", "temp_frame_format",
-                  "frame_transport"),
+                  "frame_transport", "cache_path", "state_path", "shared_path"),
     "Output": ("output_video_encoder", "output_video_preset", "output_video_quality", "output_image_quality",
                "output_image_scale"),
     "Marking and provenance": ("no_marking", "output_provenance", "c2pa_certificate", "c2pa_private_key",
+                               "c2pa_timestamp_url",
                                "visible_label", "visible_label_position", "visible_label_size",
-                               "visible_label_opacity"),
+                               "visible_label_opacity", "no_watermark", "content_gate"),
     "Batch": ("executor", "ray_address", "force", "retry_failed", "wait", "print_settings", "as_json", "quiet",
               "log_level", "metrics_file"),
 }
@@ -675,9 +693,9 @@ def _ffmpeg_rows(resolved) -> list[dict[str, Any]]:
 def _settings_table(rows: list[dict[str, Any]]) -> None:
     from facefusion_batch.tables import print_table
 
-    print_table(("section", "key", "value", "from"),
-                [(row["section"], row["key"], row["value"], row["origin"]) for row in rows],
-                line=lambda r: f"[{r[0]}] {r[1]} = {r[2]}  (from {r[3]})")
+    print_table(("section", "key", "value", "from", "role"),
+                [(row["section"], row["key"], row["value"], row["origin"], row.get("role", "")) for row in rows],
+                line=lambda r: f"[{r[0]}] {r[1]} = {r[2]}  (from {r[3]}{'; ' + r[4] if r[4] else ''})")
 
 
 def _summary_table(result) -> None:
@@ -689,7 +707,7 @@ def _summary_table(result) -> None:
                 line=lambda r: f"{r[0]}: {r[1]}, {r[2]} frames, {r[3]} s" + (f": {r[4]}" if r[4] else ""))
     counts = result.to_dict()["counts"]
     print_line(f"done {counts['done']}, no face {counts['no_face']}, skipped {counts['skipped']}, "
-               f"failed {counts['failed']}")
+               + (f"blocked {counts['blocked']}, " if counts['blocked'] else "") + f"failed {counts['failed']}")
 
 
 _RUN_SIGNATURE = inspect.signature(run.__wrapped__, eval_str=True)
@@ -972,15 +990,21 @@ def verify(
                                                "organisation's root, or cache_path/c2pa/local-root.pem); "
                                                "repeat for more."),
     as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON on stdout."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="An ffb output directory: a file found "
+                                          "elsewhere (renamed, stripped, re-encoded) is linked to the record of "
+                                          "its journal that wrote it, by the file's watermark."),
 ) -> int:
-    """Check what files say about their making: ffb's AI-modified metadata mark and the C2PA manifest.
+    """Check what files say about their making: ffb's AI-modified metadata mark, the C2PA manifest and the
+    invisible watermark.
 
     For each file: whether it carries ffb's metadata mark; whether a C2PA manifest is present (embedded,
     or a sidecar NAME.ext.c2pa, e.g. clip.webm.c2pa, next to a file whose format can't hold one); whether it validates: trusted, valid (signer untrusted:
     the signature and hashes check out but the signer's root is not in the trust list; pass --trust), or
     invalid with the reason (e.g. assertion.bmffHash.mismatch: the video was changed after signing); the
     digital source type, the tool and model that made it, and the ffb journal record when the file lies in
-    an ffb output tree (<output>/.ffb/journal.sqlite).
+    an ffb output tree (<output>/.ffb/journal.sqlite). The watermark ffb puts in the frames is read too: its
+    payload identifies the output even after the manifest was stripped or the file re-encoded, scaled or
+    cropped; with --output the journal record that wrote it is found by that payload.
 
     Exits 1 when any file claims a manifest that does not validate, else 0.
     """
@@ -989,7 +1013,7 @@ def verify(
     anchors = "".join(checker.trust_anchors(path) or "" for path in trust or []) or None
     findings = []
     for path in checker.files_of(paths):
-        findings.append(checker.inspect(path, anchors))
+        findings.append(checker.inspect(path, anchors, output))
         if not as_json:
             _print_finding(findings[-1])
     if as_json:
@@ -1025,10 +1049,16 @@ def _print_finding(finding) -> None:
             ("source type", finding.digital_source_type), ("tool", finding.software_agent or finding.tool),
             ("model", finding.model), ("signer", finding.signer), ("parent", finding.parent),
             ("source face", finding.source_face_sha256 and f"sha256 {finding.source_face_sha256}")]
+    if finding.watermark or finding.soft_binding:
+        rows.append(("watermark", f"{finding.watermark} (sync {finding.watermark_sync})" if finding.watermark
+                     else f"not found (the manifest names {finding.soft_binding})"))
     if finding.journal:
         j = finding.journal
-        rows.append(("journal", f"{j['status']} from {j['target']}"
-                                f"{'' if j['output_unchanged'] else ' (file changed since it was written)'}"))
+        if j.get("matched_by") == "watermark":
+            rows.append(("journal", f"{j['status']} from {j['target']} as {j['output']} (matched by watermark)"))
+        else:
+            rows.append(("journal", f"{j['status']} from {j['target']}"
+                                    f"{'' if j['output_unchanged'] else ' (file changed since it was written)'}"))
     console.print(Text(finding.file, style="bold"), soft_wrap=True)
     console.print(Text(f"  {state}", style=style), soft_wrap=True)
     for problem in finding.problems:

@@ -177,7 +177,7 @@ class _Run(Work):
         if claimed is not None:
             claimed.done = True
             self._record(index, claimed, journal_status or outcome.status, outcome.reason, outcome.frames,
-                         outcome.seconds)
+                         outcome.seconds, outcome.content_gate, outcome.watermark)
         self._settle(index, outcome)
 
     def retrying(self, index: int, reason: str) -> None:
@@ -219,14 +219,14 @@ class _Run(Work):
             self.reporter.message(outcome.reason)
 
     def _record(self, index: int, claimed: _Claimed, status: str, reason: str, frames: int = 0,
-                seconds: float = 0.0) -> None:
+                seconds: float = 0.0, content_gate: str = "", watermark: str = "") -> None:
         """Journal a target's outcome; a journal that can't be written is said, and the batch goes on."""
         if self.journal is None:
             return
         target = self.targets[index]
         try:
             self.journal.record(target.path, target.output, claimed.content, self.output_key, status, reason,
-                                frames, seconds)
+                                frames, seconds, content_gate, watermark)
         except Exception as exc:  # noqa: BLE001 - the outcome is in the summary; next run redoes the target
             self.reporter.message(guard.one_line(f"{target.path}: not recorded in the journal "
                                                  f"({type(exc).__name__}: {exc}); the next run does it again"))

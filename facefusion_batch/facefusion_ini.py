@@ -58,9 +58,6 @@ EARLIER: dict[str, tuple[str, ...]] = {"output_creation": ("output_image_resolut
                                                            "skip_audio"),
                                        "frame_extraction": ("keep_temp",)}
 
-# FaceFusion keys read into an ffb setting of another name (its values: settings.parse_value takes FaceFusion's).
-RENAMED: dict[str, str] = {"execution_device_ids": "execution_device_id", "workflow_strategy": "frame_transport"}
-
 @dataclass(frozen=True)
 class Unsupported:
     """A FaceFusion option ffb does not have: how many values its flag takes ('+': one or more, 0: none), the

@@ -34,7 +34,7 @@ from facefusion_batch.timing import Timings
 # ffb_run_start_timestamp_seconds says when the run began. prometheus_client's switch is process-wide.
 disable_created_metrics()
 
-STATUSES = ("done", "no_face", "skipped", "failed")  # pipeline.batch.STATUSES (a test keeps them equal)
+STATUSES = ("done", "no_face", "skipped", "blocked", "failed")  # pipeline.batch.STATUSES (a test keeps them equal)
 SUCCESS = ("done", "no_face")  # a target finished: the journal's FINISHED
 # Seconds: a stage of one frame takes ~1 ms (CPU tracking) to ~1 s (a big frame on a slow CPU); encode and
 # verify of a chunk or a video take seconds to minutes.

@@ -16,7 +16,7 @@ import pytest
 from facefusion_batch import facefusion_ini
 from facefusion_batch.cli import main
 from facefusion_batch.facefusion_flags import translate
-from facefusion_batch.settings import FIELDS, choices
+from facefusion_batch.settings import FIELDS, FROM_FACEFUSION, choices
 
 SWAPPERS = ("hyperswap_1a_256", "hyperswap_1b_256", "hyperswap_1c_256", "inswapper_128", "inswapper_128_fp16",
             "simswap_256", "simswap_unofficial_512", "ghost_1_256", "ghost_2_256", "ghost_3_256", "blendswap_256",
@@ -201,7 +201,7 @@ def test_facefusion_flag(capsys, monkeypatch, defaults, key, value, expected):
     monkeypatch.setenv("COLUMNS", "400")  # Typer's usage errors unwrapped
     name = facefusion_ini.flag(key)
     code, rows, err = _outcome(capsys, [name, *value.split()])
-    ffb_name = facefusion_ini.flag(facefusion_ini.RENAMED.get(key, key))  # the message may name ffb's flag
+    ffb_name = facefusion_ini.flag(FROM_FACEFUSION.get(key, key))  # the message may name ffb's flag
     _check(code, rows, err, expected, (name, key, ffb_name), defaults)
 
 
@@ -219,7 +219,7 @@ def test_facefusion_ini_key(tmp_path, capsys, defaults, key, value, expected):
 def test_every_facefusion_key_is_in_the_table():
     """Each FaceFusion option a processor user sets is either an ffb setting or a known unsupported option
     (so the table above and docs/facefusion-ini.md can't miss one)."""
-    known = set(FIELDS) | set(facefusion_ini.RENAMED) | set(facefusion_ini.UNSUPPORTED)
+    known = set(FIELDS) | set(FROM_FACEFUSION) | set(facefusion_ini.UNSUPPORTED)
     layout = {key for keys in facefusion_ini.LAYOUT.values() for key in keys}
     assert layout - known == set()
     covered = {key for key, _, _ in CASES}

@@ -239,10 +239,10 @@ def test_sighup_rereads_the_profile_for_the_next_files(env, source_image, watche
     watch = watches(env, source_image, incoming, "--profile", str(profile)).ready()
     first = make_clip(incoming / "a.mp4", frames=6)
     watch.wait_for(finished(env, first), "first done")
-    profile.write_text("[output_creation]\noutput_video_quality = 40\n")
+    profile.write_text("[output_creation]\noutput_video_quality = 40\noutput_image_quality = 50\n")
     watch.process.send_signal(signal.SIGHUP)
     watch.wait_for(lambda: "settings reloaded" in watch.log(), "the reload")
-    assert "engine rebuilt" not in watch.log(), "the output quality needs no new engine"
+    assert "engine rebuilt" not in watch.log(), "the output qualities need no new engine"
     second = make_clip(incoming / "b.mp4", frames=6)
     watch.wait_for(finished(env, second), "second done")
     profile.write_text("[output_creation]\noutput_video_quality = 'not a number'\n")
