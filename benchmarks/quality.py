@@ -181,7 +181,7 @@ class Scored:
     identity: list[q.Identity] = field(default_factory=list)
     worst: list[tuple[float, np.ndarray, np.ndarray, str, str]] = field(default_factory=list)  # dist, in, out,
     # label, person: the judged faces, each person's worst kept for the sheets
-    small: list[bool] = field(default_factory=list)  # per identity verdict: the face was at most q.SMALL px wide
+    small: list[bool] = field(default_factory=list)  # per identity verdict: the true face at most q.SMALL px wide
     tracks: dict[tuple[int, int], q.TrackStats] = field(default_factory=dict)
     classes: list[tuple[tuple[str, ...], bool]] = field(default_factory=list)  # per present face-frame (many)
     faint: int = 0  # missed face-frames changed faintly (see q.is_faint)
@@ -217,14 +217,16 @@ def judge_frame(judge: Judge, inp: np.ndarray, out: np.ndarray, source_descripto
     candidates = []
     for box in found_in:
         person = max(target_people, key=lambda tp: q.iou(tp[0], box), default=None)
-        name = person[1] if person is not None and q.iou(person[0], box) > 0.3 else "?"
+        matched = person is not None and q.iou(person[0], box) > 0.3
+        name = person[1] if matched else "?"
         if name == source_person:
             continue
-        candidates.append((q.strength(inp, out, box), box, name))
+        width = (person[0][2] - person[0][0]) if matched else (box[2] - box[0])  # the true box's, where known
+        candidates.append((q.strength(inp, out, box), box, name, width))
     if mode == "one":  # only the face `one` chose is meant to change
         candidates = [max(candidates, key=lambda c: c[0])] if candidates else []
         candidates = [c for c in candidates if c[0] >= q.SWAPPED]
-    for change, box, name in candidates:
+    for change, box, name, width in candidates:
         match = max(judge.detect_near(out, box), key=lambda b: q.iou(b, box), default=None)
         found = match is not None and q.iou(match, box) >= 0.3
         out_box = match if found else box
@@ -233,7 +235,7 @@ def judge_frame(judge: Judge, inp: np.ndarray, out: np.ndarray, source_descripto
         verdict = q.Identity(float(np.linalg.norm(d_out - source_descriptor)), float(np.linalg.norm(d_out - d_in)),
                              found)
         scored.identity.append(verdict)
-        scored.small.append(box[2] - box[0] <= q.SMALL)
+        scored.small.append(width <= q.SMALL)
         if change >= q.SWAPPED:
             scored.chroma_loss.append(q.chroma_loss(inp, out, box))
         scored.worst.append((verdict.to_source, face_crop(inp, box), face_crop(out, out_box),
