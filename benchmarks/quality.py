@@ -186,7 +186,8 @@ class Scored:
     classes: list[tuple[tuple[str, ...], bool]] = field(default_factory=list)  # per present face-frame (many)
     faint: int = 0  # missed face-frames changed faintly (see q.is_faint)
     chroma_loss: list[float] = field(default_factory=list)  # swapped judged face-frames
-    switches: list[int] = field(default_factory=list)
+    switches: list[int] = field(default_factory=list)  # `one` took another face while its own was present
+    switches_any: int = 0  # `one` took another face at all (also after its own left the picture)
     background: list[float] = field(default_factory=list)
     floor: list[float] = field(default_factory=list)
     events: list[tuple[str, int, tuple[int, int]]] = field(default_factory=list)  # kind, frame, track
@@ -298,7 +299,8 @@ def score_clip(clip: Clip, source: str, person: str, inp: list[np.ndarray], out:
         scored.tracks[track] = stats
         scored.events += [("miss", f, track) for f in stats.missed_at] + [("jump", f, track) for f in stats.jumps_at]
     if clip.mode == "one":
-        scored.switches = q.switches(chosen, clip.shot_of)
+        scored.switches = q.switches(chosen, clip.shot_of, [set(boxes) for boxes in clip.boxes])
+        scored.switches_any = len(q.switches(chosen, clip.shot_of))
         scored.events += [("switch", f, chosen[f]) for f in scored.switches]
         # Frames where `one` swapped nothing although a face was there.
         scored.events += [("none", t, max(clip.boxes[t], key=lambda k: clip.boxes[t][k][2] - clip.boxes[t][k][0]))
@@ -368,6 +370,7 @@ def block(items: list[Scored]) -> dict:
         "flicker_mean": flicker[0], "flicker_p95": flicker[1], "jitter_mean": jitter[0], "jitter_p95": jitter[1],
         "floor_flicker_mean": q.flicker_summary([f for s in items for f in s.floor_flicker])[0],
         "switches": sum(len(s.switches) for s in items if s.mode == "one"),
+        "switches_any": sum(s.switches_any for s in items if s.mode == "one"),
         "phantom_frames": sum(s.phantom_frames for s in items),
         "background": float(np.mean(background)) if background else float("nan"),
         "floor": float(np.mean(floor)) if floor else float("nan"),
@@ -403,6 +406,7 @@ COLUMNS = (("faces_judged", "judged", "{:.0f}"), ("accepted", "accept", "{:.0%}"
            ("missed_not_left", "miss-prof", "{:.0f}"), ("one_frames_none", "one:none", "{:.0f}"),
            ("toggles", "toggles", "{:.0f}"), ("jumps", "jumps", "{:.0f}"), ("flicker_mean", "flick", "{:+.2f}"),
            ("flicker_p95", "p95", "{:+.2f}"), ("jitter_p95", "jit95", "{:+.2f}"), ("switches", "switch", "{:.0f}"),
+           ("switches_any", "sw.any", "{:.0f}"),
            ("phantom_frames", "phantom", "{:.0f}"), ("background", "bg", "{:.2f}"), ("floor", "floor", "{:.2f}"), ("chroma_loss", "grey", "{:+.1f}"))
 
 
