@@ -131,15 +131,18 @@ def encoder_floor(frames: list[np.ndarray], source: Path, settings, work: Path) 
 # ---------------------------------------------------------------- running ffb
 
 def run_ffb(jobs: list[tuple[str, str, Path, Path]], sources: dict[str, Path], engine: str, work: Path,
-            use_cli: bool) -> dict[Path, tuple[float, int]]:
-    """Run each (source, mode, target, output dir); returns (seconds, profiles_left) per output dir."""
+            use_cli: bool, watermark: bool) -> dict[Path, tuple[float, int]]:
+    """Run each (source, mode, target, output dir); returns (seconds, profiles_left) per output dir. Without
+    `watermark`, ffb's invisible watermark (on by default, ~1.8 grey levels over the whole frame) is off, so
+    the background metric measures the swap alone."""
     done = {}
     if use_cli:
         for source, mode, target, out in jobs:
             started = time.perf_counter()
             result = subprocess.run([sys.executable, "-m", "facefusion_batch", "run", "-s", str(sources[source]),
                                      "-t", str(target), "-o", str(out), "--engine", engine, "--json",
-                                     "--face-selector-mode", mode, "--temp-path", str(work / "temp")], check=True,
+                                     "--face-selector-mode", mode, "--temp-path", str(work / "temp"),
+                                     *(() if watermark else ("--no-watermark",))], check=True,
                                     capture_output=True, text=True)
             outcomes = json.loads(result.stdout).get("outcomes", [{}])
             done[out] = (time.perf_counter() - started, int(outcomes[0].get("profiles_left", 0)))
@@ -153,7 +156,8 @@ def run_ffb(jobs: list[tuple[str, str, Path, Path]], sources: dict[str, Path], e
 
     def settings_for(mode: str, out: Path):
         return load_settings(None, os.environ, {"engine": engine, "face_selector_mode": mode,
-                                                "temp_path": work / "temp", "output_path": out}).settings
+                                                "temp_path": work / "temp", "output_path": out,
+                                                "output_watermark": watermark}).settings
 
     shared = build_engine(settings_for("many", work / "out"))
     for source, mode, target, out in jobs:
@@ -556,7 +560,7 @@ def run_split(split_name: str, args, settings, judge: Judge) -> dict:
             for source in names:
                 jobs.append((source, mode, path, work / f"out-{name}@{source}"))
         made = time.perf_counter()
-        done = run_ffb(jobs, sources, args.engine, work, args.cli)
+        done = run_ffb(jobs, sources, args.engine, work, args.cli, args.watermark)
         ran = time.perf_counter()
         rows, clip_frames = [], {}
         for clip in split.clips:
@@ -580,6 +584,7 @@ def run_split(split_name: str, args, settings, judge: Judge) -> dict:
         report = summary(rows)
         report["split"] = split_name
         report["quick"] = args.quick
+        report["watermark"] = args.watermark
         report["time"] = {"make": made - started, "ffb": ran - made, "score": time.perf_counter() - ran}
         report["corpus"] = {
             "sources": {name: person for name, (_, person) in split.sources.items()},
@@ -604,6 +609,8 @@ def main() -> int:
                         help="contact sheets go here, a folder per split")
     parser.add_argument("--engine", default="offline", choices=("auto", "neural", "offline"))
     parser.add_argument("--cli", action="store_true", help="run ffb as a subprocess instead of in-process")
+    parser.add_argument("--watermark", action="store_true",
+                        help="keep ffb's invisible watermark on (its default; off here so `bg` measures the swap)")
     parser.add_argument("--keep", type=Path, help="keep the clips and outputs in this folder")
     parser.add_argument("--save", type=Path, help="also write the report as JSON to this file")
     parser.add_argument("--table", type=Path, help="print the table of a report saved with --save, and exit")
