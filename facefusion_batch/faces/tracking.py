@@ -38,6 +38,7 @@ MAX_ZOOM = 0.03  # per-frame scale changes beyond this share, or rolls beyond MA
 MAX_ROLL = 0.03
 MIN_SPAN = 3  # zoom and roll are measured between detected fits at least this many frames apart (fit noise)
 REFIT_SPAN = 30  # frames a track is looked for by refits after the detector last saw it
+IN_FRAME = 0.3  # a track is carried (and looked for) while this share of its face's box is inside the frame
 CUT_HISTOGRAM = 0.5  # L1 distance of normalised grey histograms (0..2) above which two frames are a cut
 CUT_CHANGE = 25.0  # ... and mean absolute grey change above which
 
@@ -259,7 +260,7 @@ class Tracker:
                 continue
             gap = index - track.last
             predicted = track.predicted(gap)
-            if gap > COAST or track.hits < 2 or not self._inside(predicted):
+            if gap > COAST or track.hits < 2 or not self._in_frame(predicted):
                 del self.tracks[track.id]
                 continue
             self.coasted += 1
@@ -281,7 +282,7 @@ class Tracker:
                     or index - track.confirmed > REFIT_SPAN):
                 continue
             predicted = track.predicted(index - track.last)
-            if self._inside(predicted):
+            if self._in_frame(predicted):
                 found.append(_face(track.face, predicted))
         return found
 
@@ -356,9 +357,14 @@ class Tracker:
         x1, y1, x2, y2 = (float(v) for v in box)
         return max(0.0, min(x2, self._width) - max(x1, 0.0)) * max(0.0, min(y2, self._height) - max(y1, 0.0))
 
-    def _inside(self, points: np.ndarray) -> bool:
-        x, y = points[:, 0], points[:, 1]
-        return bool(x.min() >= 0 and y.min() >= 0 and x.max() <= self._width and y.max() <= self._height)
+    def _in_frame(self, points: np.ndarray) -> bool:
+        """Whether enough of a face (the box its points span) is inside the frame to carry or look for: a
+        face leaving the picture stays swapped, the part of it still in frame, until little of it is left
+        (the detector gives up on a face cut by the edge long before that; the mesh, fitted on the track's
+        predicted place, does not)."""
+        low, high = points[:, :2].min(axis=0), points[:, :2].max(axis=0)
+        area = float(np.prod(np.maximum(high - low, 1e-6)))
+        return self._visible_area(np.concatenate([low, high])) >= IN_FRAME * area
 
     def choose_one(self, tracked: list[Tracked]) -> list[Tracked]:
         """Mode `one`: the shot's chosen track (the largest face when it was first chosen), kept while it

@@ -236,3 +236,21 @@ def test_zoom_seen_between_detections_carries_on_between_them():
     # After two detections the zoom is known: in-between frames follow it instead of holding the old size.
     assert sizes[14] == pytest.approx(truth[14], rel=0.015)
     assert abs(sizes[15] - truth[15]) < abs(truth[12] - truth[15])
+
+
+def test_a_face_leaving_the_frame_is_looked_for_and_carried_while_enough_of_it_is_inside():
+    # A 100 px face moves off the left edge at 20 px a frame; the detector gives up on it once the edge cuts it.
+    tracker = Tracker(1000, 600)
+    for t in range(4):
+        tracker.update(t, [face(60 - 20 * t, 100)], detected=t == 0)
+    for t in range(4, 7):  # the share of its box inside the frame: 0.8, 0.6, 0.4
+        missing = tracker.missing(t, [])
+        assert len(missing) == 1 and missing[0].box[0] == pytest.approx(60 - 20 * t, abs=5), t
+        out = tracker.update(t, [], True, refits=[face(60 - 20 * t, 100)])
+        assert len(out) == 1 and not out[0].coasting
+    carried = Tracker(1000, 600)
+    for t in range(4):
+        carried.update(t, [face(60 - 20 * t, 100)], detected=t == 0)
+    assert [o.coasting for o in carried.update(4, [], True)] == [True]  # a blink at 0.8 inside: carried
+    # Neither looked for nor carried once less than IN_FRAME of it would be inside (about 0.2 at frame 7).
+    assert tracker.missing(7, []) == [] and tracker.update(7, [], True) == []

@@ -252,13 +252,14 @@ class _Canned:
     def __init__(self, *answers: list[tuple[tuple[float, float, float, float], float]]) -> None:
         self.answers, self.views = list(answers), []
 
-    def run(self, frames, views, score_threshold, iou_threshold):
+    def run(self, frames, views, score_threshold, iou_threshold, floor=None):
         self.views.append(list(views))
         found = self.answers.pop(0)
         results = []
         for view in views:
             inside = [(box, score) for box, score in found
-                      if view.x <= (box[0] + box[2]) / 2 <= view.x + view.width
+                      if score >= (score_threshold if floor is None else floor)
+                      and view.x <= (box[0] + box[2]) / 2 <= view.x + view.width
                       and view.y <= (box[1] + box[3]) / 2 <= view.y + view.height]
             boxes = np.array([box for box, _ in inside], np.float32).reshape(-1, 4)
             keypoints = np.repeat(((boxes[:, :2] + boxes[:, 2:]) / 2)[:, None, :], 6, axis=1)
@@ -301,3 +302,30 @@ def test_large_or_unconfirmed_short_range_faces_stay() -> None:
     (found,) = _with_models(short, long).detect([frame])
     assert sorted(tuple(np.round(d.box)) for d in found) == [(100, 20, 300, 220), (400, 100, 460, 160)]
     assert len(long.views[1]) == 1
+
+
+def test_a_small_face_scored_below_the_threshold_is_kept_when_a_closer_view_finds_it() -> None:
+    # Full range scores a 36 px face of a 640 px frame 0.3 on the whole frame (a handful of its input's pixels)
+    # and 0.85 on a view three times its size; a 0.2 box in the texture is no face on its closer view.
+    frame = np.zeros((360, 640, 3), np.uint8)
+    short = _Canned([])
+    long = _Canned([((520, 136, 556, 172), 0.3), ((100, 200, 140, 240), 0.2), ((300, 50, 400, 150), 0.9)],
+                   [((521, 135, 559, 174), 0.85)])
+    (found,) = _with_models(short, long).detect([frame])
+    assert sorted(tuple(np.round(d.box)) for d in found) == [(300, 50, 400, 150), (521, 135, 559, 174)]
+    assert [(v.width, v.height) for v in long.views[1]] == [(108, 108), (120, 120)]  # likeliest first
+
+
+def test_low_scored_boxes_on_a_found_face_or_large_are_not_looked_at_again() -> None:
+    frame = np.zeros((360, 640, 3), np.uint8)
+    # An echo of the found face (its centre inside it) and a large doubtful box (full range's own range).
+    long = _Canned([((300, 50, 400, 150), 0.9), ((305, 60, 395, 150), 0.3), ((20, 20, 220, 220), 0.3)])
+    (found,) = _with_models(_Canned([]), long).detect([frame])
+    assert len(found) == 1 and len(long.views) == 1
+
+
+def test_a_closer_view_that_finds_only_a_face_found_already_adds_nothing() -> None:
+    frame = np.zeros((360, 640, 3), np.uint8)
+    long = _Canned([((300, 50, 400, 150), 0.9), ((390, 120, 430, 160), 0.25)], [((300, 50, 400, 150), 0.95)])
+    (found,) = _with_models(_Canned([]), long).detect([frame])
+    assert len(found) == 1 and np.allclose(found[0].box, (300, 50, 400, 150)) and found[0].score == pytest.approx(0.9)
