@@ -38,7 +38,7 @@ MAX_ZOOM = 0.03  # per-frame scale changes beyond this share, or rolls beyond MA
 MAX_ROLL = 0.03
 MIN_SPAN = 3  # zoom and roll are measured between detected fits at least this many frames apart (fit noise)
 REFIT_SPAN = 30  # frames a track is looked for by refits after the detector last saw it
-IN_FRAME = 0.3  # a track is carried (and looked for) while this share of its face's box is inside the frame
+IN_FRAME = 0.3  # a track is looked for while this share of its face's box is inside the frame
 CUT_HISTOGRAM = 0.5  # L1 distance of normalised grey histograms (0..2) above which two frames are a cut
 CUT_CHANGE = 25.0  # ... and mean absolute grey change above which
 
@@ -242,13 +242,18 @@ class Tracker:
                 self.cuts += 1
             self._thumb = thumb
         pairs = self._associate(index, faces)
-        result = []
-        for face_index, face in enumerate(faces):
-            track = pairs.get(face_index)
+        result: list[Tracked] = []
+        # Faces that continue tracks first: a face no track takes that lies on one of them is that face seen
+        # twice (an oversized second box), not a face to start a track on.
+        for face_index in sorted(range(len(faces)), key=lambda i: i not in pairs):
+            face, track = faces[face_index], pairs.get(face_index)
             if track is None:
-                if face_index >= own:
-                    continue  # a refit that continues no track
+                if face_index >= own or _on_any(face.box, [t.face.box for t in result]):
+                    continue  # a refit that continues no track, or a second box on a face
                 track = self._start(index, face)
+            elif face_index >= own and _on_any(face.box, [f.box for f in faces[:own]]):
+                del self.tracks[track.id]  # the refit found a face the detector has (in another track): one face
+                continue
             else:
                 self._follow(track, index, face, detected)
                 if face_index < own:
@@ -260,8 +265,11 @@ class Tracker:
                 continue
             gap = index - track.last
             predicted = track.predicted(gap)
-            if gap > COAST or track.hits < 2 or not self._in_frame(predicted):
-                del self.tracks[track.id]
+            # Carried only while wholly inside the frame: a face the edge cuts that the mesh did not find again
+            # where it should be (`missing`) is on its way out, and its motion is not known well enough.
+            if (gap > COAST or track.hits < 2 or not self._whole(predicted)
+                    or _on_any(_face(track.face, predicted).box, [t.face.box for t in result])):
+                del self.tracks[track.id]  # gone, or a second track on a face swapped already
                 continue
             self.coasted += 1
             result.append(Tracked(track.id, _face(track.face, predicted), coasting=True))
@@ -281,9 +289,10 @@ class Tracker:
             if (track.id in matched or track.hits < 2 or index - track.last > COAST
                     or index - track.confirmed > REFIT_SPAN):
                 continue
-            predicted = track.predicted(index - track.last)
-            if self._in_frame(predicted):
-                found.append(_face(track.face, predicted))
+            predicted = _face(track.face, track.predicted(index - track.last))
+            if self._in_frame(track.predicted(index - track.last)) and not _on_any(predicted.box,
+                                                                                   [f.box for f in faces]):
+                found.append(predicted)
         return found
 
     def _associate(self, index: int, faces: list[Face]) -> dict[int, Track]:
@@ -293,8 +302,10 @@ class Tracker:
             for face_index, face in enumerate(faces):
                 overlap = _iou(predicted, face.box)
                 # A fit much larger or smaller than the track but around it is the track gone wrong (an
-                # outlier to reject), not another face to swap as well.
-                if overlap >= MATCH_IOU or _contained(predicted, face.box) >= CONTAINED:
+                # outlier to reject), not another face to swap as well; so is one centred on it (a face
+                # coming into the frame, first found small, then whole).
+                if (overlap >= MATCH_IOU or _contained(predicted, face.box) >= CONTAINED
+                        or _on_any(predicted, [face.box])):
                     pairs.append((overlap, face_index, track.id))
         chosen: dict[int, Track] = {}
         used: set[int] = set()
@@ -317,7 +328,10 @@ class Tracker:
         gap = max(1, index - track.last)
         prediction = track.predicted(gap)
         size = _size(prediction)
-        if disagrees(prediction, raw) and track.outliers < RELOCK:
+        # Rejected: a fit that disagrees with the track, unless the frame's edge cuts the face (its fits are
+        # extrapolated there, and change as it comes in or goes).
+        if (disagrees(prediction, raw) and track.outliers < RELOCK and self._whole(prediction)
+                and self._whole(raw)):
             # A fit that disagrees with the track (a mesh gone wrong): the track carries on with its motion.
             track.outliers += 1
             self.rejected += 1
@@ -357,6 +371,11 @@ class Tracker:
         x1, y1, x2, y2 = (float(v) for v in box)
         return max(0.0, min(x2, self._width) - max(x1, 0.0)) * max(0.0, min(y2, self._height) - max(y1, 0.0))
 
+    def _whole(self, points: np.ndarray) -> bool:
+        """Whether a face's points (its box among them) lie wholly inside the frame."""
+        low, high = points[:, :2].min(axis=0), points[:, :2].max(axis=0)
+        return bool(low.min() >= 0 and high[0] <= self._width and high[1] <= self._height)
+
     def _in_frame(self, points: np.ndarray) -> bool:
         """Whether enough of a face (the box its points span) is inside the frame to carry or look for: a
         face leaving the picture stays swapped, the part of it still in frame, until little of it is left
@@ -394,6 +413,16 @@ class Tracker:
         if self.chosen is None or self.chosen not in self._last or self._thumb is None:
             return None
         return Handover(tuple(float(v) for v in self._last[self.chosen]), self._thumb)  # type: ignore[arg-type]
+
+
+def _on_any(box: np.ndarray, boxes: list[np.ndarray]) -> bool:
+    """Whether a face box is one of `boxes`' faces: its centre inside one of them, or one's centre inside it."""
+    centre = (box[:2] + box[2:]) / 2
+    for other in boxes:
+        middle = (other[:2] + other[2:]) / 2
+        if ((other[:2] <= centre) & (centre <= other[2:])).all() or ((box[:2] <= middle) & (middle <= box[2:])).all():
+            return True
+    return False
 
 
 def _contained(a: np.ndarray, b: np.ndarray) -> float:

@@ -363,6 +363,9 @@ RECHECK_SIZE = 0.2  # short-range faces smaller than this share of the frame's l
 RECHECK_CONTEXT = 3.0  # ... by the full-range model on a square view this many times their size
 CANDIDATE_SCORE = 0.15  # small full-range boxes scored this much (below the threshold) are looked at again ...
 MAX_CANDIDATES = 6  # ... the likeliest this many per frame
+EDGE_PAD = 0.125  # the frame mirrored out this share of its long side across every edge, for faces cut by it:
+EDGE_CUT = 0.1  # ... those reaching out of the frame by this share of their size at least ...
+EDGE_INSIDE = 0.3  # ... with this share of their box in the frame
 
 
 def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
@@ -389,6 +392,25 @@ def _view_around(index: int, box: np.ndarray, side: float, width: int, height: i
 
 
 Found = tuple[np.ndarray, np.ndarray, np.ndarray]  # boxes (M, 4), keypoints (M, 6, 2), scores (M,)
+
+
+def _cut_by_edge(result: Found, pad: int, shape: tuple[int, ...], found: list[Found]) -> Found:
+    """The faces found on a frame mirrored out across its edges (``pad`` pixels) that the frame's edge cuts,
+    in frame pixels: a face cut at its middle is whole there (its mirror image completes it) where the
+    detectors give up on it in the frame itself. Faces wholly inside or outside the frame, and faces found
+    already, are dropped (the latter are those faces, better seen)."""
+    boxes, keypoints, scores = result
+    boxes, keypoints = boxes - pad, keypoints - pad
+    height, width = shape[:2]
+    side = np.maximum(boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1])
+    outside = np.maximum.reduce([-boxes[:, 0], -boxes[:, 1], boxes[:, 2] - width, boxes[:, 3] - height])
+    inside = (np.minimum(boxes[:, 2], width) - np.maximum(boxes[:, 0], 0)) * \
+        (np.minimum(boxes[:, 3], height) - np.maximum(boxes[:, 1], 0))
+    keep = (outside > EDGE_CUT * side) & (inside > EDGE_INSIDE * side * side)
+    sure = np.concatenate([part[0] for part in found]) if found else np.zeros((0, 4))
+    keep &= np.array([not _centre_in(box, sure) and not any(_centre_in(o, box[None]) for o in sure)
+                      for box in boxes], bool).reshape(-1)
+    return boxes[keep], keypoints[keep], scores[keep]
 
 
 def _split(result: Found, threshold: float) -> tuple[Found, Found]:
@@ -432,14 +454,21 @@ class MediaPipeDetector:
                  for view in frame_views(i, f.shape[1], f.shape[0], self.min_face_size)]
         found: list[list[Found]] = [[] for _ in frames]
         doubtful: list[list[Found]] = [[] for _ in frames]
-        for model, views, floor in ((self._short, whole, None),
-                                    (self._long, tiled, min(CANDIDATE_SCORE, self.score_threshold))):
-            results = model.run(frames, views, self.score_threshold, self.iou_threshold, floor)
-            for view, result in zip(views, results):
-                sure, unsure = _split(result, self.score_threshold)
-                found[view.frame].append(sure)
-                if model is self._long:
-                    doubtful[view.frame].append(unsure)
+        for view, result in zip(whole, self._short.run(frames, whole, self.score_threshold, self.iou_threshold)):
+            found[view.frame].append(result)
+        # The full-range model also sees each frame mirrored out across its edges (one more input per frame).
+        pads = [round(EDGE_PAD * max(f.shape[:2])) for f in frames]
+        mirrored = [cv2.copyMakeBorder(f, p, p, p, p, cv2.BORDER_REFLECT) for f, p in zip(frames, pads)]
+        edges = [View(len(frames) + i, 0, 0, m.shape[1], m.shape[0]) for i, m in enumerate(mirrored)]
+        results = self._long.run([*frames, *mirrored], tiled + edges, self.score_threshold, self.iou_threshold,
+                                 min(CANDIDATE_SCORE, self.score_threshold))
+        for view, result in zip(tiled, results):
+            sure, unsure = _split(result, self.score_threshold)
+            found[view.frame].append(sure)
+            doubtful[view.frame].append(unsure)
+        for index, result in enumerate(results[len(tiled):]):
+            found[index].append(_cut_by_edge(_split(result, self.score_threshold)[0], pads[index],
+                                             frames[index].shape, found[index]))
         self._recheck_small(frames, found, doubtful)
         return [self._merge(parts) for parts in found]
 
@@ -497,8 +526,10 @@ class MediaPipeDetector:
             if near:
                 j = max(near, key=lambda j: scores[j])
                 found[index].append((boxes[j:j + 1], keypoints[j:j + 1], scores[j:j + 1]))
-                if i is not None:
-                    dropped.setdefault(index, set()).add(i)
+                # The short-range box it replaces, or (found as a candidate) stands alone beside.
+                short = found[index][0][0]
+                dropped.setdefault(index, set()).update(
+                    [i] if i is not None else [k for k in range(len(short)) if _overlap(short[k], boxes[j])])
         for index, drop in dropped.items():
             keep = np.array([i not in drop for i in range(len(found[index][0][0]))], bool)
             found[index][0] = tuple(part[keep] for part in found[index][0])

@@ -257,9 +257,12 @@ class _Canned:
         found = self.answers.pop(0)
         results = []
         for view in views:
-            inside = [(box, score) for box, score in found
-                      if score >= (score_threshold if floor is None else floor)
-                      and view.x <= (box[0] + box[2]) / 2 <= view.x + view.width
+            # A frame mirrored out across its edges shows the same faces, moved by the padding.
+            pad = (frames[view.frame].shape[1] - frames[0].shape[1]) / 2
+            inside = [(tuple(v + pad for v in box), score) for box, score in found
+                      if score >= (score_threshold if floor is None else floor)]
+            inside = [(box, score) for box, score in inside
+                      if view.x <= (box[0] + box[2]) / 2 <= view.x + view.width
                       and view.y <= (box[1] + box[3]) / 2 <= view.y + view.height]
             boxes = np.array([box for box, _ in inside], np.float32).reshape(-1, 4)
             keypoints = np.repeat(((boxes[:, :2] + boxes[:, 2:]) / 2)[:, None, :], 6, axis=1)
@@ -329,3 +332,16 @@ def test_a_closer_view_that_finds_only_a_face_found_already_adds_nothing() -> No
     long = _Canned([((300, 50, 400, 150), 0.9), ((390, 120, 430, 160), 0.25)], [((300, 50, 400, 150), 0.95)])
     (found,) = _with_models(_Canned([]), long).detect([frame])
     assert len(found) == 1 and np.allclose(found[0].box, (300, 50, 400, 150)) and found[0].score == pytest.approx(0.9)
+
+
+def test_faces_found_on_the_mirrored_frame_are_kept_where_the_edge_cuts_them() -> None:
+    # Boxes on a 640 x 360 frame mirrored out by 80 px: a face half out at the left, one wholly inside, a mirror
+    # image wholly outside, one barely in, and a cut one centred on a face the frame's own views found.
+    boxes = np.array([[30, 100, 130, 200], [280, 100, 380, 200], [0, 100, 60, 160], [690, 100, 790, 200],
+                      [620, 20, 720, 120]], np.float32)
+    keypoints = np.repeat(((boxes[:, :2] + boxes[:, 2:]) / 2)[:, None, :], 6, axis=1)
+    scores = np.full(5, 0.8, np.float32)
+    found = [(np.array([[560, -40, 650, 50]], np.float32), np.zeros((1, 6, 2), np.float32), np.ones(1, np.float32))]
+    kept, points, _ = mp._cut_by_edge((boxes, keypoints, scores), 80, (360, 640, 3), found)
+    assert kept.tolist() == [[-50, 20, 50, 120]]
+    assert points[0, 0].tolist() == [0, 70]
