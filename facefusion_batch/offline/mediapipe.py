@@ -394,13 +394,27 @@ def _view_around(index: int, box: np.ndarray, side: float, width: int, height: i
 Found = tuple[np.ndarray, np.ndarray, np.ndarray]  # boxes (M, 4), keypoints (M, 6, 2), scores (M,)
 
 
-def _cut_by_edge(result: Found, pad: int, shape: tuple[int, ...], found: list[Found]) -> Found:
-    """The faces found on a frame mirrored out across its edges (``pad`` pixels) that the frame's edge cuts,
-    in frame pixels: a face cut at its middle is whole there (its mirror image completes it) where the
-    detectors give up on it in the frame itself. Faces wholly inside or outside the frame, and faces found
-    already, are dropped (the latter are those faces, better seen)."""
+def mirror(frame: np.ndarray, size: int) -> tuple[np.ndarray, int, float]:
+    """The frame shrunk and mirrored out across every edge by EDGE_PAD of its long side, about ``size`` pixels
+    on its long side (shrunk first: mirroring the full-size frame costs more than the model's run); with the
+    padding in its pixels and the frame pixels per pixel of it."""
+    height, width = frame.shape[:2]
+    scale = size / (max(width, height) * (1 + 2 * EDGE_PAD))
+    step = max(1, int(1 / (4 * scale)))  # cheap pre-thinning for large downscales (still 2x over)
+    small = cv2.resize(frame[::step, ::step], (max(1, round(width * scale)), max(1, round(height * scale))),
+                       interpolation=cv2.INTER_AREA)
+    pad = round(EDGE_PAD * max(small.shape[:2]))
+    return cv2.copyMakeBorder(small, pad, pad, pad, pad, cv2.BORDER_REFLECT), pad, width / small.shape[1]
+
+
+def _cut_by_edge(result: Found, pad: int, factor: float, shape: tuple[int, ...], found: list[Found]) -> Found:
+    """The faces found on a frame mirrored out across its edges (`mirror`: ``pad`` pixels, ``factor`` frame
+    pixels per pixel) that the frame's edge cuts, in frame pixels: a face cut at its middle is whole there
+    (its mirror image completes it) where the detectors give up on it in the frame itself. Faces wholly
+    inside or outside the frame, and faces found already, are dropped (the latter are those faces, better
+    seen)."""
     boxes, keypoints, scores = result
-    boxes, keypoints = boxes - pad, keypoints - pad
+    boxes, keypoints = (boxes - pad) * factor, (keypoints - pad) * factor
     height, width = shape[:2]
     side = np.maximum(boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1])
     outside = np.maximum.reduce([-boxes[:, 0], -boxes[:, 1], boxes[:, 2] - width, boxes[:, 3] - height])
@@ -457,17 +471,17 @@ class MediaPipeDetector:
         for view, result in zip(whole, self._short.run(frames, whole, self.score_threshold, self.iou_threshold)):
             found[view.frame].append(result)
         # The full-range model also sees each frame mirrored out across its edges (one more input per frame).
-        pads = [round(EDGE_PAD * max(f.shape[:2])) for f in frames]
-        mirrored = [cv2.copyMakeBorder(f, p, p, p, p, cv2.BORDER_REFLECT) for f, p in zip(frames, pads)]
-        edges = [View(len(frames) + i, 0, 0, m.shape[1], m.shape[0]) for i, m in enumerate(mirrored)]
-        results = self._long.run([*frames, *mirrored], tiled + edges, self.score_threshold, self.iou_threshold,
-                                 min(CANDIDATE_SCORE, self.score_threshold))
+        mirrored = [mirror(frame, self._long.size) for frame in frames]
+        edges = [View(len(frames) + i, 0, 0, m[0].shape[1], m[0].shape[0]) for i, m in enumerate(mirrored)]
+        results = self._long.run([*frames, *(m[0] for m in mirrored)], tiled + edges, self.score_threshold,
+                                 self.iou_threshold, min(CANDIDATE_SCORE, self.score_threshold))
         for view, result in zip(tiled, results):
             sure, unsure = _split(result, self.score_threshold)
             found[view.frame].append(sure)
             doubtful[view.frame].append(unsure)
         for index, result in enumerate(results[len(tiled):]):
-            found[index].append(_cut_by_edge(_split(result, self.score_threshold)[0], pads[index],
+            _, pad, factor = mirrored[index]
+            found[index].append(_cut_by_edge(_split(result, self.score_threshold)[0], pad, factor,
                                              frames[index].shape, found[index]))
         self._recheck_small(frames, found, doubtful)
         return [self._merge(parts) for parts in found]

@@ -249,6 +249,8 @@ def test_landmarks_batch_all_faces_of_a_frame(sources: dict, detector: mp.MediaP
 class _Canned:
     """A stand-in for one BlazeFace model: fixed detections per call, and the views it was asked about."""
 
+    size = 192
+
     def __init__(self, *answers: list[tuple[tuple[float, float, float, float], float]]) -> None:
         self.answers, self.views = list(answers), []
 
@@ -257,9 +259,9 @@ class _Canned:
         found = self.answers.pop(0)
         results = []
         for view in views:
-            # A frame mirrored out across its edges shows the same faces, moved by the padding.
-            pad = (frames[view.frame].shape[1] - frames[0].shape[1]) / 2
-            inside = [(tuple(v + pad for v in box), score) for box, score in found
+            # A frame mirrored out across its edges (mp.mirror) shows the same faces, shrunk and moved.
+            pad, factor = (0, 1.0) if frames[view.frame].shape == frames[0].shape else mp.mirror(frames[0], 192)[1:]
+            inside = [(tuple(v / factor + pad for v in box), score) for box, score in found
                       if score >= (score_threshold if floor is None else floor)]
             inside = [(box, score) for box, score in inside
                       if view.x <= (box[0] + box[2]) / 2 <= view.x + view.width
@@ -342,6 +344,6 @@ def test_faces_found_on_the_mirrored_frame_are_kept_where_the_edge_cuts_them() -
     keypoints = np.repeat(((boxes[:, :2] + boxes[:, 2:]) / 2)[:, None, :], 6, axis=1)
     scores = np.full(5, 0.8, np.float32)
     found = [(np.array([[560, -40, 650, 50]], np.float32), np.zeros((1, 6, 2), np.float32), np.ones(1, np.float32))]
-    kept, points, _ = mp._cut_by_edge((boxes, keypoints, scores), 80, (360, 640, 3), found)
-    assert kept.tolist() == [[-50, 20, 50, 120]]
+    kept, points, _ = mp._cut_by_edge((boxes / 2, keypoints / 2, scores), 40, 2.0, (360, 640, 3), found)
+    assert kept.tolist() == [[-50, 20, 50, 120]]  # boxes in the mirrored image, half the frame's size
     assert points[0, 0].tolist() == [0, 70]
