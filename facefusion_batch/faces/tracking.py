@@ -107,16 +107,17 @@ def shape_residual(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.sqrt(np.mean(np.abs(za - scale * zb) ** 2)) / _size(a))
 
 
-def disagrees(prediction: np.ndarray, raw: np.ndarray) -> bool:
+def disagrees(prediction: np.ndarray, raw: np.ndarray, moves: bool = False) -> bool:
     """Whether a new fit is implausible for the track in one step: another shape, or a size or position
-    jump no real motion between two frames makes."""
+    jump no real motion between two frames makes. `moves`: the fit is where the detector found the face,
+    and a position jump is the face's (or the camera's) real motion, faster than the track knew."""
     if len(raw) != len(prediction):
         return False
     size = _size(prediction)
     scale = _size(raw) / size
     offset = float(np.linalg.norm(raw[:, :2].mean(axis=0) - prediction[:, :2].mean(axis=0))) / size
     return (shape_residual(prediction, raw) > OUTLIER or abs(np.log(scale)) > SCALE_JUMP
-            or offset > OFFSET_JUMP)
+            or (offset > OFFSET_JUMP and not moves))
 
 
 def similarity(a: np.ndarray, b: np.ndarray) -> complex:
@@ -143,6 +144,9 @@ class Track:
     points: np.ndarray  # filtered points
     raw: np.ndarray  # latest accepted raw points
     velocity: np.ndarray = field(default_factory=lambda: np.zeros(2))  # centroid motion, pixels per frame
+    # ... and as its fits (detected ones too) move: where to look for it next (the velocity, learnt from moved
+    # copies of a fit only, keeps the smoothing steady; this follows a fast pan, where every frame is detected)
+    motion: np.ndarray = field(default_factory=lambda: np.zeros(2))
     similarity: complex = 1 + 0j  # per-frame scale and rotation about the centre (from detected fits)
     fitted: np.ndarray | None = None  # the last detected fit's points, and its frame
     fitted_at: int = 0
@@ -159,6 +163,12 @@ class Track:
         """How fast the face moves, zooms or rolls: the largest, as a share of its size per frame."""
         return max(float(np.linalg.norm(self.velocity)) / size, abs(abs(self.similarity) - 1),
                    abs(float(np.angle(self.similarity))))
+
+    def expected(self, frames: int = 1) -> np.ndarray:
+        """`predicted`, moved on by the fits' own motion instead of the smoothing's velocity: where to look."""
+        moved = self.predicted(frames)
+        moved[:, :2] += (self.motion - self.velocity) * frames
+        return moved
 
     def predicted(self, frames: int = 1) -> np.ndarray:
         """The filtered points moved on `frames` frames: turned and scaled about their centre by the
@@ -225,14 +235,18 @@ class Tracker:
         self.chosen: int | None = None  # mode `one`: the track chosen for the current shot
         self.cuts = 0
         self.coasted = 0  # face-frames swapped through a detection miss
+        self._looked: tuple[int, set[int]] = (-1, set())  # the tracks `missing` said to look for, and the frame
         self.rejected = 0  # fits rejected as outliers
 
     def update(self, index: int, faces: list[Face], detected: bool, thumb: np.ndarray | None = None,
                refits: list[Face] | None = None) -> list[Tracked]:
         """The frame's faces joined to tracks (smoothed), plus confirmed tracks carried through a miss.
         `refits` are faces found again at tracks' predicted places (see `missing`): they continue their
-        tracks but do not count as seen by the detector."""
+        tracks but do not count as seen by the detector. A track looked for there and not found is not
+        carried: the face is not where its motion says (it moved otherwise, or left). None: nothing could be
+        looked for (the engine cannot refit), and missed tracks are carried with their motion."""
         own = len(faces)
+        looked = self._looked[1] if refits is not None and self._looked[0] == index else set()
         faces = faces + list(refits or [])
         if thumb is not None:
             if is_cut(self._thumb, thumb):
@@ -255,7 +269,7 @@ class Tracker:
                 del self.tracks[track.id]  # the refit found a face the detector has (in another track): one face
                 continue
             else:
-                self._follow(track, index, face, detected)
+                self._follow(track, index, face, detected, refit=face_index >= own)
                 if face_index < own:
                     track.confirmed = index
             result.append(Tracked(track.id, _face(track.face, track.points)))
@@ -267,7 +281,7 @@ class Tracker:
             predicted = track.predicted(gap)
             # Carried only while wholly inside the frame: a face the edge cuts that the mesh did not find again
             # where it should be (`missing`) is on its way out, and its motion is not known well enough.
-            if (gap > COAST or track.hits < 2 or not self._whole(predicted)
+            if (gap > COAST or track.hits < 2 or not self._whole(predicted) or track.id in looked
                     or _on_any(_face(track.face, predicted).box, [t.face.box for t in result])):
                 del self.tracks[track.id]  # gone, or a second track on a face swapped already
                 continue
@@ -284,21 +298,23 @@ class Tracker:
         """Where the confirmed tracks that none of `faces` continues are predicted to be in frame `index`:
         regions to look at again before a face is declared gone."""
         matched = {track.id for track in self._associate(index, faces).values()}
-        found = []
+        found, looked = [], set()
         for track in self.tracks.values():
             if (track.id in matched or track.hits < 2 or index - track.last > COAST
                     or index - track.confirmed > REFIT_SPAN):
                 continue
-            predicted = _face(track.face, track.predicted(index - track.last))
-            if self._in_frame(track.predicted(index - track.last)) and not _on_any(predicted.box,
+            predicted = _face(track.face, track.expected(index - track.last))
+            if self._in_frame(track.expected(index - track.last)) and not _on_any(predicted.box,
                                                                                    [f.box for f in faces]):
                 found.append(predicted)
+                looked.add(track.id)
+        self._looked = (index, looked)
         return found
 
     def _associate(self, index: int, faces: list[Face]) -> dict[int, Track]:
         pairs: list[tuple[float, int, int]] = []
         for track in self.tracks.values():
-            predicted = _face(track.face, track.predicted(index - track.last)).box
+            predicted = _face(track.face, track.expected(index - track.last)).box
             for face_index, face in enumerate(faces):
                 overlap = _iou(predicted, face.box)
                 # A fit much larger or smaller than the track but around it is the track gone wrong (an
@@ -323,14 +339,14 @@ class Tracker:
         self._next_id += 1
         return track
 
-    def _follow(self, track: Track, index: int, face: Face, detected: bool) -> None:
+    def _follow(self, track: Track, index: int, face: Face, detected: bool, refit: bool = False) -> None:
         raw = _points(face)
         gap = max(1, index - track.last)
         prediction = track.predicted(gap)
         size = _size(prediction)
         # Rejected: a fit that disagrees with the track, unless the frame's edge cuts the face (its fits are
         # extrapolated there, and change as it comes in or goes).
-        if (disagrees(prediction, raw) and track.outliers < RELOCK and self._whole(prediction)
+        if (disagrees(prediction, raw, moves=not refit) and track.outliers < RELOCK and self._whole(prediction)
                 and self._whole(raw)):
             # A fit that disagrees with the track (a mesh gone wrong): the track carries on with its motion.
             track.outliers += 1
@@ -338,6 +354,8 @@ class Tracker:
             track.points = prediction
         else:
             track.outliers = 0
+            step = (raw[:, :2].mean(axis=0) - track.raw[:, :2].mean(axis=0)) / gap
+            track.motion = track.motion + VELOCITY_GAIN * (step - track.motion)
             if not detected:  # a translation of the same fit: its motion is the face's motion
                 motion = (raw[:, :2].mean(axis=0) - track.raw[:, :2].mean(axis=0)) / gap
                 track.velocity = track.velocity + VELOCITY_GAIN * (motion - track.velocity)

@@ -294,3 +294,32 @@ def test_a_second_larger_box_on_a_tracked_face_starts_no_track():
     out = tracker.update(3, [face(60, 60, 200), face(100, 100)], True)  # the oversized one listed first
     assert len(out) == 1 and len(tracker.tracks) == 1
     assert out[0].face.box[0] == pytest.approx(100, abs=1)
+
+
+def test_a_fast_pan_detected_on_every_frame_keeps_one_track_and_leaves_no_face_behind():
+    # A 50 px face crossing the frame at 30 px a frame, detected on every frame (the motion gate redetects
+    # through a pan): the fits' own motion says where to look for it, so it stays one track, and no track
+    # is carried where the face was.
+    tracker = Tracker(1000, 600)
+    ids = set()
+    for t in range(12):
+        missing = tracker.missing(t, [face(600 - 30 * t, 200, 50)])
+        out = tracker.update(t, [face(600 - 30 * t, 200, 50)], True, refits=[])
+        assert len(out) == 1 and missing == [], t
+        ids.add(out[0].track)
+    assert len(ids) == 1
+
+
+def test_a_track_looked_for_and_not_found_is_not_carried_unless_the_engine_cannot_look():
+    def seen() -> Tracker:
+        tracker = Tracker(1000, 600)
+        for t in range(3):
+            tracker.update(t, [face(300, 200)], detected=False)
+        return tracker
+
+    looked = seen()
+    assert len(looked.missing(3, [])) == 1
+    assert looked.update(3, [], True, refits=[]) == []  # the mesh found no face where it should be
+    carried = seen()
+    assert len(carried.missing(3, [])) == 1
+    assert [o.coasting for o in carried.update(3, [], True, refits=None)] == [True]  # neural: cannot look
