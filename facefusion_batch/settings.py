@@ -127,7 +127,7 @@ class Settings:
     face_detector_score: float = _spec("face_detector", "Minimum detection score, 0..1.", 0.5)
     face_detector_min_size: int = _spec(
         "face_detector", "Offline engine: also find faces down to this many pixels by scanning tiles "
-        "(slower; 0: faces under ~1/10 of the frame's long side are missed).", 0)
+        "(slower; 0: faces under ~1/20 of the frame's long side are missed).", 0)
 
     keypoint_reuse: bool = _spec(
         "face_tracker", "Reuse (and track) faces found on a reference frame while motion stays small.", True)
