@@ -20,10 +20,21 @@ import numpy as np
 from facefusion_batch.errors import MediaError, SourceError
 
 VIDEO_EXTENSIONS = (".mp4", ".mov", ".mkv", ".webm", ".avi", ".m4v")
-IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".gif")
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".gif", ".tif", ".tiff")
+_CONVERT = "convert it first, e.g. ffmpeg -i IN{} OUT{}"
+# Formats FaceFusion 3.8.1 takes as targets (its choices.py image_type_set, video_type_set) that ffb does not
+# process, each with why and what to do: a directory scan or glob names every such file rather than pass it by.
+UNPROCESSED: dict[str, str] = {
+    ".bmp": "BMP can't carry ffb's AI-modified marking; " + _CONVERT.format(".bmp", ".png"),
+    ".wmv": "ffb can't write WMV (ASF); " + _CONVERT.format(".wmv", ".mkv"),
+    ".mpeg": "ffb can't write MPEG program streams; " + _CONVERT.format(".mpeg", ".mkv"),
+    ".mpg": "ffb can't write MPEG program streams; " + _CONVERT.format(".mpg", ".mkv"),
+    ".mxf": "ffb can't write MXF; " + _CONVERT.format(".mxf", ".mov"),
+}
 MAX_IMAGE_PIXELS = 64_000_000  # beyond this an image is refused rather than risking memory
 MAX_ANIMATION_PIXELS = 250_000_000  # all frames of an animated image together (~1 GB as BGR + alpha)
-_FORMATS = {".jpg": "JPEG", ".jpeg": "JPEG", ".png": "PNG", ".webp": "WEBP", ".gif": "GIF"}
+_FORMATS = {".jpg": "JPEG", ".jpeg": "JPEG", ".png": "PNG", ".webp": "WEBP", ".gif": "GIF", ".tif": "TIFF",
+            ".tiff": "TIFF"}
 
 
 def kind_of(path: Path) -> str | None:

@@ -30,7 +30,7 @@ from facefusion_batch.errors import OutputError, SettingsError
 from facefusion_batch.pipeline.progress import Reporter
 from facefusion_batch.timing import Timings
 
-STATUSES = ("done", "no_face", "skipped", "failed")  # pipeline.batch.STATUSES (a test keeps them equal)
+STATUSES = ("done", "no_face", "skipped", "blocked", "failed")  # pipeline.batch.STATUSES (a test keeps them equal)
 SUCCESS = ("done", "no_face")  # a target finished: the journal's FINISHED
 # Seconds: a stage of one frame takes ~1 ms (CPU tracking) to ~1 s (a big frame on a slow CPU); encode and
 # verify of a chunk or a video take seconds to minutes.

@@ -69,7 +69,7 @@ def test_run_metrics_file_matches_the_summary(offline, capsys):
     args = ["-s", str(SOURCE), "-t", str(CLIP), "-t", str(offline / "missing.mp4"), "-o", str(offline / "out"),
             "--metrics-file", str(prom)]
     code, summary = run_json(capsys, *args)
-    assert code == 1 and summary["counts"] == {"done": 1, "no_face": 0, "skipped": 0, "failed": 1}
+    assert code == 1 and summary["counts"] == {"done": 1, "no_face": 0, "skipped": 0, "blocked": 0, "failed": 1}
     text = prom.read_text()
     promtool_check(text)
     found = samples(text)
@@ -212,8 +212,9 @@ def test_reporter_tee_counts_and_hands_everything_on():
                                             "message", "close"]
     found = samples(metrics.exposition().decode())
     assert value(found, "ffb_targets_in_progress") == 0 and value(found, "ffb_backlog_targets") == 1
-    assert {s: value(found, "ffb_targets_total", status=s) for s in ("done", "skipped", "failed", "no_face")} == \
-        {"done": 1, "skipped": 1, "failed": 1, "no_face": 0}
+    assert {s: value(found, "ffb_targets_total", status=s) for s in ("done", "skipped", "blocked", "failed",
+                                                                    "no_face")} == \
+        {"done": 1, "skipped": 1, "blocked": 0, "failed": 1, "no_face": 0}
     assert value(found, "ffb_frames_total") == 3
     assert value(found, "ffb_last_success_timestamp_seconds") > value(found, "ffb_run_start_timestamp_seconds")
 
