@@ -184,7 +184,7 @@ class Settings:
                                        role="output", engine=True, range=(0.0, 1.0))
     face_detector_min_size: int = _spec(
         "face_detector", "Offline engine: also find faces down to this many pixels by scanning tiles "
-        "(slower; 0: faces under ~1/10 of the frame's long side are missed).", 0,
+        "(slower; 0: faces under ~1/20 of the frame's long side are missed).", 0,
         role="output", engine=True, range=(0, 4096))
 
     keypoint_reuse: bool = _spec(
