@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, disable_created_metrics, generate_latest
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.utils import floatToGoString
 
@@ -31,6 +31,10 @@ from facefusion_batch.runner.journal import FINISHED as SUCCESS  # a target fini
 from facefusion_batch.runner.progress import Reporter
 from facefusion_batch.timing import Timings
 from facefusion_batch.workflow.outcome import STATUSES
+
+# A counter's `*_created` twin (its creation time as a second series) doubles every counter for no use here:
+# ffb_run_start_timestamp_seconds says when the run began. prometheus_client's switch is process-wide.
+disable_created_metrics()
 # Seconds: a stage of one frame takes ~1 ms (CPU tracking) to ~1 s (a big frame on a slow CPU); encode and
 # verify of a chunk or a video take seconds to minutes.
 STAGE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
