@@ -4,22 +4,24 @@ step with the next target's first). Nothing here reports an outcome or touches t
 does that."""
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import time
+from pathlib import Path
 from typing import Callable, Protocol
 
 from facefusion_batch.errors import MediaError, TargetError
 from facefusion_batch.media import read_picture, scale_picture, temp_name, write_picture
-from facefusion_batch.workflow import guard
-from facefusion_batch.workflow.outcome import NO_FACE, Outcome
+from facefusion_batch.workflow.outcome import NO_FACE, Outcome, failed
 from facefusion_batch.workflow.lookahead import Prepared
 from facefusion_batch.workflow.output_guard import prepare_output
 from facefusion_batch.workflow.processor import FrameProcessor
-from facefusion_batch.workflow.video import encode_video, job_options
+from facefusion_batch.workflow.video import encode_chunks, encode_video, finish_video, job_options, plan_video
+from facefusion_batch.workflow.workspace import Workspace
 from facefusion_batch.provenance.content_gate import Verdict
 from facefusion_batch.targets import Target, not_regular
 from facefusion_batch.timing import timed
-from facefusion_batch.video.probe import probe
+from facefusion_batch.video.probe import VideoInfo, probe
 
 Completion = Callable[[], Outcome]
 
@@ -44,11 +46,8 @@ def begin(processor: FrameProcessor, target: Target, progress: TargetProgress, r
     calls, profiles = engine.detector_calls(), profiles_left(engine)
     gate = processor.gate_record
 
-    def failed(exc: Exception) -> Outcome:
-        reason = (guard.disk_full_reason(target.path, exc, processor.settings.temp_path, target.output)
-                  or guard.failure_reason(target.path, exc))
-        return Outcome(str(target.path), "failed", reason=reason, seconds=time.perf_counter() - started,
-                       content_gate=gate)
+    def failed_with(exc: Exception) -> Outcome:
+        return failed(target, exc, processor.settings.temp_path, started, gate)
 
     def outcome(swapped: int, frames: int, note: str) -> Outcome:
         status = "done" if swapped else "no_face"
@@ -82,7 +81,7 @@ def begin(processor: FrameProcessor, target: Target, progress: TargetProgress, r
                                progress.start, resume_key, prepared, on_decoded, processor.seal(target.path, content))
         calls_made, profiles_made = engine.detector_calls() - calls, profiles_left(engine) - profiles
     except Exception as exc:  # noqa: BLE001 - whatever one target raises is its failure, not the batch's
-        result = failed(exc)
+        result = failed_with(exc)
         return lambda: result
     finally:
         engine.pool.after_target()
@@ -91,7 +90,7 @@ def begin(processor: FrameProcessor, target: Target, progress: TargetProgress, r
         try:
             counters = encoded.finish()
         except Exception as exc:  # noqa: BLE001 - see above
-            return failed(exc)
+            return failed_with(exc)
         note = counters.note
         if counters.resumed_frames:
             note = "; ".join(filter(None, [f"resumed: {counters.resumed_frames} frames reused from an "
@@ -160,3 +159,83 @@ def process_image(processor: FrameProcessor, target: Target, content: str | None
         shutil.copyfile(target.path, partial)
         partial.replace(target.output)
     return swapped, "; ".join(filter(None, notes))
+
+
+class SegmentItem(Protocol):
+    """Chunks `first` .. `last` - 1 (None: to the end) of a video (executors.work_items.Segment is one)."""
+
+    target: Target
+    key: str
+    first: int
+    last: int | None
+    info: VideoInfo | None
+
+
+class JoinItem(Protocol):
+    """A split video's join into the hidden `staged` output (executors.work_items.Join is one)."""
+
+    target: Target
+    key: str
+    staged: Path
+    info: VideoInfo | None
+
+
+def segment(processor: FrameProcessor, item: SegmentItem, shared: Workspace,
+            on_frames: Callable[[int], None]) -> Outcome:
+    """A segment of a video split across Ray workers: probe and plan it, then decode, analyse, process and
+    encode its chunks in a scratch workspace on this node's temp_path (spooled frames stay on local disk),
+    and publish the finished chunks to the shared workspace. Chunks another attempt already published are
+    not done again; a retry on the same node also reuses the scratch's finished chunks."""
+    processor = processor.for_target(item.target.path)  # the same watermark as a whole target's
+    engine, settings = processor.engine, processor.settings
+    started, calls, profiles = time.perf_counter(), engine.detector_calls(), profiles_left(engine)
+    target = item.target
+    scratch = Workspace.scratch(settings.temp_path, item.key, item.first)
+    try:
+        plan = plan_video(target.path, target.output, job_options(settings, processor.timings), item.info)
+        size = plan.options.chunk_size
+        done = shared.make().resume(size, item.first, item.last)
+        on_frames(done.frames)
+        frames = done.frames
+        if not done.done:
+            # Mode `one` continues its choice from this segment's own chunk before the resume point only:
+            # the segment before may or may not have published its last chunk yet, and an output must not
+            # depend on which node finished first. A segment's first chunk chooses afresh.
+            own = shared if done.index > item.first else None
+            frames += encode_chunks(plan, scratch.make(), processor, on_frames, done.index, item.last,
+                                    before=own).frames
+            scratch.publish(shared, size, done.index, item.last)
+    except Exception as exc:  # noqa: BLE001 - one target's failure, whatever it is, is not the batch's
+        return failed(target, exc, processor.settings.temp_path, started)
+    finally:
+        engine.pool.after_target()
+    scratch.remove()
+    return Outcome(str(target.path), "done", frames=frames, seconds=time.perf_counter() - started,
+                   detector_calls=engine.detector_calls() - calls,
+                   profiles_left=profiles_left(engine) - profiles)
+
+
+def join(processor: FrameProcessor, item: JoinItem, shared: Workspace) -> Outcome:
+    """The join of a video split across Ray workers: its segments' chunks and the original audio joined into
+    `item.staged`, verified and sealed. The content gate looks at the video first (its segments were swapped
+    on several workers at once, so a flagged video is caught here: blocked, nothing written)."""
+    processor = processor.for_target(item.target.path)
+    started = time.perf_counter()
+    target = item.target
+    gate = processor.gate_record
+    try:
+        verdict = gate_verdict(processor, target)
+        if verdict.flagged:
+            return Outcome(str(target.path), "blocked", reason=f"{target.path}: {verdict.reason}",
+                           seconds=time.perf_counter() - started, content_gate=gate)
+        plan = plan_video(target.path, target.output, job_options(processor.settings, processor.timings),
+                          item.info)
+        note = finish_video(dataclasses.replace(plan, out=item.staged), shared, processor.tags,
+                            processor.seal(target.path))
+        frames, faces = shared.totals(plan.options.chunk_size)
+    except Exception as exc:  # noqa: BLE001 - as in segment
+        return failed(target, exc, processor.settings.temp_path, started)
+    status, reason = ("done", note) if faces else ("no_face", NO_FACE)
+    mark = processor.watermark.hex if faces and processor.watermark else ""
+    return Outcome(str(target.path), status, str(item.staged), reason, frames, time.perf_counter() - started,
+                   content_gate=gate, watermark=mark)

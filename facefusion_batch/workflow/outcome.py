@@ -1,7 +1,12 @@
 """What one target came to: its `Outcome` (the run's summary lists one per target)."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from pathlib import Path
+
+from facefusion_batch.targets import Target
+from facefusion_batch.workflow import guard
 
 STATUSES = ("done", "no_face", "skipped", "blocked", "failed")
 NO_FACE = "no face found; copied through unchanged"
@@ -19,3 +24,11 @@ class Outcome:
     profiles_left: int = 0  # face-frames turned too far to swap, left as they are (the reason says so too)
     content_gate: str = ""  # checked (classifier) | not available | off by setting; "" when not asked
     watermark: str = ""  # the invisible watermark's payload (8 hex digits) in the output's frames, "" for none
+
+
+def failed(target: Target, exc: Exception, temp_root: Path, started: float, content_gate: str = "") -> Outcome:
+    """A target's failure: one line saying why (a full disk named as such), and the time it took."""
+    reason = (guard.disk_full_reason(target.path, exc, temp_root, target.output)
+              or guard.failure_reason(target.path, exc))
+    return Outcome(str(target.path), "failed", reason=reason, seconds=time.perf_counter() - started,
+                   content_gate=content_gate)

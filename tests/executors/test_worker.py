@@ -11,8 +11,8 @@ import pytest
 from conftest import decode_all, make_clip
 from facefusion_batch.cli import main
 from facefusion_batch.executors.work_items import Join, Segment
-from facefusion_batch.executors import worker
-from facefusion_batch.executors.worker import encode_segment, join_segments
+from facefusion_batch.workflow import job
+from facefusion_batch.workflow.job import join as join_segments, segment as encode_segment
 from facefusion_batch.workflow import video as video_job
 from facefusion_batch.workflow.outcome import Outcome
 from facefusion_batch.workflow.processor import prepare
@@ -65,11 +65,11 @@ def test_a_worker_item_failure_of_any_kind_is_that_items_one_line(env, source_im
     def fail(*args, **kwargs):
         raise error
 
-    monkeypatch.setattr(worker, "encode_chunks", fail)
+    monkeypatch.setattr(job, "encode_chunks", fail)
     outcome = encode_segment(batch, Segment(target, "k", 0, None, info), shared, lambda n: None)
     assert outcome.status == "failed" and says in outcome.reason and str(target.path) in outcome.reason
     assert "\n" not in outcome.reason
-    monkeypatch.setattr(worker, "finish_video", fail)
+    monkeypatch.setattr(job, "finish_video", fail)
     outcome = join_segments(batch, Join(target, "k", env / "out" / ".v.staged.mp4", info), shared)
     assert outcome.status == "failed" and says in outcome.reason
 
@@ -81,7 +81,7 @@ def test_a_worker_never_swallows_an_interruption(env, source_image, monkeypatch,
     def interrupt(*args, **kwargs):
         raise signal_like()
 
-    monkeypatch.setattr(worker, "encode_chunks", interrupt)
+    monkeypatch.setattr(job, "encode_chunks", interrupt)
     with pytest.raises(signal_like):
         encode_segment(batch, Segment(target, "k", 0, None, info), shared, lambda n: None)
 

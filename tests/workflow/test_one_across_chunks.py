@@ -157,7 +157,7 @@ def test_a_ray_segment_chooses_afresh_at_its_start_whatever_order_segments_finis
     """A segment's output must not depend on whether the segment before had published its last chunk: its
     first chunk chooses afresh (a retried segment continues from its own published chunks)."""
     from facefusion_batch.executors.work_items import Segment
-    from facefusion_batch.executors.worker import encode_segment
+    from facefusion_batch.workflow.job import segment as encode_segment
     from facefusion_batch.targets import Target
     from facefusion_batch.video.probe import probe
 
@@ -182,5 +182,5 @@ def test_a_ray_segment_chooses_afresh_at_its_start_whatever_order_segments_finis
     retried = Workspace(tmp_path / "retried")
     assert encode_segment(processor, Segment(target, "k", 0, 1, info), retried, lambda n: None).status == "done"
     assert segments(retried, [(0, None)]) == ["L"] * FRAMES
-    whole = encode(settings, processor, clip, Workspace(tmp_path / "whole"))
+    whole = encode(settings, processor.for_target(clip), clip, Workspace(tmp_path / "whole"))  # watermarked as a segment
     assert np.array_equal(frames(retried), whole)
