@@ -25,7 +25,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, disable_created
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.utils import floatToGoString
 
-from facefusion_batch import __version__
+from facefusion_batch.version import __version__
 from facefusion_batch.errors import OutputError, SettingsError
 from facefusion_batch.runner.journal import FINISHED as SUCCESS  # a target finished
 from facefusion_batch.runner.progress import Reporter
