@@ -156,7 +156,6 @@ class FfbWorker:
                 staged = dataclasses.replace(item.target, output=item.staged)
                 return job.begin(processor, staged, self._reporter, item.resume_key)()
             shared = Workspace.of(self._check.shared, item.key)
-            processor = processor.for_target(item.target.path)  # the same watermark as the local executor's
             if isinstance(item, Segment):
                 return encode_segment(processor, item, shared, self._reporter.advance)
             return join_segments(processor, item, shared)
@@ -180,6 +179,7 @@ def encode_segment(processor: FrameProcessor, item: Segment, shared: Workspace, 
     target = item.target
     scratch = Workspace.scratch(settings.temp_path, item.key, item.first)
     try:
+        processor = processor.for_target(target.path)  # the same watermark as the local executor's
         plan = plan_video(target.path, target.output, job_options(settings, processor.timings), item.info)
         size = plan.options.chunk_size
         done = shared.make().resume(size, item.first, item.last)
@@ -211,6 +211,7 @@ def join_segments(processor: FrameProcessor, item: Join, shared: Workspace) -> O
     target = item.target
     gate = processor.gate_record
     try:
+        processor = processor.for_target(target.path)  # the watermark the segments carry, named in the manifest
         verdict = job.gate_verdict(processor, target)
         if verdict.flagged:
             return Outcome(str(target.path), "blocked", reason=f"{target.path}: {verdict.reason}",
