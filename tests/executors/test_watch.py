@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -208,7 +209,8 @@ def test_sigterm_mid_video_then_restart_resumes_and_loses_nothing(env, source_im
     incoming = env / "in"
     incoming.mkdir()
     target = incoming / "long.mp4"
-    os.replace(make_clip(env / "copy.mp4", frames=160), target)
+    shutil.copyfile(clip, env / "copy.mp4")  # the same bytes: the same watermark payload as the whole run's
+    os.replace(env / "copy.mp4", target)
     first = watches(env, source_image, incoming, "--chunk-size", "20", name="first")
     first.wait_for(lambda: any((env / "tmp").glob("ffb-*/chunk_00001.json")), "the second chunk finished")
     code, summary = first.stop()
