@@ -21,6 +21,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+import typing
 from typing import Any, Optional
 
 import typer
@@ -968,6 +969,12 @@ def _main(args: list[str]) -> int:
     if translated.warning:
         print(f"ffb: warning: {translated.warning}", file=sys.stderr)
     args = join_multi_values(translated.args)
+    empty = empty_path(args)
+    if empty:
+        print(f"ffb: error: {empty}", file=sys.stderr)
+        if "--json" in args:
+            _print_json_line(RunStamp.now().error(args[0], 2, empty))
+        return 2
     several = several_sources(args)
     if several:
         print(f"ffb: error: {several}", file=sys.stderr)
@@ -1053,6 +1060,34 @@ def _is_target(word: str) -> bool:
     from facefusion_batch.media import kind_of
 
     return kind_of(Path(word)) == "video" or os.path.isdir(word)
+
+
+_EMPTY_FIX = {"-o": "directory or file", "--output": "directory or file", "-t": "file, directory or glob",
+              "--target": "file, directory or glob"}
+
+
+def empty_path(args: list[str]) -> str | None:
+    """A file, directory or target flag given an empty value (`-o ''`, `--output=`: an unset $OUT in a cron
+    line): it would be read as "." (outputs written into, or every file taken from, the working directory);
+    refused instead."""
+    name = {"headless-run": "run"}.get(args[0], args[0]) if args else ""
+    callback = next((c.callback for c in app.registered_commands
+                     if (c.name or getattr(c.callback, "__name__", "").replace("_", "-")) == name), None)
+    if callback is None:
+        return None
+    hints = typing.get_type_hints(callback)
+    flags = {flag for key, parameter in inspect.signature(callback).parameters.items()
+             if isinstance(parameter.default, typer.models.OptionInfo)
+             and ("Path" in str(hints.get(key)) or key == "target")
+             for flag in parameter.default.param_decls or (f"--{key.replace('_', '-')}",)}
+    for index, arg in enumerate(args):
+        flag, equals, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        if flag not in flags or (not equals and index + 1 == len(args)):
+            continue
+        if (value if equals else args[index + 1]).strip() == "":
+            return (f"{flag} is empty (an unset variable in the command line?); give it a "
+                    f"{_EMPTY_FIX.get(flag, 'path')}, or leave the flag out")
+    return None
 
 
 def several_sources(args: list[str]) -> str | None:

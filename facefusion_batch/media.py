@@ -146,13 +146,19 @@ def read_picture(path: Path, error: type[Exception] = MediaError) -> Picture:
                 rgba = np.asarray(frame)
                 colour.append(np.ascontiguousarray(rgba[:, :, 2::-1]))
                 alpha.append(np.ascontiguousarray(rgba[:, :, 3]) if transparent else None)
-                durations.append(int(image.info.get("duration", 100) or 100))
+                durations.append(_duration(image.info.get("duration")))
             loop = image.info.get("loop", 0 if frames > 1 else None)
     except (UnidentifiedImageError, OSError, ValueError, EOFError) as exc:
         if isinstance(exc, error):
             raise
         raise error(f"{path}: not a readable image ({exc})") from None
     return Picture(colour, alpha, tuple(durations) if frames > 1 else (), loop, icc)
+
+
+def _duration(value: object) -> int:
+    """A frame's duration in ms as the file gives it: 0 stays 0 (a GIF frame without a delay has none; a
+    viewer decides how long to show it, and a copy must leave that choice as it found it)."""
+    return int(round(float(value))) if value is not None else 0
 
 
 def write_picture(picture: Picture, path: Path, quality: int, tags: Mapping[str, str] | None,

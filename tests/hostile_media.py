@@ -354,8 +354,8 @@ def _png_to_gif(path: Path) -> None:
     path.with_suffix(".png").unlink()
 
 
-def _animated(path: Path) -> None:
-    """Four frames, 80 ms each, looping; with transparency where the format has it."""
+def _animated(path: Path, durations: list[int] | int = 80) -> None:
+    """Four frames, 80 ms each (or `durations`), looping; with transparency where the format has it."""
     from PIL import Image
 
     frames = []
@@ -371,7 +371,15 @@ def _animated(path: Path) -> None:
         else:
             frames.append(Image.fromarray(np.dstack([frame[:, :, ::-1], alpha]), "RGBA"))
     options = {"lossless": True} if path.suffix == ".webp" else {"transparency": 255} if path.suffix == ".gif" else {}
-    frames[0].save(path, save_all=True, append_images=frames[1:], duration=80, loop=0, **options)
+    frames[0].save(path, save_all=True, append_images=frames[1:], duration=durations, loop=0, **options)
+
+
+# Zero-delay frames (a GIF "flash", an APNG's instant first frame): kept at 0, not made 100 ms (issue 26).
+ZERO_DELAYS = [0, 80, 0, 40]
+
+
+def _zero_delays(path: Path) -> None:
+    _animated(path, ZERO_DELAYS)
 
 
 # (path relative to the corpus directory, builder, expectation)
@@ -448,6 +456,9 @@ CASES: list[tuple[str, Callable[[Path], object], Expected]] = [
     ("animated.gif", _animated, DONE),
     ("animated.webp", _animated, DONE),
     ("animated.png", _animated, DONE),
+    ("zero_delay.gif", _zero_delays, DONE),
+    ("zero_delay.png", _zero_delays, DONE),
+    ("zero_delay.webp", _zero_delays, DONE),
 ]
 
 

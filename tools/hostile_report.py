@@ -174,17 +174,20 @@ def picture_problems(before: VideoInfo, after: VideoInfo, facts: list[str]) -> l
 IMAGES = (".png", ".jpg", ".jpeg", ".webp", ".gif")
 
 
-def image_facts(path: Path) -> tuple[int, bool, tuple[int, int]]:
-    """(frames, whether any pixel of any frame is see-through, size) of an image file."""
+def image_facts(path: Path) -> tuple[int, bool, tuple[int, int], tuple[int, ...]]:
+    """(frames, whether any pixel of any frame is see-through, size, each frame's duration in ms (a frame
+    without one: 0)) of an image file."""
     from PIL import Image
 
     with Image.open(path) as image:
         frames = getattr(image, "n_frames", 1)
         alpha = False
+        durations = []
         for index in range(frames):
             image.seek(index)
             alpha = alpha or int(np.asarray(image.convert("RGBA"))[:, :, 3].min()) < 255
-        return frames, alpha, image.size
+            durations.append(round(image.info.get("duration") or 0))
+        return frames, alpha, image.size, tuple(durations) if frames > 1 else ()
 
 
 def compare_image(source: Path, output: Path) -> tuple[list[str], list[str]]:
@@ -201,6 +204,8 @@ def compare_image(source: Path, output: Path) -> tuple[list[str], list[str]]:
         problems.append("transparency lost")
     if before[2] != after[2]:
         problems.append(f"size {before[2]}->{after[2]}")
+    if before[3] != after[3]:
+        problems.append(f"frame durations {before[3]} ms -> {after[3]} ms")
     return facts, problems
 
 
