@@ -28,6 +28,7 @@ import typer
 
 from facefusion_batch import __version__, interrupts
 from facefusion_batch.errors import FfbError, SettingsError, SourceError
+from facefusion_batch.listing import capped, listed
 from facefusion_batch.settings import (Engine, Executor, FaceEnhancerModel, FaceOccluderModel,
                                        FaceParserModel, FaceSelectorGender, FaceSelectorMode, FaceSelectorOrder,
                                        FaceLandmarkerModel, FaceSelectorRace, FaceSwapperModel, FrameTransport,
@@ -55,9 +56,9 @@ def reports_errors(command):
         try:
             code = command(*args, **kwargs)
         except FfbError as exc:
-            print(f"ffb: error: {exc}", file=sys.stderr)
+            print(f"ffb: error: {capped(str(exc))}", file=sys.stderr)
             if as_json:
-                _print_json_line(stamp.error(command.__name__, exc.exit_code, str(exc)))
+                _print_json_line(stamp.error(command.__name__, exc.exit_code, capped(str(exc))))
             raise typer.Exit(exc.exit_code) from None
         except typer.Exit:
             raise
@@ -111,7 +112,7 @@ def _utf8(text: str) -> str:
 def _load(profile: Optional[Path], flags: dict[str, Any]):
     resolved = load_settings(profile, os.environ, flags)
     for warning in resolved.warnings:
-        print(f"ffb: warning: {warning}", file=sys.stderr)
+        print(f"ffb: warning: {capped(warning)}", file=sys.stderr)
     return resolved
 
 
@@ -727,7 +728,7 @@ def models_download(
     wanted = names or ["inswapper_128", "arcface_w600k_r50", "scrfd_2.5g"]
     unknown = [n for n in wanted if n not in CATALOG]
     if unknown:
-        raise SettingsError(f"unknown model {', '.join(unknown)}; known: {', '.join(CATALOG)}")
+        raise SettingsError(f"unknown model {listed(unknown)}; known: {', '.join(CATALOG)}")
     for name in wanted:
         spec = CATALOG[name]
         progress = None if quiet else _download_progress(name)

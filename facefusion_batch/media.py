@@ -83,9 +83,28 @@ def _header_size(data: np.ndarray) -> tuple[int, int]:
             with Image.open(io.BytesIO(data.tobytes())) as image:
                 return image.size
     except Image.DecompressionBombError:
-        return 1 << 16, 1 << 16  # Pillow's own limit tripped: certainly too large
+        return _unchecked_size(data.tobytes())  # Pillow's own limit tripped: its true size for the message
     except (UnidentifiedImageError, OSError, ValueError):
         return 0, 0
+
+
+def _unchecked_size(data: bytes) -> tuple[int, int]:
+    """The size an image's header gives, read by Pillow's format plugins without Pillow's decompression
+    bomb check (which refuses to say the size); (65536, 65536) should no plugin take it."""
+    from PIL import Image
+
+    Image.init()
+    for name in Image.ID:
+        factory, accept = Image.OPEN[name]
+        verdict = accept(data[:16]) if accept else True
+        if not verdict or isinstance(verdict, str):
+            continue
+        try:
+            with factory(io.BytesIO(data), "") as image:
+                return image.size
+        except Exception:  # noqa: BLE001 - not this format (plugins raise SyntaxError, struct.error, ...)
+            continue
+    return 1 << 16, 1 << 16
 
 
 def write_image(image: np.ndarray, path: Path, quality: int, tags: Mapping[str, str] | None,
@@ -232,14 +251,23 @@ def _exif(tags: Mapping[str, str] | None) -> object:
     return exif
 
 
+_TEMP_STEM = 48  # bytes of the output's name a temp name shows (for whoever lists the directory)
+
+
 def temp_name(path: Path) -> Path:
-    """A hidden sibling name for writing before the atomic rename; keeps the extension for muxers.
-    Long names are shortened to a hash so the temp name fits where the final name fits."""
-    name = f".{path.stem}.ffb-{os.getpid()}.tmp{path.suffix}"
-    if len(os.fsencode(name)) > 240:  # the file system's bytes: a name that is not UTF-8 keeps its own
-        digest = hashlib.sha1(os.fsencode(path.name)).hexdigest()[:16]
-        name = f".ffb-{digest}-{os.getpid()}.tmp{path.suffix}"
-    return path.with_name(name)
+    """A hidden sibling name for writing before the atomic rename; keeps the extension for muxers. Its
+    length does not depend on the output's (`.<first 48 bytes of the stem>.ffb-<hash of the name>-<pid>
+    .tmp<ext>`, ~90 bytes), so a 255-byte output name has room for ffb's own suffixes (.sig, .c2pa)."""
+    return path.with_name(f"{temp_stem(path)}-{os.getpid()}.tmp{path.suffix}")
+
+
+def temp_stem(path: Path) -> str:
+    """What every temp name of `path` starts with, made by any process (a glob over `<stem>-*` finds the
+    partials a killed run left of this one output and of no other)."""
+    raw = os.fsencode(path.stem)  # the file system's bytes: a name that is not UTF-8 keeps its own
+    shown = os.fsdecode(raw[:_TEMP_STEM])
+    digest = hashlib.sha1(os.fsencode(path.name)).hexdigest()[:12]
+    return f".{shown}.ffb-{digest}"
 
 
 def atomic_write_bytes(path: Path, data: bytes, place: Callable[[Path, Path], object] | None = None) -> None:

@@ -142,17 +142,18 @@ def _rotated(path: Path) -> None:
     plain.unlink()
 
 
-def _huge_png(path: Path) -> None:
-    """A 12000x12000 1-bit grey PNG written directly (a few kB on disk, 144 megapixels decoded)."""
-    size = 12000
-    row = b"\x00" + b"\x00" * (size // 8)  # filter byte + one row of black pixels
+def _huge_png(path: Path, width: int = 12000, height: int | None = None) -> None:
+    """A 12000x12000 (or `width`x`height`) 1-bit grey PNG written directly (a few kB on disk, 144
+    megapixels decoded)."""
+    height = width if height is None else height
+    row = b"\x00" + b"\x00" * ((width + 7) // 8)  # filter byte + one row of black pixels
     compressor = zlib.compressobj(9)
-    idat = b"".join(compressor.compress(row) for _ in range(size)) + compressor.flush()
+    idat = b"".join(compressor.compress(row) for _ in range(height)) + compressor.flush()
 
     def chunk(kind: bytes, body: bytes) -> bytes:
         return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
 
-    header = struct.pack(">IIBBBBB", size, size, 1, 0, 0, 0, 0)
+    header = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
     path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", idat) + chunk(b"IEND", b""))
 
 
@@ -185,9 +186,9 @@ UNREADABLE = DONE if os.geteuid() == 0 else Expected("failed", "permission denie
 NOT_REGULAR = "not a regular file"
 
 
-def _long_name(length: int) -> str:
+def _long_name(length: int, suffix: str = ".mp4") -> str:
     stem = "long-name-"
-    return stem + "x" * (length - len(stem) - len(".mp4")) + ".mp4"
+    return stem + "x" * (length - len(stem) - len(suffix)) + suffix
 
 
 def _gop_clip(path: Path, frames: int = 30) -> Path:
@@ -405,9 +406,18 @@ CASES: list[tuple[str, Callable[[Path], object], Expected]] = [
     ("one_frame.mp4", lambda p: _encode(p, _frames(face_frame(), 1), H264, AAC), DONE),
     (_long_name(200), _face_clip, DONE),
     (_long_name(250), _face_clip, DONE),  # legal (< 255 bytes), but leaves little room for temp names
+    # 251..255 bytes: ffb's temp and sidecar suffixes must not push them past the limit (issue 26, class 5).
+    (_long_name(255), _face_clip, DONE),
+    (_long_name(253, ".png"), lambda p: cv2.imwrite(str(p), face_frame()), DONE),
+    # A format that keeps its C2PA manifest in a sidecar: <name>.c2pa can't be named past 250 bytes.
+    (_long_name(250, ".mkv"), _face_clip, DONE),
+    (_long_name(251, ".mkv"), _face_clip, Expected("failed", "C2PA sidecar can't be named")),
     ("dir with spaces/vidéo ünï.mp4", _face_clip, DONE),
     ("dangling.mp4", _dangling, Expected("failed", "broken symbolic link")),
     ("huge.png", _huge_png, Expected("failed", "downscale")),
+    # Past Pillow's own bomb limit: the message gives the real size, not a stand-in (issue 26, class 5).
+    ("bomb_30000x30000.png", lambda p: _huge_png(p, 30000), Expected("failed", "image is 30000x30000")),
+    ("bomb_200000x1000.png", lambda p: _huge_png(p, 200000, 1000), Expected("failed", "image is 200000x1000")),
     ("vp9.webm", lambda p: _face_clip(p, ["-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8",
                                           "-crf", "40", "-b:v", "0", "-pix_fmt", "yuv420p"],
                                       ["-c:a", "libopus", "-b:a", "32k"]), DONE),

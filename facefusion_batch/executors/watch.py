@@ -28,6 +28,7 @@ from facefusion_batch.errors import FfbError
 from facefusion_batch.executors.base import EngineInfo, Stats, Work
 from facefusion_batch.executors.local import LocalExecutor
 from facefusion_batch.executors.watch_feed import FolderFeed
+from facefusion_batch.listing import listed
 from facefusion_batch.memory import apply_memory_limit
 from facefusion_batch.pipeline.batch import check_output_dir
 from facefusion_batch.pipeline.journal import Journal
@@ -86,7 +87,7 @@ class WatchExecutor:
         self._catch_hangup()
         self.feed.say, self.feed.lost_signal = work.message, self._lost_signal
         self.feed.start()
-        watching = (f"ffb watch: watching {', '.join(self.specs)} ("
+        watching = (f"ffb watch: watching {listed(self.specs)} ("
                     f"{'polling' if self.feed.poll else 'filesystem events'}; a file is taken once unchanged "
                     f"for {self.feed.settle:g} s)")
         if self.on_ray:

@@ -3,6 +3,7 @@ the output tree's lock and state, the first video prepared while the engine load
 from __future__ import annotations
 
 import contextlib
+import glob
 import sqlite3
 import time
 from dataclasses import asdict, dataclass, field
@@ -10,6 +11,7 @@ from pathlib import Path
 
 from facefusion_batch.concurrency import plan
 from facefusion_batch.errors import OutputError, TargetError
+from facefusion_batch.media import temp_stem
 from facefusion_batch.models.store import sha256_of
 from facefusion_batch.pipeline import guard
 from facefusion_batch.pipeline.journal import FINISHED, UNREADABLE, Journal, settings_key
@@ -85,7 +87,7 @@ def open_state(settings: Settings, wait: bool, reporter: Reporter) -> tuple[RunL
     lock.acquire(wait=wait, on_wait=reporter.message)
     # With an output file (-o result.mp4) its directory is not ffb's to search: only the file's own partials.
     output_file = settings.output_file
-    partials = (settings.output_dir.glob(f".{output_file.stem}.ffb-*.tmp*") if output_file
+    partials = (settings.output_dir.glob(f"{glob.escape(temp_stem(output_file))}*.tmp*") if output_file
                 else settings.output_path.rglob(".*.tmp*"))
     for partial in partials:
         if ".ffb-" in partial.name and partial.is_file():

@@ -10,11 +10,13 @@ import traceback
 from pathlib import Path
 
 from facefusion_batch.errors import FfbError
+from facefusion_batch.listing import capped
 from facefusion_batch.pipeline.progress import Reporter
 
 
 def one_line(text: str) -> str:
-    return " ".join(text.split())
+    """`text` on one line, capped (a reason quoting a huge name or tool output stays a line)."""
+    return capped(" ".join(text.split()))
 
 
 def os_reason(path: Path, exc: OSError) -> str:

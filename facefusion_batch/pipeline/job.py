@@ -54,6 +54,7 @@ def begin(processor: FrameProcessor, target: Target, progress: TargetProgress, r
         refuse_special(target)
         prepared = ready() if ready else None
         prepare_output(processor.settings.output_dir, target.output, target.path)
+        processor.marker.check_output(target.path, target.output)
         if target.kind == "image":
             progress.start(1)
             swapped, note = process_image(processor, target, content)

@@ -17,6 +17,7 @@ import numpy as np
 
 from facefusion_batch.errors import MediaError, TargetError
 from facefusion_batch.faces.tracking import Handover
+from facefusion_batch.listing import listed
 from facefusion_batch.media import temp_name
 from facefusion_batch.pipeline.analysis import MotionGate, Reference, TrackState
 from facefusion_batch.pipeline.frames import Spool, load, ordered_map
@@ -250,7 +251,7 @@ def finish_video(plan: VideoPlan, workspace: Workspace, tags: dict[str, str], se
                 notes.append(f"only the first video stream was processed; {info.other_videos} more not kept")
             dropped = ffmpeg.subtitle_args(plan.container, info.subtitle_codecs)[1]
             if dropped:
-                notes.append(f"subtitles not kept: .{plan.container} can't hold {', '.join(dropped)}; "
+                notes.append(f"subtitles not kept: .{plan.container} can't hold {listed(dropped)}; "
                              "write .mkv to keep them")
             note = "; ".join(notes)
         if seal is None:
