@@ -276,10 +276,14 @@ def atomic_write_bytes(path: Path, data: bytes, place: Callable[[Path, Path], ob
     try:
         # O_EXCL | O_NOFOLLOW: never write through a link planted under the temp name.
         descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+        try:
+            with os.fdopen(descriptor, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as exc:
+            exc.filename = exc.filename or str(tmp)  # which disk filled up: the output's
+            raise
         if place is None:
             tmp.replace(path)
         else:

@@ -40,6 +40,7 @@ class Outcome:
     seconds: float = 0.0
     detector_calls: int = 0
     profiles_left: int = 0  # face-frames turned too far to swap, left as they are (the reason says so too)
+    disk_full: str = ""  # "output" or "temp" when a full disk failed it: not its fault, the next run does it
 
 
 @dataclass
@@ -60,6 +61,17 @@ class BatchResult:
     def to_dict(self) -> dict:
         counts = {s: sum(o.status == s for o in self.outcomes) for s in STATUSES}
         return {**asdict(self), "counts": counts, "ok": self.failed == 0 and not self.interrupted}
+
+
+def failed_outcome(target: Target, exc: Exception, temp_root: Path, seconds: float = 0.0) -> Outcome:
+    """The failed outcome of a target that raised `exc`: its one-line reason; a full disk says which, and
+    that the next run does it."""
+    disk = guard.full_disk(exc, temp_root, target.output)
+    if disk and target.kind == "image":
+        disk = "output"  # an image writes nothing in temp_path
+    reason = (guard.disk_full_reason(target.path, exc, temp_root, target.output, disk)
+              or guard.failure_reason(target.path, exc))
+    return Outcome(str(target.path), "failed", reason=reason, seconds=seconds, disk_full=disk or "")
 
 
 def check_output_dir(directory: Path) -> None:
@@ -134,7 +146,7 @@ def claim(journal: Journal, target: Target, output_key: str, force: bool, retry_
             content = hashed or sha256_of(target.path)
     except (TargetError, OSError) as exc:
         reason = guard.failure_reason(target.path, exc)
-        with contextlib.suppress(OSError, sqlite3.Error):  # e.g. nothing at all at that path any more
+        with contextlib.suppress(OSError, sqlite3.Error, OutputError):  # e.g. nothing at that path any more
             journal.record(target.path, target.output, UNREADABLE, output_key, "failed", reason)
         return Outcome(str(target.path), "failed", reason=reason), UNREADABLE, ""
     skip = skip_outcome(journal, target, content, output_key, force, retry_failed)

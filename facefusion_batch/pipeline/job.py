@@ -10,8 +10,7 @@ from typing import Callable, Protocol
 
 from facefusion_batch.errors import MediaError
 from facefusion_batch.media import read_picture, temp_name, write_picture
-from facefusion_batch.pipeline import guard
-from facefusion_batch.pipeline.batch import NO_FACE, Outcome, job_options, refuse_special
+from facefusion_batch.pipeline.batch import NO_FACE, Outcome, failed_outcome, job_options, refuse_special
 from facefusion_batch.pipeline.lookahead import Prepared
 from facefusion_batch.pipeline.output_guard import prepare_output
 from facefusion_batch.pipeline.processor import FrameProcessor
@@ -40,9 +39,7 @@ def begin(processor: FrameProcessor, target: Target, progress: TargetProgress, r
     calls, profiles = engine.detector_calls(), profiles_left(engine)
 
     def failed(exc: Exception) -> Outcome:
-        reason = (guard.disk_full_reason(target.path, exc, processor.settings.temp_path, target.output)
-                  or guard.failure_reason(target.path, exc))
-        return Outcome(str(target.path), "failed", reason=reason, seconds=time.perf_counter() - started)
+        return failed_outcome(target, exc, processor.settings.temp_path, time.perf_counter() - started)
 
     def outcome(swapped: int, frames: int, note: str) -> Outcome:
         status = "done" if swapped else "no_face"

@@ -9,6 +9,7 @@ output is kept with its metadata marking only and a note says so.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import io
 import os
@@ -161,6 +162,8 @@ class Marker:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure of the native signer fails the signing
                 reason = one_line(exc) or type(exc).__name__
+                if _disk_full(exc):  # not the credential's fault: the output's disk (the signed copy is there)
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(signed)) from None
                 if self.on_failure != "metadata":
                     raise MediaError(f"{parent}: C2PA signing failed ({reason}); nothing was written to "
                                      f"{output}. Fix the signing certificate, or set c2pa_on_failure = metadata "
@@ -269,6 +272,12 @@ def check_credential(credential: Credential) -> None:
                             "certificate needs KeyUsage digitalSignature and a C2PA signing EKU (emailProtection, "
                             "documentSigning or C2PA claim signing), and must be issued by a CA, not self-signed") \
             from None
+
+
+def _disk_full(exc: Exception) -> bool:
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    return any(os.strerror(code) in str(exc) for code in (errno.ENOSPC, errno.EDQUOT))
 
 
 def _signed_name(partial: Path) -> Path:
