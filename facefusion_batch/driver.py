@@ -41,7 +41,7 @@ def run_batch(settings: Settings, specs: Sequence[str], executor: Executor, repo
     run.use_engine(info)
     for text in notes:
         reporter.message(text)
-    refused = [Outcome(str(r.path), "failed", reason=f"{r.path}: {r.reason}") for r in rejected]
+    refused = [Outcome(str(r.path), r.status, reason=f"{r.path}: {r.reason}") for r in rejected]
     for outcome in refused:
         reporter.message(outcome.reason)
     reporter.expect(len(targets))
@@ -67,6 +67,7 @@ def run_batch(settings: Settings, specs: Sequence[str], executor: Executor, repo
 class _Claimed:
     content: str  # the journal's content hash
     done: bool = False
+    read: tuple[int, ...] | None = None  # the file's identity when it was hashed (what the journal records)
 
 
 # Free bytes the output disk must gain, after it filled up, before a run starts targets there again.
@@ -132,8 +133,8 @@ class _Run(Work):
             self._claiming = index
             try:
                 hashed = hashes(target.path) if hashes else None
-                skip, content, resume = claim(self.journal, target, self.output_key, self.force,
-                                              self.retry_failed, hashed)
+                skip, content, resume, read = claim(self.journal, target, self.output_key, self.force,
+                                                    self.retry_failed, hashed)
             except OutputFull:  # the journal can't be written: nothing is started until there is room
                 self._filled(self.journal.path.parent)
                 self._claiming = None
@@ -148,8 +149,8 @@ class _Run(Work):
             if skip is not None:
                 self._settle(index, skip)
                 continue
-            self._claimed[index] = _Claimed(content)
-            yield Claim(index, target, resume, content)
+            self._claimed[index] = _Claimed(content, read=read)
+            yield Claim(index, target, resume, content, read)
 
     def _filled(self, directory: Path) -> None:
         if self._full is None:
@@ -173,7 +174,7 @@ class _Run(Work):
                 skip = skip_outcome(self.journal, target, cached, self.output_key, self.force, self.retry_failed)
             except Exception:  # noqa: BLE001 - it is not started either way
                 skip = None
-        self._settle(index, skip or Outcome(str(target.path), "failed", disk_full="output",
+        self._settle(index, skip or Outcome(str(target.path), "failed", cause="output-full",
                                             reason=guard.output_full_reason(target.path, full.directory, False)))
         return True
 
@@ -219,11 +220,11 @@ class _Run(Work):
         if index in self.outcomes:
             return
         claimed = self._claimed.get(index)
-        if outcome.disk_full == "output":
+        if outcome.cause == "output-full":
             self._filled(Path(outcome.output or self.targets[index].output).parent)
         if claimed is not None:
             claimed.done = True
-            if outcome.disk_full and outcome.status == "failed":
+            if outcome.cause and outcome.status == "failed":
                 journal_status = "interrupted"  # not the target's failure: the next run does it
             self._record(index, claimed, journal_status or outcome.status, outcome.reason, outcome.frames,
                          outcome.seconds)
@@ -273,7 +274,7 @@ class _Run(Work):
         target = self.targets[index]
         try:
             self.journal.record(target.path, target.output, claimed.content, self.output_key, status, reason,
-                                frames, seconds)
+                                frames, seconds, claimed.read)
         except OutputFull:
             self._filled(self.journal.path.parent)
             if status in ("done", "no_face"):  # a failure's own reason says the next run does it

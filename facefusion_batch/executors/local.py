@@ -141,7 +141,7 @@ class LocalExecutor:
             return prepared
 
         return job.begin(self.processor, target, _Progress(work, claim.index), claim.resume_key, ready,
-                         lookahead.current_decoded, claim.content)
+                         lookahead.current_decoded, claim.content, claim.read)
 
     @staticmethod
     def _prepare_following(index: int, work: Work, lookahead: Lookahead) -> None:

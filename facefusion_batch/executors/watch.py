@@ -34,7 +34,7 @@ from facefusion_batch.pipeline.batch import check_output_dir
 from facefusion_batch.pipeline.journal import Journal
 from facefusion_batch.pipeline.processor import FrameProcessor, Sources, prepare
 from facefusion_batch.settings import Settings
-from facefusion_batch.targets import Target, discover, resolved
+from facefusion_batch.targets import Target, discover, file_key, resolved
 from facefusion_batch.timing import Timings
 from facefusion_batch.video.ffmpeg import use_ffmpeg
 
@@ -47,6 +47,11 @@ _NOT_ENGINE = frozenset({
 })
 # Settings a reload can't change: the lock, the journal and the outputs' place are held for the watch's life.
 _FIXED = ("output_path", "executor", "ray_address")
+
+
+def _file_of(path: Path) -> object:
+    """The file a path names (device and inode: every name of a file gives the same), else its resolved path."""
+    return file_key(path) or resolved(path)
 
 
 def engine_changed(old: Settings, new: Settings) -> bool:
@@ -182,12 +187,13 @@ class WatchExecutor:
     def _targets(self, paths: list[Path], work: Work) -> list[Target]:
         """The targets of the settled files, named and placed as `ffb run` over the watched directories
         names and places them (so cron and watch share a journal and an output tree)."""
-        wanted = {resolved(p) for p in paths}
+        wanted = {_file_of(p) for p in paths}
         found, rejected = discover(self.specs, self.settings.output_dir)
         for refused in rejected:
-            if resolved(refused.path) in wanted:
+            if _file_of(refused.path) in wanted and refused.status == "failed":
                 work.message(f"{refused.path}: {refused.reason}")
-        return [t for t in found if resolved(t.path) in wanted]
+        # by the file, not the name: a change through one name of a file is a change of the name done
+        return [t for t in found if _file_of(t.path) in wanted]
 
     # ---- SIGHUP ----------------------------------------------------------------------------------------
 

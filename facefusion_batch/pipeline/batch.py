@@ -14,6 +14,7 @@ from facefusion_batch.errors import OutputError, TargetError
 from facefusion_batch.media import temp_stem
 from facefusion_batch.models.store import sha256_of
 from facefusion_batch.pipeline import guard
+from facefusion_batch.pipeline.identity import Changed, Stamp, stamp_of
 from facefusion_batch.pipeline.journal import FINISHED, UNREADABLE, Journal, settings_key
 from facefusion_batch.pipeline.lock import RunLock
 from facefusion_batch.pipeline.progress import Reporter
@@ -40,7 +41,9 @@ class Outcome:
     seconds: float = 0.0
     detector_calls: int = 0
     profiles_left: int = 0  # face-frames turned too far to swap, left as they are (the reason says so too)
-    disk_full: str = ""  # "output" or "temp" when a full disk failed it: not its fault, the next run does it
+    # Why it failed when that is no fault of the target's (the next run does it): "output-full" or
+    # "temp-full" (a full disk), "changed" (the file changed while it was processed: nothing published).
+    cause: str = ""
 
 
 @dataclass
@@ -71,7 +74,8 @@ def failed_outcome(target: Target, exc: Exception, temp_root: Path, seconds: flo
         disk = "output"  # an image writes nothing in temp_path
     reason = (guard.disk_full_reason(target.path, exc, temp_root, target.output, disk)
               or guard.failure_reason(target.path, exc))
-    return Outcome(str(target.path), "failed", reason=reason, seconds=seconds, disk_full=disk or "")
+    cause = f"{disk}-full" if disk else "changed" if isinstance(exc, Changed) else ""
+    return Outcome(str(target.path), "failed", reason=reason, seconds=seconds, cause=cause)
 
 
 def check_output_dir(directory: Path) -> None:
@@ -134,12 +138,16 @@ def refuse_special(target: Target) -> None:
 
 
 def claim(journal: Journal, target: Target, output_key: str, force: bool, retry_failed: bool,
-          hashed: str | None = None) -> tuple[Outcome | None, str, str]:
+          hashed: str | None = None) -> tuple[Outcome | None, str, str, Stamp | None]:
     """The journal's decision on a target: (an outcome when it is skipped or can't be read, else None; its
-    content hash; its resume key). A target to be done is recorded as `running` (the caller records the end).
-    `hashed` is the file's sha256 when it was computed ahead of time. A target that can't be read at all is
-    recorded as failed, so later runs skip it until it changes (a chmod counts)."""
+    content hash; its resume key; the file's identity when it was hashed, which is what the journal records
+    and what is checked again before its output is published). A target to be done is recorded as
+    `running` (the caller records the end). `hashed` is the file's sha256 when it was computed ahead of
+    time. A target that can't be read at all is recorded as failed, so later runs skip it until it changes
+    (a chmod counts)."""
+    read: Stamp | None = None
     try:
+        read = stamp_of(target.path)  # before hashing: a change while it is hashed is seen at the check
         content = journal.cached_hash(target.path)
         if content is None:
             refuse_special(target)  # before any read
@@ -148,12 +156,13 @@ def claim(journal: Journal, target: Target, output_key: str, force: bool, retry_
         reason = guard.failure_reason(target.path, exc)
         with contextlib.suppress(OSError, sqlite3.Error, OutputError):  # e.g. nothing at that path any more
             journal.record(target.path, target.output, UNREADABLE, output_key, "failed", reason)
-        return Outcome(str(target.path), "failed", reason=reason), UNREADABLE, ""
+        return Outcome(str(target.path), "failed", reason=reason), UNREADABLE, "", None
     skip = skip_outcome(journal, target, content, output_key, force, retry_failed)
     if skip is not None:
-        return skip, content, ""
-    journal.record(target.path, target.output, content, output_key, "running")
-    return None, content, settings_key({"content": content, "settings": output_key, "output": str(target.output)})
+        return skip, content, "", read
+    journal.record(target.path, target.output, content, output_key, "running", read=read)
+    return (None, content, settings_key({"content": content, "settings": output_key, "output": str(target.output)}),
+            read)
 
 
 def skip_outcome(journal: Journal, target: Target, content: str | None, output_key: str, force: bool,

@@ -158,9 +158,11 @@ class Journal:
         return entry
 
     def record(self, target: Path, output: Path, content: str, key: str, status: str, reason: str = "",
-               frames: int = 0, seconds: float = 0.0) -> None:
+               frames: int = 0, seconds: float = 0.0, read: tuple[int, ...] | None = None) -> None:
+        """`read` is the file's identity (dev, inode, size, mtime, ctime) when `content` was hashed: the row
+        holds what was read, so a file renamed over the target meanwhile is hashed again by the next run."""
         try:
-            size, mtime, ctime = stamp(target)
+            size, mtime, ctime = read[2:5] if read is not None else stamp(target)
         except FileNotFoundError:  # deleted while it was processed: its outcome is still recorded
             size, mtime, ctime = GONE
         out_size = out_mtime = None

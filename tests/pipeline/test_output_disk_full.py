@@ -56,16 +56,16 @@ def _started(monkeypatch) -> list[str]:
     started: list[str] = []
     real = job.process_image
 
-    def counting(processor, target, content=None):
+    def counting(processor, target, *args):
         started.append(target.path.name)
-        return real(processor, target, content)
+        return real(processor, target, *args)
 
     monkeypatch.setattr(job, "process_image", counting)
     return started
 
 
 def _assert_stopped(outcomes: list[dict], done: int, err: str) -> None:
-    assert [o["status"] for o in outcomes] == ["done"] * done + ["failed"] * (len(outcomes) - done)
+    assert [o["status"] for o in outcomes] == ["done"] * done + ["failed"] * (len(outcomes) - done), outcomes
     for outcome in outcomes[done:]:
         assert FULL in outcome["reason"] and "the next run does it" in outcome["reason"], outcome["reason"]
         assert "\n" not in outcome["reason"] and "unexpected" not in outcome["reason"]
