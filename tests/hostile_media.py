@@ -24,7 +24,7 @@ import numpy as np
 from conftest import astronaut_face, face_frame, grace_hopper
 from facefusion_batch.video.ffmpeg import SWS_FLAGS, ffmpeg_binary
 
-Status = Literal["done", "no_face", "failed"]
+Status = Literal["done", "no_face", "failed", "skipped"]
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,11 @@ AAC = ["-c:a", "aac", "-b:a", "32k"]
 def _face_clip(path: Path, video: list[str] = H264, audio: list[str] | None = AAC,
                output: list[str] | None = None) -> Path:
     return _encode(path, _frames(face_frame(), FRAMES), video, audio, output=output)
+
+
+def face_clip(path: Path, frames: int = FRAMES) -> Path:
+    """A clip of `frames` frames with a face and a tone."""
+    return _encode(path, _frames(face_frame(), frames), H264, AAC)
 
 
 def _write_bytes(data: bytes) -> Callable[[Path], None]:
@@ -386,6 +391,9 @@ def _zero_delays(path: Path) -> None:
 # (path relative to the corpus directory, builder, expectation)
 CASES: list[tuple[str, Callable[[Path], object], Expected]] = [
     ("plain.mp4", _face_clip, DONE),  # control: if this fails, nothing else means much
+    # Other names of one file are one target, done once under its own name (issue 26, class 1).
+    ("latest.mp4", lambda p: os.symlink("plain.mp4", p), Expected("skipped", "the same file as")),
+    ("z_hard_link_of_plain.mp4", lambda p: os.link(p.parent / "plain.mp4", p), Expected("skipped", "hard link")),
     ("no_face.mp4", lambda p: _encode(p, _frames(_background(), FRAMES), H264, AAC),
      Expected("no_face", "no face")),
     ("zero_bytes.mp4", _write_bytes(b""), Expected("failed", "empty")),
@@ -483,6 +491,40 @@ def build_corpus(directory: Path) -> dict[str, Expected]:
         expected[name] = outcome
     os.symlink(".", directory / "loop")
     return expected
+
+
+def noise_face_png(path: Path, size: int = 1100) -> Path:
+    """A `size`x`size` PNG of noise with a face in it: ~3.6 MB at 1100, so a few fill a 10 MB disk."""
+    picture = np.random.default_rng(5).integers(0, 255, (size, size, 3), dtype=np.uint8)
+    face = face_frame()
+    picture[100:100 + face.shape[0], 50:50 + face.shape[1]] = face
+    if not cv2.imwrite(str(path), picture):
+        raise OSError(f"can't write {path}")
+    return path
+
+
+# A sitecustomize for an ffb subprocess: once the frames of a target named clip.mp4 are processed, and
+# before its output is published, the file $FFB_TEST_UPLOAD is renamed over it (an upload landing by
+# write-then-rename at the worst moment).
+RENAME_OVER = '''
+import os
+from pathlib import Path
+
+from facefusion_batch.pipeline import job
+
+_real = job.encode_video
+
+
+def _encoding(path, *args, **kwargs):
+    encoded = _real(path, *args, **kwargs)
+    upload = Path(os.environ["FFB_TEST_UPLOAD"])
+    if upload.exists() and Path(path).name == "clip.mp4":
+        os.replace(upload, path)
+    return encoded
+
+
+job.encode_video = _encoding
+'''
 
 
 def build_multi_face_source(path: Path) -> Path:

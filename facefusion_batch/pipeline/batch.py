@@ -145,9 +145,11 @@ def claim(journal: Journal, target: Target, output_key: str, force: bool, retry_
     `running` (the caller records the end). `hashed` is the file's sha256 when it was computed ahead of
     time. A target that can't be read at all is recorded as failed, so later runs skip it until it changes
     (a chmod counts)."""
-    read: Stamp | None = None
     try:
-        read = stamp_of(target.path)  # before hashing: a change while it is hashed is seen at the check
+        read: Stamp | None = stamp_of(target.path)  # before hashing: a change while it is hashed is seen later
+    except OSError:
+        read = None  # a broken link or a loop: the journal knows it by the link itself (see below)
+    try:
         content = journal.cached_hash(target.path)
         if content is None:
             refuse_special(target)  # before any read
