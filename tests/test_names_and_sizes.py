@@ -60,6 +60,9 @@ def test_names_of_251_to_255_bytes_are_processed(offline_env, tmp_path, capsys, 
     written = sorted(p.name for p in (tmp_path / "out").iterdir() if p.name != ".ffb")
     assert hostile_media._long_name(250, ".mkv") + ".c2pa" in written, "the 255-byte sidecar is there"
     assert not [n for n in written if ".ffb-" in n or n.startswith(".")], "no temp file left"
+    longest = tmp_path / "out" / hostile_media._long_name(255)
+    assert main(["verify", str(longest)]) in (0, 1), "its sidecar name can't exist: looked for, not a crash"
+    assert "signature and hashes check out" in capsys.readouterr().err
 
 
 def test_a_sidecar_that_cant_be_named_with_c2pa_on_failure_metadata(offline_env, tmp_path, capsys, monkeypatch):
