@@ -33,9 +33,7 @@ from facefusion_batch.settings import (Engine, Executor, FaceEnhancerModel, Face
                                        choices, describe, load_settings)
 from facefusion_batch.video.ffmpeg import describe_ffmpeg, use_ffmpeg
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="ffb: batch face swap for videos and images.\n\n"
-                       "Example: ffb run --source face.jpg --target clips/ --output swapped/ --many-faces")
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
 models_app = typer.Typer(no_args_is_help=True, help="List, download and verify the neural models.")
 app.add_typer(models_app, name="models")
 
@@ -240,6 +238,8 @@ def run(
     output_video_quality: Optional[int] = typer.Option(None, help="0..100, higher is better (maps to CRF)."),
     output_image_quality: Optional[int] = typer.Option(None, help="0..100: JPEG/WebP quality of image targets' "
                                                        "outputs (default 95)."),
+    output_image_scale: Optional[float] = typer.Option(None, help="0.25..8: image outputs at this multiple of "
+                                                       "the target's size (default 1)."),
     temp_path: Optional[Path] = typer.Option(None, help="Directory for temporary frames and chunks."),
     cache_path: Optional[Path] = typer.Option(None, help="Directory of the source-face cache and the local C2PA "
                                               "signing certificate (may be read-only once that exists)."),
@@ -309,6 +309,7 @@ def run(
         "face_detector_model": face_detector_model, "face_detector_min_size": face_detector_min_size,
         "face_detector_size": face_detector_size, "face_detector_score": face_detector_score,
         "reference_face_distance": reference_face_distance, "output_image_quality": output_image_quality,
+        "output_image_scale": output_image_scale,
         "temp_frame_format": temp_frame_format, "log_level": log_level,
         "processors": processors, "face_swapper_model": face_swapper_model,
         "face_swapper_weight": face_swapper_weight, "face_swapper_pixel_boost": face_swapper_pixel_boost,
@@ -412,7 +413,8 @@ RUN_HELP_PANELS: dict[str, tuple[str, ...]] = {
                   "execution_queue_count", "execution_inference_slots", "video_memory_strategy",
                   "system_memory_limit", "ffmpeg_path", "temp_path", "chunk_size", "temp_frame_format",
                   "frame_transport", "cache_path", "state_path", "shared_path"),
-    "Output": ("output_video_encoder", "output_video_preset", "output_video_quality", "output_image_quality"),
+    "Output": ("output_video_encoder", "output_video_preset", "output_video_quality", "output_image_quality",
+               "output_image_scale"),
     "Marking and provenance": ("no_marking", "output_provenance", "c2pa_certificate", "c2pa_private_key",
                                "c2pa_timestamp_url",
                                "visible_label", "visible_label_position", "visible_label_size",
@@ -439,6 +441,9 @@ def _group_help(command: Any, panels: dict[str, tuple[str, ...]]) -> None:
     for name, hint in typing.get_type_hints(inspect.unwrap(command)).items():
         values = typing.get_args(next((a for a in typing.get_args(hint) if a is not type(None)), hint))
         option = parameters[name].default if name in parameters else None
+        if hint in (bool, Optional[bool]) and isinstance(option, typer.models.OptionInfo) and option.metavar is None:
+            option.metavar = ""  # a flag takes no value: no `<bool>` beside it (it read as if it took one)
+            continue
         if not values or not all(isinstance(v, str) for v in values) or not isinstance(option, typer.models.OptionInfo):
             continue
         if len("|".join(values)) > LONG_CHOICES and option.metavar is None:
@@ -790,7 +795,12 @@ def models_download(
     profile: Optional[Path] = typer.Option(None, "--profile", "-p", help="Settings file."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
 ) -> int:
-    """Download models with resume and checksum check into the models directory."""
+    """Download models with resume and checksum check into the models directory (those already there and
+    intact are kept). Without a network every file still missing is named, with what to do instead."""
+    import difflib
+
+    from facefusion_batch.errors import DownloadError
+    from facefusion_batch.models import store
     from facefusion_batch.models.catalog import CATALOG
     from facefusion_batch.models.download import download_model
 
@@ -798,13 +808,38 @@ def models_download(
     wanted = names or ["inswapper_128", "arcface_w600k_r50", "scrfd_2.5g"]
     unknown = [n for n in wanted if n not in CATALOG]
     if unknown:
-        raise SettingsError(f"unknown model {', '.join(unknown)}; known: {', '.join(CATALOG)}")
+        hints = [f"{n} (did you mean {close[0]}?)" if (close := difflib.get_close_matches(n, list(CATALOG), 1))
+                 else n for n in unknown]
+        raise SettingsError(f"unknown model {', '.join(hints)}; `ffb models list` shows the {len(CATALOG)} names")
+    memo = store.ChecksumMemo(settings.cache_path / "checksums.json")
+    failed: list[tuple[str, DownloadError]] = []
     for name in wanted:
         spec = CATALOG[name]
+        state = store.inspect(settings.models_path, spec, memo)
+        if store.usable(state):
+            print(f"{name}: {state.path} (already there)", file=sys.stderr)
+            continue
         progress = None if quiet else _download_progress(name)
-        path = download_model(spec, settings.models_path, settings.download_mirror, progress)
+        try:
+            path = download_model(spec, settings.models_path, settings.download_mirror, progress)
+        except DownloadError as exc:
+            failed.append((name, exc))
+            continue
         print(f"{name}: {path}", file=sys.stderr)
+    if failed:
+        raise DownloadError(_not_downloaded(failed, settings.models_path))
     return 0
+
+
+def _not_downloaded(failed: list[tuple[str, Exception]], models_path: Path) -> str:
+    """One line: every model file still missing, the first cause, and the three ways to get them."""
+    from facefusion_batch.models.catalog import CATALOG
+
+    specs = [CATALOG[name] for name, _ in failed]
+    files = [f for s in specs for f in (s.file, s.hash_file if s.hash_url and not s.sha256 else "") if f]
+    return (f"not downloaded: {', '.join(files)} (first cause: {failed[0][1]}); copy them into {models_path} by "
+            "hand, set download_mirror (FFB_DOWNLOAD_MIRROR) to a mirror holding the same file names, or pass "
+            "--models-path at an existing FaceFusion .assets/models")
 
 
 def _download_progress(name: str):
@@ -903,9 +938,9 @@ def detect_gpus(
 @reports_errors
 def benchmark(
     resolutions: Optional[list[str]] = typer.Argument(None, help="Clip sizes: 240p 360p 480p 540p 720p 1080p 1440p "
-                                                      "4k, or a range such as 240p..4k (every size of the ladder "
-                                                      "240p 360p 480p 720p 1080p 1440p 4k in between; the whole "
-                                                      "ladder takes minutes). Default: 360p 720p."),
+                                                      "4k (FaceFusion's 2160p), or a range such as 240p..4k (every "
+                                                      "size in between; the whole range takes minutes). Default: "
+                                                      "360p 720p."),
     engine: Optional[Engine] = typer.Option(None, help="auto, neural or offline, for both runs of a comparison."),
     profile: Optional[Path] = typer.Option(None, "--profile", "-p", help="Settings of the base run (default: "
                                            "built-in defaults, plus FFB_* environment)."),
@@ -963,7 +998,7 @@ def verify(
     invisible watermark.
 
     For each file: whether it carries ffb's metadata mark; whether a C2PA manifest is present (embedded,
-    or a sidecar NAME.c2pa next to a WebM/MKV); whether it validates: trusted, valid (signer untrusted:
+    or a sidecar NAME.ext.c2pa, e.g. clip.webm.c2pa, next to a file whose format can't hold one); whether it validates: trusted, valid (signer untrusted:
     the signature and hashes check out but the signer's root is not in the trust list; pass --trust), or
     invalid with the reason (e.g. assertion.bmffHash.mismatch: the video was changed after signing); the
     digital source type, the tool and model that made it, and the ffb journal record when the file lies in
@@ -1039,6 +1074,20 @@ def version() -> None:
     print(f"ffb {__version__}")
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        print(f"ffb {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(show_version: bool = typer.Option(False, "--version", "-V", is_eager=True, callback=_print_version,
+                                            metavar="", help="Print the version and exit.")) -> None:
+    """ffb: batch face swap for videos and images.
+
+    Example: ffb run --source face.jpg --target clips/ --output swapped/ --many-faces"""
+
+
 def reflow(text: str) -> str:
     """A command's help with each paragraph on one line, for the terminal to wrap at its own width (rich
     keeps the docstring's line breaks, which left a word alone on a line at most widths). A paragraph with
@@ -1082,6 +1131,10 @@ def _main(args: list[str], as_json: bool) -> int:
     if translated.warning:
         warn(translated.warning)
     args = join_multi_values(translated.args)
+    valued = _flag_given_a_value(args)
+    if valued:
+        _error(_command_of(args), 2, valued, as_json, RunStamp.now())
+        return 2
     several = several_sources(args)
     if several:
         _error("run", 2, several, as_json, RunStamp.now())
@@ -1102,6 +1155,32 @@ def _main(args: list[str], as_json: bool) -> int:
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     return code if isinstance(code, int) else 0
+
+
+_BOOLEAN_WORDS = ("true", "false", "yes", "no", "on", "off", "1", "0")
+
+
+def _flag_given_a_value(args: list[str]) -> str | None:
+    """`--many-faces true`: an on/off flag takes no value, and the word after it would be read as a target
+    (`true`, swapped into and failed). Refused with the way to write it."""
+    flags = _own_flags(args) - _own_flags(args, valued=True)
+    for flag, word in zip(args, args[1:]):
+        if flag in flags and word.lower() in _BOOLEAN_WORDS and not os.path.exists(word):
+            negative = _negative_of(flag, args)
+            off = f", {negative} to turn it off" if negative else ""
+            return (f"{flag} {word}: {flag} is an on/off flag and takes no value ({word!r} would be read as a "
+                    f"target); write {flag} alone to turn it on{off}")
+    return None
+
+
+def _negative_of(flag: str, args: list[str]) -> str:
+    """The --no-... form of an on/off flag of the command, or ''."""
+    name = {"headless-run": "run"}.get(args[0], args[0])
+    command = typer.main.get_command(app).commands.get(name)
+    for param in getattr(command, "params", []):
+        if flag in param.opts and param.secondary_opts:
+            return param.secondary_opts[0]
+    return ""
 
 
 def _own_flags(args: list[str], valued: bool = False) -> frozenset[str]:

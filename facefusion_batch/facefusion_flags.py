@@ -36,7 +36,7 @@ _UNSUPPORTED_FLAGS = {flag(key): key for key in UNSUPPORTED}
 COMMANDS: dict[str, str] = {
     "batch-run": "ffb run takes several targets: -t 'videos/*.mp4' (outputs mirror the tree under -o)",
     "force-download": "ffb models download NAME (ffb models list shows them)",
-    "job-list": "ffb status -o OUTPUT shows a batch's journal",
+    "job-list": "ffb status OUTPUT_DIR shows a batch's journal (every target's status)",
     "job-run": "ffb run is resumable: run it again to finish what an interrupted run left",
 }
 

@@ -93,7 +93,6 @@ UNSUPPORTED: dict[str, Unsupported] = {
     "trim_frame_start": Unsupported(1, ("0",), _TRIM),
     "trim_frame_end": Unsupported(1, (), _TRIM),
     "keep_temp": Unsupported(0, None, "ffb keeps a video's finished chunks until it is done, to resume"),
-    "output_image_scale": Unsupported(1, ("1", "1.0"), _SIZE),
     "output_video_scale": Unsupported(1, ("1", "1.0"), _SIZE),
     "output_video_resolution": Unsupported(1, (), _SIZE),  # FaceFusion 3.0-3.2's, still in scripts
     "output_image_resolution": Unsupported(1, (), _SIZE),

@@ -125,6 +125,23 @@ class Picture:
         return replace(self, frames=frames)
 
 
+def scaled_size(width: int, height: int, scale: float) -> tuple[int, int]:
+    """FaceFusion's output size for a scale: each side times the scale, rounded to an even number."""
+    return max(2, round(width * scale / 2) * 2), max(2, round(height * scale / 2) * 2)
+
+
+def scale_picture(picture: Picture, scale: float) -> Picture:
+    """The picture at `scale` times its size (every frame and alpha plane): area-averaged down, Lanczos up."""
+    if scale == 1.0:
+        return picture
+    height, width = picture.frames[0].shape[:2]
+    size = scaled_size(width, height, scale)
+    interpolation = cv2.INTER_AREA if scale < 1 else cv2.INTER_LANCZOS4
+    return replace(picture, frames=[cv2.resize(f, size, interpolation=interpolation) for f in picture.frames],
+                   alpha=[None if a is None else cv2.resize(a, size, interpolation=interpolation)
+                          for a in picture.alpha])
+
+
 def read_picture(path: Path, error: type[Exception] = MediaError) -> Picture:
     """An image target: still and opaque images exactly as `read_image` reads them; images with
     transparency or several frames through Pillow, keeping the alpha and the animation."""

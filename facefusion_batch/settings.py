@@ -184,7 +184,7 @@ class Settings:
                                        role="output", engine=True, range=(0.0, 1.0))
     face_detector_min_size: int = _spec(
         "face_detector", "Offline engine: also find faces down to this many pixels by scanning tiles "
-        "(slower; 0: faces under ~1/10 of the frame's long side are missed).", 0,
+        "(slower; 0: faces under ~1/20 of the frame's long side are missed).", 0,
         role="output", engine=True, range=(0, 4096))
 
     keypoint_reuse: bool = _spec(
@@ -272,6 +272,10 @@ class Settings:
                                       role="output", range=(0, 100))
     output_image_quality: int = _spec("output_creation", "JPEG/WebP quality 0..100 for image targets.", 95,
                                       role="output", range=(0, 100))
+    output_image_scale: float = _spec(
+        "output_creation", "Size of image targets' outputs as a multiple of the target's, 0.25..8 (FaceFusion's; "
+        "sides rounded to even pixels as FaceFusion does); 1: the target's size.", 1.0,
+        role="output-unless-default", range=(0.25, 8.0))
     output_marking: bool = _spec("output_creation", "Mark outputs as AI-modified at all (false, or --no-marking: "
                                  "no metadata, no C2PA, whatever output_provenance says).", True,
                                  role="output")

@@ -68,7 +68,7 @@ IGNORED = {"paths": ("jobs_path", "source_paths", "target_path"),
            "face_tracker": ("face_tracker_score",), "voice_extractor": ("voice_extractor_model",),
            "frame_extraction": ("trim_frame_start", "temp_pixel_format"),
            "frame_distribution": ("target_frame_amount",),
-           "output_creation": ("output_image_scale", "output_audio_encoder", "output_audio_quality",
+           "output_creation": ("output_audio_encoder", "output_audio_quality",
                                "output_audio_volume", "output_video_scale"),
            "workflow": ("workflow_mode",),
            "processors": ("age_modifier_model", "background_remover_fill_color", "lip_syncer_weight"),
@@ -89,7 +89,8 @@ def test_filled_facefusion_ini_lists_what_ffb_ignores_once_in_one_warning():
     for used in ("face_detector_size", "temp_frame_format", "execution_device_ids", "log_level", "processors ",
                  "face_enhancer_model", "face_mask_types", "face_occluder_model", "face_selector_order",
                  "face_swapper_pixel_boost", "face_mask_padding", "face_mask_regions", "face_parser_model",
-                 "face_landmarker_model", "face_landmarker_score", "workflow_strategy", "face_selector_gender"):
+                 "face_landmarker_model", "face_landmarker_score", "workflow_strategy", "face_selector_gender",
+                 "output_image_scale"):
         assert used not in text, used
     # blank keys ask for nothing: not listed
     assert "trim_frame_end" not in text and "output_video_fps" not in text

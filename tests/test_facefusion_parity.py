@@ -125,8 +125,9 @@ CASES: list[tuple[str, str, Any]] = [
     ("background_remover_fill_color", "0 0 0 0", Ignored()),
     ("keep_temp", "", Ignored()),
     ("output_image_quality", "70", Uses("output_image_quality", "70")),
-    ("output_image_scale", "1.0", Ignored()),
-    ("output_image_scale", "2.0", Refused("ffb keeps each target's resolution")),
+    ("output_image_scale", "2.0", Uses("output_image_scale", "2.0")),
+    ("output_image_scale", "0.25", Uses("output_image_scale", "0.25")),
+    ("output_image_scale", "9", Refused("out of range 0.25..8.0")),
     ("output_video_scale", "0.5", Refused("ffb keeps each target's resolution")),
     ("output_video_fps", "30", Refused("ffb keeps each target's frame rate")),
     ("output_video_resolution", "1280x720", Refused("ffb keeps each target's resolution")),  # 3.0-3.2's

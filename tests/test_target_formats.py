@@ -54,3 +54,24 @@ def test_a_named_unprocessed_file_gets_the_same_reason(offline_env, source_image
     code = main(["run", "-s", str(source_image), "-t", str(target), "-o", str(tmp_path / "out"), "--json", "-q"])
     outcome = json.loads(capsys.readouterr().out)["outcomes"][0]
     assert code == 1 and "ffb can't write WMV" in outcome["reason"]
+
+
+@pytest.mark.parametrize("scale, size", [(0.5, (240, 136)), (2.0, (960, 544)), (0.25, (120, 68))])
+def test_output_image_scale_sizes_image_outputs_as_facefusion(offline_env, source_image, tmp_path, capsys, scale,
+                                                             size):
+    """FaceFusion's output_image_scale: each side times the scale, rounded to even pixels; a target without a
+    face is scaled too (unmarked: nothing swapped)."""
+    from facefusion_batch.media import scaled_size
+
+    target, blank = tmp_path / "t.png", tmp_path / "blank.png"
+    cv2.imwrite(str(target), face_frame())
+    cv2.imwrite(str(blank), face_frame()[:, :, :] * 0 + 128)
+    code = main(["run", "-s", str(source_image), "-t", str(target), "-t", str(blank), "-o", str(tmp_path / "out"),
+                 "--output-image-scale", str(scale), "--output-provenance", "metadata", "--json", "-q"])
+    summary = json.loads(capsys.readouterr().out)
+    assert code == 0, summary
+    assert {Path(o["target"]).name: o["status"] for o in summary["outcomes"]} == {"t.png": "done",
+                                                                                "blank.png": "no_face"}
+    for name in ("t.png", "blank.png"):
+        height, width = cv2.imread(str(tmp_path / "out" / name)).shape[:2]
+        assert (width, height) == size == scaled_size(480, 272, scale)

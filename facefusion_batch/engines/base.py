@@ -47,8 +47,9 @@ class FaceEngine(Protocol):
 
     def swap(self, frame: np.ndarray, faces: Sequence[Face], source: Record) -> np.ndarray: ...
 
-    def refit(self, frame: np.ndarray, predicted: Sequence[Face]) -> list[Face]:
-        """Faces found again at tracks' predicted places (the detector missed them); may be fewer."""
+    def refit(self, frame: np.ndarray, predicted: Sequence[Face]) -> list[Face] | None:
+        """Faces found again at tracks' predicted places (the detector missed them); may be fewer. None: the
+        engine cannot look (its tracks are carried with their motion through a miss instead)."""
         ...
 
     def detector_calls(self) -> int: ...

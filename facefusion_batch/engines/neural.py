@@ -308,9 +308,9 @@ class NeuralEngine:
             landmarks = [face.landmarks[:, :2] for face in faces]
         return self._processors.chain.process(frame, list(faces), source.get("input"), targets, landmarks)
 
-    def refit(self, frame: np.ndarray, predicted: Sequence[Face]) -> list[Face]:
+    def refit(self, frame: np.ndarray, predicted: Sequence[Face]) -> list[Face] | None:
         """The neural detectors see whole frames only: a missed face is carried by its track instead."""
-        return []
+        return None
 
     def detector_calls(self) -> int:
         """Frames on which detection ran (the neural detectors take one frame per call)."""

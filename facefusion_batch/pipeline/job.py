@@ -9,7 +9,7 @@ import time
 from typing import Callable, Protocol
 
 from facefusion_batch.errors import MediaError
-from facefusion_batch.media import read_picture, temp_name, write_picture
+from facefusion_batch.media import read_picture, scale_picture, temp_name, write_picture
 from facefusion_batch.pipeline import guard
 from facefusion_batch.pipeline.batch import NO_FACE, Outcome, job_options, refuse_special
 from facefusion_batch.pipeline.lookahead import Prepared
@@ -138,10 +138,14 @@ def process_image(processor: FrameProcessor, target: Target, content: str | None
         frames.append(frame)
         swapped += faces
     notes: list[str] = []
+    scale = processor.settings.output_image_scale
     if swapped:
         seal = processor.seal(target.path, content)
-        write_picture(picture.with_frames(frames), target.output, processor.settings.output_image_quality,
-                      processor.tags or None, lambda partial, output: notes.append(seal(partial, output, True)))
+        write_picture(scale_picture(picture.with_frames(frames), scale), target.output,
+                      processor.settings.output_image_quality, processor.tags or None,
+                      lambda partial, output: notes.append(seal(partial, output, True)))
+    elif scale != 1.0:  # no face: unchanged but for its size, as FaceFusion writes it (nothing swapped: no mark)
+        write_picture(scale_picture(picture, scale), target.output, processor.settings.output_image_quality, None)
     else:
         partial = temp_name(target.output)
         partial.unlink(missing_ok=True)  # copyfile would write through a link planted there

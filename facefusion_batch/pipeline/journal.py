@@ -7,6 +7,7 @@ size and mtime when it was written (an output that changed or vanished since is 
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import sqlite3
@@ -99,17 +100,15 @@ class Journal:
         self._db.close()
 
     def get(self, target: Path) -> Entry | None:
-        row = self._db.execute("SELECT * FROM targets WHERE target = ?", (text_of(resolved(target)),)).fetchone()
-        return Entry(*row) if row else None
+        found = read_entries(self._db, "WHERE target = ?", (text_of(resolved(target)),))
+        return found[0] if found else None
 
     def by_watermark(self, payload: str) -> list[Entry]:
         """The entries whose output carries this watermark payload."""
-        rows = self._db.execute("SELECT * FROM targets WHERE watermark = ?", (payload,)).fetchall()
-        return [Entry(*row) for row in rows]
+        return read_entries(self._db, "WHERE watermark = ?", (payload,))
 
     def entries(self) -> Iterator[Entry]:
-        for row in self._db.execute("SELECT * FROM targets ORDER BY target"):
-            yield Entry(*row)
+        yield from read_entries(self._db, "ORDER BY target")
 
     def cached_hash(self, target: Path) -> str | None:
         """The journal's sha256 of the file while its size, mtime and ctime are unchanged, else None (ctime
@@ -163,6 +162,15 @@ class Journal:
             (text_of(resolved(target)), text_of(output), size, mtime, content, key, status, text_of(reason),
              attempts, frames, seconds, out_size, out_mtime, time.time(), ctime, out_hash, content_gate or None,
              watermark or None))
+
+
+def read_entries(db: sqlite3.Connection, where: str = "", params: tuple = ()) -> list[Entry]:
+    """The journal's rows as entries, read by column name: columns that older ffb versions added in another
+    order, or lack (a journal opened read-only is never altered), can't shift the fields."""
+    present = {row[1] for row in db.execute("PRAGMA table_info(targets)")}
+    names = [f.name for f in dataclasses.fields(Entry) if f.name in present]
+    rows = db.execute(f"SELECT {', '.join(names)} FROM targets {where}", params).fetchall()
+    return [Entry(**dict(zip(names, row))) for row in rows]
 
 
 def stamp(path: Path) -> tuple[int, int, int]:

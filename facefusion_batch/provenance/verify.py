@@ -147,7 +147,7 @@ def frames_of(path: Path) -> Iterator[Any]:
 def journal_by_watermark(path: Path, payload: str, output: Path | None) -> dict[str, Any] | None:
     """The journal entry whose output carries `payload`: in `output`'s journal when given, else in the
     journal of an output tree that encloses `path`."""
-    from facefusion_batch.pipeline.journal import Entry
+    from facefusion_batch.pipeline.journal import read_entries
 
     trees = [output] if output is not None else list(path.resolve().parents)
     for tree in trees:
@@ -159,12 +159,12 @@ def journal_by_watermark(path: Path, payload: str, output: Path | None) -> dict[
                 columns = [row[1] for row in db.execute("PRAGMA table_info(targets)")]
                 if "watermark" not in columns:
                     return None
-                rows = db.execute("SELECT * FROM targets WHERE watermark = ?", (payload,)).fetchall()
+                rows = read_entries(db, "WHERE watermark = ?", (payload,))
         except sqlite3.Error:
             return None
         if not rows:
             return None
-        entry = Entry(*rows[0])
+        entry = rows[0]
         return {"journal": str(journal), "target": entry.target, "status": entry.status,
                 "content_hash": entry.content_hash, "frames": entry.frames, "seconds": round(entry.seconds, 2),
                 "updated": entry.updated, "output": entry.output, "matched_by": "watermark",
@@ -261,7 +261,7 @@ def _describe(reader, finding: Finding) -> None:
 
 def journal_record(path: Path) -> dict[str, Any] | None:
     """The journal entry that wrote `path`, from the nearest enclosing `<output>/.ffb/journal.sqlite`."""
-    from facefusion_batch.pipeline.journal import Entry
+    from facefusion_batch.pipeline.journal import read_entries
 
     resolved = path.resolve()
     for tree in resolved.parents:
@@ -270,7 +270,7 @@ def journal_record(path: Path) -> dict[str, Any] | None:
             continue
         try:
             with contextlib.closing(sqlite3.connect(journal.as_uri() + "?mode=ro", uri=True)) as db:
-                entries = [Entry(*row) for row in db.execute("SELECT * FROM targets")]
+                entries = read_entries(db)
         except sqlite3.Error:
             return None
         relative = resolved.relative_to(tree).parts

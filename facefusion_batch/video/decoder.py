@@ -6,8 +6,8 @@ decoding itself. The conversion is unbiased (mean shift < 0.1 grey level) and, b
 replicated rather than interpolated, an encoder's 2x2 chroma averaging gives the source's chroma back:
 untouched pixels survive decode + encode as well as with ffmpeg's conversion. Other sources (10-bit, 4:4:4,
 odd sizes, unusual matrices) are converted by ffmpeg. HDR kept as HDR comes as 16-bit BGR, rounded to
-8 bits here: the frames are processed at 8 bits, and `deepen` puts the 16-bit pixels back wherever
-processing left a pixel as it was (a second decoder reads them again for the encoder).
+8 bits here: the frames are processed at 8 bits, and `deepen` applies what processing changed to the
+16-bit pixels, which a second decoder reads again for the encoder.
 """
 from __future__ import annotations
 
@@ -102,16 +102,16 @@ def to_8bit(deep: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
 
 
 def deepen(deep: np.ndarray, processed: np.ndarray) -> np.ndarray:
-    """The 16-bit frame to encode, written into `deep` (the decoded 16-bit pixels) and returned: they stay
-    wherever processing left the 8-bit pixel as `to_8bit` made it; where it changed one, the processed pixel
-    (scaled to 16 bits) replaces them. Only the rectangle around the changes is touched."""
-    diff = cv2.absdiff(processed, to_8bit(deep))
-    changed = cv2.max(cv2.max(diff[:, :, 0], diff[:, :, 1]), diff[:, :, 2])
-    x, y, width, height = cv2.boundingRect(changed)
-    if width and height:
-        box = (slice(y, y + height), slice(x, x + width))
-        np.copyto(deep[box], processed[box].astype(np.uint16) * 257, where=changed[box][:, :, None] > 0)
-    return deep
+    """The 16-bit frame to encode: what processing changed at 8 bits, applied to the decoded 16-bit
+    pixels (`deep`) as a change: deep + (processed - to_8bit(deep)) * 257, saturating. A pixel processing
+    left alone keeps its 16 bits exactly; a faint full-frame change (the invisible watermark, +/- a few
+    levels) is added without losing them; a swapped face takes the processed value (plus the source's
+    sub-8-bit remainder, under half a level)."""
+    low = cv2.multiply(to_8bit(deep), 257, dtype=cv2.CV_16U)
+    above, below = cv2.subtract(deep, low), cv2.subtract(low, deep)  # the remainder's two signs
+    out = cv2.multiply(processed, 257, dtype=cv2.CV_16U)
+    cv2.add(out, above, dst=out)
+    return cv2.subtract(out, below, dst=out)
 
 
 class Bgr48Converter:

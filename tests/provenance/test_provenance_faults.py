@@ -322,3 +322,36 @@ def test_verify_compares_content_not_mtime(offline, tmp_path, capsys):
     os.utime(copy / "still.jpg", ns=(stat.st_atime_ns, stat.st_mtime_ns))
     code, findings = _verify([copy / "still.jpg"], capsys)
     assert findings[0]["journal"]["output_unchanged"] is False
+
+
+def test_journal_columns_added_in_another_order_are_read_by_name(tmp_path):
+    """A journal whose columns an older ffb added in another order (content_gate and watermark before
+    output_sha256) gives every field its own value, and one opened read-only without the newer columns too."""
+    import sqlite3
+
+    from facefusion_batch.pipeline.journal import Journal, read_entries
+
+    path = tmp_path / "journal.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE targets (target TEXT PRIMARY KEY, output TEXT NOT NULL, size INTEGER NOT NULL, "
+                   "mtime_ns INTEGER NOT NULL, content_hash TEXT NOT NULL, settings_key TEXT NOT NULL, "
+                   "status TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '', attempts INTEGER NOT NULL DEFAULT 0, "
+                   "frames INTEGER NOT NULL DEFAULT 0, seconds REAL NOT NULL DEFAULT 0, output_size INTEGER, "
+                   "output_mtime_ns INTEGER, updated REAL NOT NULL, ctime_ns INTEGER, content_gate TEXT, "
+                   "watermark TEXT)")
+        db.execute("INSERT INTO targets VALUES ('/old.mp4', 'out/old.mp4', 1, 2, 'c', 'k', 'done', '', 1, 3, "
+                   "0.5, 4, 5, 6.0, 7, 'gate', 'ab12cd34')")
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:  # as verify reads it
+        old = read_entries(db)[0]
+    assert (old.watermark, old.content_gate, old.output_sha256) == ("ab12cd34", "gate", None)
+    journal = Journal(path)  # adds output_sha256 after watermark
+    try:
+        target, output = tmp_path / "t.jpg", tmp_path / "o.jpg"
+        for path_ in (target, output):
+            cv2.imwrite(str(path_), face_frame())
+        journal.record(target, output, "hash", "key", "done", watermark="0011aabb")
+        entry = journal.get(target)
+        assert entry.watermark == "0011aabb" and len(entry.output_sha256) == 64 and entry.content_hash == "hash"
+        assert [e.watermark for e in journal.by_watermark("ab12cd34")] == ["ab12cd34"]
+    finally:
+        journal.close()

@@ -8,6 +8,7 @@ import sys
 from fractions import Fraction
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 
@@ -197,18 +198,22 @@ def test_hdr_through_libx264_is_tone_mapped_and_the_note_says_so(isolated, capsy
     assert outcome["status"] == "done" and "tone-mapped to SDR BT.709" in outcome["reason"]
 
 
-def test_deepen_keeps_16_bit_pixels_wherever_processing_changed_none():
+def test_deepen_applies_8_bit_changes_to_the_16_bit_pixels():
     from facefusion_batch.video.decoder import deepen, to_8bit
 
     deep = np.random.default_rng(3).integers(0, 65536, (36, 64, 3), dtype=np.uint16)
     processed = to_8bit(deep)
-    assert np.array_equal(deepen(deep.copy(), processed), deep)  # nothing changed: every 16-bit pixel stays
-    processed[10:20, 30:40] = 200
-    processed[2, 60, 0] ^= 1  # one channel of one pixel, far from the rest
-    changed = np.any(processed != to_8bit(deep), axis=2)
-    out = deepen(deep.copy(), processed)
-    assert np.array_equal(out[changed], processed[changed].astype(np.uint16) * 257)
-    assert np.array_equal(out[~changed], deep[~changed])
+    assert np.array_equal(deepen(deep, processed), deep)  # nothing changed: every 16-bit pixel stays
+    # a faint full-frame change (the invisible watermark) is added at 16 bits, keeping the low bits
+    faint = cv2.add(processed, np.full_like(processed, 2))
+    expected = np.clip(deep.astype(np.int64) + (faint.astype(np.int64) - processed) * 257, 0, 65535)
+    assert np.array_equal(deepen(deep, faint), expected)
+    # a swapped face takes the processed value, within half an 8-bit level
+    swapped = processed.copy()
+    swapped[10:20, 30:40] = 200
+    out = deepen(deep, swapped)
+    assert np.abs(out[10:20, 30:40].astype(int) - 200 * 257).max() <= 128
+    assert np.array_equal(out[:10], deep[:10])
 
 
 def _luma10(path: Path) -> np.ndarray:
@@ -235,7 +240,8 @@ def test_hdr_pixels_away_from_faces_keep_their_10_bits(isolated, capsys):
                     f"log-level=error:lossless=1:hdr10=1:master-display={MASTER_DISPLAY}:max-cll={MAX_CLL}",
                     "-pix_fmt", "yuv420p10le", *_tags("bt2020", "smpte2084", "bt2020nc", "tv"), str(clip)],
                    input=deep.tobytes() * 3, check=True)
-    output = _run(isolated, clip, "--output-video-quality", "100")
+    # the invisible watermark changes every pixel by a few levels on purpose: off, to compare the ramp
+    output = _run(isolated, clip, "--output-video-quality", "100", "--no-watermark")
     assert json.loads(capsys.readouterr().out)["outcomes"][0]["status"] == "done"
     before, after = _luma10(clip)[:, :40], _luma10(output)[:, :40]  # rows above the face
     assert len(np.unique(before)) > 400
