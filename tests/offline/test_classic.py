@@ -106,9 +106,18 @@ def test_pixels_outside_the_face_rect_are_untouched(target, swapped):
     assert np.array_equal(swapped[outside], frame[outside])
 
 
+def skin_only(frame: np.ndarray, landmarks: np.ndarray, source: classic.SourceTexture) -> np.ndarray:
+    """The face's core less the target's features and the source's (where the swap draws them)."""
+    size = float(np.linalg.norm(landmarks[classic.FOREHEAD, :2] - landmarks[classic.CHIN, :2]))
+    shape = frame.shape[:2]
+    bare = (classic.feature_weights(landmarks[:, :2] - 0.5, shape, size) > 0.99) & (
+        classic.feature_weights(classic.identity_points(landmarks, source) - 0.5, shape, size) > 0.99)
+    return skin(frame, landmarks) & bare
+
+
 def test_swapped_face_takes_the_target_skin_tone(target, swapped, source):
     frame, landmarks = target
-    core = skin(frame, landmarks)
+    core = skin_only(frame, landmarks, source)
     target_lab, result_lab = mean_lab(frame, core), mean_lab(swapped, core)
     # Without colour transfer the source's redder, darker skin would be far off; with it, close.
     plain = classic.warp_source(source, landmarks[:, :2] - 0.5, None, frame.shape[1::-1])
@@ -139,7 +148,8 @@ def test_two_dimensional_landmarks_work(target, source, swapped):
     frame, landmarks = target
     flat = classic.swap_face(frame, landmarks[:, :2], source)
     core = skin(frame, landmarks)
-    assert np.abs(flat[core].astype(int) - swapped[core].astype(int)).mean() < 3
+    # (Without depth the source's shape is fitted in 2-D, so a slightly turned face differs a little more.)
+    assert np.abs(flat[core].astype(int) - swapped[core].astype(int)).mean() < 4
 
 
 def test_face_partly_outside_the_frame_is_swapped_where_visible(source, mesh):
@@ -290,7 +300,7 @@ def test_a_source_sharper_than_the_target_is_softened_to_its_detail(soft_target,
     swapped = classic.swap_face(frame, landmarks, source)
     monkeypatch.setattr(classic, "match_detail", lambda warped, *a: warped)
     unmatched = classic.swap_face(frame, landmarks, source)
-    assert detail(unmatched, core) > 1.7 * detail(frame, core), "the premise: the source photo is sharper"
+    assert detail(unmatched, core) > 1.5 * detail(frame, core), "the premise: the source photo is sharper"
     assert detail(swapped, core) < 1.3 * detail(frame, core)
     assert np.abs(swapped[core].astype(int) - frame[core].astype(int)).mean() > 10, "still swapped"
 
