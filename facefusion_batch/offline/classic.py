@@ -79,13 +79,13 @@ MIN_FACE_SIZE = 8.0
 # other way round (facing away in the target's pose).
 MAX_STRETCH = 2.5
 LEVEL_BLEND = 0.02  # scales this close above a pyramid level sample that level alone
-# Detail matching: the warped source is softened until its detail (gradient energy over the mask's core, on
+# Detail matching (match_detail): the warped source is softened to the target face's sharpness (measured by a
+# probe blur of DETAIL_PROBE pixels), and further until its detail (gradient energy over the mask's core, on
 # grey pre-blurred by DETAIL_PRE to leave sensor noise out) is no more than DETAIL_ALLOW times the target
-# face's (softening it all the way costs identity: sharp features are what a face is recognised by); the softening
-# is at most SOFTEN_MAX of the face size, measured on at most DETAIL_SIDE pixels across, and skipped below
-# SOFTEN_MIN pixels.
+# face's; the softening is at most SOFTEN_MAX of the face size, measured on at most DETAIL_SIDE pixels
+# across, and skipped below SOFTEN_MIN pixels.
 DETAIL_PRE = 0.7
-DETAIL_ALLOW = 1.08
+DETAIL_ALLOW = 2.0
 DETAIL_PROBE = 1.0
 DETAIL_SIDE = 128
 SOFTEN_MAX = 0.03
@@ -262,15 +262,36 @@ def _similarity(source: np.ndarray, target: np.ndarray) -> np.ndarray:
     return scale * a @ rotation.T + target_mean
 
 
+def visible_change(before: np.ndarray, after: np.ndarray, landmarks: np.ndarray) -> float:
+    """Mean change (grey levels, all channels) a swap made over the face's box from brows to chin (the
+    bounding box of ``mask_ring``, clipped to the frame): how much of a swap a viewer can see."""
+    low, high = _box(mask_ring(_xy(landmarks)), before.shape)
+    if high[0] <= low[0] or high[1] <= low[1]:
+        return 0.0
+    region = (slice(low[1], high[1]), slice(low[0], high[0]))
+    return float(cv2.absdiff(before[region], after[region]).mean())
+
+
+def _box(points: np.ndarray, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Bounding box of ``points`` in whole pixels, clipped to an image of ``shape``: (x0, y0), (x1, y1)."""
+    size = np.array(shape[1::-1][:2])
+    return (np.clip(np.floor(points.min(axis=0)), 0, size).astype(int),
+            np.clip(np.ceil(points.max(axis=0)), 0, size).astype(int))
+
+
 def match_detail(warped: np.ndarray, target: np.ndarray, mask: np.ndarray, size: float) -> np.ndarray:
-    """``warped`` (uint8 BGR) softened by a Gaussian blur so that it carries no more detail than the target
-    face it replaces (gradient energy over the mask's core).
+    """``warped`` (uint8 BGR) softened by a Gaussian blur so that it is no sharper than the target face it
+    replaces, and carries at most DETAIL_ALLOW times its detail (gradient energy over the mask's core).
 
     A source photo sharper than the video (a studio portrait on a soft, compressed or moving face) looks
     pasted on, and as the face moves its sharp edges (glasses rims) change from frame to frame far more than
-    the face they replace: added flicker. The blur is found from two measurements of the source's detail
-    (as is and blurred by DETAIL_PROBE), taking detail to fall as a power of the blur; it depends on this frame
-    alone (no state, so a resumed chunk is the same), and changes smoothly as the face zooms.
+    the face they replace: added flicker. Sharpness is told apart from contrast: how fast each face's detail
+    falls under a probe blur (DETAIL_PROBE) gives the blur it already has (detail falling as the inverse
+    square of the total blur, as in natural images), and the source is blurred up to the target's blur
+    only; a source with more contrast than the target (glasses, a beard) keeps its features sharp unless
+    its detail exceeds DETAIL_ALLOW times the target's (softening everything down to the target's detail cost
+    identity: sharp features are what a face is recognised by). The blur depends on this frame alone (no
+    state, so a resumed chunk is the same) and changes smoothly as the face zooms.
     """
     core = mask > 0.5
     if core.sum() < 16:
@@ -287,20 +308,29 @@ def match_detail(warped: np.ndarray, target: np.ndarray, mask: np.ndarray, size:
         core = cv2.resize(core.astype(np.uint8), small, interpolation=cv2.INTER_NEAREST).astype(bool)
         if core.sum() < 16:
             return warped
-    wanted = _detail(target_grey, core, 0.0) * DETAIL_ALLOW
-    sharp = _detail(source_grey, core, 0.0)
-    if sharp <= wanted or wanted <= 0:
+    target_detail, sharp = _detail(target_grey, core, 0.0), _detail(source_grey, core, 0.0)
+    if target_detail <= 0 or sharp <= 0:
         return warped
-    # Detail falls as a power of the total blur (natural images: about its inverse square; noise: the inverse
-    # fourth power); the power is measured from a second, probe blur.
     probed = _detail(source_grey, core, DETAIL_PROBE)
-    wider = float(np.hypot(DETAIL_PRE, DETAIL_PROBE))
-    power = np.log(sharp / max(probed, 1e-9)) / np.log(wider / DETAIL_PRE)
-    if power <= 0:
-        return warped
-    total = DETAIL_PRE * (sharp / wanted) ** (1 / power)
-    sigma = min(float(np.sqrt(max(total ** 2 - DETAIL_PRE ** 2, 0.0))) * shrink, SOFTEN_MAX * size)
+    own_blur = _own_blur(sharp, probed)
+    blur = _own_blur(target_detail, _detail(target_grey, core, DETAIL_PROBE)) ** 2 - own_blur ** 2
+    # Beyond that, the detail left may be at most DETAIL_ALLOW times the target's: detail falls as the
+    # inverse square of the total blur (including DETAIL_PRE and the source's own).
+    blurred = own_blur ** 2 + DETAIL_PRE ** 2
+    wanted = target_detail * DETAIL_ALLOW
+    blur = max(blur, blurred * (sharp / wanted) - blurred if sharp > wanted else 0.0)
+    sigma = min(float(np.sqrt(max(blur, 0.0))) * shrink, SOFTEN_MAX * size)
     return cv2.GaussianBlur(warped, (0, 0), sigma) if sigma >= SOFTEN_MIN else warped
+
+
+def _own_blur(detail: float, probed: float) -> float:
+    """The blur (pixels, beyond DETAIL_PRE) an image already has, from its detail as is and under the probe
+    blur: with detail falling as the inverse square of the total blur, the ratio of the two is
+    (own² + PRE² + PROBE²) / (own² + PRE²)."""
+    ratio = detail / max(probed, 1e-9)
+    if ratio <= 1.0:
+        return float("inf")  # no detail that blurring takes away: nothing sharp in it
+    return float(np.sqrt(max(DETAIL_PROBE ** 2 / (ratio - 1.0) - DETAIL_PRE ** 2, 0.0)))
 
 
 def _detail(grey: np.ndarray, core: np.ndarray, blur: float) -> float:
