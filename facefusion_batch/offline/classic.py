@@ -44,15 +44,17 @@ HAIRLINE_MIN = 0.25
 RING_SHRINK = 0.96
 # Feather width as a share of the face size (distance forehead to chin).
 FEATHER = 0.06
+MASK_HALF = 3.0  # feathers this wide (pixels, sigma) or wider are computed at half resolution
 # Colour transfer (match_colour): the low frequencies are measured on a grid this many cells across the work
-# rect, blurred over this share of it; the lightness may move by at most LIGHTNESS_LIMIT (L units), the
-# source's lightness detail is limited to SPECULAR, the chroma's change with lightness (a, b per L, 8-bit) to
-# CHROMA_SLOPE, the source's chroma detail counts CHROMA_DETAIL; lightness above KNEE is compressed and the
+# rect, blurred over this share of it; the lightness may move by at most LIGHTNESS_LIMIT (L units); the
+# source's highlights are scaled to the target's headroom to white (down to HEADROOM_MIN); the chroma follows
+# the lightness by the target skin's own slope (a, b per 8-bit L, at most CHROMA_SLOPE) over at most
+# CHROMA_RANGE L units; the source's chroma detail counts CHROMA_DETAIL (scaled by the skins' chroma ratio)
+# and may take at most 1 - CHROMA_KEEP of the skin's chroma away; lightness above KNEE is compressed and the
 # chroma fades out from WHITE to white.
 SHADE_GRID = 32
 SHADE_SCALE = 0.2
 LIGHTNESS_LIMIT = 40.0
-SPECULAR = 30.0
 CHROMA_SLOPE = 0.6
 CHROMA_RANGE = 12.0  # L units of shading the chroma follows
 CHROMA_KEEP = 0.3
@@ -224,8 +226,9 @@ def swap_face(frame: np.ndarray, target_landmarks: np.ndarray, source: SourceTex
     target = frame[y0:y1, x0:x1]
     warped = match_detail(warped, target, mask, size)
     shape = (y1 - y0, x1 - x0)
-    coloured = match_colour(warped, target, mask, feature_weights(local, shape, size),
-                            feature_weights(shaped, shape, size))
+    scale = min(1.0, 1 / shade_step(shape))  # drawn at the colour grid's resolution: enough, and cheap
+    coloured = match_colour(warped, target, mask, feature_weights(local, shape, size, scale),
+                            feature_weights(shaped, shape, size, scale))
     result[y0:y1, x0:x1] = _blend(target, coloured, mask)
     return result
 
@@ -377,19 +380,29 @@ def face_mask(points: np.ndarray, shape: tuple[int, int], size: float, *, keep_m
               keep_eyes: bool = False, cut: np.ndarray | None = None,
               forehead_keep: float = FOREHEAD_KEEP) -> np.ndarray:
     """Feathered float32 mask in [0, 1]: the face oval (forehead trimmed) less the kept target features and
-    less the ``cut`` triangles ((T, 3, 2) points)."""
-    mask = np.zeros(shape, np.uint8)
-    cv2.fillPoly(mask, [_round(mask_ring(points, forehead_keep))], 255, cv2.LINE_AA)
+    less the ``cut`` triangles ((T, 3, 2) points). A feather of MASK_HALF pixels or more is drawn, eroded
+    and blurred at half resolution and brought back up (it is that smooth anyway; a third of the cost)."""
+    sigma = max(FEATHER * size / 3, 0.8)
+    scale = 0.5 if sigma >= MASK_HALF else 1.0
+    drawn = (max(1, int(np.ceil(shape[0] * scale))), max(1, int(np.ceil(shape[1] * scale))))
+
+    def at(ring: np.ndarray) -> np.ndarray:
+        return _round((ring + 0.5) * scale - 0.5)
+
+    mask = np.zeros(drawn, np.uint8)
+    cv2.fillPoly(mask, [at(mask_ring(points, forehead_keep))], 255, cv2.LINE_AA)
     holes = ([INNER_LIPS] if keep_mouth else []) + (list(EYES) if keep_eyes else [])
     if holes:
-        cv2.fillPoly(mask, [_round(points[list(ring)]) for ring in holes], 0, cv2.LINE_AA)
+        cv2.fillPoly(mask, [at(points[list(ring)]) for ring in holes], 0, cv2.LINE_AA)
     if cut is not None:
         for triangle in cut:
-            cv2.fillConvexPoly(mask, _round(triangle), 0, cv2.LINE_AA)
-    sigma = max(FEATHER * size / 3, 0.8)
-    radius = int(np.ceil(1.5 * sigma))
+            cv2.fillConvexPoly(mask, at(triangle), 0, cv2.LINE_AA)
+    radius = int(np.ceil(1.5 * sigma * scale))
     mask = cv2.erode(mask, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * radius + 1,) * 2))
-    return cv2.GaussianBlur(mask.astype(np.float32) / 255, (0, 0), sigma)
+    mask = cv2.GaussianBlur(mask.astype(np.float32) * np.float32(1 / 255), (0, 0), sigma * scale)
+    if scale == 1.0:
+        return mask
+    return cv2.resize(mask, (shape[1], shape[0]), interpolation=cv2.INTER_LINEAR)
 
 
 def mask_ring(points: np.ndarray, forehead_keep: float = FOREHEAD_KEEP) -> np.ndarray:
@@ -414,28 +427,31 @@ def match_colour(warped: np.ndarray, target: np.ndarray, mask: np.ndarray, skin:
     neither face's features count as shading) on a small grid and spread from there. The output is the
     target's low frequencies plus the source's detail above its own: a side-lit face stays side-lit, and a
     greyscale or differently lit source takes the target's skin colour. Around that:
-    - the source's lightness detail is compressed beyond SPECULAR (a studio highlight or a deep shadow of
-      the source would otherwise paint a pale band or a dark dot onto the target);
-    - the target's chroma follows the output's lightness (CHROMA_FLOOR..1 of it below the target's own
-      lightness, fading out towards white above it): a source shadow turns darker skin, not a pink or cyan
-      stain, and a highlight turns white, not yellow;
-    - the source's own chroma detail counts CHROMA_DETAIL (a tinted glasses rim keeps no colour fringe);
-    - lightness is compressed softly towards white instead of clipping highlights.
+    - the source's highlights are scaled to the target's headroom to white (a studio highlight on a bright
+      face would otherwise paint a pale band onto it);
+    - the target's chroma follows the output's lightness as the target's own skin does (darker skin is
+      redder there): a source's shadow turns shaded skin, not a grey smudge, and near white it fades;
+    - the source's own chroma detail (lips, a tinted glasses rim) is kept in proportion to the two skins'
+      colourfulness and never turns the skin's hue round (no cyan fringe);
+    - chroma is computed at half resolution; lightness is compressed softly towards white, never clipped.
     """
     core = (mask > 0.5).astype(np.float32)
     if core.sum() < 16:
         return warped
     height, width = warped.shape[:2]
-    step = max(1, int(max(height, width) // SHADE_GRID))
+    step = shade_step((height, width))
     small = (max(1, width // step), max(1, height // step))
     sigma = max(1.0, SHADE_SCALE * max(small))
 
     def low(image: np.ndarray, weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        """Low frequencies in 8-bit-scaled float LAB by normalised convolution over ``weights`` (full size),
-        and how the skin's chroma goes with its lightness (a, b per lightness level, least squares)."""
-        weight = cv2.resize(core if weights is None else weights * core, small, interpolation=cv2.INTER_AREA)
-        if weight.sum() < 4:  # features cover the skin (a tiny or strange face): the core alone
-            weight = cv2.resize(core, small, interpolation=cv2.INTER_AREA)
+        """Low frequencies on the small grid in 8-bit-scaled float LAB by normalised convolution over
+        ``weights`` (any size), and how the skin's chroma goes with its lightness (a, b per lightness level,
+        least squares)."""
+        weight = core_small
+        if weights is not None:
+            skin_weight = weight * cv2.resize(weights, small, interpolation=cv2.INTER_AREA)
+            if skin_weight.sum() >= 4:  # else features cover the skin (a tiny or strange face): the core alone
+                weight = skin_weight
         shrunk = cv2.resize(image, small, interpolation=cv2.INTER_AREA)
         lab = cv2.cvtColor(shrunk.astype(np.float32) * np.float32(1 / 255), cv2.COLOR_BGR2LAB)
         lab *= np.float32([_L8, 1, 1])
@@ -444,60 +460,74 @@ def match_colour(warped: np.ndarray, target: np.ndarray, mask: np.ndarray, skin:
         total = max(float(weight.sum()), 1e-6)
         overall = (lab * weight[..., None]).reshape(-1, 3).sum(axis=0) / total
         trust = np.clip(spread / 0.2, 0, 1)[..., None]  # far from the skin: its overall colour
-        out = (trust * local + (1 - trust) * overall) + np.float32([0, 128, 128])
         centred = (lab - overall).reshape(-1, 3) * np.sqrt(weight.reshape(-1, 1))
         variance = float(centred[:, 0] @ centred[:, 0]) + total * 4.0  # a flat skin has no slope
         slope = np.clip(centred[:, 0] @ centred[:, 1:] / variance, -CHROMA_SLOPE, CHROMA_SLOPE)
-        return cv2.resize(out.astype(np.float32), (width, height), interpolation=cv2.INTER_LINEAR), slope
+        return trust * local + (1 - trust) * overall, slope
 
-    (target_low, target_slope), (source_low, source_slope) = low(target, skin), low(warped, source_skin)
-    lab = cv2.cvtColor(warped, cv2.COLOR_BGR2LAB).astype(np.float32)
-    detail = lab - source_low
-    # The source's highlights in proportion to the two skins' headroom to white, and limited beyond SPECULAR:
-    # a studio highlight on a bright face would otherwise turn into a white band. Its shadows and features
-    # keep their depth (they carry the identity).
-    base = target_low[..., 0]
-    headroom = np.clip((255 - base) / np.maximum(255 - source_low[..., 0], 1.0), HEADROOM_MIN, 1.0)
-    lightness = np.where(detail[..., 0] < 0, detail[..., 0], _soft_limit(detail[..., 0] * headroom, SPECULAR * _L8))
-    lightness += source_low[..., 0] + np.clip(base - source_low[..., 0], -LIGHTNESS_LIMIT * _L8,
-                                              LIGHTNESS_LIMIT * _L8)
+    core_small = cv2.resize(core, small, interpolation=cv2.INTER_AREA)
+    (target_low, slope), (source_low, _) = low(target, skin), low(warped, source_skin)
+    # Per-region factors on the small grid, brought to full size in one resize:
+    # - the source's highlights in proportion to the two skins' headroom to white: a studio highlight on a
+    #   bright face would otherwise turn into a white band. Its shadows and features keep their depth (they
+    #   carry the identity);
+    # - the source's chroma beyond its skin's in proportion to how colourful the two skins are (a red-skinned
+    #   source's amber glasses rim is less red than its skin: on a paler target that difference alone would
+    #   turn the rim cyan).
+    target_l, source_l = target_low[..., 0], source_low[..., 0]
+    damping = 1 - np.clip((255 - target_l) / np.maximum(255 - source_l, 1.0), HEADROOM_MIN, 1.0)
+    shift = np.clip(target_l - source_l, -LIGHTNESS_LIMIT * _L8, LIGHTNESS_LIMIT * _L8)
+    ratio = np.clip(np.hypot(target_low[..., 1], target_low[..., 2]) /
+                    np.maximum(np.hypot(source_low[..., 1], source_low[..., 2]), 1.0), 0, 1) * CHROMA_DETAIL
+    lab = cv2.cvtColor(warped, cv2.COLOR_BGR2LAB)
+    source_l, damping, shift = cv2.split(cv2.resize(np.dstack([source_l, damping, shift]).astype(np.float32),
+                                                    (width, height), interpolation=cv2.INTER_LINEAR))
+    lightness = lab[..., 0].astype(np.float32)
+    lightness += shift - np.maximum(lightness - source_l, 0) * damping
     lightness = cv2.LUT(np.clip(lightness + 0.5, 0, 255).astype(np.uint8), _SHOULDER)
-    # The target's skin colour at the output's lightness (shadows on skin turn redder, highlights paler) on
-    # the source's skin, a paler version of it on the source's features (its eyes, brows, lips), plus the
-    # source's own chroma detail beyond its skin's such relation.
-    above = np.clip(lightness.astype(np.float32) - base, -CHROMA_RANGE * _L8, CHROMA_RANGE * _L8)[..., None]
-    skin_colour = target_low[..., 1:] - 128 + above * target_slope
-    # The source's chroma beyond its skin's, in proportion to how colourful the two skins are (a red-skinned
-    # source's amber glasses rim is less red than its skin: on a paler target that difference alone would
-    # turn the rim cyan), and never turning the skin's hue round.
-    target_chroma = np.hypot(target_low[..., 1] - 128, target_low[..., 2] - 128)
-    source_chroma = np.hypot(source_low[..., 1] - 128, source_low[..., 2] - 128)
-    ratio = np.clip(target_chroma / np.maximum(source_chroma, 1.0), 0, 1)[..., None]
-    ab = skin_colour + detail[..., 1:] * ratio * CHROMA_DETAIL
-    floor = skin_colour * CHROMA_KEEP
-    ab = np.where(skin_colour > 0, np.maximum(ab, floor), np.minimum(ab, floor))
-    ab = ab * cv2.LUT(lightness, _WHITE)[..., None] + 128
-    ab = np.clip(ab + 0.5, 0, 255).astype(np.uint8)
-    return cv2.cvtColor(cv2.merge([lightness, ab[..., 0], ab[..., 1]]), cv2.COLOR_LAB2BGR)
+    # The target's skin colour at the output's lightness (shadows on skin turn redder, highlights paler), the
+    # source's own chroma detail on top but never turning the skin's hue round, all fading out towards white.
+    # Chroma is computed at half resolution (the eye resolves colour far more coarsely than lightness).
+    half = (max(1, width // 2), max(1, height // 2))
+
+    def to_half(*maps: np.ndarray) -> list[np.ndarray]:
+        return cv2.split(cv2.resize(np.dstack(maps).astype(np.float32), half, interpolation=cv2.INTER_LINEAR))
+
+    target_l, target_a, target_b = to_half(target_l, target_low[..., 1], target_low[..., 2])
+    source_a, source_b, ratio = to_half(source_low[..., 1] + 128, source_low[..., 2] + 128, ratio)
+    half_l = cv2.resize(lightness, half, interpolation=cv2.INTER_LINEAR)
+    _, own_a, own_b = cv2.split(cv2.resize(lab, half, interpolation=cv2.INTER_LINEAR))
+    above = np.clip(half_l.astype(np.float32) - target_l, -CHROMA_RANGE * _L8, CHROMA_RANGE * _L8)
+    white = cv2.LUT(half_l, _WHITE)
+    channels = []
+    for skin_colour, own, own_low, gain in ((target_a, own_a, source_a, slope[0]),
+                                            (target_b, own_b, source_b, slope[1])):
+        skin_colour = skin_colour + above * np.float32(gain)
+        shifted = skin_colour + (own - own_low) * ratio
+        floor = skin_colour * np.float32(CHROMA_KEEP)
+        shifted = np.where(skin_colour > 0, np.maximum(shifted, floor), np.minimum(shifted, floor))
+        channels.append(cv2.resize(np.clip(shifted * white + 128.5, 0, 255).astype(np.uint8), (width, height),
+                                   interpolation=cv2.INTER_LINEAR))
+    return cv2.cvtColor(cv2.merge([lightness, *channels]), cv2.COLOR_LAB2BGR)
 
 
-def _soft_limit(values: np.ndarray, limit: float) -> np.ndarray:
-    """``values`` unchanged up to ``limit``/2, approaching ``limit`` smoothly above (negative ones unchanged)."""
-    knee = limit / 2
-    over = np.maximum(values - knee, 0)
-    return values - over + over * knee / (knee + over)
+def shade_step(shape: tuple[int, int]) -> int:
+    """Pixels per cell of the grid the colour transfer measures low frequencies on, for a (h, w) rect."""
+    return max(1, int(max(shape) // SHADE_GRID))
 
 
-def feature_weights(points: np.ndarray, shape: tuple[int, int], size: float) -> np.ndarray:
-    """Float32 weights over a (h, w) rect: 1 on skin, 0 on the eyes, brows, lips and nostrils of the face
-    with landmarks ``points`` (rect pixel centres), grown and feathered by FEATURE_MARGIN of the face size."""
-    weights = np.ones(shape, np.uint8)
-    margin = max(1, int(round(FEATURE_MARGIN * size)))
-    rings = [_round(points[list(ring)]) for ring in (*EYES, *BROWS, OUTER_LIPS)]
+def feature_weights(points: np.ndarray, shape: tuple[int, int], size: float, scale: float = 1.0) -> np.ndarray:
+    """Float32 weights over a (h, w) rect drawn at ``scale`` (so (h, w) * scale in size): 1 on skin, 0 on the
+    eyes, brows, lips and nostrils of the face with landmarks ``points`` (rect pixel centres), grown and
+    feathered by FEATURE_MARGIN of the face size."""
+    weights = np.ones((max(1, int(np.ceil(shape[0] * scale))), max(1, int(np.ceil(shape[1] * scale)))), np.uint8)
+    margin = max(1.0, FEATURE_MARGIN * size * scale)
+    drawn = (points + 0.5) * scale - 0.5
+    rings = [_round(drawn[list(ring)]) for ring in (*EYES, *BROWS, OUTER_LIPS)]
     cv2.fillPoly(weights, rings, 0)
-    cv2.polylines(weights, rings, True, 0, 2 * margin + 1)
+    cv2.polylines(weights, rings, True, 0, 2 * int(round(margin)) + 1)
     for index in NOSTRILS:
-        cv2.circle(weights, tuple(int(v) for v in _round(points[index])), 2 * margin, 0, -1)
+        cv2.circle(weights, tuple(int(v) for v in _round(drawn[index])), int(round(2 * margin)), 0, -1)
     return cv2.GaussianBlur(weights.astype(np.float32), (0, 0), margin)
 
 
