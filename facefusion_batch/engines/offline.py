@@ -28,7 +28,7 @@ _PRESENCE = 0.5  # face-mesh presence below this means the detection was not a f
 # A swap that changes the face (brows to chin) by less than this mean (grey levels) is not visibly the source
 # (mostly a turned face whose visible half is cut away, or a source and target much alike): the face is left
 # as it is and counted with the faces left in profile, so the summary says so.
-FAINT = 6.0
+FAINT = 5.0
 _SOURCE_MARGIN = 0.35
 REFIT_SIZE = 0.05  # a detector box within this (log ratio) of the mesh's own box ...
 REFIT_OFFSET = 0.03  # ... and centred within this share of its size needs no second mesh fit  # keep this much context around the source face in the cached crop
