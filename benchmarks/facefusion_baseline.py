@@ -1,7 +1,8 @@
 """ffb vs FaceFusion on the same model files, the same clip and 2 CPU threads: swapper alone, swapper + enhancer.
 
     python benchmarks/facefusion_baseline.py [--facefusion CHECKOUT --facefusion-python PYTHON]
-        [--resolution 360p] [--seconds 4] [--rounds 2] [--threads 2] [--convs 3] [--channels 32] [--workdir DIR]
+        [--resolution 360p] [--seconds 4] [--rounds 2] [--threads 2] [--convs 3] [--channels 32]
+        [--masks box occlusion] [--workdir DIR]
 
 Builds the stand-in models (benchmarks/standin_models.py: FaceFusion's file names and tensors, `.hash`
 sidecars, real convolution work in hyperswap_1a_256 and gfpgan_1.4) and ffb benchmark's clip, then times
@@ -11,8 +12,9 @@ whole runs, best of `--rounds`, each in a fresh process with a fresh cache:
   neural engine, issue 14);
 - with `--facefusion`, `facefusion.py headless-run` of a FaceFusion 3.8.1 checkout (kept OUTSIDE this
   repository, run by its own interpreter/venv) with the same processors, models and thread count. The models
-  are copied into the checkout's `.assets/models`, where FaceFusion looks for them; FaceFusion also loads
-  models ffb has no stand-ins for (its landmarker, classifier, content analyser): put those there first.
+  are copied into the checkout's `.assets/models`, where FaceFusion looks for them, with the models only
+  FaceFusion loads: its content analyser (nsfw_1/2/3, stand-ins that never flag) and face classifier (fairface).
+  FaceFusion needs `ffmpeg` and `ffprobe` on PATH (e.g. Debian's; ffb uses its bundled one either way).
 
 Prints wall seconds and frames per second per run, the ratios ffb / FaceFusion, and each tool's
 swapper+enhancer / swapper-alone ratio. Not part of the product or CI.
@@ -37,19 +39,20 @@ CHAINS = {"swapper": ["face_swapper"], "swapper+enhancer": ["face_swapper", "fac
 SWAPPER, ENHANCER = "hyperswap_1a_256", "gfpgan_1.4"
 
 
-def ffb_command(source: Path, clip: Path, output: Path, models: Path, processors: list[str], threads: int) -> list[str]:
+def ffb_command(source: Path, clip: Path, output: Path, models: Path, processors: list[str], threads: int,
+                masks: list[str]) -> list[str]:
     return [sys.executable, "-m", "facefusion_batch", "run", "-s", str(source), "-t", str(clip), "-o", str(output),
             "--engine", "neural", "--models-path", str(models), "--execution-providers", "cpu",
             "--execution-thread-count", str(threads), "--processors", *processors,
-            "--face-swapper-model", SWAPPER, "--face-enhancer-model", ENHANCER, "--face-mask-types", "box"]
+            "--face-swapper-model", SWAPPER, "--face-enhancer-model", ENHANCER, "--face-mask-types", *masks]
 
 
 def facefusion_command(python: str, checkout: Path, source: Path, clip: Path, output: Path, processors: list[str],
-                       threads: int) -> list[str]:
+                       threads: int, masks: list[str]) -> list[str]:
     # FaceFusion 3.x's headless-run flags (facefusion/program.py); its defaults elsewhere.
     return [python, str(checkout / "facefusion.py"), "headless-run", "-s", str(source), "-t", str(clip),
             "-o", str(output), "--processors", *processors, "--face-swapper-model", SWAPPER,
-            "--face-enhancer-model", ENHANCER, "--face-mask-types", "box", "--execution-providers", "cpu",
+            "--face-enhancer-model", ENHANCER, "--face-mask-types", *masks, "--execution-providers", "cpu",
             "--execution-thread-count", str(threads), "--face-detector-model", "yolo_face"]
 
 
@@ -74,6 +77,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--convs", type=int, default=3)
     parser.add_argument("--channels", type=int, default=32)
+    parser.add_argument("--masks", nargs="+", default=["box"], help="--face-mask-types for both tools.")
     parser.add_argument("--workdir", type=Path)
     args = parser.parse_args()
     from facefusion_batch.bench import clips
@@ -90,6 +94,7 @@ def main() -> int:
         target.mkdir(parents=True, exist_ok=True)
         for path in models.iterdir():
             shutil.copy2(path, target / path.name)
+        standin_models.build_facefusion_only(target)
         tools["facefusion"] = args.facefusion
     results: dict[tuple[str, str], float] = {}
     for round_ in range(args.rounds):
@@ -98,18 +103,19 @@ def main() -> int:
                 run_dir = Path(tempfile.mkdtemp(prefix=f"{tool}-", dir=work))
                 env = {**os.environ, "FFB_CACHE_PATH": str(run_dir / "cache"), "FFB_TEMP_PATH": str(run_dir / "tmp")}
                 if tool == "ffb":
-                    command = ffb_command(source, clip, run_dir / "out", models, processors, args.threads)
+                    command = ffb_command(source, clip, run_dir / "out", models, processors, args.threads, args.masks)
                     seconds = timed_run(command, env)
                 else:
                     command = facefusion_command(args.facefusion_python, args.facefusion, source, clip,
-                                                 run_dir / f"out{clip.suffix}", processors, args.threads)
+                                                 run_dir / f"out{clip.suffix}", processors, args.threads,
+                                                 args.masks)
                     seconds = timed_run(command, env, cwd=args.facefusion)
                 results[(tool, chain)] = min(results.get((tool, chain), float("inf")), seconds)
                 print(f"round {round_ + 1} {tool} {chain}: {seconds:.2f} s", file=sys.stderr, flush=True)
                 shutil.rmtree(run_dir, ignore_errors=True)
     print(f"{args.resolution} clip, {frames} frames, one face; {args.threads} threads on CPU; best of {args.rounds}; "
           f"stand-ins: swapper {standin_models.gflops(256, args.convs, args.channels):.2f}, enhancer "
-          f"{standin_models.gflops(512, args.convs, args.channels):.2f} GFLOPs/face")
+          f"{standin_models.gflops(512, args.convs, args.channels):.2f} GFLOPs/face; masks {' '.join(args.masks)}")
     for (tool, chain), seconds in results.items():
         print(f"  {tool:10s} {chain:17s} {seconds:7.2f} s  {frames / seconds:6.1f} fps")
     for tool in tools:

@@ -131,15 +131,18 @@ def encoder_floor(frames: list[np.ndarray], source: Path, settings, work: Path) 
 # ---------------------------------------------------------------- running ffb
 
 def run_ffb(jobs: list[tuple[str, str, Path, Path]], sources: dict[str, Path], engine: str, work: Path,
-            use_cli: bool) -> dict[Path, tuple[float, int]]:
-    """Run each (source, mode, target, output dir); returns (seconds, profiles_left) per output dir."""
+            use_cli: bool, watermark: bool) -> dict[Path, tuple[float, int]]:
+    """Run each (source, mode, target, output dir); returns (seconds, profiles_left) per output dir. Without
+    `watermark`, ffb's invisible watermark (on by default, ~1.8 grey levels over the whole frame) is off, so
+    the background metric measures the swap alone."""
     done = {}
     if use_cli:
         for source, mode, target, out in jobs:
             started = time.perf_counter()
             result = subprocess.run([sys.executable, "-m", "facefusion_batch", "run", "-s", str(sources[source]),
                                      "-t", str(target), "-o", str(out), "--engine", engine, "--json",
-                                     "--face-selector-mode", mode, "--temp-path", str(work / "temp")], check=True,
+                                     "--face-selector-mode", mode, "--temp-path", str(work / "temp"),
+                                     *(() if watermark else ("--no-watermark",))], check=True,
                                     capture_output=True, text=True)
             outcomes = json.loads(result.stdout).get("outcomes", [{}])
             done[out] = (time.perf_counter() - started, int(outcomes[0].get("profiles_left", 0)))
@@ -153,7 +156,8 @@ def run_ffb(jobs: list[tuple[str, str, Path, Path]], sources: dict[str, Path], e
 
     def settings_for(mode: str, out: Path):
         return load_settings(None, os.environ, {"engine": engine, "face_selector_mode": mode,
-                                                "temp_path": work / "temp", "output_path": out}).settings
+                                                "temp_path": work / "temp", "output_path": out,
+                                                "output_watermark": watermark}).settings
 
     shared = build_engine(settings_for("many", work / "out"))
     for source, mode, target, out in jobs:
@@ -181,12 +185,13 @@ class Scored:
     identity: list[q.Identity] = field(default_factory=list)
     worst: list[tuple[float, np.ndarray, np.ndarray, str, str]] = field(default_factory=list)  # dist, in, out,
     # label, person: the judged faces, each person's worst kept for the sheets
-    small: list[bool] = field(default_factory=list)  # per identity verdict: the face was at most q.SMALL px wide
+    small: list[bool] = field(default_factory=list)  # per identity verdict: the true face at most q.SMALL px wide
     tracks: dict[tuple[int, int], q.TrackStats] = field(default_factory=dict)
     classes: list[tuple[tuple[str, ...], bool]] = field(default_factory=list)  # per present face-frame (many)
     faint: int = 0  # missed face-frames changed faintly (see q.is_faint)
     chroma_loss: list[float] = field(default_factory=list)  # swapped judged face-frames
-    switches: list[int] = field(default_factory=list)
+    switches: list[int] = field(default_factory=list)  # `one` took another face while its own was present
+    switches_any: int = 0  # `one` took another face at all (also after its own left the picture)
     background: list[float] = field(default_factory=list)
     floor: list[float] = field(default_factory=list)
     events: list[tuple[str, int, tuple[int, int]]] = field(default_factory=list)  # kind, frame, track
@@ -217,14 +222,16 @@ def judge_frame(judge: Judge, inp: np.ndarray, out: np.ndarray, source_descripto
     candidates = []
     for box in found_in:
         person = max(target_people, key=lambda tp: q.iou(tp[0], box), default=None)
-        name = person[1] if person is not None and q.iou(person[0], box) > 0.3 else "?"
+        matched = person is not None and q.iou(person[0], box) > 0.3
+        name = person[1] if matched else "?"
         if name == source_person:
             continue
-        candidates.append((q.strength(inp, out, box), box, name))
+        width = (person[0][2] - person[0][0]) if matched else (box[2] - box[0])  # the true box's, where known
+        candidates.append((q.strength(inp, out, box), box, name, width))
     if mode == "one":  # only the face `one` chose is meant to change
         candidates = [max(candidates, key=lambda c: c[0])] if candidates else []
         candidates = [c for c in candidates if c[0] >= q.SWAPPED]
-    for change, box, name in candidates:
+    for change, box, name, width in candidates:
         match = max(judge.detect_near(out, box), key=lambda b: q.iou(b, box), default=None)
         found = match is not None and q.iou(match, box) >= 0.3
         out_box = match if found else box
@@ -233,7 +240,7 @@ def judge_frame(judge: Judge, inp: np.ndarray, out: np.ndarray, source_descripto
         verdict = q.Identity(float(np.linalg.norm(d_out - source_descriptor)), float(np.linalg.norm(d_out - d_in)),
                              found)
         scored.identity.append(verdict)
-        scored.small.append(box[2] - box[0] <= q.SMALL)
+        scored.small.append(width <= q.SMALL)
         if change >= q.SWAPPED:
             scored.chroma_loss.append(q.chroma_loss(inp, out, box))
         scored.worst.append((verdict.to_source, face_crop(inp, box), face_crop(out, out_box),
@@ -296,7 +303,8 @@ def score_clip(clip: Clip, source: str, person: str, inp: list[np.ndarray], out:
         scored.tracks[track] = stats
         scored.events += [("miss", f, track) for f in stats.missed_at] + [("jump", f, track) for f in stats.jumps_at]
     if clip.mode == "one":
-        scored.switches = q.switches(chosen, clip.shot_of)
+        scored.switches = q.switches(chosen, clip.shot_of, [set(boxes) for boxes in clip.boxes])
+        scored.switches_any = len(q.switches(chosen, clip.shot_of))
         scored.events += [("switch", f, chosen[f]) for f in scored.switches]
         # Frames where `one` swapped nothing although a face was there.
         scored.events += [("none", t, max(clip.boxes[t], key=lambda k: clip.boxes[t][k][2] - clip.boxes[t][k][0]))
@@ -366,6 +374,7 @@ def block(items: list[Scored]) -> dict:
         "flicker_mean": flicker[0], "flicker_p95": flicker[1], "jitter_mean": jitter[0], "jitter_p95": jitter[1],
         "floor_flicker_mean": q.flicker_summary([f for s in items for f in s.floor_flicker])[0],
         "switches": sum(len(s.switches) for s in items if s.mode == "one"),
+        "switches_any": sum(s.switches_any for s in items if s.mode == "one"),
         "phantom_frames": sum(s.phantom_frames for s in items),
         "background": float(np.mean(background)) if background else float("nan"),
         "floor": float(np.mean(floor)) if floor else float("nan"),
@@ -401,6 +410,7 @@ COLUMNS = (("faces_judged", "judged", "{:.0f}"), ("accepted", "accept", "{:.0%}"
            ("missed_not_left", "miss-prof", "{:.0f}"), ("one_frames_none", "one:none", "{:.0f}"),
            ("toggles", "toggles", "{:.0f}"), ("jumps", "jumps", "{:.0f}"), ("flicker_mean", "flick", "{:+.2f}"),
            ("flicker_p95", "p95", "{:+.2f}"), ("jitter_p95", "jit95", "{:+.2f}"), ("switches", "switch", "{:.0f}"),
+           ("switches_any", "sw.any", "{:.0f}"),
            ("phantom_frames", "phantom", "{:.0f}"), ("background", "bg", "{:.2f}"), ("floor", "floor", "{:.2f}"), ("chroma_loss", "grey", "{:+.1f}"))
 
 
@@ -550,7 +560,7 @@ def run_split(split_name: str, args, settings, judge: Judge) -> dict:
             for source in names:
                 jobs.append((source, mode, path, work / f"out-{name}@{source}"))
         made = time.perf_counter()
-        done = run_ffb(jobs, sources, args.engine, work, args.cli)
+        done = run_ffb(jobs, sources, args.engine, work, args.cli, args.watermark)
         ran = time.perf_counter()
         rows, clip_frames = [], {}
         for clip in split.clips:
@@ -574,6 +584,7 @@ def run_split(split_name: str, args, settings, judge: Judge) -> dict:
         report = summary(rows)
         report["split"] = split_name
         report["quick"] = args.quick
+        report["watermark"] = args.watermark
         report["time"] = {"make": made - started, "ffb": ran - made, "score": time.perf_counter() - ran}
         report["corpus"] = {
             "sources": {name: person for name, (_, person) in split.sources.items()},
@@ -598,6 +609,8 @@ def main() -> int:
                         help="contact sheets go here, a folder per split")
     parser.add_argument("--engine", default="offline", choices=("auto", "neural", "offline"))
     parser.add_argument("--cli", action="store_true", help="run ffb as a subprocess instead of in-process")
+    parser.add_argument("--watermark", action="store_true",
+                        help="keep ffb's invisible watermark on (its default; off here so `bg` measures the swap)")
     parser.add_argument("--keep", type=Path, help="keep the clips and outputs in this folder")
     parser.add_argument("--save", type=Path, help="also write the report as JSON to this file")
     parser.add_argument("--table", type=Path, help="print the table of a report saved with --save, and exit")

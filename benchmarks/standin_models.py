@@ -83,6 +83,22 @@ def build(directory: Path, face: tuple[np.ndarray, np.ndarray], convs: int = 3, 
     return paths
 
 
+# FaceFusion 3.8.1's content analyser (facefusion/content_analyser.py): input `input`, its size, one output whose
+# scores FaceFusion reads as below; zeros never flag, so FaceFusion goes on to the swap as with a harmless clip.
+_NSFW = {"nsfw_1": (640, (1, 5, 8400)), "nsfw_2": (384, (1, 2)), "nsfw_3": (448, (1, 4))}
+
+
+def build_facefusion_only(directory: Path) -> list[Path]:
+    """The models FaceFusion loads and ffb's benchmark does not: nsfw_1/2/3 (never flag) and fairface."""
+    paths = []
+    for name, (size, shape) in _NSFW.items():
+        paths.append(standins.build_constant(directory / f"{name}.onnx", [1, 3, size, size], np.zeros(shape, np.float32)))
+    paths.append(standins.build_fairface(directory / "fairface.onnx"))
+    for path in paths:
+        standins.write_facefusion_hash(path)
+    return paths
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("directory", type=Path)

@@ -24,15 +24,16 @@ from facefusion_batch.targets import Target, discover
 
 def run_batch(settings: Settings, specs: Sequence[str], executor: Executor, reporter: Reporter,
               journal: Journal | None = None, force: bool = False, retry_failed: bool = False,
-              notes: Sequence[str] = ()) -> BatchResult:
+              notes: Sequence[str] = (), on_outcome: Callable[[Outcome], None] | None = None) -> BatchResult:
     """Process every target of `specs` on `executor`. With a journal, unchanged finished targets are skipped
     (`force` redoes them), earlier failures are skipped until their file changes (`retry_failed` runs them
     again). No exception from one target ends the batch: it becomes that target's failure. Only an
     interruption (Ctrl-C, SystemExit) ends it early, with `interrupted` set; what was claimed and not finished
     is journaled as interrupted, so the next run does it (resuming from its finished chunks), and the summary
-    names the target whose work was cut. `notes` are said after the engine line."""
+    names the target whose work was cut. `notes` are said after the engine line; `on_outcome` hears each
+    target's outcome as it is settled (a watch's --json line per file)."""
     targets, rejected = discover(specs, settings.output_dir, settings.output_file)
-    run = _Run(targets, journal, reporter, force, retry_failed, executor.concurrent_targets)
+    run = _Run(targets, journal, reporter, force, retry_failed, executor.concurrent_targets, on_outcome)
     info = executor.start(targets, run)
     for text in info.messages:
         reporter.message(text)
@@ -72,7 +73,7 @@ class _Run(Work):
     """The driver's side of one run: claims, journal records, progress and the outcomes by target index."""
 
     def __init__(self, targets: list[Target], journal: Journal | None, reporter: Reporter, force: bool,
-                 retry_failed: bool, ordered: bool) -> None:
+                 retry_failed: bool, ordered: bool, on_outcome: Callable[[Outcome], None] | None = None) -> None:
         self.targets = targets
         self.journal, self.reporter = journal, reporter
         self.force, self.retry_failed = force, retry_failed
@@ -86,6 +87,7 @@ class _Run(Work):
         self.engine: EngineInfo | None = None  # the engine in use (the summary names it)
         self.warnings: list[str] = []  # said once per run, whatever number of engines said them
         self._licences_told: set[str] = set()  # models the licence notice named
+        self._on_outcome = on_outcome
 
     def use_engine(self, info: EngineInfo) -> None:
         self.engine, self.output_key = info, info.output_key
@@ -175,7 +177,7 @@ class _Run(Work):
         if claimed is not None:
             claimed.done = True
             self._record(index, claimed, journal_status or outcome.status, outcome.reason, outcome.frames,
-                         outcome.seconds)
+                         outcome.seconds, outcome.content_gate, outcome.watermark)
         self._settle(index, outcome)
 
     def retrying(self, index: int, reason: str) -> None:
@@ -207,6 +209,8 @@ class _Run(Work):
 
     def _settle(self, index: int, outcome: Outcome) -> None:
         self.outcomes[index] = outcome
+        if self._on_outcome is not None:
+            self._on_outcome(outcome)
         if self._display is not None:
             self._display.complete(index, outcome)
             return
@@ -215,14 +219,14 @@ class _Run(Work):
             self.reporter.message(outcome.reason)
 
     def _record(self, index: int, claimed: _Claimed, status: str, reason: str, frames: int = 0,
-                seconds: float = 0.0) -> None:
+                seconds: float = 0.0, content_gate: str = "", watermark: str = "") -> None:
         """Journal a target's outcome; a journal that can't be written is said, and the batch goes on."""
         if self.journal is None:
             return
         target = self.targets[index]
         try:
             self.journal.record(target.path, target.output, claimed.content, self.output_key, status, reason,
-                                frames, seconds)
+                                frames, seconds, content_gate, watermark)
         except Exception as exc:  # noqa: BLE001 - the outcome is in the summary; next run redoes the target
             self.reporter.message(guard.one_line(f"{target.path}: not recorded in the journal "
                                                  f"({type(exc).__name__}: {exc}); the next run does it again"))

@@ -20,10 +20,21 @@ import numpy as np
 from facefusion_batch.errors import MediaError, SourceError
 
 VIDEO_EXTENSIONS = (".mp4", ".mov", ".mkv", ".webm", ".avi", ".m4v")
-IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".gif")
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".gif", ".tif", ".tiff")
+_CONVERT = "convert it first, e.g. ffmpeg -i IN{} OUT{}"
+# Formats FaceFusion 3.8.1 takes as targets (its choices.py image_type_set, video_type_set) that ffb does not
+# process, each with why and what to do: a directory scan or glob names every such file rather than pass it by.
+UNPROCESSED: dict[str, str] = {
+    ".bmp": "BMP can't carry ffb's AI-modified marking; " + _CONVERT.format(".bmp", ".png"),
+    ".wmv": "ffb can't write WMV (ASF); " + _CONVERT.format(".wmv", ".mkv"),
+    ".mpeg": "ffb can't write MPEG program streams; " + _CONVERT.format(".mpeg", ".mkv"),
+    ".mpg": "ffb can't write MPEG program streams; " + _CONVERT.format(".mpg", ".mkv"),
+    ".mxf": "ffb can't write MXF; " + _CONVERT.format(".mxf", ".mov"),
+}
 MAX_IMAGE_PIXELS = 64_000_000  # beyond this an image is refused rather than risking memory
 MAX_ANIMATION_PIXELS = 250_000_000  # all frames of an animated image together (~1 GB as BGR + alpha)
-_FORMATS = {".jpg": "JPEG", ".jpeg": "JPEG", ".png": "PNG", ".webp": "WEBP", ".gif": "GIF"}
+_FORMATS = {".jpg": "JPEG", ".jpeg": "JPEG", ".png": "PNG", ".webp": "WEBP", ".gif": "GIF", ".tif": "TIFF",
+            ".tiff": "TIFF"}
 
 
 def kind_of(path: Path) -> str | None:
@@ -112,6 +123,23 @@ class Picture:
 
     def with_frames(self, frames: list[np.ndarray]) -> Picture:
         return replace(self, frames=frames)
+
+
+def scaled_size(width: int, height: int, scale: float) -> tuple[int, int]:
+    """FaceFusion's output size for a scale: each side times the scale, rounded to an even number."""
+    return max(2, round(width * scale / 2) * 2), max(2, round(height * scale / 2) * 2)
+
+
+def scale_picture(picture: Picture, scale: float) -> Picture:
+    """The picture at `scale` times its size (every frame and alpha plane): area-averaged down, Lanczos up."""
+    if scale == 1.0:
+        return picture
+    height, width = picture.frames[0].shape[:2]
+    size = scaled_size(width, height, scale)
+    interpolation = cv2.INTER_AREA if scale < 1 else cv2.INTER_LANCZOS4
+    return replace(picture, frames=[cv2.resize(f, size, interpolation=interpolation) for f in picture.frames],
+                   alpha=[None if a is None else cv2.resize(a, size, interpolation=interpolation)
+                          for a in picture.alpha])
 
 
 def read_picture(path: Path, error: type[Exception] = MediaError) -> Picture:

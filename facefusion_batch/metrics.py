@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, disable_created_metrics, generate_latest
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.utils import floatToGoString
 
@@ -30,7 +30,11 @@ from facefusion_batch.errors import OutputError, SettingsError
 from facefusion_batch.pipeline.progress import Reporter
 from facefusion_batch.timing import Timings
 
-STATUSES = ("done", "no_face", "skipped", "failed")  # pipeline.batch.STATUSES (a test keeps them equal)
+# A counter's `*_created` twin (its creation time as a second series) doubles every counter for no use here:
+# ffb_run_start_timestamp_seconds says when the run began. prometheus_client's switch is process-wide.
+disable_created_metrics()
+
+STATUSES = ("done", "no_face", "skipped", "blocked", "failed")  # pipeline.batch.STATUSES (a test keeps them equal)
 SUCCESS = ("done", "no_face")  # a target finished: the journal's FINISHED
 # Seconds: a stage of one frame takes ~1 ms (CPU tracking) to ~1 s (a big frame on a slow CPU); encode and
 # verify of a chunk or a video take seconds to minutes.

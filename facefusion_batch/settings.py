@@ -1,8 +1,10 @@
 """Settings: one frozen object built from defaults < profile (ini or TOML) < FFB_* environment < flags.
 
-Every setting is declared once, as a field of `Settings` with its profile section and help text in the
-field's metadata. The profile loaders, the environment reader, `--print-settings` and the CLI all read that
-one declaration, and `Literal` types are the single list of allowed choices.
+Every setting is declared once, as a field of `Settings` whose `Declaration` (in the field's metadata) says
+its profile section, help, role (what changing it does: `ROLES`), range, FaceFusion name and whether the engine
+is built from it. The profile loaders, the environment reader, the journal key, the watch's rebuild decision,
+`--print-settings`, docs/settings.md and the CLI all read that one declaration, and `Literal` types are the
+single list of allowed choices.
 """
 from __future__ import annotations
 
@@ -42,19 +44,19 @@ FaceMaskType = Literal["box", "occlusion", "area", "region"]
 FaceMaskRegion = Literal["skin", "left-eyebrow", "right-eyebrow", "left-eye", "right-eye", "glasses", "nose",
                          "mouth", "upper-lip", "lower-lip"]
 FaceMaskArea = Literal["upper-face", "lower-face", "mouth"]
-FaceOccluderModel = Literal["xseg_1", "xseg_2", "xseg_3"]
+FaceOccluderModel = Literal["many", "xseg_1", "xseg_2", "xseg_3"]
 FaceLandmarkerModel = Literal["many", "2dfan4", "peppa_wutz"]
 FaceParserModel = Literal["bisenet_resnet_18", "bisenet_resnet_34"]
 FaceSelectorOrder = Literal["left-right", "right-left", "top-bottom", "bottom-top", "small-large", "large-small",
                             "best-worst", "worst-best"]
-FaceSelectorGender = Literal["female", "male"]
-FaceSelectorRace = Literal["white", "black", "latino", "asian", "indian", "arabic"]
+FaceSelectorGender = Literal["auto", "female", "male"]  # auto: the source face's (as FaceFusion)
+FaceSelectorRace = Literal["auto", "white", "black", "latino", "asian", "indian", "arabic"]
 PIXEL_BOOST_SIZES = (128, 256, 384, 512, 768, 1024)  # every model's own sizes are a subset (checked at start)
 VideoEncoder = Literal["auto", "libx264", "libx265", "libvpx-vp9", "h264_nvenc", "hevc_nvenc"]
 VideoPreset = Literal[
     "ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"
 ]
-TempFrameFormat = Literal["bmp", "png", "jpg"]
+TempFrameFormat = Literal["bmp", "png", "jpg", "tiff"]
 FrameTransport = Literal["temp", "memory"]
 VideoMemoryStrategy = Literal["strict", "moderate", "tolerant"]
 LogLevel = Literal["error", "info"]
@@ -62,6 +64,7 @@ Executor = Literal["local", "ray"]
 OutputProvenance = Literal["c2pa", "metadata", "off"]
 C2paOnFailure = Literal["fail", "metadata"]
 LabelPosition = Literal["bottom-right", "bottom-left", "top-right", "top-left"]
+ContentGate = Literal["auto", "off"]
 
 
 def _default_cache() -> Path:
@@ -69,10 +72,45 @@ def _default_cache() -> Path:
     return Path(base) / "ffb"
 
 
-def _spec(section: str, help: str, default: Any = dataclasses.MISSING, **kw: Any) -> Any:
-    meta = {"section": section, "help": help}
-    if "default_factory" in kw:
-        return field(default_factory=kw["default_factory"], metadata=meta)
+# What a setting changes, declared with the setting (the journal key, the watch's rebuild decision,
+# --print-settings and docs/settings.md are derived from it; a test fails for a field without one).
+Role = Literal["output", "output-unless-default", "engine", "run"]
+ROLES: dict[str, str] = {
+    "output": "shapes the output: its value is in the journal key, so changing it redoes finished targets",
+    "output-unless-default": "shapes the output; in the journal key when not at its default (so journals "
+                             "written before the setting existed still match)",
+    "engine": "how the engine is built (models, providers, sessions, threads); not in the journal key, which "
+              "records the engine and model files actually used",
+    "run": "only how the run goes (speed, paths, logging, scheduling); never redoes a finished target",
+}
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """A setting's declaration: where it is written, what it changes, what it may be."""
+
+    section: str  # profile section
+    help: str
+    role: Role
+    engine: bool  # the engine is built from it: a new value needs another engine (the watch rebuilds)
+    range: tuple[float, float] | None  # inclusive bounds of a number
+    facefusion: str | None  # FaceFusion's key for it when named otherwise there (else ini keys match names)
+    keyed: str | None  # an output setting the journal key holds under this entry in another form (a hash...)
+    fixed: bool  # held for a long run's life: ffb watch can't change it on SIGHUP (lock, journal, outputs)
+
+
+def _spec(section: str, help: str, default: Any = dataclasses.MISSING, *, role: Role, engine: bool = False,
+          range: tuple[float, float] | None = None, facefusion: str | None = None, keyed: str | None = None,
+          fixed: bool = False, default_factory: Any = None) -> Any:
+    """A Settings field with its declaration; `role` is required (see ROLES)."""
+    if role not in ROLES:
+        raise ValueError(f"role {role!r} is not one of {', '.join(ROLES)}")
+    if keyed is not None and role != "output":
+        raise ValueError("only an output setting is keyed in another form")
+    declared = Declaration(section, help, role, engine or role == "engine", range, facefusion, keyed, fixed)
+    meta = {"section": section, "help": help, "declared": declared}
+    if default_factory is not None:
+        return field(default_factory=default_factory, metadata=meta)
     return field(default=default, metadata=meta)
 
 
@@ -81,173 +119,268 @@ class Settings:
     """Everything a run depends on. Build it with `load_settings`; pass it down, never mutate it."""
 
     temp_path: Path = _spec("paths", "Directory for extracted frames and chunks (fast local disk).",
-                            default_factory=lambda: Path(tempfile.gettempdir()))
+                            default_factory=lambda: Path(tempfile.gettempdir()),
+                            role="run")
     output_path: Path = _spec("paths", "Directory that receives the outputs (mirrors the target tree); with one "
                               "target it may name the output file (result.mp4), as in FaceFusion.",
-                              default_factory=lambda: Path("output"))
+                              default_factory=lambda: Path("output"),
+                              role="run", fixed=True)
     models_path: Path = _spec("paths", "Directory of .onnx model files; a FaceFusion .assets/models works.",
-                              default_factory=lambda: _default_cache() / "models")
+                              default_factory=lambda: _default_cache() / "models",
+                              role="engine")
     cache_path: Path = _spec("paths", "Directory for the source-face cache.",
-                             default_factory=_default_cache)
-    state_path: Path | None = _spec("paths", "Directory for the journal and lock (default: <output>/.ffb).", None)
+                             default_factory=_default_cache,
+                             role="engine")
+    state_path: Path | None = _spec("paths", "Directory for the journal and lock (default: <output>/.ffb).", None,
+                                    role="run", fixed=True)
     shared_path: Path | None = _spec(
         "paths", "Ray executor: directory every node mounts at the same path, where the chunks of a video split "
-        "across workers meet (default: temp_path, which is then shared).", None)
+        "across workers meet (default: temp_path, which is then shared).", None,
+        role="run")
     ffmpeg_path: Path | None = _spec(
         "paths", "ffmpeg executable to use (default: the one bundled with ffb, from imageio-ffmpeg); checked "
-        "against the minimum version at start-up.", None)
+        "against the minimum version at start-up.", None,
+        role="run")
 
     download_mirror: str = _spec("download", "Base URL to fetch model files from instead of the FaceFusion "
-                                 "release (a mirror holding the same file names).", "")
+                                 "release (a mirror holding the same file names).", "",
+                                 role="run")
 
     engine: Engine = _spec("face_swapper", "auto: neural when its models are present, else offline.",
-                           "auto")
+                           "auto",
+                           role="engine")
     processors: tuple[Processor, ...] = _spec(
         "processors", "FaceFusion's processors, in order: face_swapper, then optionally face_enhancer (the "
-        "enhancer runs on the swapped faces only; neural engine).", ("face_swapper",))
+        "enhancer runs on the swapped faces only; neural engine).", ("face_swapper",),
+        role="output-unless-default", engine=True)
     face_swapper_model: FaceSwapperModel = _spec(
         "processors", "Neural swapper model (FaceFusion's file names). ffb's default stays inswapper_128, so "
         "runs of earlier versions are unchanged; FaceFusion 3.8.1 defaults to hyperswap_1a_256 (set it here).",
-        "inswapper_128")
+        "inswapper_128",
+        role="output", engine=True)
     face_swapper_weight: float = _spec(
         "processors", "Source/target identity balance 0..1 (FaceFusion's meaning: 0.5 the source as is, towards 1 "
-        "more of the target's own identity; blendswap/uniface have none: a warning says so).", 0.5)
+        "more of the target's own identity; blendswap/uniface have none: a warning says so).", 0.5,
+        role="output-unless-default", engine=True, range=(0.0, 1.0))
     face_swapper_pixel_boost: str = _spec(
         "processors", "Crop size the swapper works at, e.g. 512x512: the crop is tiled into model-size patches "
-        "(a multiple of the model's size, up to 1024x1024); empty: the model's own size.", "")
+        "(a multiple of the model's size, up to 1024x1024); empty: the model's own size.", "",
+        role="output-unless-default", engine=True)
     face_enhancer_model: FaceEnhancerModel = _spec("processors", "Face enhancer model (with processors "
-                                                   "face_enhancer).", "gfpgan_1.4")
+                                                   "face_enhancer).", "gfpgan_1.4",
+                                                   role="output-unless-default", engine=True)
     face_enhancer_blend: int = _spec("processors", "How much of the enhanced face replaces the swapped one, "
-                                     "0..100.", 80)
+                                     "0..100.", 80,
+                                     role="output-unless-default", engine=True, range=(0, 100))
     face_enhancer_weight: float = _spec("processors", "CodeFormer's fidelity input 0..1 (other enhancers have "
-                                        "none and ignore it, as in FaceFusion).", 0.5)
+                                        "none and ignore it, as in FaceFusion).", 0.5,
+                                        role="output-unless-default", engine=True, range=(0.0, 1.0))
 
-    face_detector_model: FaceDetectorModel = _spec("face_detector", "Neural face detector.", "scrfd")
-    face_detector_size: int = _spec("face_detector", "Detector input size in pixels (square).", 640)
-    face_detector_score: float = _spec("face_detector", "Minimum detection score, 0..1.", 0.5)
+    face_detector_model: FaceDetectorModel = _spec("face_detector", "Neural face detector.", "scrfd",
+                                                   role="output", engine=True)
+    face_detector_size: int = _spec("face_detector", "Detector input size in pixels (square).", 640,
+                                    role="output", engine=True, range=(64, 2048))
+    face_detector_score: float = _spec("face_detector", "Minimum detection score, 0..1.", 0.5,
+                                       role="output", engine=True, range=(0.0, 1.0))
     face_detector_min_size: int = _spec(
         "face_detector", "Offline engine: also find faces down to this many pixels by scanning tiles "
-        "(slower; 0: faces under ~1/10 of the frame's long side are missed).", 0)
+        "(slower; 0: faces under ~1/20 of the frame's long side are missed).", 0,
+        role="output", engine=True, range=(0, 4096))
 
     keypoint_reuse: bool = _spec(
-        "face_tracker", "Reuse (and track) faces found on a reference frame while motion stays small.", True)
+        "face_tracker", "Reuse (and track) faces found on a reference frame while motion stays small.", True,
+        role="output")
     reuse_motion_threshold: float = _spec(
         "face_tracker", "Mean grey-level change around the faces (0..255) above which faces are detected anew.",
-        4.0)
+        4.0,
+        role="output", range=(0.0, 255.0))
     redetect_interval: int = _spec("face_tracker", "Detect at least every this many frames (catches new faces).",
-                                   12)
+                                   12,
+                                   role="output", range=(1, 10000))
 
     face_selector_mode: FaceSelectorMode = _spec(
-        "face_selector", "many: every face; one: the largest; reference: faces like --reference-face.", "one")
+        "face_selector", "many: every face; one: the largest; reference: faces like --reference-face.", "one",
+        role="output")
     reference_face_path: Path | None = _spec("face_selector", "Image of the face to replace (reference mode).",
-                                             None)
+                                             None,
+                                             role="output", keyed="reference")
     reference_face_distance: float = _spec(
         "face_selector", "How unlike the reference face a face may be and still be swapped, 0..1 (lower is "
-        "stricter): FaceFusion's scale, half the cosine distance of the face embeddings.", 0.3)
+        "stricter): FaceFusion's scale, half the cosine distance of the face embeddings.", 0.3,
+        role="output", keyed="reference_face_distance", range=(0.0, 1.0))
     face_selector_order: FaceSelectorOrder = _spec(
         "face_selector", "Order of the faces of a frame; mode one takes the first (large-small: the largest).",
-        "large-small")
+        "large-small",
+        role="output-unless-default")
     face_selector_gender: FaceSelectorGender | None = _spec(
-        "face_selector", "Swap only faces classified as this gender (needs the fairface model; neural engine).",
-        None)
+        "face_selector", "Swap only faces classified as this gender (auto: the source face's; needs the fairface "
+        "model; neural engine).",
+        None,
+        role="output-unless-default", engine=True)
     face_selector_race: FaceSelectorRace | None = _spec(
-        "face_selector", "Swap only faces classified as this race (needs the fairface model; neural engine).",
-        None)
+        "face_selector", "Swap only faces classified as this race (auto: the source face's; needs the fairface "
+        "model; neural engine).",
+        None,
+        role="output-unless-default", engine=True)
     face_selector_age_start: int | None = _spec(
-        "face_selector", "Swap only faces whose classified age bracket reaches this age or more (fairface).", None)
+        "face_selector", "Swap only faces whose classified age bracket reaches this age or more (fairface).", None,
+        role="output-unless-default", engine=True, range=(0, 100))
     face_selector_age_end: int | None = _spec(
-        "face_selector", "Swap only faces whose classified age bracket starts below this age (fairface).", None)
+        "face_selector", "Swap only faces whose classified age bracket starts below this age (fairface).", None,
+        role="output-unless-default", engine=True, range=(0, 100))
 
     face_mask_types: tuple[FaceMaskType, ...] = _spec(
         "face_masker", "Masks combined for the paste (the strictest wins): box, occlusion (hands and hair in "
         "front of the face stay; face_occluder_model), region (face_parser_model, face_mask_regions), area (the "
-        "hull of face_mask_areas' 68 landmarks; face_landmarker_model; neural engine).", ("box",))
-    face_mask_blur: float = _spec("face_masker", "Blur of the box mask's edge, 0..1.", 0.3)
+        "hull of face_mask_areas' 68 landmarks; face_landmarker_model; neural engine).", ("box",),
+        role="output-unless-default", engine=True)
+    face_mask_blur: float = _spec("face_masker", "Blur of the box mask's edge, 0..1.", 0.3,
+                                  role="output-unless-default", engine=True, range=(0.0, 1.0))
     face_mask_padding: tuple[int, ...] = _spec(
         "face_masker", "Box mask padding in percent of the crop: top right bottom left (1 to 4 numbers, as in "
-        "CSS and FaceFusion).", (0, 0, 0, 0))
+        "CSS and FaceFusion).", (0, 0, 0, 0),
+        role="output-unless-default", engine=True)
     face_mask_regions: tuple[FaceMaskRegion, ...] = _spec(
         "face_masker", "Face parts the region mask keeps.", ("skin", "left-eyebrow", "right-eyebrow", "left-eye",
                                                            "right-eye", "glasses", "nose", "mouth", "upper-lip",
-                                                           "lower-lip"))
+                                                           "lower-lip"),
+        role="output-unless-default", engine=True)
     face_mask_areas: tuple[FaceMaskArea, ...] = _spec("face_masker", "Face areas the area mask keeps.",
-                                                      ("upper-face", "lower-face", "mouth"))
-    face_occluder_model: FaceOccluderModel = _spec("face_masker", "Occlusion mask model.", "xseg_1")
-    face_parser_model: FaceParserModel = _spec("face_masker", "Region mask model.", "bisenet_resnet_34")
+                                                      ("upper-face", "lower-face", "mouth"),
+                                                      role="output-unless-default", engine=True)
+    face_occluder_model: FaceOccluderModel = _spec("face_masker", "Occlusion mask model (many: xseg_1, xseg_2 and "
+                                                   "xseg_3, the strictest wins).", "xseg_1",
+                                                   role="output-unless-default", engine=True)
+    face_parser_model: FaceParserModel = _spec("face_masker", "Region mask model.", "bisenet_resnet_34",
+                                               role="output-unless-default", engine=True)
     face_landmarker_model: FaceLandmarkerModel = _spec(
         "face_landmarker", "68-point landmarker for the area mask: 2dfan4, peppa_wutz, or many (both; the better "
-        "score wins). Always with fan_68_5, the 68-from-5 estimate.", "2dfan4")
+        "score wins). Always with fan_68_5, the 68-from-5 estimate.", "2dfan4",
+        role="output-unless-default", engine=True)
     face_landmarker_score: float = _spec(
         "face_landmarker", "Landmarker score 0..1 a face needs, else its 68 points come from the 68-from-5 "
-        "estimate (0: the landmarker does not run).", 0.5)
+        "estimate (0: the landmarker does not run).", 0.5,
+        role="output-unless-default", engine=True, range=(0.0, 1.0))
 
     output_video_encoder: VideoEncoder = _spec(
-        "output_creation", "ffmpeg video encoder; auto: libvpx-vp9 for .webm, libx264 elsewhere.", "auto")
-    output_video_preset: VideoPreset = _spec("output_creation", "Encoder speed/size preset.", "veryfast")
-    output_video_quality: int = _spec("output_creation", "Video quality 0..100 (maps to CRF; higher is better).", 80)
-    output_image_quality: int = _spec("output_creation", "JPEG/WebP quality 0..100 for image targets.", 95)
+        "output_creation", "ffmpeg video encoder; auto: libvpx-vp9 for .webm, libx265 for HDR in .mp4/.mov/.mkv "
+        "(keeps it HDR), libx264 elsewhere.", "auto",
+        role="output")
+    output_video_preset: VideoPreset = _spec("output_creation", "Encoder speed/size preset.", "veryfast",
+                                             role="output")
+    output_video_quality: int = _spec("output_creation", "Video quality 0..100 (maps to CRF; higher is better).", 80,
+                                      role="output", range=(0, 100))
+    output_image_quality: int = _spec("output_creation", "JPEG/WebP quality 0..100 for image targets.", 95,
+                                      role="output", range=(0, 100))
+    output_image_scale: float = _spec(
+        "output_creation", "Size of image targets' outputs as a multiple of the target's, 0.25..8 (FaceFusion's; "
+        "sides rounded to even pixels as FaceFusion does); 1: the target's size.", 1.0,
+        role="output-unless-default", range=(0.25, 8.0))
     output_marking: bool = _spec("output_creation", "Mark outputs as AI-modified at all (false, or --no-marking: "
-                                 "no metadata, no C2PA, whatever output_provenance says).", True)
+                                 "no metadata, no C2PA, whatever output_provenance says).", True,
+                                 role="output")
 
     output_provenance: OutputProvenance = _spec(
         "provenance", "c2pa: signed C2PA content credentials plus metadata marking; metadata: container/EXIF "
-        "metadata only; off: no marking.", "c2pa")
+        "metadata only; off: no marking.", "c2pa",
+        role="output")
     c2pa_certificate: Path | None = _spec(
         "provenance", "PEM certificate chain (signer first) to sign C2PA manifests with; unset: a local signing "
-        "certificate created once under cache_path.", None)
-    c2pa_private_key: Path | None = _spec("provenance", "PEM private key of c2pa_certificate (unencrypted).", None)
+        "certificate created once under cache_path.", None,
+        role="output", keyed="provenance")
+    c2pa_private_key: Path | None = _spec("provenance", "PEM private key of c2pa_certificate (unencrypted).", None,
+                                          role="output", keyed="provenance")
+    c2pa_timestamp_url: str = _spec(
+        "provenance", "RFC 3161 time-stamp authority (http/https URL) asked for a trusted signing time, so that "
+        "signatures stay valid after the certificate expires; empty: none (signing stays offline).", "",
+        role="run")
     c2pa_on_failure: C2paOnFailure = _spec(
         "provenance", "When signing an output fails: fail that target (nothing is written), or keep it with "
-        "metadata marking only and a warning.", "fail")
+        "metadata marking only and a warning.", "fail",
+        role="output-unless-default")
     visible_label: str = _spec("provenance", "Text drawn on every frame/image of a swapped output, e.g. "
-                                             "AI-generated (empty: no visible label).", "")
-    visible_label_position: LabelPosition = _spec("provenance", "Corner of the visible label.", "bottom-right")
+                                             "AI-generated (empty: no visible label).", "",
+                               role="output")
+    visible_label_position: LabelPosition = _spec("provenance", "Corner of the visible label.", "bottom-right",
+                                                  role="output")
     visible_label_size: float = _spec("provenance", "Height of the visible label's text as a fraction of the "
-                                                    "frame height.", 0.03)
-    visible_label_opacity: float = _spec("provenance", "Opacity of the visible label, 0..1.", 0.8)
+                                                    "frame height.", 0.03,
+                                      role="output", range=(0.01, 0.25))
+    visible_label_opacity: float = _spec("provenance", "Opacity of the visible label, 0..1.", 0.8,
+                                         role="output", range=(0.05, 1.0))
+    output_watermark: bool = _spec(
+        "provenance", "Embed an invisible watermark carrying the output's 32-bit id in every frame of a swapped "
+        "output (survives re-encoding, scaling and cropping; off with marking off too).", True,
+        role="output-unless-default")
+    content_gate: ContentGate = _spec(
+        "provenance", "Check the source image and sampled frames of each target for explicit content before any "
+        "swap; a flagged target is blocked. auto: FaceFusion's nsfw_1/2/3 from models_path when all three are "
+        "there, else the bundled open_nsfw model; off: no check (recorded in each output).", "auto",
+        role="output-unless-default")
 
     chunk_size: int = _spec("frame_extraction", "Frames extracted and encoded per chunk (bounds temp disk).",
-                            240)
-    temp_frame_format: TempFrameFormat = _spec("frame_extraction", "Image format of extracted frames.", "bmp")
+                            240,
+                            role="output", range=(1, 100000))
+    temp_frame_format: TempFrameFormat = _spec("frame_extraction", "Image format of extracted frames.", "bmp",
+                                               role="output-unless-default")
     frame_transport: FrameTransport = _spec(
         "frame_extraction", "temp: frames are spooled through temp_path in chunks; memory: frames pass in memory "
-        "only (no temp frame files).", "temp")
+        "only (no temp frame files).", "temp",
+        role="run", facefusion="workflow_strategy")
 
     execution_providers: tuple[ExecutionProvider, ...] = _spec(
-        "execution", "ONNX Runtime providers in order of preference.", ("cpu",))
-    execution_device_id: int = _spec("execution", "GPU index for CUDA/TensorRT.", 0)
-    tensorrt_fp16: bool = _spec("execution", "Let TensorRT build FP16 engines (faster; cached in cache_path).", True)
+        "execution", "ONNX Runtime providers in order of preference.", ("cpu",),
+        role="engine")
+    execution_device_id: int = _spec("execution", "GPU index for CUDA/TensorRT.", 0,
+                                     role="engine", range=(0, 64), facefusion="execution_device_ids")
+    tensorrt_fp16: bool = _spec("execution", "Let TensorRT build FP16 engines (faster; cached in cache_path).", True,
+                                role="engine")
     execution_thread_count: int = _spec("execution", "Frame worker threads.",
-                                        default_factory=lambda: min(8, os.cpu_count() or 1))
-    execution_queue_count: int = _spec("execution", "Frames in flight per worker thread.", 2)
+                                        default_factory=lambda: min(8, os.cpu_count() or 1),
+                                        role="engine", range=(1, 256))
+    execution_queue_count: int = _spec("execution", "Frames in flight per worker thread.", 2,
+                                       role="run", range=(1, 64))
     execution_inference_slots: int = _spec(
-        "execution", "Concurrent model calls allowed (0: 2 on a GPU, thread count on CPU).", 0)
+        "execution", "Concurrent model calls allowed (0: 2 on a GPU, thread count on CPU).", 0,
+        role="engine", range=(0, 256))
     batch_size: int = _spec("execution", "Max crops per model call gathered from all worker threads; 1: no "
                                          "micro-batching; 0: 8 on a GPU, 1 on CPU (where batching measured "
-                                         "slower than parallel single calls).", 0)
-    batch_wait_ms: float = _spec("execution", "How long a model call waits for more crops to fill a batch.", 2.0)
+                                         "slower than parallel single calls).", 0,
+                            role="engine", range=(0, 256))
+    batch_wait_ms: float = _spec("execution", "How long a model call waits for more crops to fill a batch.", 2.0,
+                                 role="engine", range=(0.0, 1000.0))
     executor: Executor = _spec("execution", "local: this process; ray: spread the batch over a Ray cluster "
-                                            "(pip install 'facefusion-batch[ray]').", "local")
+                                            "(pip install 'facefusion-batch[ray]').", "local",
+                               role="run", fixed=True)
     ray_address: str = _spec("execution", "Ray cluster to join: auto (the one this machine belongs to) or "
-                                          "ray://host:10001; empty: start Ray on this machine.", "")
+                                          "ray://host:10001; empty: start Ray on this machine.", "",
+                             role="run", fixed=True)
     ray_workers: int = _spec("execution", "Ray workers, each holding one loaded engine; 0: one per ray_num_gpus "
-                                          "GPUs of the cluster, or one per execution_thread_count CPUs.", 0)
+                                          "GPUs of the cluster, or one per execution_thread_count CPUs.", 0,
+                             role="run", range=(0, 100000))
     ray_num_gpus: float = _spec("execution", "GPUs each Ray worker reserves (0.5: two workers per GPU); needs a "
-                                             "GPU execution provider when above 0.", 0.0)
-    ray_num_cpus: float = _spec("execution", "CPUs each Ray worker reserves.", 1.0)
+                                             "GPU execution provider when above 0.", 0.0,
+                                role="run", range=(0.0, 64.0))
+    ray_num_cpus: float = _spec("execution", "CPUs each Ray worker reserves.", 1.0,
+                                role="run", range=(0.0, 1024.0))
     ray_segment_chunks: int = _spec(
         "execution", "Chunks per segment when a video is split across Ray workers; 0: split a video only when "
-        "workers are free, one segment per free worker.", 0)
+        "workers are free, one segment per free worker.", 0,
+        role="run", range=(0, 100000))
     ray_max_retries: int = _spec("execution", "Times a work item is retried on another worker after its worker "
-                                              "died (and times a dead worker is restarted).", 2)
+                                              "died (and times a dead worker is restarted).", 2,
+                                 role="run", range=(0, 100))
 
     video_memory_strategy: VideoMemoryStrategy = _spec(
         "memory", "strict: free sessions after each target; moderate: GPU arena shrinks after each call; "
-        "tolerant: keep sessions and arenas.", "moderate")
-    system_memory_limit: int = _spec("memory", "Process data-segment limit in GB (0: no limit).", 0)
+        "tolerant: keep sessions and arenas.", "moderate",
+        role="engine")
+    system_memory_limit: int = _spec("memory", "Process data-segment limit in GB (0: no limit).", 0,
+                                     role="run", range=(0, 4096))
 
     log_level: LogLevel = _spec("misc", "info: progress and notes on stderr; error: only errors and the summary.",
-                              "info")
+                              "info",
+                                role="run")
 
     # What runs at once (threads, frames in flight, slots, batches) is derived in facefusion_batch.concurrency.
 
@@ -268,38 +401,31 @@ class Settings:
 FIELDS: dict[str, dataclasses.Field] = {f.name: f for f in dataclasses.fields(Settings)}
 SECTIONS: tuple[str, ...] = tuple(dict.fromkeys(f.metadata["section"] for f in FIELDS.values()))
 _HINTS = typing.get_type_hints(Settings)
-_RANGES: dict[str, tuple[float, float]] = {
-    "face_detector_score": (0.0, 1.0),
-    "reference_face_distance": (0.0, 1.0),
-    "output_video_quality": (0, 100),
-    "output_image_quality": (0, 100),
-    "face_detector_size": (64, 2048),
-    "face_detector_min_size": (0, 4096),
-    "chunk_size": (1, 100000),
-    "execution_thread_count": (1, 256),
-    "execution_queue_count": (1, 64),
-    "execution_inference_slots": (0, 256),
-    "execution_device_id": (0, 64),
-    "reuse_motion_threshold": (0.0, 255.0),
-    "redetect_interval": (1, 10000),
-    "batch_size": (0, 256),
-    "batch_wait_ms": (0.0, 1000.0),
-    "system_memory_limit": (0, 4096),
-    "ray_workers": (0, 100000),
-    "ray_num_gpus": (0.0, 64.0),
-    "ray_num_cpus": (0.0, 1024.0),
-    "ray_segment_chunks": (0, 100000),
-    "ray_max_retries": (0, 100),
-    "visible_label_size": (0.01, 0.25),
-    "visible_label_opacity": (0.05, 1.0),
-    "face_swapper_weight": (0.0, 1.0),
-    "face_enhancer_blend": (0, 100),
-    "face_enhancer_weight": (0.0, 1.0),
-    "face_mask_blur": (0.0, 1.0),
-    "face_landmarker_score": (0.0, 1.0),
-    "face_selector_age_start": (0, 100),
-    "face_selector_age_end": (0, 100),
-}
+DECLARED: dict[str, Declaration] = {name: f.metadata["declared"] for name, f in FIELDS.items()
+                                    if "declared" in f.metadata}
+_RANGES: dict[str, tuple[float, float]] = {name: d.range for name, d in DECLARED.items() if d.range is not None}
+
+
+def with_role(*roles: Role) -> tuple[str, ...]:
+    """The settings of these roles, in declaration order."""
+    return tuple(name for name, d in DECLARED.items() if d.role in roles)
+
+
+ENGINE_SETTINGS: tuple[str, ...] = tuple(name for name, d in DECLARED.items() if d.engine)
+FIXED_SETTINGS: tuple[str, ...] = tuple(name for name, d in DECLARED.items() if d.fixed)
+# FaceFusion ini keys read into an ffb setting of another name.
+FROM_FACEFUSION: dict[str, str] = {d.facefusion: name for name, d in DECLARED.items() if d.facefusion}
+
+
+def engine_changed(old: Settings, new: Settings) -> bool:
+    """Whether `new` needs another engine than `old`: a setting the engine is built from differs."""
+    return any(getattr(old, name) != getattr(new, name) for name in ENGINE_SETTINGS)
+
+
+def facefusion_name(name: str) -> str | None:
+    """FaceFusion's key for a setting (None: ffb's own)."""
+    declared = DECLARED[name].facefusion
+    return declared or (name if facefusion_ini.section_of(name) else None)
 
 
 def _optional(hint: Any) -> Any:
@@ -354,6 +480,7 @@ _FACEFUSION_VALUES = {
     "face_detector_model": {"yolo_face": "yoloface"},
     "temp_frame_format": {"jpeg": "jpg"},
     "log_level": {"warn": "info", "debug": "info"},
+    "frame_transport": {"disk": "temp"},  # FaceFusion's workflow_strategy: disk spools frames, memory does not
 }
 
 
@@ -474,7 +601,7 @@ def load_profile(path: Path) -> Profile:
     raw_sections = _read_toml(path) if path.suffix.lower() == ".toml" else _read_ini(path)
     values: dict[str, Any] = {}
     problems: list[str] = []
-    ignored: list[tuple[str, str]] = []
+    ignored: list[tuple[str, str, str]] = []
     for section, keys in raw_sections.items():
         if section not in ALL_SECTIONS:
             problems.append(f"unknown section [{section}]{_did_you_mean(section, ALL_SECTIONS)}"
@@ -484,8 +611,9 @@ def load_profile(path: Path) -> Profile:
             continue
         for key, raw in keys.items():
             blank = isinstance(raw, str) and raw.strip() == ""
-            name = facefusion_ini.RENAMED.get(key, key)
-            if name in FIELDS and section in _sections_of(name):
+            name = FROM_FACEFUSION.get(key, key)
+            if name in FIELDS and (section in _sections_of(name) or (
+                    name != key and facefusion_ini.is_facefusion_key(section, key))):
                 if blank:
                     continue  # FaceFusion leaves unset keys blank: keep the default
                 try:
@@ -496,8 +624,8 @@ def load_profile(path: Path) -> Profile:
                 if not blank:
                     value = " ".join(map(str, raw)) if isinstance(raw, list) else str(raw)
                     try:
-                        ignored.append((section, facefusion_ini.unsupported_note(
-                            key, value, key, f"[{section}] {key} = {value}")))
+                        ignored.append((section, key, facefusion_ini.ignored_because(
+                            key, value, f"[{section}] {key} = {value}")))
                     except SettingsError as exc:
                         problems.append(str(exc))
             else:
@@ -511,16 +639,18 @@ def load_profile(path: Path) -> Profile:
     return Profile(values, tuple(warnings))
 
 
-def _by_section(notes: list[tuple[str, str]]) -> str:
-    """'[a] k1, k2; [b] k3' from (section, key note) pairs."""
-    grouped: dict[str, list[str]] = {}
-    for section, note in notes:
-        grouped.setdefault(section, []).append(note)
-    return "; ".join(f"[{section}] {', '.join(keys)}" for section, keys in grouped.items())
+def _by_section(notes: list[tuple[str, str, str]]) -> str:
+    """'[a] k1, k2 (why); [b] k3 (why), k4 (why)' from (section, key, why) triples: each section once, the keys
+    sharing a reason together."""
+    grouped: dict[str, dict[str, list[str]]] = {}
+    for section, key, why in notes:
+        grouped.setdefault(section, {}).setdefault(why, []).append(key)
+    return "; ".join(f"[{section}] " + ", ".join(f"{', '.join(keys)} ({why})" for why, keys in reasons.items())
+                     for section, reasons in grouped.items())
 
 
 def _unknown_key(section: str, key: str) -> str:
-    name = facefusion_ini.RENAMED.get(key, key)
+    name = FROM_FACEFUSION.get(key, key)
     if name in FIELDS:
         return f"[{section}] {key}: unknown key here (it belongs in [{FIELDS[name].metadata['section']}])"
     facefusion_section = facefusion_ini.section_of(key)
@@ -540,10 +670,37 @@ def _read_ini(path: Path) -> dict[str, dict[str, Any]]:
     # No default section: configparser's [DEFAULT] would leak its keys into every section unchecked.
     parser = configparser.ConfigParser(interpolation=None, default_section="\0none")
     try:
-        parser.read(path, encoding="utf-8")
-    except (configparser.Error, UnicodeDecodeError) as exc:
-        raise SettingsError(f"{path}: not a valid ini file ({str(exc).splitlines()[0]})") from None
+        text = path.read_text(encoding="utf-8-sig")  # Windows editors save a BOM before [paths]
+    except UnicodeDecodeError as exc:
+        line = exc.object[:exc.start].count(b"\n") + 1
+        raise SettingsError(f"{path}: not a valid ini file (line {line} is not UTF-8 text); save it as UTF-8") \
+            from None
+    except OSError as exc:
+        raise SettingsError(f"{path}: can't read the profile ({exc.strerror or exc})") from None
+    try:
+        parser.read_string(text, source=str(path))
+    except configparser.Error as exc:
+        raise SettingsError(f"{path}: not a valid ini file ({_ini_problem(exc)})") from None
     return {s: dict(parser.items(s)) for s in parser.sections()}
+
+
+def _ini_problem(exc: configparser.Error) -> str:
+    """configparser's complaint as 'line N: what' (its own text names the file as a Python value)."""
+    if isinstance(exc, configparser.MissingSectionHeaderError):
+        return f"line {exc.lineno}: {exc.line.strip()!r} comes before any [section] header"
+    if isinstance(exc, configparser.DuplicateSectionError):
+        return f"line {exc.lineno}: section [{exc.section}] appears twice; merge the two"
+    if isinstance(exc, configparser.DuplicateOptionError):
+        return f"line {exc.lineno}: [{exc.section}] {exc.option} is set twice; keep one"
+    if isinstance(exc, configparser.ParsingError) and exc.errors:
+        lineno, line = exc.errors[0]
+        if line[:1] in "'\"":  # Python 3.11/3.12 keep the line as its repr
+            import ast
+
+            line = ast.literal_eval(line)
+        more = f" (and {len(exc.errors) - 1} more such lines)" if len(exc.errors) > 1 else ""
+        return f"line {lineno}: {line.strip()!r} is not key = value{more}"
+    return str(exc).splitlines()[0]  # pragma: no cover - every error read_string raises is handled above
 
 
 def _read_toml(path: Path) -> dict[str, dict[str, Any]]:
@@ -555,11 +712,6 @@ def _read_toml(path: Path) -> dict[str, dict[str, Any]]:
         if not isinstance(keys, dict):
             raise SettingsError(f"{path}: {section} must be a [section] table")
     return data
-
-
-def read_environment(environ: Mapping[str, str]) -> dict[str, Any]:
-    """Read FFB_<KEY> variables (e.g. FFB_EXECUTION_PROVIDERS="cuda cpu"); see `load_environment`."""
-    return load_environment(environ)[0]
 
 
 def load_environment(environ: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:
@@ -611,6 +763,7 @@ def load_settings(
             values[key] = value
             origins[key] = origin
     settings = Settings(**values)
+    settings, engine_notes = _engine_request(settings, origins)
     if settings.face_selector_mode == "reference" and settings.reference_face_path is None:
         raise SettingsError("face_selector_mode is reference but no reference face: pass --reference-face IMAGE, "
                             "a photo of the face to replace (FaceFusion takes a frame of the target instead: save "
@@ -619,7 +772,52 @@ def load_settings(
         _check_ray(settings)
     _check_provenance(settings)
     _check_processors(settings)
-    return Resolved(settings, origins, (*loaded.warnings, *env_warnings, *_loose_reference(settings)))
+    return Resolved(settings, origins, (*loaded.warnings, *env_warnings, *engine_notes, *_loose_reference(settings)))
+
+
+# Settings that name a neural model file, or where the files are: set by a flag, or to other than the default
+# in a profile or the environment, they ask for the neural engine, and `auto` must not answer with the offline
+# one (it would make an offline output of a run that asked for a model).
+NEURAL_REQUESTS = ("models_path", "face_swapper_model", "face_detector_model", "face_enhancer_model",
+                   "face_occluder_model", "face_parser_model", "face_landmarker_model")
+# ffb's default model of a role, FaceFusion 3.8.1's default of it, and their files: a models directory that
+# holds FaceFusion's default but not ffb's (a FaceFusion .assets/models) runs on FaceFusion's.
+FACEFUSION_DEFAULTS: dict[str, tuple[str, str, str]] = {
+    "face_swapper_model": ("inswapper_128.onnx", "hyperswap_1a_256", "hyperswap_1a_256.onnx"),
+    "face_detector_model": ("scrfd_2.5g.onnx", "yoloface", "yoloface_8n.onnx"),
+}
+
+
+def default_of(name: str) -> Any:
+    spec = FIELDS[name]
+    return spec.default_factory() if spec.default is dataclasses.MISSING else spec.default  # type: ignore[misc]
+
+
+def _engine_request(settings: Settings, origins: dict[str, str]) -> tuple[Settings, list[str]]:
+    """`auto` made `neural` when a setting asks for a neural model (origins say why), and the swapper and
+    detector left at ffb's defaults made FaceFusion's where only FaceFusion's files are in models_path."""
+    notes: list[str] = []
+    if settings.engine == "offline":
+        return settings, notes
+    swaps = {}
+    for name, (own_file, facefusion, facefusion_file) in FACEFUSION_DEFAULTS.items():
+        if origins[name] == "default" and not (settings.models_path / own_file).is_file() \
+                and (settings.models_path / facefusion_file).is_file():
+            swaps[name] = facefusion
+            origins[name] = f"FaceFusion's default ({own_file} is not in models_path, {facefusion_file} is)"
+    if swaps:
+        settings = dataclasses.replace(settings, **swaps)
+        notes.append(f"models_path {settings.models_path} holds FaceFusion's default models, not ffb's: using "
+                     + ", ".join(f"{name} {value}" for name, value in swaps.items())
+                     + " (set them to choose others)")
+    if settings.engine == "auto":
+        for name in NEURAL_REQUESTS:
+            value, origin = getattr(settings, name), origins[name]
+            if origin == "flag" or (origin not in ("default",) and not origin.startswith("FaceFusion's")
+                                    and value != default_of(name)):
+                origins["engine"] = f"auto: neural, as {name} ({origin}) asks for a neural model"
+                return dataclasses.replace(settings, engine="neural"), notes
+    return settings, notes
 
 
 def _range_hint(name: str, value: Any) -> str:
@@ -649,6 +847,10 @@ def _check_provenance(settings: Settings) -> None:
                           else ("c2pa_private_key", "c2pa_certificate"))
         raise SettingsError(f"{given} is set but {missing} is not; pass both (--c2pa-certificate CHAIN.pem "
                             "--c2pa-private-key KEY.pem) or neither")
+    url = settings.c2pa_timestamp_url
+    if url and not (url.startswith(("http://", "https://")) and len(url.split("://", 1)[1].strip("/")) > 0):
+        raise SettingsError(f"c2pa_timestamp_url {url!r} is not an http:// or https:// URL; pass the time-stamp "
+                            "authority's URL (--c2pa-timestamp-url https://tsa.example/...) or leave it empty")
     if settings.visible_label and not settings.output_marking:
         raise SettingsError("visible_label is set but marking is off (--no-marking / output_marking = false); "
                             "drop one of the two")
@@ -681,19 +883,21 @@ def _check_ray(settings: Settings) -> None:
 
 
 def describe(resolved: Resolved) -> list[dict[str, Any]]:
-    """Rows for --print-settings: section, key, value, origin."""
+    """Rows for --print-settings: section, key, value, origin, and the role each setting declares."""
     rows = []
-    for name, spec in FIELDS.items():
+    for name, declared in DECLARED.items():
         value = getattr(resolved.settings, name)
         if isinstance(value, tuple):
             value = " ".join(map(str, value))
-        rows.append({"section": spec.metadata["section"], "key": name,
-                     "value": "" if value is None else str(value), "origin": resolved.origins[name]})
+        rows.append({"section": declared.section, "key": name, "value": "" if value is None else str(value),
+                     "origin": resolved.origins[name], "role": declared.role})
     return rows
 
 
-# Directory settings a run writes to (True) or only reads from (False).
-_DIRECTORIES = {"temp_path": True, "cache_path": True, "models_path": False, "state_path": True,
+# Directory settings a run writes to (True) or only reads from (False). cache_path is read-only-safe: what
+# is cached there (source faces, checksums, patched models) is skipped when it can't be written, and the
+# local C2PA credential is only read once it exists (its creation names the fix).
+_DIRECTORIES = {"temp_path": True, "cache_path": False, "models_path": False, "state_path": True,
                 "shared_path": True}
 
 

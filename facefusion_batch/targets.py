@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from facefusion_batch.media import IMAGE_EXTENSIONS, VIDEO_EXTENSIONS, kind_of
+from facefusion_batch.media import IMAGE_EXTENSIONS, UNPROCESSED, VIDEO_EXTENSIONS, kind_of
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,17 @@ def _walk(directory: Path, skip: Path) -> list[Path]:
         root_path = Path(root)
         dirs[:] = sorted(d for d in dirs if (root_path / d).resolve() != skip and not d.startswith("."))
         found += [root_path / f for f in sorted(files) if kind_of(Path(f)) and not f.startswith(".")]
+    return found
+
+
+def _unprocessed(directory: Path, skip: Path) -> list[Rejected]:
+    """FaceFusion's target formats that ffb does not process, under `directory`: each named, with the fix."""
+    found = []
+    for root, dirs, files in os.walk(directory, followlinks=False):
+        root_path = Path(root)
+        dirs[:] = sorted(d for d in dirs if (root_path / d).resolve() != skip and not d.startswith("."))
+        found += [Rejected(root_path / f, UNPROCESSED[Path(f).suffix.lower()]) for f in sorted(files)
+                  if Path(f).suffix.lower() in UNPROCESSED and not f.startswith(".")]
     return found
 
 
@@ -60,11 +71,15 @@ def discover(specs: Sequence[str], output_dir: Path, output_file: Path | None = 
         for path in matches:
             if path.is_dir():
                 files = _walk(path, skip)
-                if not files and base is None:
+                unprocessed = _unprocessed(path, skip)
+                rejected += unprocessed
+                if not files and not unprocessed and base is None:
                     rejected.append(Rejected(path, "directory holds no video or image files"))
                 targets += [Target(f, kind_of(f) or "", output_dir / _below(f, base or path)) for f in files]
             elif not path.exists():
                 rejected.append(Rejected(path, "no such file or directory"))
+            elif kind_of(path) is None and path.suffix.lower() in UNPROCESSED:
+                rejected.append(Rejected(path, UNPROCESSED[path.suffix.lower()]))
             elif kind_of(path) is None:
                 if base is None:  # a glob such as clips/* matching notes.txt beside the videos is no mistake
                     supported = " ".join(VIDEO_EXTENSIONS + IMAGE_EXTENSIONS)

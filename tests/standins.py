@@ -10,6 +10,10 @@ builder's docstring for what they do.
 This is a plain module (not a test file): tests import it and call the
 builders with paths inside pytest tmp dirs.  Nothing here is committed as an
 ``.onnx`` file.
+
+Input names are those of the files FaceFusion 3.8.1 downloads (its face_detector.py and face_recognizer.py feed
+``{'input': ...}``; InsightFace's own exports say ``input.1``, Ultralytics' ``images``): ffb reads the name
+from the session, FaceFusion does not, so these stand-ins run under both.
 """
 
 from __future__ import annotations
@@ -225,7 +229,7 @@ def build_inswapper_fp16(path: PathLike, seed: int = 0, dynamic_batch: bool = Fa
 def build_arcface(path: PathLike, seed: int = 0) -> None:
     """arcface (w600k_r50) stand-in.
 
-    Input ``input.1`` [N,3,112,112] (RGB, x/127.5-1; N is the symbolic dim
+    Input ``input`` [N,3,112,112] (RGB, x/127.5-1; N is the symbolic dim
     ``'None'``); output ``683`` [N,512], unnormalised.  The embedding is
     ``centre(flatten(AveragePool14x14(x))) @ P + b``: an 8x8 colour thumbnail
     (192 values) with its per-sample mean removed, projected by a fixed
@@ -238,7 +242,7 @@ def build_arcface(path: PathLike, seed: int = 0) -> None:
     bias = (rng.standard_normal(512) * 1e-3).astype(np.float32)
     n = ARCFACE_BATCH_DIM
     nodes = [
-        helper.make_node('AveragePool', ['input.1'], ['thumb'], kernel_shape=[14, 14], strides=[14, 14]),
+        helper.make_node('AveragePool', ['input'], ['thumb'], kernel_shape=[14, 14], strides=[14, 14]),
         helper.make_node('Flatten', ['thumb'], ['flat'], axis=1),
         helper.make_node('ReduceMean', ['flat'], ['flat_mean'], axes=[1], keepdims=1),
         helper.make_node('Sub', ['flat', 'flat_mean'], ['centred']),
@@ -247,7 +251,7 @@ def build_arcface(path: PathLike, seed: int = 0) -> None:
     ]
     graph = helper.make_graph(
         nodes, 'arcface_w600k_r50_standin',
-        inputs=[helper.make_tensor_value_info('input.1', TensorProto.FLOAT, [n, 3, 112, 112])],
+        inputs=[helper.make_tensor_value_info('input', TensorProto.FLOAT, [n, 3, 112, 112])],
         outputs=[helper.make_tensor_value_info('683', TensorProto.FLOAT, [n, 512])],
         initializer=[_init('proj', proj), _init('bias', bias)],
     )
@@ -273,7 +277,7 @@ def scrfd_anchor_centers(size: int, stride: int) -> np.ndarray:
 def build_scrfd(path: PathLike, faces: Sequence, size: int = 640) -> None:
     """SCRFD 2.5g stand-in that "detects" exactly ``faces``.
 
-    Input ``input.1`` [1,3,size,size] (BGR, (x-127.5)/128).  Nine outputs in
+    Input ``input`` [1,3,size,size] (BGR, (x-127.5)/128).  Nine outputs in
     the real order and with the real names (:data:`SCRFD_OUTPUT_NAMES`):
     scores s8,s16,s32 (K,1); bbox distances s8,s16,s32 (K,4); keypoints
     s8,s16,s32 (K,10); K = (size/s)^2 * 2, no batch dim.
@@ -312,8 +316,8 @@ def build_scrfd(path: PathLike, faces: Sequence, size: int = 640) -> None:
         kpss[s][idx] = ((kps - np.array([cx, cy])) / s).reshape(10)
     nodes: list = []
     inits: list = []
-    dep = _depends_on_input('input.1', nodes, inits)
-    gate = _texture_gate('input.1', _as_faces(faces), nodes, inits)
+    dep = _depends_on_input('input', nodes, inits)
+    gate = _texture_gate('input', _as_faces(faces), nodes, inits)
     outputs = []
     constants = ([scores[s] for s in SCRFD_STRIDES]
                  + [bboxes[s] for s in SCRFD_STRIDES]
@@ -328,7 +332,7 @@ def build_scrfd(path: PathLike, faces: Sequence, size: int = 640) -> None:
         outputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(const.shape)))
     graph = helper.make_graph(
         nodes, 'scrfd_2.5g_standin',
-        inputs=[helper.make_tensor_value_info('input.1', TensorProto.FLOAT, [1, 3, size, size])],
+        inputs=[helper.make_tensor_value_info('input', TensorProto.FLOAT, [1, 3, size, size])],
         outputs=outputs,
         initializer=inits,
     )
@@ -377,7 +381,7 @@ def yoloface_anchor_centers(size: int = 640) -> np.ndarray:
 def build_yoloface(path: PathLike, faces: Sequence, size: int = 640) -> None:
     """YOLOFace 8n stand-in that "detects" exactly ``faces``.
 
-    Input ``images`` [1,3,size,size] (RGB, x/255); output ``output0``
+    Input ``input`` [1,3,size,size] (RGB, x/255); output ``output0``
     [1,20,A] with A = sum over strides 8/16/32 of (size/s)^2 (8400 at 640).
     Column j is [cx, cy, w, h, score, x0, y0, c0, ..., x4, y4, c4] in input
     pixels.  Each face goes in one column (the free anchor nearest its box
@@ -407,14 +411,14 @@ def build_yoloface(path: PathLike, faces: Sequence, size: int = 640) -> None:
         table[:, idx] = column
     nodes: list = []
     inits: list = []
-    dep = _depends_on_input('images', nodes, inits)
-    gate = _texture_gate('images', _as_faces(faces), nodes, inits)
+    dep = _depends_on_input('input', nodes, inits)
+    gate = _texture_gate('input', _as_faces(faces), nodes, inits)
     inits.append(_init('const_output0', table[None]))
     nodes.append(helper.make_node('Mul', ['const_output0', gate], ['gated_output0']))
     nodes.append(helper.make_node('Add', ['gated_output0', dep], ['output0']))
     graph = helper.make_graph(
         nodes, 'yoloface_8n_standin',
-        inputs=[helper.make_tensor_value_info('images', TensorProto.FLOAT, [1, 3, size, size])],
+        inputs=[helper.make_tensor_value_info('input', TensorProto.FLOAT, [1, 3, size, size])],
         outputs=[helper.make_tensor_value_info('output0', TensorProto.FLOAT, [1, 20, len(centres)])],
         initializer=inits,
     )
@@ -536,6 +540,20 @@ def build_swapper(path: PathLike, size: int, source_shape: Sequence[int] = (512,
                 helper.make_tensor_value_info('source', TensorProto.FLOAT, [batch, *source_shape])],
         outputs=[helper.make_tensor_value_info('output', TensorProto.FLOAT, [batch, 3, size, size])],
         initializer=inits)
+    return _save(graph, path)
+
+
+def build_constant(path: PathLike, input_shape: Sequence[int], value: np.ndarray) -> Path:
+    """A model whose input ``input`` (float, `input_shape`) is read and whose output ``output`` is always `value`."""
+    nodes = [helper.make_node('ReduceMean', ['input'], ['mean'], keepdims=0),
+             helper.make_node('Mul', ['mean', 'zero'], ['nothing']),
+             helper.make_node('Add', ['value', 'nothing'], ['output'])]
+    graph = helper.make_graph(
+        nodes, Path(path).stem + '_standin',
+        inputs=[helper.make_tensor_value_info('input', TensorProto.FLOAT, list(input_shape))],
+        outputs=[helper.make_tensor_value_info('output', TensorProto.FLOAT, list(value.shape))],
+        initializer=[_init('zero', np.zeros((), np.float32)), _init('value', value.astype(np.float32))],
+    )
     return _save(graph, path)
 
 
@@ -789,3 +807,74 @@ def build_fan_68_5(path: PathLike) -> Path:
         outputs=[helper.make_tensor_value_info('output', TensorProto.FLOAT, [1, 68, 2])],
         initializer=inits)
     return _save(graph, path)
+
+
+# --------------------------------------------------------------------------
+# FaceFusion's content analyser: nsfw_1 / nsfw_2 / nsfw_3 (content_analyser.py of FaceFusion 3.8.1)
+# --------------------------------------------------------------------------
+
+NSFW_SIZES = {'nsfw_1': 640, 'nsfw_2': 384, 'nsfw_3': 448}
+NSFW_NORMALISATION = {'nsfw_1': ((0.0, 0.0, 0.0), (1.0, 1.0, 1.0)),
+                      'nsfw_2': ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5)),
+                      'nsfw_3': ((0.48145466, 0.4578275, 0.40821073), (0.26862954, 0.26130258, 0.27577711))}
+NSFW_1_CLASSES, NSFW_1_ANCHORS = 5, 8400  # a YOLO head at 640: 80^2 + 40^2 + 20^2 anchors
+NSFW_FLAG_AT = 0.3  # the stand-ins flag when mean(R - G) of the picture (in [0, 1]) passes this
+
+
+def build_nsfw(path: PathLike, name: str, flags: bool = True) -> Path:
+    """A stand-in for FaceFusion's nsfw_1 / nsfw_2 / nsfw_3 with their interface: ``input`` (1, 3, S, S)
+    RGB normalised by the model's mean/std (S: 640 / 384 / 448) -> nsfw_1 ``output0`` (1, 4 + 5, 8400)
+    (boxes, then class scores), nsfw_2 ``logits`` (1, 2) [nsfw, sfw], nsfw_3 ``logits`` (1, 4) (four levels).
+
+    The "explicit" signal is d = mean(R - G) of the un-normalised input (padding counts as 0): a magenta
+    picture has d ~ 1, real photos d < 0.15.  Each model crosses FaceFusion's own threshold exactly when
+    d > NSFW_FLAG_AT (nsfw_1: class score d - 0.1 > 0.2; nsfw_2: 2 d - 0.35 - 0 > 0.25; nsfw_3:
+    (10 d + 7.5) - 0 > 10.5).  ``flags=False`` builds one that never flags (d taken as 0)."""
+    size = NSFW_SIZES[name]
+    mean, std = NSFW_NORMALISATION[name]
+    inits = [_init('std', np.array(std, np.float32).reshape(1, 3, 1, 1)),
+             _init('mean', np.array(mean, np.float32).reshape(1, 3, 1, 1)),
+             _init('r', np.array([0], np.int64)), _init('g', np.array([1], np.int64)),
+             _init('gain', np.array(1.0 if flags else 0.0, np.float32))]
+    nodes = [helper.make_node('Mul', ['input', 'std'], ['scaled']),
+             helper.make_node('Add', ['scaled', 'mean'], ['pixels']),
+             helper.make_node('ReduceMean', ['pixels'], ['means'], axes=[2, 3], keepdims=0),  # (1, 3)
+             helper.make_node('Gather', ['means', 'r'], ['red'], axis=1),
+             helper.make_node('Gather', ['means', 'g'], ['green'], axis=1),
+             helper.make_node('Sub', ['red', 'green'], ['d_raw']),
+             helper.make_node('Mul', ['d_raw', 'gain'], ['d'])]  # (1, 1)
+    if name == 'nsfw_1':
+        inits += [_init('offset', np.array(-0.1, np.float32)),
+                  _init('score_shape', np.array([1, NSFW_1_CLASSES, NSFW_1_ANCHORS], np.int64)),
+                  _init('boxes', np.zeros((1, 4, NSFW_1_ANCHORS), np.float32)),
+                  _init('d_shape', np.array([1, 1, 1], np.int64))]
+        nodes += [helper.make_node('Add', ['d', 'offset'], ['score']),
+                  helper.make_node('Reshape', ['score', 'd_shape'], ['score3']),
+                  helper.make_node('Expand', ['score3', 'score_shape'], ['scores']),
+                  helper.make_node('Concat', ['boxes', 'scores'], ['output0'], axis=1)]
+        output = helper.make_tensor_value_info('output0', TensorProto.FLOAT, [1, 4 + NSFW_1_CLASSES, NSFW_1_ANCHORS])
+    elif name == 'nsfw_2':
+        inits += [_init('two', np.array(2.0, np.float32)), _init('shift', np.array(-0.35, np.float32)),
+                  _init('zero', np.zeros((1, 1), np.float32))]
+        nodes += [helper.make_node('Mul', ['d', 'two'], ['d2']),
+                  helper.make_node('Add', ['d2', 'shift'], ['nsfw']),
+                  helper.make_node('Concat', ['nsfw', 'zero'], ['logits'], axis=1)]
+        output = helper.make_tensor_value_info('logits', TensorProto.FLOAT, [1, 2])
+    else:
+        inits += [_init('ten', np.array(10.0, np.float32)), _init('shift', np.array(7.5, np.float32)),
+                  _init('zeros2', np.zeros((1, 2), np.float32)), _init('zero', np.zeros((1, 1), np.float32))]
+        nodes += [helper.make_node('Mul', ['d', 'ten'], ['d10']),
+                  helper.make_node('Add', ['d10', 'shift'], ['high']),
+                  helper.make_node('Concat', ['zeros2', 'high', 'zero'], ['logits'], axis=1)]
+        output = helper.make_tensor_value_info('logits', TensorProto.FLOAT, [1, 4])
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info('input', TensorProto.FLOAT,
+                                                                        [1, 3, size, size])], [output], inits)
+    return _save(graph, path)
+
+
+def build_nsfw_set(directory: PathLike, flagging: Sequence[str] = ('nsfw_1', 'nsfw_2', 'nsfw_3')) -> Path:
+    """The three stand-ins (+ FaceFusion .hash sidecars) in `directory`; those not in `flagging` never flag."""
+    directory = Path(directory)
+    for name in NSFW_SIZES:
+        write_facefusion_hash(build_nsfw(directory / f'{name}.onnx', name, name in flagging))
+    return directory

@@ -62,14 +62,15 @@ def run_json(capsys, *args: str) -> tuple[int, dict]:
 
 
 def test_run_metrics_file_matches_the_summary(offline, capsys):
-    """A real run on an example clip (plus a missing target, rejected before the batch starts): the file's
-    counters are the summary's; a second run skips and still knows when work last finished."""
+    """A real run on an example clip (plus a WMV target, rejected before the batch starts: ffb can't write
+    WMV): the file's counters are the summary's; a second run skips and still knows when work last finished."""
     prom = offline / "textfile" / "ffb.prom"
     prom.parent.mkdir()
-    args = ["-s", str(SOURCE), "-t", str(CLIP), "-t", str(offline / "missing.mp4"), "-o", str(offline / "out"),
+    (offline / "old.wmv").write_bytes(b"\0" * 64)
+    args = ["-s", str(SOURCE), "-t", str(CLIP), "-t", str(offline / "old.wmv"), "-o", str(offline / "out"),
             "--metrics-file", str(prom)]
     code, summary = run_json(capsys, *args)
-    assert code == 1 and summary["counts"] == {"done": 1, "no_face": 0, "skipped": 0, "failed": 1}
+    assert code == 1 and summary["counts"] == {"done": 1, "no_face": 0, "skipped": 0, "blocked": 0, "failed": 1}
     text = prom.read_text()
     promtool_check(text)
     found = samples(text)
@@ -212,8 +213,9 @@ def test_reporter_tee_counts_and_hands_everything_on():
                                             "message", "close"]
     found = samples(metrics.exposition().decode())
     assert value(found, "ffb_targets_in_progress") == 0 and value(found, "ffb_backlog_targets") == 1
-    assert {s: value(found, "ffb_targets_total", status=s) for s in ("done", "skipped", "failed", "no_face")} == \
-        {"done": 1, "skipped": 1, "failed": 1, "no_face": 0}
+    assert {s: value(found, "ffb_targets_total", status=s) for s in ("done", "skipped", "blocked", "failed",
+                                                                    "no_face")} == \
+        {"done": 1, "skipped": 1, "blocked": 0, "failed": 1, "no_face": 0}
     assert value(found, "ffb_frames_total") == 3
     assert value(found, "ffb_last_success_timestamp_seconds") > value(found, "ffb_run_start_timestamp_seconds")
 
@@ -420,3 +422,15 @@ def test_serve_answers_scrapes_and_closes():
             serve(metrics.registry, server.port)
     with serve(metrics.registry, server.port) as again:  # the port is free again
         assert again.port == server.port
+
+
+def test_counters_have_no_created_twin():
+    """Every counter was exported twice (`ffb_targets_total` and `ffb_targets_created`): only the count now."""
+    from prometheus_client import generate_latest
+
+    from facefusion_batch.metrics import RunMetrics
+
+    metrics = RunMetrics({"output": "out"})
+    text = generate_latest(metrics.registry).decode()
+    assert "ffb_targets_total" in text or "ffb_frames_total" in text
+    assert "_created" not in text

@@ -153,24 +153,24 @@ def test_arcface(tmp_path):
     inputs, outputs = _io(session)
     assert len(inputs) == 1 and len(outputs) == 1
     name, shape, dtype = inputs[0]
-    assert name == 'input.1' and dtype == 'tensor(float)'
+    assert name == 'input' and dtype == 'tensor(float)'
     assert isinstance(shape[0], str) and shape[1:] == [3, 112, 112]
     oname, oshape, _ = outputs[0]
     assert oname == '683' and isinstance(oshape[0], str) and oshape[1] == 512
 
     rng = np.random.default_rng(4)
     faces = (rng.random((3, 3, 112, 112), dtype=np.float32) * 2 - 1)
-    (emb,) = session.run(None, {'input.1': faces})
+    (emb,) = session.run(None, {'input': faces})
     assert emb.shape == (3, 512)
     unit = emb / np.linalg.norm(emb, axis=1, keepdims=True)
     # same crop -> same embedding, batched or not
-    (again,) = session.run(None, {'input.1': faces[1:2]})
+    (again,) = session.run(None, {'input': faces[1:2]})
     np.testing.assert_allclose(again[0], emb[1], rtol=1e-5, atol=1e-5)
     # different faces -> clearly different directions
     sims = unit @ unit.T
     assert np.all(sims[~np.eye(3, dtype=bool)] < 0.5)
     # a flat image does not give a zero vector
-    (flat,) = session.run(None, {'input.1': np.zeros((1, 3, 112, 112), np.float32)})
+    (flat,) = session.run(None, {'input': np.zeros((1, 3, 112, 112), np.float32)})
     assert np.linalg.norm(flat) > 0
 
 
@@ -189,14 +189,14 @@ def test_scrfd(tmp_path):
     standins.build_scrfd(path, FACES_640)
     session = _session(path)
     inputs, outputs = _io(session)
-    assert inputs == [('input.1', [1, 3, 640, 640], 'tensor(float)')]
+    assert inputs == [('input', [1, 3, 640, 640], 'tensor(float)')]
     assert [o[0] for o in outputs] == ['448', '471', '494', '451', '474', '497', '454', '477', '500']
     counts = [12800, 3200, 800]
     assert [o[1] for o in outputs] == ([[n, 1] for n in counts] + [[n, 4] for n in counts]
                                        + [[n, 10] for n in counts])
 
     frame = np.random.default_rng(5).random((1, 3, 640, 640), dtype=np.float32)
-    results = session.run(None, {'input.1': frame})
+    results = session.run(None, {'input': frame})
     for result, (_, shape, _) in zip(results, outputs):
         assert list(result.shape) == shape and result.dtype == np.float32
     # one face per stride level, two on stride 8
@@ -211,7 +211,7 @@ def test_scrfd_other_size_and_no_faces(tmp_path):
     standins.build_scrfd(path, [], size=320)
     session = _session(path)
     assert session.get_inputs()[0].shape == [1, 3, 320, 320]
-    results = session.run(None, {'input.1': np.zeros((1, 3, 320, 320), np.float32)})
+    results = session.run(None, {'input': np.zeros((1, 3, 320, 320), np.float32)})
     assert [r.shape[0] for r in results[:3]] == [3200, 800, 200]
     assert standins.decode_scrfd(results, size=320) == []
 
@@ -223,10 +223,10 @@ def test_yoloface(tmp_path):
     standins.build_yoloface(path, FACES_640)
     session = _session(path)
     inputs, outputs = _io(session)
-    assert inputs == [('images', [1, 3, 640, 640], 'tensor(float)')]
+    assert inputs == [('input', [1, 3, 640, 640], 'tensor(float)')]
     assert outputs == [('output0', [1, 20, 8400], 'tensor(float)')]
     frame = np.random.default_rng(6).random((1, 3, 640, 640), dtype=np.float32)
-    (out,) = session.run(None, {'images': frame})
+    (out,) = session.run(None, {'input': frame})
     assert out.shape == (1, 20, 8400)
     assert int((out[0, 4] > 0).sum()) == len(FACES_640)
     _check_decoded(standins.decode_yoloface(out), FACES_640)

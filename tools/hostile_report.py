@@ -6,8 +6,10 @@ Prints a Markdown table: each target, the outcome expected, what ffb reported, a
 frames decoded from input and output, audio kept, display size kept, duration, and any partial or hidden
 file left in the output or temp directory. A re-run (as cron would start it) must skip every target: the
 failures are journaled, nothing is tried again until it changes, exit 0. A last run checks that a two-face
-source is reported. Exits 1 when any case differs from its expectation or a run hangs. Needs no models and
-no network.
+source is reported. `ffb verify` then checks every finished output's metadata mark (and that none fails
+or changed), and judges files whose bytes claim a C2PA manifest that does not parse (damaged, exit 1)
+against files that claim none. Exits 1 when any case differs from its expectation or a run hangs. Needs no
+models and no network.
 """
 from __future__ import annotations
 
@@ -27,10 +29,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from hostile_media import Expected, build_corpus, build_multi_face_source  # noqa: E402
+from hostile_media import Expected, build_corpus, build_manifest_corpus, build_multi_face_source  # noqa: E402
 
 from facefusion_batch.errors import MediaError  # noqa: E402
-from facefusion_batch.video.ffmpeg import VIDEO_STREAM, ffmpeg_binary, local  # noqa: E402
+from facefusion_batch.video.ffmpeg import SDR_BT709, VIDEO_STREAM, ffmpeg_binary, local  # noqa: E402
 from facefusion_batch.video.probe import VideoInfo, probe  # noqa: E402
 
 SOURCE = ROOT / "examples" / "source.jpg"
@@ -144,10 +146,7 @@ def picture_problems(before: VideoInfo, after: VideoInfo, facts: list[str]) -> l
         facts.append(f"fields {before.field_order}->{after.field_order}")
     if before.field_order != after.field_order:
         problems.append(f"field order {before.field_order} -> {after.field_order}")
-    # An RGB source's 'gbr' matrix can't be carried: the output is YUV, untagged unless the source was.
-    source_colour = dataclasses.replace(before.colour, matrix=None) if before.colour.matrix == "gbr" else before.colour
-    if source_colour != after.colour:
-        problems.append(f"colour tags {source_colour} -> {after.colour}")
+    problems += colour_problems(before, after, facts)
     if before.timecode or after.timecode:
         facts.append(f"timecode {before.timecode}->{after.timecode}")
     if before.timecode != after.timecode:
@@ -168,6 +167,23 @@ def picture_problems(before: VideoInfo, after: VideoInfo, facts: list[str]) -> l
         facts.append(f"subtitles {','.join(before.subtitle_codecs)}->{','.join(after.subtitle_codecs) or 'none'}")
         if len(after.subtitle_codecs) < len(before.subtitle_codecs):
             problems.append("subtitles lost")
+    return problems
+
+
+def colour_problems(before: VideoInfo, after: VideoInfo, facts: list[str], tone_mapped: bool = False) -> list[str]:
+    """Colour kept: primaries, transfer, matrix, range and HDR10 metadata as they were, and an HDR output
+    still 10-bit; or, where the summary says HDR was tone-mapped, SDR BT.709 with every tag."""
+    if before.colour.hdr:
+        facts.append(f"{before.colour.transfer} {before.pixel_format}->{after.colour.transfer} {after.pixel_format}")
+    if tone_mapped:
+        return [] if after.colour == SDR_BT709 else [f"tone-mapped output tagged {after.colour}, not SDR BT.709"]
+    problems = []
+    # An RGB source's 'gbr' matrix can't be carried: the output is YUV, untagged unless the source was.
+    source_colour = dataclasses.replace(before.colour, matrix=None) if before.colour.matrix == "gbr" else before.colour
+    if source_colour != after.colour:
+        problems.append(f"colour tags {source_colour} -> {after.colour}")
+    if before.colour.hdr and "10" not in after.pixel_format:
+        problems.append(f"HDR output is {after.pixel_format}, not 10-bit")
     return problems
 
 
@@ -204,6 +220,56 @@ def compare_image(source: Path, output: Path) -> tuple[list[str], list[str]]:
     return facts, problems
 
 
+def verify_documents(stdout: str) -> list[dict]:
+    """The findings `ffb verify --json` printed: one JSON array, or one document per line."""
+    text = stdout.strip()
+    if text.startswith("["):
+        return json.loads(text)
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def run_verify(paths: list[Path]) -> tuple[int, list[dict]]:
+    proc = subprocess.run([ffb_command(), "verify", "--json", *map(str, paths)], capture_output=True, text=True,
+                          timeout=RUN_LIMIT_S)
+    try:
+        return proc.returncode, verify_documents(proc.stdout)
+    except json.JSONDecodeError:
+        return proc.returncode, [{"file": "?", "problems": [f"no JSON from ffb verify: {proc.stderr[-300:]}"]}]
+
+
+def verify_problems(rows: list[Row], out: Path) -> list[str]:
+    """`ffb verify` over the outputs of the targets reported done: each shows its metadata mark (every
+    format: AVI keeps only the comment, GIF its comment extension), none claims a manifest that fails, and
+    each is unchanged since its run wrote it."""
+    outputs = [out / row.name for row in rows if row.status == "done" and (out / row.name).is_file()]
+    if not outputs:
+        return []
+    code, findings = run_verify(outputs)
+    problems = [f"ffb verify exit {code}"] if code else []
+    for finding in findings:
+        name = Path(finding["file"]).name
+        if not finding.get("metadata_mark"):
+            problems.append(f"{name}: no metadata mark")
+        if finding.get("validation") == "invalid":
+            problems.append(f"{name}: {'; '.join(finding.get('problems', []))}")
+        if (finding.get("journal") or {}).get("output_unchanged") is False:
+            problems.append(f"{name}: changed since it was written?")
+    return problems
+
+
+def manifest_problems(directory: Path) -> list[str]:
+    """`ffb verify` on files whose bytes claim a C2PA manifest that does not parse (damaged: invalid, exit 1)
+    and on files that claim none (none, exit 0), one at a time."""
+    problems = []
+    for name, expected in build_manifest_corpus(directory).items():
+        code, findings = run_verify([directory / name])
+        finding = findings[0] if findings else {}
+        got = "damaged" if finding.get("validation") == "invalid" else finding.get("c2pa", "?")
+        if got != expected or code != (1 if expected == "damaged" else 0):
+            problems.append(f"{name}: {got} (exit {code}), expected {expected}")
+    return problems
+
+
 def leftovers(out: Path, temp: Path) -> list[str]:
     """Hidden or partial files under the output dir, and anything at all under the temp dir."""
     found = [f"out:{p.relative_to(out)}" for p in out.rglob("*")
@@ -234,6 +300,11 @@ def judge(row: Row, corpus: Path, out: Path) -> None:
             problems = [p for p in problems if "off their original time" not in p]
         if "cover picture not kept" in row.reason:  # a loss the summary reports is no silent degradation
             problems = [p for p in problems if p != "cover picture lost"]
+        if "tone-mapped to SDR" in row.reason:  # HDR made SDR on purpose, said in the summary
+            problems = [p for p in problems if not p.startswith(("colour tags", "HDR output is"))]
+            before, after = safe_probe(corpus / row.name), safe_probe(output)
+            if before is not None and after is not None:
+                problems += colour_problems(before, after, [], tone_mapped=True)
         row.checks += facts
         row.problems += problems
 
@@ -310,9 +381,14 @@ def report(workdir: Path) -> int:
     print(f"outcomes for unlisted paths (symlink loop etc.): {'; '.join(strays) if strays else 'none'}")
     again = rerun_problems(run_ffb(SOURCE, corpus, out, temp))
     print(f"re-run (cron): {'WRONG: ' + '; '.join(again) if again else 'ok, every target skipped, exit 0'}")
+    marks = verify_problems(rows, out)
+    print(f"ffb verify on the outputs: {'WRONG: ' + '; '.join(marks) if marks else 'ok, every one marked'}")
+    manifests = manifest_problems(workdir / "manifests")
+    print(f"ffb verify on claimed manifests: {'WRONG: ' + '; '.join(manifests) if manifests else 'ok'}")
     multi_ok, multi_summary = multi_face_check(workdir, corpus / "plain.mp4")
     print(f"two-face source: {'ok' if multi_ok else 'WRONG'} ({multi_summary})")
-    wrong = sum(bool(r.problems) for r in rows) + bool(left) + bool(strays) + bool(again) + (not multi_ok)
+    wrong = (sum(bool(r.problems) for r in rows) + bool(left) + bool(strays) + bool(again) + (not multi_ok)
+             + bool(marks) + bool(manifests))
     print(f"{wrong} problem(s)")
     return 1 if wrong else 0
 

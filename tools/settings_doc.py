@@ -1,4 +1,5 @@
-"""Write docs/settings.md from the Settings declaration (section, key, type, default, help).
+"""Write docs/settings.md from the Settings declaration (section, key, type, default, role, range,
+FaceFusion name, help).
 
     python tools/settings_doc.py           # rewrite docs/settings.md
     python tools/settings_doc.py --check   # exit 1 when docs/settings.md is stale (the tests run this)
@@ -20,8 +21,10 @@ HEADER = """# Settings
 Generated from `facefusion_batch/settings.py` by `tools/settings_doc.py`; do not edit by hand (a test fails
 when this file is stale). Every setting can be given in a profile (`--profile FILE`, ini or TOML, under its
 section) or as an environment variable `FFB_<KEY>` (upper case); the common ones also as `ffb run` flags
-(`--key-with-dashes`, see `ffb run --help`). Later sources win: defaults < profile < environment < flags. `ffb run --print-settings` shows the resolved values
-and where each came from.
+(`--key-with-dashes`, see `ffb run --help`). Later sources win: defaults < profile < environment < flags. `ffb run --print-settings` shows the resolved values,
+where each came from and each setting's role.
+
+Each setting declares its role, what changing it does:
 """
 
 
@@ -56,16 +59,45 @@ def _default(field: dataclasses.Field) -> str:
     return f"`{value}`"
 
 
+def _role(name: str) -> str:
+    declared = settings_module.DECLARED[name]
+    engine = " (engine)" if declared.engine and declared.role != "engine" else ""
+    fixed = ", fixed in watch" if declared.fixed else ""
+    return f"{declared.role}{engine}{fixed}"
+
+
+def _facefusion(name: str) -> str:
+    key = settings_module.facefusion_name(name)
+    return "—" if key is None else ("same" if key == name else f"`{key}`")
+
+
+def _meaning(name: str) -> str:
+    declared = settings_module.DECLARED[name]
+    text = declared.help
+    if declared.range is not None:
+        low, high = declared.range
+        text += f" Range {low:g}..{high:g}."
+    return text.replace("|", "\\|")
+
+
 def render() -> str:
     lines = [HEADER]
+    lines += [f"- **{role}**: {meaning}" for role, meaning in settings_module.ROLES.items()]
+    lines += ["- **(engine)** after an output role: the engine is built from it too (`ffb watch` rebuilds the "
+              "engine on SIGHUP only when such a setting changes); **fixed in watch**: `ffb watch` keeps it for its "
+              "whole life (a SIGHUP that changes it is refused with a message).", "",
+              "The FaceFusion column gives FaceFusion 3.8.1's key for the setting (same: the same name; —: ffb's "
+              "own).", ""]
     fields = dataclasses.fields(settings_module.Settings)
     for section in dict.fromkeys(f.metadata["section"] for f in fields):
-        lines += [f"## [{section}]", "", "| key | type | default | meaning |", "|---|---|---|---|"]
+        lines += [f"## [{section}]", "", "| key | type | default | role | FaceFusion | meaning |",
+                  "|---|---|---|---|---|---|"]
         for field in fields:
             if field.metadata["section"] != section:
                 continue
-            help_text = field.metadata["help"].replace("|", "\\|")
-            lines.append(f"| `{field.name}` | {_type_name(field.name)} | {_default(field)} | {help_text} |")
+            name = field.name
+            lines.append(f"| `{name}` | {_type_name(name)} | {_default(field)} | {_role(name)} | "
+                         f"{_facefusion(name)} | {_meaning(name)} |")
         lines.append("")
     return "\n".join(lines)
 

@@ -7,7 +7,7 @@ Frames are uint8 BGR (or grey) arrays of one size; boxes are x1, y1, x2, y2 in f
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Collection, Sequence
 
 import cv2
 import numpy as np
@@ -173,16 +173,19 @@ def toggles(swapped: Sequence[bool]) -> int:
     return count
 
 
-def switches(chosen: Sequence[int | None], shots: Sequence[int]) -> list[int]:
+def switches(chosen: Sequence[int | None], shots: Sequence[int],
+             present: Sequence[Collection[object]] | None = None) -> list[int]:
     """Frame indices where mode `one` swapped a different track than the last one it swapped in the same
-    shot (`chosen[i]`: the track swapped in frame i, None for none)."""
+    shot (`chosen[i]`: the track swapped in frame i, None for none). With `present` (the tracks present in
+    each frame), a change counts only while the last track is still present: after its face left the
+    picture, `one` taking another is no switch."""
     at, last, shot = [], None, None
     for index, (track, current) in enumerate(zip(chosen, shots)):
         if current != shot:
             last, shot = None, current
         if track is None:
             continue
-        if last is not None and track != last:
+        if last is not None and track != last and (present is None or last in present[index]):
             at.append(index)
         last = track
     return at

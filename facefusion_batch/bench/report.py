@@ -26,6 +26,8 @@ METRICS: tuple[Metric, ...] = (
     Metric("paste_ms", "paste ms/frame", 2),
     Metric("encode_ms", "encode ms/frame (incl. mux)", 2),
     Metric("verify_ms", "verify ms/frame", 2),
+    Metric("watermark_ms", "invisible watermark ms/frame", 2),
+    Metric("gate_ms", "content gate ms/frame", 2),
     Metric("model_compute_ms", "model calls ms/frame (summed)", 2),
     Metric("model_bound_ms", "model-bound ms/frame (compute / cores)", 2),
     Metric("model_calls_cpu_ms", "model calls CPU ms/frame (summed)", 2),

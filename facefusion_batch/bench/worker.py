@@ -43,7 +43,7 @@ from facefusion_batch.timing import Timings, delta
 from facefusion_batch.video.decoder import Decoder
 from facefusion_batch.video.probe import VideoInfo, probe
 
-STAGES = ("decode", "detect", "track", "swap", "paste", "encode", "verify")
+STAGES = ("decode", "detect", "track", "swap", "paste", "encode", "verify", "watermark", "gate")
 MODEL_BUDGET = 1_500_000_000  # bytes of decoded frames held for the model-bound pass
 
 

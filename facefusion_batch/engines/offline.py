@@ -148,7 +148,7 @@ class OfflineEngine:
                                 "its models")
         return records[0]
 
-    def face_filter(self) -> None:
+    def face_filter(self, source: Record | None = None) -> None:
         return None  # the filters are refused when the engine starts
 
     def swap(self, frame: np.ndarray, faces: Sequence[Face], source: Record) -> np.ndarray:

@@ -284,6 +284,11 @@ class RayExecutor:
                 self._fail(job, outcome.reason)
             self._tidy(job)
             return
+        if outcome.status == "blocked":  # the content gate flagged the target: nothing was written
+            _discard(sent)
+            self._complete(job, dataclasses.replace(outcome, target=str(job.target.path)))
+            self._tidy(job)
+            return
         job.calls += outcome.detector_calls
         job.profiles += outcome.profiles_left
         if isinstance(sent, Segment):

@@ -32,27 +32,10 @@ from facefusion_batch.memory import apply_memory_limit
 from facefusion_batch.pipeline.batch import check_output_dir
 from facefusion_batch.pipeline.journal import Journal
 from facefusion_batch.pipeline.processor import FrameProcessor, Sources, prepare
-from facefusion_batch.settings import Settings
+from facefusion_batch.settings import FIXED_SETTINGS, Settings, engine_changed
 from facefusion_batch.targets import Target, discover, resolved
 from facefusion_batch.timing import Timings
 from facefusion_batch.video.ffmpeg import use_ffmpeg
-
-# Settings a reloaded profile may change without a new engine: they shape outputs, not the models.
-_NOT_ENGINE = frozenset({
-    "output_path", "output_video_encoder", "output_video_preset", "output_video_quality", "temp_path",
-    "chunk_size", "frame_transport", "keypoint_reuse", "output_marking", "output_provenance", "c2pa_certificate",
-    "c2pa_private_key", "visible_label", "visible_label_position", "visible_label_size", "visible_label_opacity",
-    "log_level", "face_selector_mode", "reference_face_path", "system_memory_limit", "ffmpeg_path",
-})
-# Settings a reload can't change: the lock, the journal and the outputs' place are held for the watch's life.
-_FIXED = ("output_path", "executor", "ray_address")
-
-
-def engine_changed(old: Settings, new: Settings) -> bool:
-    """Whether `new` needs another engine than `old` (any setting not known to be engine-free counts)."""
-    return any(getattr(old, f.name) != getattr(new, f.name)
-               for f in dataclasses.fields(old) if f.name not in _NOT_ENGINE)
-
 
 class WatchExecutor:
 
@@ -204,7 +187,7 @@ class WatchExecutor:
         except FfbError as exc:
             work.message(f"ffb watch: SIGHUP: settings not reloaded ({exc}); going on with those in use")
             return
-        fixed = [name for name in _FIXED if getattr(settings, name) != getattr(self.settings, name)]
+        fixed = [name for name in FIXED_SETTINGS if getattr(settings, name) != getattr(self.settings, name)]
         if fixed:
             work.message(f"ffb watch: SIGHUP: {', '.join(fixed)} can't change while watching (restart ffb watch "
                          "for that); keeping the value in use")

@@ -156,6 +156,7 @@ class FfbWorker:
                 staged = dataclasses.replace(item.target, output=item.staged)
                 return job.begin(processor, staged, self._reporter, item.resume_key)()
             shared = Workspace.of(self._check.shared, item.key)
+            processor = processor.for_target(item.target.path)  # the same watermark as the local executor's
             if isinstance(item, Segment):
                 return encode_segment(processor, item, shared, self._reporter.advance)
             return join_segments(processor, item, shared)
@@ -203,10 +204,17 @@ def encode_segment(processor: FrameProcessor, item: Segment, shared: Workspace, 
 
 
 def join_segments(processor: FrameProcessor, item: Join, shared: Workspace) -> Outcome:
-    """Join the shared workspace's chunks with the original audio into `item.staged` and verify it."""
+    """Join the shared workspace's chunks with the original audio into `item.staged` and verify it. The
+    content gate looks at the video first (its segments were swapped on several workers at once, so a
+    flagged video is caught here: blocked, nothing written)."""
     started = time.perf_counter()
     target = item.target
+    gate = processor.gate_record
     try:
+        verdict = job.gate_verdict(processor, target)
+        if verdict.flagged:
+            return Outcome(str(target.path), "blocked", reason=f"{target.path}: {verdict.reason}",
+                           seconds=time.perf_counter() - started, content_gate=gate)
         plan = plan_video(target.path, target.output, job_options(processor.settings, processor.timings),
                           item.info)
         note = finish_video(dataclasses.replace(plan, out=item.staged), shared, processor.tags,
@@ -215,4 +223,6 @@ def join_segments(processor: FrameProcessor, item: Join, shared: Workspace) -> O
     except Exception as exc:  # noqa: BLE001 - as in encode_segment
         return _failed(processor, target, exc, started)
     status, reason = ("done", note) if faces else ("no_face", NO_FACE)
-    return Outcome(str(target.path), status, str(item.staged), reason, frames, time.perf_counter() - started)
+    mark = processor.watermark.hex if faces and processor.watermark else ""
+    return Outcome(str(target.path), status, str(item.staged), reason, frames, time.perf_counter() - started,
+                   content_gate=gate, watermark=mark)

@@ -13,7 +13,7 @@ from typing import Literal
 import numpy as np
 
 Family = Literal["swapper", "recognizer", "detector_scrfd", "detector_yolo", "enhancer", "embedding_converter",
-                 "occluder", "parser", "classifier", "landmarker", "landmarker_68_5"]
+                 "occluder", "parser", "classifier", "landmarker", "landmarker_68_5", "content_analyser"]
 # How a swapper takes its source identity and returns its crop (FaceFusion's model `type`).
 SwapperKind = Literal["inswapper", "hyperswap", "ghost", "simswap", "hififace", "blendswap", "uniface"]
 
@@ -206,7 +206,16 @@ PROCESSOR_MODELS: tuple[ModelSpec, ...] = (
     _processor("fan_68_5", "landmarker_68_5", "models-3.0.0", 1, "ffhq_512", _ZERO, _ONE,
                "OpenRAIL-M (FaceFusion)", True),
 )
-CATALOG.update({spec.name: spec for spec in PROCESSOR_MODELS})
+# FaceFusion 3.8.1's content analyser (content_analyser.py): three NSFW models, each fed `input` as RGB NCHW
+# fitted into its size (aspect kept, zero padding), normalised by its mean/std; a frame is flagged when two
+# of the three agree (provenance/content_gate.py holds the scores and thresholds).
+CONTENT_ANALYSERS: tuple[ModelSpec, ...] = (
+    _processor("nsfw_1", "content_analyser", "models-3.3.0", 640, None, _ZERO, _ONE, "Apache-2.0 (EraX)", True),
+    _processor("nsfw_2", "content_analyser", "models-3.3.0", 384, None, _HALF, _HALF, "Apache-2.0 (Marqo)", True),
+    _processor("nsfw_3", "content_analyser", "models-3.3.0", 448, None, (0.48145466, 0.4578275, 0.40821073),
+               (0.26862954, 0.26130258, 0.27577711), "MIT (Freepik)", True),
+)
+CATALOG.update({spec.name: spec for spec in PROCESSOR_MODELS + CONTENT_ANALYSERS})
 for _name in ("inswapper_128", "inswapper_128_fp16"):
     CATALOG[_name] = replace(CATALOG[_name], kind="inswapper", boost_sizes=_BOOST_128, commercial=False)
 for _name in ("arcface_w600k_r50", "scrfd_2.5g"):

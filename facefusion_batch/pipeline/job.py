@@ -9,14 +9,17 @@ import time
 from typing import Callable, Protocol
 
 from facefusion_batch.errors import MediaError
-from facefusion_batch.media import read_picture, temp_name, write_picture
+from facefusion_batch.media import read_picture, scale_picture, temp_name, write_picture
 from facefusion_batch.pipeline import guard
 from facefusion_batch.pipeline.batch import NO_FACE, Outcome, job_options, refuse_special
 from facefusion_batch.pipeline.lookahead import Prepared
 from facefusion_batch.pipeline.output_guard import prepare_output
 from facefusion_batch.pipeline.processor import FrameProcessor
 from facefusion_batch.pipeline.video_job import encode_video
+from facefusion_batch.provenance.content_gate import Verdict
 from facefusion_batch.targets import Target
+from facefusion_batch.timing import timed
+from facefusion_batch.video.probe import probe
 
 Completion = Callable[[], Outcome]
 
@@ -34,25 +37,39 @@ def begin(processor: FrameProcessor, target: Target, progress: TargetProgress, r
     """Process a target's frames; returns its completion: a call (safe on another thread, and to be made
     exactly once) that finishes the output and gives the outcome. `ready` gives the video probed and its
     decoder started ahead of time (its failure is the target's); `on_decoded` is called once it is all
-    decoded. `content` is the target's sha256 when the journal has it (recorded in the output's manifest)."""
+    decoded. `content` is the target's sha256 when the journal has it (recorded in the output's manifest).
+    The content gate looks at the target first: a flagged one is `blocked`, with nothing written."""
     engine = processor.engine
     started = time.perf_counter()
     calls, profiles = engine.detector_calls(), profiles_left(engine)
+    gate = processor.gate_record
 
     def failed(exc: Exception) -> Outcome:
         reason = (guard.disk_full_reason(target.path, exc, processor.settings.temp_path, target.output)
                   or guard.failure_reason(target.path, exc))
-        return Outcome(str(target.path), "failed", reason=reason, seconds=time.perf_counter() - started)
+        return Outcome(str(target.path), "failed", reason=reason, seconds=time.perf_counter() - started,
+                       content_gate=gate)
 
     def outcome(swapped: int, frames: int, note: str) -> Outcome:
         status = "done" if swapped else "no_face"
         note = "; ".join(filter(None, [note, profile_note(profiles_made)]))
+        mark = processor.watermark.hex if swapped and processor.watermark else ""
         return Outcome(str(target.path), status, str(target.output), note if swapped else NO_FACE, frames,
-                       time.perf_counter() - started, calls_made, profiles_made)
+                       time.perf_counter() - started, calls_made, profiles_made, gate, mark)
 
     try:
         refuse_special(target)
+        processor = processor.for_target(target.path, content)  # its watermark; hashes the target if need be
         prepared = ready() if ready else None
+        verdict = gate_verdict(processor, target, prepared)
+        if verdict.flagged:
+            if prepared is not None and prepared.decoder is not None:
+                prepared.decoder.stop(kill=True)
+            if on_decoded is not None:
+                on_decoded()  # the next video's decoder may start
+            blocked = Outcome(str(target.path), "blocked", reason=f"{target.path}: {verdict.reason}",
+                              seconds=time.perf_counter() - started, content_gate=gate)
+            return lambda: blocked
         prepare_output(processor.settings.output_dir, target.output, target.path)
         if target.kind == "image":
             progress.start(1)
@@ -84,6 +101,19 @@ def begin(processor: FrameProcessor, target: Target, progress: TargetProgress, r
     return complete
 
 
+def gate_verdict(processor: FrameProcessor, target: Target, prepared: Prepared | None = None) -> Verdict:
+    """The content gate's verdict on a target (not flagged when the gate does not run)."""
+    gate = processor.gate
+    if gate is None or gate.status != "checked":
+        return Verdict(False)
+    if target.kind == "image":
+        with timed(processor.timings, "gate"):
+            return gate.check_picture(read_picture(target.path, error=MediaError).frames)
+    info = prepared.info if prepared is not None else probe(target.path)
+    with timed(processor.timings, "gate"):
+        return gate.check_video(target.path, info.width, info.height, float(info.fps))
+
+
 def profiles_left(engine: object) -> int:
     """Face-frames the engine has left as they are so far because they were turned too far to swap well, or
     their swap would have been too faint to show the source (the offline engine counts them; an engine
@@ -111,10 +141,14 @@ def process_image(processor: FrameProcessor, target: Target, content: str | None
         frames.append(frame)
         swapped += faces
     notes: list[str] = []
+    scale = processor.settings.output_image_scale
     if swapped:
         seal = processor.seal(target.path, content)
-        write_picture(picture.with_frames(frames), target.output, processor.settings.output_image_quality,
-                      processor.tags or None, lambda partial, output: notes.append(seal(partial, output, True)))
+        write_picture(scale_picture(picture.with_frames(frames), scale), target.output,
+                      processor.settings.output_image_quality, processor.tags or None,
+                      lambda partial, output: notes.append(seal(partial, output, True)))
+    elif scale != 1.0:  # no face: unchanged but for its size, as FaceFusion writes it (nothing swapped: no mark)
+        write_picture(scale_picture(picture, scale), target.output, processor.settings.output_image_quality, None)
     else:
         partial = temp_name(target.output)
         partial.unlink(missing_ok=True)  # copyfile would write through a link planted there

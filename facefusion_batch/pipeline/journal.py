@@ -2,10 +2,12 @@
 
 A row holds the target's content hash (recomputed only when its size or mtime changes), the key of every
 setting and model that shapes the output, the status, timings, attempts, the last error, and the output's
-size and mtime when it was written (an output that changed or vanished since is redone).
+size and mtime when it was written (an output that changed or vanished since is redone) and its sha256 (for
+`ffb verify`: a copy of the output tree is unchanged although every mtime differs).
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import sqlite3
@@ -33,7 +35,10 @@ CREATE TABLE IF NOT EXISTS targets (
     output_size INTEGER,
     output_mtime_ns INTEGER,
     updated REAL NOT NULL,
-    ctime_ns INTEGER
+    ctime_ns INTEGER,
+    output_sha256 TEXT,
+    content_gate TEXT,
+    watermark TEXT
 )
 """
 FINISHED = ("done", "no_face")
@@ -59,6 +64,9 @@ class Entry:
     output_mtime_ns: int | None
     updated: float
     ctime_ns: int | None = None  # None in rows written before it was recorded
+    output_sha256: str | None = None  # of the output as written; None before it was recorded, or no output
+    content_gate: str | None = None  # whether the content gate ran on the target (see provenance.content_gate)
+    watermark: str | None = None  # the invisible watermark's payload in the output (8 hex digits)
 
 
 def text_of(value: object) -> str:
@@ -84,19 +92,23 @@ class Journal:
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute(_SCHEMA)
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(targets)")}
-        if "ctime_ns" not in columns:  # a journal written by an older ffb
-            self._db.execute("ALTER TABLE targets ADD COLUMN ctime_ns INTEGER")
+        for column in ("ctime_ns INTEGER", "output_sha256 TEXT", "content_gate TEXT", "watermark TEXT"):
+            if column.split()[0] not in columns:  # a journal written by an older ffb
+                self._db.execute(f"ALTER TABLE targets ADD COLUMN {column}")
 
     def close(self) -> None:
         self._db.close()
 
     def get(self, target: Path) -> Entry | None:
-        row = self._db.execute("SELECT * FROM targets WHERE target = ?", (text_of(resolved(target)),)).fetchone()
-        return Entry(*row) if row else None
+        found = read_entries(self._db, "WHERE target = ?", (text_of(resolved(target)),))
+        return found[0] if found else None
+
+    def by_watermark(self, payload: str) -> list[Entry]:
+        """The entries whose output carries this watermark payload."""
+        return read_entries(self._db, "WHERE watermark = ?", (payload,))
 
     def entries(self) -> Iterator[Entry]:
-        for row in self._db.execute("SELECT * FROM targets ORDER BY target"):
-            yield Entry(*row)
+        yield from read_entries(self._db, "ORDER BY target")
 
     def cached_hash(self, target: Path) -> str | None:
         """The journal's sha256 of the file while its size, mtime and ctime are unchanged, else None (ctime
@@ -127,24 +139,38 @@ class Journal:
         return entry
 
     def record(self, target: Path, output: Path, content: str, key: str, status: str, reason: str = "",
-               frames: int = 0, seconds: float = 0.0) -> None:
+               frames: int = 0, seconds: float = 0.0, content_gate: str = "", watermark: str = "") -> None:
         try:
             size, mtime, ctime = stamp(target)
         except FileNotFoundError:  # deleted while it was processed: its outcome is still recorded
             size, mtime, ctime = GONE
-        out_size = out_mtime = None
+        out_size = out_mtime = out_hash = None
         if status in FINISHED and output.exists():
             out_stat = output.stat()
             out_size, out_mtime = out_stat.st_size, out_stat.st_mtime_ns
+            try:
+                out_hash = sha256_of(output)
+            except OSError:
+                out_hash = None
         previous = self.get(target)
         attempts = (previous.attempts if previous and previous.content_hash == content else 0)
         attempts += status != "running"
         self._db.execute(
             "INSERT OR REPLACE INTO targets (target, output, size, mtime_ns, content_hash, settings_key, status, "
-            "reason, attempts, frames, seconds, output_size, output_mtime_ns, updated, ctime_ns) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "reason, attempts, frames, seconds, output_size, output_mtime_ns, updated, ctime_ns, output_sha256, "
+            "content_gate, watermark) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (text_of(resolved(target)), text_of(output), size, mtime, content, key, status, text_of(reason),
-             attempts, frames, seconds, out_size, out_mtime, time.time(), ctime))
+             attempts, frames, seconds, out_size, out_mtime, time.time(), ctime, out_hash, content_gate or None,
+             watermark or None))
+
+
+def read_entries(db: sqlite3.Connection, where: str = "", params: tuple = ()) -> list[Entry]:
+    """The journal's rows as entries, read by column name: columns that older ffb versions added in another
+    order, or lack (a journal opened read-only is never altered), can't shift the fields."""
+    present = {row[1] for row in db.execute("PRAGMA table_info(targets)")}
+    names = [f.name for f in dataclasses.fields(Entry) if f.name in present]
+    rows = db.execute(f"SELECT {', '.join(names)} FROM targets {where}", params).fetchall()
+    return [Entry(**dict(zip(names, row))) for row in rows]
 
 
 def stamp(path: Path) -> tuple[int, int, int]:

@@ -18,30 +18,17 @@ from facefusion_batch import __version__
 from facefusion_batch.engines import build_engine
 from facefusion_batch.engines.base import FaceEngine, Selection, build_selection
 from facefusion_batch.engines.source_cache import Record
+from facefusion_batch.media import read_image
 from facefusion_batch.models.store import sha256_of
 from facefusion_batch.pipeline.analysis import MotionGate, Reference, TrackState, face_patches, track
 from facefusion_batch.pipeline.journal import settings_key
 from facefusion_batch.pipeline.video_job import Seal
+from facefusion_batch.provenance.content_gate import ContentGate, build_gate
 from facefusion_batch.provenance.label import VisibleLabel
-from facefusion_batch.provenance.sign import Marker
-from facefusion_batch.settings import FIELDS, Settings
+from facefusion_batch.provenance.sign import Marker, mode_of
+from facefusion_batch.provenance.watermark import Watermarker, payload_of
+from facefusion_batch.settings import DECLARED, FIELDS, Settings, with_role
 from facefusion_batch.timing import Timings, timed
-
-# Settings that shape an output (the rest only change speed, paths or logging).
-_SHAPING = ("face_swapper_model", "face_detector_model", "face_detector_size", "face_detector_score",
-            "face_detector_min_size", "keypoint_reuse", "reuse_motion_threshold", "redetect_interval",
-            "face_selector_mode", "reference_face_distance", "output_video_encoder", "output_video_preset",
-            "output_video_quality", "output_image_quality", "output_marking", "chunk_size",
-            "output_provenance", "visible_label", "visible_label_position", "visible_label_size",
-            "visible_label_opacity")
-# Processor settings (issue 14) also shape an output; they join the key only when not at their default, so the
-# journal of a run from before them still matches (its finished targets are not redone).
-_SHAPING_UNLESS_DEFAULT = (
-    "processors", "face_swapper_weight", "face_swapper_pixel_boost", "face_enhancer_model", "face_enhancer_blend",
-    "face_enhancer_weight", "face_mask_types", "face_mask_blur", "face_mask_padding", "face_mask_regions",
-    "face_mask_areas", "face_occluder_model", "face_parser_model", "face_selector_order", "face_selector_gender",
-    "face_selector_race", "face_selector_age_start", "face_selector_age_end", "face_landmarker_model",
-    "face_landmarker_score")
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,11 +44,32 @@ class FrameProcessor:
     label: VisibleLabel | None
     output_key: str  # the journal's key for everything an output depends on besides the target
     timings: Timings | None = None
+    gate: ContentGate | None = None  # the content gate (None: not asked, e.g. a benchmark's own processor)
+    source_sha256: str = ""  # of the source image(s), comma-separated
+    watermark: Watermarker | None = None  # set per target by `for_target`
 
     @property
     def tags(self) -> dict[str, str]:
         """Metadata tags every output carries."""
         return self.marker.tags
+
+    @property
+    def watermarks(self) -> bool:
+        """Whether this run puts the invisible watermark in its outputs' frames."""
+        return self.settings.output_watermark and mode_of(self.settings) != "off"
+
+    def for_target(self, target: Path, content: str | None = None) -> FrameProcessor:
+        """The processor for one target's frames: with that output's watermark, whose payload is a hash of
+        the target's content (`content`: its sha256 when known) and the source face(s): what the output is
+        made of, the same in every run and executor that swaps this face into this target."""
+        if not self.watermarks:
+            return self
+        content = content or sha256_of(target)
+        return dataclasses.replace(self, watermark=Watermarker(payload_of(f"{content}|{self.source_sha256}")))
+
+    @property
+    def gate_record(self) -> str:
+        return self.gate.record if self.gate is not None else ""
 
     def timed_by(self, timings: Timings | None) -> FrameProcessor:
         """The same processor, with its stage times going to `timings`."""
@@ -141,12 +149,16 @@ class FrameProcessor:
             self.timings.count("faces", len(faces))
         if self.label is not None:
             frame = self.label.draw(frame)
+        if self.watermark is not None:
+            with timed(self.timings, "watermark"):
+                frame = self.watermark.mark(frame)
         return frame, len(faces)
 
     def seal(self, target: Path, content: str | None = None) -> Seal:
         """How a finished output of `target` is moved into place: signed first where this run signs
         (`content` is the target's sha256 when known)."""
-        return functools.partial(self.marker.place, parent=target, parent_sha256=content or None)
+        return functools.partial(self.marker.place, parent=target, parent_sha256=content or None,
+                                 watermark=self.watermark.hex if self.watermark else "", content_gate=self.gate_record)
 
 
 Sources = Union[Path, Sequence[Path]]
@@ -164,6 +176,10 @@ def prepare(settings: Settings, source: Sources, on_message: Callable[[str], Non
     owned = engine is None
     engine = engine or build_engine(settings)
     try:
+        gate = build_gate(settings, engine.pool)
+        for path in sources:  # a flagged source stops the run before any swap: no target could use it
+            if gate.status == "checked":
+                gate.check_source(path, read_image(path))
         records = []
         for path in sources:
             record = engine.prepare_source(path)
@@ -172,7 +188,7 @@ def prepare(settings: Settings, source: Sources, on_message: Callable[[str], Non
                 on_message(f"{path}: {faces_in_source} faces in the source image; using the largest")
             records.append(record)
         record = engine.merge_sources(records)
-        selection = build_selection(settings, engine)
+        selection = build_selection(settings, engine, record)
     except BaseException:
         if owned:
             engine.close()
@@ -182,20 +198,27 @@ def prepare(settings: Settings, source: Sources, on_message: Callable[[str], Non
     label = (VisibleLabel(settings.visible_label, settings.visible_label_position, settings.visible_label_size,
                           settings.visible_label_opacity) if settings.visible_label else None)
     return FrameProcessor(settings, engine, record, selection, marker, label,
-                          output_key(settings, source_sha256, engine, marker))
+                          output_key(settings, source_sha256, engine, marker), gate=gate,
+                          source_sha256=source_sha256)
 
 
 def output_key(settings: Settings, source_sha256: str, engine: FaceEngine, marker: Marker) -> str:
-    """The journal's settings key: everything an output depends on besides the target itself."""
+    """The journal's settings key: everything an output depends on besides the target itself. Built from
+    the settings' declared roles (settings.ROLES); the entries below hold the engine and what an output
+    setting declared `keyed` stands for."""
     models = [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in engine.model_files]
     reference = settings.reference_face_path
-    return settings_key({
-        "version": __version__, "engine": engine.name, "models": models,
-        "source": source_sha256, "reference": sha256_of(reference) if reference else None,
-        "provenance": marker.key, **{name: getattr(settings, name) for name in _SHAPING},
+    keyed = {
+        "version": __version__, "engine": engine.name, "models": models, "source": source_sha256,
+        "reference": sha256_of(reference) if reference else None,  # reference_face_path
+        "provenance": marker.key,  # c2pa_certificate, c2pa_private_key: the signer
         # Keyed as the cosine distance ffb used before it took FaceFusion's half scale (exact: a doubling), so
         # journals from then still match and their finished targets are not redone.
         "reference_face_distance": 2.0 * settings.reference_face_distance,
-        **{name: getattr(settings, name) for name in _SHAPING_UNLESS_DEFAULT
+    }
+    return settings_key({
+        **{name: getattr(settings, name) for name in with_role("output") if DECLARED[name].keyed is None},
+        **keyed,
+        **{name: getattr(settings, name) for name in with_role("output-unless-default")
            if getattr(settings, name) != FIELDS[name].default},
     })

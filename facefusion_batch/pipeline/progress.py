@@ -268,7 +268,7 @@ class RichReporter:
             return grid
 
 
-_STYLES = {"done": "green", "failed": "bold red", "no_face": "yellow"}
+_STYLES = {"done": "green", "failed": "bold red", "no_face": "yellow", "blocked": "magenta"}
 
 
 def _tail(name: str, width: int) -> str:

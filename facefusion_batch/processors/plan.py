@@ -12,6 +12,13 @@ from facefusion_batch.processors.swapper import SwapperOptions, weighs_identity
 
 Processor = Literal["face_swapper", "face_enhancer"]
 PROCESSORS: tuple[Processor, ...] = get_args(Processor)
+# FaceFusion's face_occluder_model `many`: every XSeg model, the strictest answer wins.
+MANY_OCCLUDERS = ("xseg_1", "xseg_2", "xseg_3")
+
+
+def occluder_models(name: str) -> tuple[str, ...]:
+    """The occluder model files a face_occluder_model names."""
+    return MANY_OCCLUDERS if name == "many" else (name,)
 
 
 def _model(name: str, family: str, what: str) -> ModelSpec:
@@ -47,7 +54,8 @@ class ProcessorPlan:
         if "face_enhancer" in self.processors:
             _model(self.enhancer.model, "enhancer", "face enhancer model")
         if "occlusion" in self.masks.types:
-            _model(self.occluder, "occluder", "face occluder model")
+            for name in occluder_models(self.occluder):
+                _model(name, "occluder", "face occluder model")
         if "region" in self.masks.types:
             _model(self.parser, "parser", "face parser model")
 
@@ -58,7 +66,7 @@ class ProcessorPlan:
             spec = CATALOG[self.swapper.model]
             names += [spec.name] + ([spec.converter] if spec.converter else [])
         if "occlusion" in self.masks.types:
-            names.append(self.occluder)
+            names += occluder_models(self.occluder)
         if "region" in self.masks.types and "face_swapper" in self.processors:
             names.append(self.parser)
         if "face_enhancer" in self.processors:

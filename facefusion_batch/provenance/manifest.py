@@ -17,6 +17,7 @@ from facefusion_batch import __version__
 from facefusion_batch.marking import DIGITAL_SOURCE_TYPE
 
 SWAP_ASSERTION = "ffb.swap"
+SOFT_BINDING = "c2pa.soft-binding"
 PARENT_LABEL = "parent"
 # Formats the c2pa library embeds a manifest in; any other output gets a sidecar manifest.
 EMBEDDED = {".mp4": "video/mp4", ".m4v": "video/x-m4v", ".mov": "video/quicktime", ".jpg": "image/jpeg",
@@ -39,6 +40,25 @@ class Stamp:
         return f"ffb {self.version} ({self.engine} engine, {self.swapper})"
 
 
+@dataclass(frozen=True)
+class Facts:
+    """What differs per output: the invisible watermark's payload and whether the content gate ran."""
+
+    watermark: str = ""  # 8 hex digits; "" when the frames carry none
+    content_gate: str = ""  # checked (classifier) | not available | off by setting; "" when not known
+
+
+def soft_binding(payload: str) -> dict[str, Any]:
+    """A C2PA soft-binding assertion naming the watermark in the frames: its method and the payload
+    (4 bytes, base64), so a copy whose manifest was stripped can be matched to this manifest."""
+    import base64
+
+    from facefusion_batch.provenance.watermark import ALGORITHM
+
+    value = base64.b64encode(bytes.fromhex(payload)).decode()
+    return {"label": SOFT_BINDING, "data": {"alg": ALGORITHM, "blocks": [{"scope": {}, "value": value}]}}
+
+
 def mime_of(path: Path) -> str:
     suffix = path.suffix.lower()
     return EMBEDDED.get(suffix) or SIDECAR.get(suffix) or mimetypes.guess_type(path.name)[0] or \
@@ -51,7 +71,7 @@ def embeds(path: Path) -> bool:
 
 
 def definition(stamp: Stamp, output: Path, parent: Path, parent_sha256: str,
-               parent_from_stream: bool) -> dict[str, Any]:
+               parent_from_stream: bool, facts: Facts = Facts()) -> dict[str, Any]:
     """The manifest definition for `output` made from the target `parent`. With `parent_from_stream` the
     ingredient is added from the target's bytes by the caller (which also carries over a manifest the
     target had); otherwise it is described here."""
@@ -70,9 +90,13 @@ def definition(stamp: Stamp, output: Path, parent: Path, parent_sha256: str,
             {"label": SWAP_ASSERTION, "data": {
                 "tool": f"ffb {stamp.version}", "engine": stamp.engine, "swapper_model": stamp.swapper,
                 "models": list(stamp.models), "target_sha256": parent_sha256,
-                "source_face_sha256": stamp.source_sha256}},
+                "source_face_sha256": stamp.source_sha256,
+                **({"content_gate": facts.content_gate} if facts.content_gate else {}),
+                **({"watermark": facts.watermark} if facts.watermark else {})}},
         ],
     }
+    if facts.watermark:
+        manifest["assertions"].append(soft_binding(facts.watermark))
     if not parent_from_stream:
         manifest["ingredients"] = [ingredient(parent)]
     return manifest

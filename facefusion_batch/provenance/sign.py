@@ -95,6 +95,7 @@ class Marker:
     stamp: mf.Stamp | None = None
     credential: Credential | None = None
     on_failure: str = "fail"
+    timestamp_url: str = ""  # RFC 3161 time-stamp authority ("": none)
 
     @classmethod
     def for_run(cls, settings: Settings, engine: str, models: Sequence[str], source_sha256: str,
@@ -112,7 +113,7 @@ class Marker:
             credential = credentials.load(settings.c2pa_certificate, settings.c2pa_private_key,
                                           settings.cache_path)
         stamp = mf.Stamp(engine, tuple(models), swapper_of(engine, models), source_sha256)
-        return cls("c2pa", tags, stamp, credential, settings.c2pa_on_failure)
+        return cls("c2pa", tags, stamp, credential, settings.c2pa_on_failure, settings.c2pa_timestamp_url)
 
     @property
     def key(self) -> dict:
@@ -120,11 +121,12 @@ class Marker:
         return {"mode": self.mode, "signer": self.credential.fingerprint if self.credential else None}
 
     def place(self, partial: Path, output: Path, modified: bool = True, *, parent: Path,
-              parent_sha256: str | None = None) -> str:
+              parent_sha256: str | None = None, watermark: str = "", content_gate: str = "") -> str:
         """Move the finished hidden `partial` to `output`, signed first when this run signs and the output
         was modified (an unmodified copy of the target `parent` is not claimed as AI-made). `parent_sha256`
-        is the target's hash when known (else it is hashed here). Returns a note for the summary ("" when
-        there is nothing to say)."""
+        is the target's hash when known (else it is hashed here); `watermark` the payload of the invisible
+        watermark in its frames (a soft binding) and `content_gate` whether the gate ran, both recorded in
+        the manifest. Returns a note for the summary ("" when there is nothing to say)."""
         if self.mode != "c2pa" or not modified:
             place(partial, output)
             return ""
@@ -132,7 +134,8 @@ class Marker:
         signed = _signed_name(partial)
         try:
             try:
-                note = self._sign(partial, signed, output, parent, parent_sha256)
+                note = self._sign(partial, signed, output, parent, parent_sha256,
+                                  mf.Facts(watermark, content_gate))
             except (KeyboardInterrupt, SystemExit):
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure of the native signer fails the signing
@@ -149,7 +152,8 @@ class Marker:
             signed.unlink(missing_ok=True)
             sidecar_of(partial).unlink(missing_ok=True)
 
-    def _sign(self, partial: Path, signed: Path, output: Path, parent: Path, parent_sha256: str | None) -> str:
+    def _sign(self, partial: Path, signed: Path, output: Path, parent: Path, parent_sha256: str | None,
+              facts: mf.Facts = mf.Facts()) -> str:
         """Sign into `signed` (embedded) or the sidecar of `partial`; returns the summary note."""
         import c2pa
 
@@ -158,8 +162,8 @@ class Marker:
         embed = mf.embeds(output)
         extra = [] if embed else [mf.data_hash(_sha256(partial))]
         context = c2pa.Context.from_dict(c2pa_config())
-        with context, _builder(context, self.stamp, named, parent, digest, extra) as builder, \
-                _signer(self.credential) as signer:
+        with context, _builder(context, self.stamp, named, parent, digest, extra, facts) as builder, \
+                _signer(self.credential, self.timestamp_url) as signer:
             if embed:
                 with open(partial, "rb") as source, open(signed, "w+b") as destination:
                     builder.sign(signer, mf.mime_of(output), source, destination)
@@ -177,13 +181,14 @@ class Marker:
                 "can't hold one; keep the two together)")
 
 
-def _builder(context, stamp: mf.Stamp, output: Path, parent: Path, digest: str, extra: list):
+def _builder(context, stamp: mf.Stamp, output: Path, parent: Path, digest: str, extra: list,
+             facts: mf.Facts = mf.Facts()):
     """A Builder with the target as the parent ingredient: from its bytes where c2pa reads the format (a
     manifest the target carries is kept as its history), else described by name and format."""
     import c2pa
 
     if mf.embeds(parent):
-        definition = mf.definition(stamp, output, parent, digest, parent_from_stream=True)
+        definition = mf.definition(stamp, output, parent, digest, parent_from_stream=True, facts=facts)
         definition["assertions"] += extra
         builder = c2pa.Builder.from_json(definition, context=context)
         try:
@@ -192,26 +197,30 @@ def _builder(context, stamp: mf.Stamp, output: Path, parent: Path, digest: str, 
             return builder
         except c2pa.C2paError:
             builder.close()  # a target c2pa can't parse: described instead
-    definition = mf.definition(stamp, output, parent, digest, parent_from_stream=False)
+    definition = mf.definition(stamp, output, parent, digest, parent_from_stream=False, facts=facts)
     definition["assertions"] += extra
     return c2pa.Builder.from_json(definition, context=context)
 
 
 @contextlib.contextmanager
-def _signer(credential: Credential):
+def _signer(credential: Credential, timestamp_url: str = ""):
+    """A c2pa signer for `credential`; with a `timestamp_url` each signature gets an RFC 3161 time-stamp
+    token from that authority (a network call per signature)."""
     import c2pa
 
     alg = getattr(c2pa.C2paSigningAlg, credential.algorithm.upper())
-    signer = c2pa.Signer.from_info(c2pa.C2paSignerInfo(alg, credential.chain_pem, credential.key_pem, None))
+    signer = c2pa.Signer.from_info(c2pa.C2paSignerInfo(alg, credential.chain_pem, credential.key_pem,
+                                                       timestamp_url or None))
     try:
         yield signer
     finally:
         signer.close()
 
 
-def check_credential(credential: Credential) -> None:
+def check_credential(credential: Credential, timestamp_url: str = "") -> None:
     """Sign a tiny in-memory image: the c2pa library's own checks of the certificate (EKU, chain, key)
-    run before any work instead of failing every output. Raises SettingsError naming the credential."""
+    run before any work instead of failing every output; then, with a `timestamp_url`, once more with the
+    time-stamp authority. Raises SettingsError naming the credential or the authority."""
     from PIL import Image
 
     c2pa = load_c2pa()
@@ -223,15 +232,29 @@ def check_credential(credential: Credential) -> None:
     stamp = mf.Stamp("check", (), "check", "0" * 64)
     definition = mf.definition(stamp, Path("check.png"), Path("check.png"), "0" * 64, False)
     try:
-        context = c2pa.Context.from_dict(c2pa_config())
-        with context, c2pa.Builder.from_json(definition, context=context) as builder, _signer(credential) as signer:
-            builder.sign(signer, "image/png", io.BytesIO(image.getvalue()), io.BytesIO())
+        _sign_probe(c2pa, credential, "", definition, image.getvalue())
     except c2pa.C2paError as exc:
         reason = one_line(str(exc).split(": ", 1)[-1])
         raise SettingsError(f"{credential.origin}: can't sign C2PA manifests with it ({reason}); the signing "
                             "certificate needs KeyUsage digitalSignature and a C2PA signing EKU (emailProtection, "
                             "documentSigning or C2PA claim signing), and must be issued by a CA, not self-signed") \
             from None
+    if not timestamp_url:
+        return
+    try:
+        _sign_probe(c2pa, credential, timestamp_url, definition, image.getvalue())
+    except c2pa.C2paError as exc:
+        reason = one_line(str(exc).split(": ", 1)[-1])
+        raise SettingsError(f"c2pa_timestamp_url {timestamp_url}: no time-stamp from it ({reason}); check the URL "
+                            "and that this machine reaches it, or leave c2pa_timestamp_url empty (signatures then "
+                            "carry no trusted time)") from None
+
+
+def _sign_probe(c2pa, credential: Credential, timestamp_url: str, definition: dict, png: bytes) -> None:
+    context = c2pa.Context.from_dict(c2pa_config())
+    with context, c2pa.Builder.from_json(definition, context=context) as builder, \
+            _signer(credential, timestamp_url) as signer:
+        builder.sign(signer, "image/png", io.BytesIO(png), io.BytesIO())
 
 
 def _signed_name(partial: Path) -> Path:

@@ -15,6 +15,7 @@ from facefusion_batch.errors import SettingsError
 from facefusion_batch.provenance.metadata import read_mark
 from facefusion_batch.media import kind_of
 from facefusion_batch.provenance import manifest as mf
+from facefusion_batch.provenance.claims import manifest_claim
 from facefusion_batch.provenance.sign import SIDECAR_SUFFIX, c2pa_config, load_c2pa, one_line, sidecar_of
 
 UNTRUSTED = "signingCredential.untrusted"
@@ -40,6 +41,11 @@ class Finding:
     target_sha256: str = ""
     parent: str = ""
     journal: dict[str, Any] | None = None
+    # The invisible watermark read from the frames (survives stripping and re-encoding): its payload (8 hex
+    # digits, "" when none was found), the sync score, and the payload the manifest's soft binding names.
+    watermark: str = ""
+    watermark_sync: float = 0.0
+    soft_binding: str = ""
 
     @property
     def failed(self) -> bool:
@@ -88,8 +94,9 @@ def files_of(paths: Sequence[Path]) -> Iterator[Path]:
                     yield path_
 
 
-def inspect(path: Path, anchors: str | None = None) -> Finding:
-    """Everything `ffb verify` says about one file."""
+def inspect(path: Path, anchors: str | None = None, output: Path | None = None) -> Finding:
+    """Everything `ffb verify` says about one file. `output`: an ffb output tree whose journal a copy found
+    elsewhere (renamed, stripped, re-encoded) is linked to by its watermark."""
     finding = Finding(str(path))
     if not path.is_file():  # a FIFO or device would block the readers
         finding.problems.append("not a regular file; skipped")
@@ -97,7 +104,72 @@ def inspect(path: Path, anchors: str | None = None) -> Finding:
     finding.metadata_mark = read_mark(path) is not None
     _read_manifest(path, anchors, finding)
     finding.journal = journal_record(path)
+    _read_watermark(path, finding)
+    if finding.journal is None and finding.watermark:
+        finding.journal = journal_by_watermark(path, finding.watermark, output)
     return finding
+
+
+def _read_watermark(path: Path, finding: Finding) -> None:
+    from facefusion_batch.errors import FfbError
+    from facefusion_batch.provenance import watermark
+
+    try:
+        reading = watermark.read_frames(frames_of(path))
+    except (FfbError, OSError, ValueError) as exc:
+        finding.problems.append(f"watermark not read: {one_line(exc)}")
+        return
+    finding.watermark = reading.hex if reading.found else ""
+    finding.watermark_sync = round(reading.sync_z, 1)
+    if finding.soft_binding and finding.watermark and finding.soft_binding != finding.watermark:
+        finding.problems.append(f"the frames' watermark {finding.watermark} is not the one the manifest names "
+                                f"({finding.soft_binding})")
+
+
+WATERMARK_FRAMES = 30  # frames of a video averaged to read its watermark
+
+
+def frames_of(path: Path) -> Iterator[Any]:
+    """The frames the watermark is read from: a picture's first, or up to WATERMARK_FRAMES spread over a
+    video."""
+    from facefusion_batch.media import read_picture
+    from facefusion_batch.video.decoder import sampled_frames
+    from facefusion_batch.video.probe import probe
+
+    if kind_of(path) == "image":
+        yield read_picture(path).frames[0]
+        return
+    info = probe(path)
+    step = max(1, info.frame_count // WATERMARK_FRAMES)
+    yield from sampled_frames(path, step, info.width, info.height)
+
+
+def journal_by_watermark(path: Path, payload: str, output: Path | None) -> dict[str, Any] | None:
+    """The journal entry whose output carries `payload`: in `output`'s journal when given, else in the
+    journal of an output tree that encloses `path`."""
+    from facefusion_batch.pipeline.journal import read_entries
+
+    trees = [output] if output is not None else list(path.resolve().parents)
+    for tree in trees:
+        journal = tree / ".ffb" / "journal.sqlite"
+        if not journal.is_file():
+            continue
+        try:
+            with contextlib.closing(sqlite3.connect(journal.as_uri() + "?mode=ro", uri=True)) as db:
+                columns = [row[1] for row in db.execute("PRAGMA table_info(targets)")]
+                if "watermark" not in columns:
+                    return None
+                rows = read_entries(db, "WHERE watermark = ?", (payload,))
+        except sqlite3.Error:
+            return None
+        if not rows:
+            return None
+        entry = rows[0]
+        return {"journal": str(journal), "target": entry.target, "status": entry.status,
+                "content_hash": entry.content_hash, "frames": entry.frames, "seconds": round(entry.seconds, 2),
+                "updated": entry.updated, "output": entry.output, "matched_by": "watermark",
+                "output_unchanged": False}
+    return None
 
 
 def _read_manifest(path: Path, anchors: str | None, finding: Finding) -> None:
@@ -117,39 +189,33 @@ def _read_manifest(path: Path, anchors: str | None, finding: Finding) -> None:
             else:
                 reader = c2pa.Reader.try_create(mf.mime_of(path), stream, None, context)
                 if reader is None:
+                    _claimed_but_absent(path, finding)
                     return
                 finding.c2pa = "embedded"
             with reader:
                 _describe(reader, finding)
     except c2pa.C2paError.NotSupported:
-        return  # a format c2pa can't hold a manifest in, and no sidecar
+        _claimed_but_absent(path, finding)  # a format c2pa can't hold a manifest in, and no sidecar
     except c2pa.C2paError as exc:
-        if finding.c2pa == "none" and not _has_manifest_store(path):
+        if finding.c2pa == "none" and manifest_claim(path) is None:
             # Not parseable as its format, and no manifest store inside: it claims nothing.
             finding.problems.append(f"not readable as {mf.mime_of(path)} ({one_line(exc)})")
             return
         finding.c2pa = finding.c2pa if finding.c2pa != "none" else "embedded"
         finding.validation = "invalid"
-        finding.problems.append(f"unreadable manifest: {one_line(exc)}")
+        finding.problems.append(f"unreadable manifest (damaged): {one_line(exc)}")
     except OSError as exc:
         finding.validation = "invalid" if finding.c2pa != "none" else ""
         finding.problems.append(f"can't read: {exc.strerror}")
 
 
-def _has_manifest_store(path: Path) -> bool:
-    """Whether the file's bytes hold a C2PA manifest store (a JUMBF box labelled c2pa) anywhere."""
-    tail = b""
-    try:
-        with open(path, "rb") as handle:
-            while chunk := handle.read(1 << 20):
-                window = tail + chunk
-                at = window.find(b"jumb")
-                if at >= 0 and b"c2pa" in window[at:at + 64]:
-                    return True
-                tail = window[-64:]
-    except OSError:
-        return False
-    return False
+def _claimed_but_absent(path: Path, finding: Finding) -> None:
+    """The C2PA library found no manifest: a file whose structure claims one (see claims) has a damaged
+    manifest, not none."""
+    claim = manifest_claim(path)
+    if claim is not None:
+        finding.c2pa, finding.validation = "embedded", "invalid"
+        finding.problems.append(f"damaged manifest: {claim} that is no readable C2PA manifest")
 
 
 def _describe(reader, finding: Finding) -> None:
@@ -178,6 +244,12 @@ def _describe(reader, finding: Finding) -> None:
                 agent = action.get("softwareAgent")
                 if agent:
                     finding.software_agent = agent.get("name", "") if isinstance(agent, dict) else str(agent)
+        elif label == mf.SOFT_BINDING:
+            blocks = data.get("blocks") or [{}]
+            with contextlib.suppress(ValueError, TypeError, AttributeError):
+                import base64
+
+                finding.soft_binding = base64.b64decode(blocks[0].get("value", "")).hex()
         elif label == mf.SWAP_ASSERTION:
             finding.model = data.get("swapper_model", "")
             finding.engine = data.get("engine", "")
@@ -189,7 +261,7 @@ def _describe(reader, finding: Finding) -> None:
 
 def journal_record(path: Path) -> dict[str, Any] | None:
     """The journal entry that wrote `path`, from the nearest enclosing `<output>/.ffb/journal.sqlite`."""
-    from facefusion_batch.pipeline.journal import Entry
+    from facefusion_batch.pipeline.journal import read_entries
 
     resolved = path.resolve()
     for tree in resolved.parents:
@@ -198,21 +270,33 @@ def journal_record(path: Path) -> dict[str, Any] | None:
             continue
         try:
             with contextlib.closing(sqlite3.connect(journal.as_uri() + "?mode=ro", uri=True)) as db:
-                entries = [Entry(*row) for row in db.execute("SELECT * FROM targets")]
+                entries = read_entries(db)
         except sqlite3.Error:
             return None
         relative = resolved.relative_to(tree).parts
         exact = [e for e in entries if Path(e.output).is_absolute() and Path(e.output).resolve() == resolved]
-        # A relative output is relative to where that run started: match it by its path inside the tree.
-        tail = [e for e in entries if not Path(e.output).is_absolute()
-                and Path(e.output).parts[-len(relative):] == relative]
+        # A relative output is relative to where that run started, an absolute one may name the tree before
+        # it was copied or moved: match it by its path inside the tree, when only one entry has it.
+        tail = [e for e in entries if Path(e.output).parts[-len(relative):] == relative]
         matches = exact or (tail if len(tail) == 1 else [])
         if not matches:
             return None
         entry = matches[0]
-        stat = path.stat()
         return {"journal": str(journal), "target": entry.target, "status": entry.status,
                 "content_hash": entry.content_hash, "frames": entry.frames, "seconds": round(entry.seconds, 2),
-                "updated": entry.updated,
-                "output_unchanged": (stat.st_size, stat.st_mtime_ns) == (entry.output_size, entry.output_mtime_ns)}
+                "updated": entry.updated, "output_unchanged": _unchanged(path, entry)}
     return None
+
+
+def _unchanged(path: Path, entry) -> bool:
+    """Whether `path` holds the bytes the journal's run wrote: by their sha256 (a copy keeps them, not its
+    mtime); rows of an ffb that recorded no output hash by size and mtime."""
+    from facefusion_batch.models.store import sha256_of
+
+    if entry.output_sha256:
+        try:
+            return sha256_of(path) == entry.output_sha256
+        except OSError:
+            return False
+    stat = path.stat()
+    return (stat.st_size, stat.st_mtime_ns) == (entry.output_size, entry.output_mtime_ns)

@@ -67,6 +67,10 @@ def test_switches_reset_at_shot_cuts_and_ignore_gaps():
     shots = [0, 0, 0, 0, 0, 0, 1, 1]
     assert q.switches(chosen, shots) == [4]  # the cut to shot 1 is not a switch
     assert q.switches([1, None, 2], [0, 0, 0]) == [2]
+    # With presence: taking face 2 after face 1 left the picture is no switch; while 1 is there it is.
+    present = [{1, 2}, {1, 2}, {2}, {1, 2}, {1, 2}]
+    assert q.switches([1, 1, 2, 2, 1], [0] * 5, present) == [4]
+    assert q.switches([1, 1, 2, 2, 1], [0] * 5) == [2, 4]
 
 
 def test_chosen_track():

@@ -66,7 +66,7 @@ def test_batch_of_clips_equals_the_thread_executor(ray_env, source_image, capsys
            {k: (o["status"], o["frames"]) for k, o in by_name(local).items()}, \
         [(k, o["reason"]) for k, o in by_name(distributed).items() if o["status"] == "failed"]
     assert by_name(distributed)["bad.mp4"]["reason"] == by_name(local)["bad.mp4"]["reason"]
-    assert distributed["counts"] == {"done": 4, "no_face": 0, "skipped": 0, "failed": 1}
+    assert distributed["counts"] == {"done": 4, "no_face": 0, "skipped": 0, "blocked": 0, "failed": 1}
     for name in ("a.mp4", "sub/b.mp4", "c.mov"):
         mine, theirs = ray_env / "ray" / name, ray_env / "local" / name
         assert np.array_equal(decode_all(mine), decode_all(theirs)), name
@@ -217,7 +217,8 @@ def test_several_sources_are_averaged_as_with_the_thread_executor(ray_env, sourc
     assert code == 0, err
     code, distributed, err = run(both + ["-o", str(ray_env / "ray")], capsys, "ray")
     assert code == 0, err
-    assert distributed["counts"] == local["counts"] == {"done": 2, "no_face": 0, "skipped": 0, "failed": 0}
+    assert distributed["counts"] == local["counts"] == {"done": 2, "no_face": 0, "skipped": 0, "blocked": 0,
+                                                        "failed": 0}
     assert np.array_equal(decode_all(ray_env / "ray" / "a.mp4"), decode_all(ray_env / "local" / "a.mp4"))
     averaged = cv2.imread(str(ray_env / "ray" / "d.png"))
     assert np.array_equal(averaged, cv2.imread(str(ray_env / "local" / "d.png")))
@@ -254,3 +255,34 @@ def test_a_signal_whose_keyboardinterrupt_was_lost_still_ends_a_ray_run(ray_env,
         assert journal.get(clip).status == "interrupted"
     finally:
         journal.close()
+
+
+def test_content_gate_blocks_whole_and_split_targets(env_with, neural_models, tmp_path, source_image, capsys,
+                                                     monkeypatch):
+    """A flagged picture (a whole item) and a flagged clip split into segments (checked at the join) are
+    blocked with nothing written; the harmless clip is done, with the gate recorded."""
+    import shutil
+
+    import standins
+
+    models = tmp_path / "models"
+    shutil.copytree(neural_models, models)
+    standins.build_nsfw_set(models)
+    env = env_with(models)
+    for name, value in (("RAY_WORKERS", "2"), ("EXECUTION_THREAD_COUNT", "1"), ("RAY_SEGMENT_CHUNKS", "1")):
+        monkeypatch.setenv(f"FFB_{name}", value)
+    inputs = env / "in"
+    inputs.mkdir()
+    explicit = np.full((272, 480, 3), (255, 0, 255), np.uint8)  # what the stand-ins flag
+    cv2.imwrite(str(inputs / "explicit.png"), explicit)
+    make_clip(inputs / "explicit.mp4", frames=30, image=explicit)
+    make_clip(inputs / "face.mp4", frames=8)
+    code, summary, err = run(["-q", "-s", str(source_image), "-t", str(inputs), "-o", str(env / "out"),
+                              "--chunk-size", "10"], capsys, "ray")
+    assert code == 0, err
+    outcomes = by_name(summary)
+    assert outcomes["explicit.png"]["status"] == outcomes["explicit.mp4"]["status"] == "blocked", outcomes
+    assert outcomes["face.mp4"]["status"] == "done"
+    assert outcomes["face.mp4"]["content_gate"] == "checked (nsfw_1+nsfw_2+nsfw_3)"
+    assert len(outcomes["face.mp4"]["watermark"]) == 8
+    assert sorted(p.name for p in (env / "out").iterdir() if not p.name.startswith(".")) == ["face.mp4"]

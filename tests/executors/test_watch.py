@@ -51,10 +51,12 @@ class Watch:
         return self
 
     def stop(self, sig: int = signal.SIGTERM) -> tuple[int, dict]:
+        """Its exit code and summary (the last JSON line; one line per file came before it)."""
         self.process.send_signal(sig)
         out, _ = self.process.communicate(timeout=DEADLINE)
         assert "Traceback" not in self.log(), self.log()[-3000:]
-        return self.process.returncode, json.loads(out)
+        self.lines = [json.loads(line) for line in out.decode().splitlines()]
+        return self.process.returncode, self.lines[-1]
 
     def kill(self) -> None:
         if self.process.poll() is None:
@@ -237,10 +239,10 @@ def test_sighup_rereads_the_profile_for_the_next_files(env, source_image, watche
     watch = watches(env, source_image, incoming, "--profile", str(profile)).ready()
     first = make_clip(incoming / "a.mp4", frames=6)
     watch.wait_for(finished(env, first), "first done")
-    profile.write_text("[output_creation]\noutput_video_quality = 40\n")
+    profile.write_text("[output_creation]\noutput_video_quality = 40\noutput_image_quality = 50\n")
     watch.process.send_signal(signal.SIGHUP)
     watch.wait_for(lambda: "settings reloaded" in watch.log(), "the reload")
-    assert "engine rebuilt" not in watch.log(), "the output quality needs no new engine"
+    assert "engine rebuilt" not in watch.log(), "the output qualities need no new engine"
     second = make_clip(incoming / "b.mp4", frames=6)
     watch.wait_for(finished(env, second), "second done")
     profile.write_text("[output_creation]\noutput_video_quality = 'not a number'\n")

@@ -16,7 +16,16 @@ from facefusion_batch.faces.tracking import Tracker
 from facefusion_batch.faces.types import Face
 from facefusion_batch.pipeline import processor
 from facefusion_batch.processors.swapper import average_identity
-from facefusion_batch.settings import FIELDS
+from facefusion_batch.settings import FIELDS, with_role
+
+# The settings the journal key held by value before the processor settings came (issue 14), as that version
+# listed them: a journal of then must still match.
+_SHAPING = ("face_swapper_model", "face_detector_model", "face_detector_size", "face_detector_score",
+            "face_detector_min_size", "keypoint_reuse", "reuse_motion_threshold", "redetect_interval",
+            "face_selector_mode", "reference_face_distance", "output_video_encoder", "output_video_preset",
+            "output_video_quality", "output_image_quality", "output_marking", "chunk_size",
+            "output_provenance", "visible_label", "visible_label_position", "visible_label_size",
+            "visible_label_opacity")
 
 KPS = np.zeros((5, 2), np.float32)
 
@@ -75,7 +84,7 @@ def test_average_identity_is_facefusions_mean_of_raw_and_of_unit_embeddings():
 def test_every_output_shaping_processor_setting_is_in_the_journal_key():
     names = [n for n, f in FIELDS.items() if f.metadata["section"] in ("processors", "face_masker")]
     names += [n for n in FIELDS if n.startswith("face_selector_") and n != "face_selector_mode"]
-    assert names and set(names) <= set(processor._SHAPING) | set(processor._SHAPING_UNLESS_DEFAULT)
+    assert names and set(names) <= set(with_role("output", "output-unless-default"))
 
 
 def test_processor_settings_at_their_defaults_leave_the_journal_key_as_it_was():
@@ -89,7 +98,7 @@ def test_processor_settings_at_their_defaults_leave_the_journal_key_as_it_was():
     settings = load_settings(None, {}, {}).settings
     before = processor.settings_key({"version": processor.__version__, "engine": "neural", "models": [],
                                      "source": "s", "reference": None, "provenance": "m",
-                                     **{name: getattr(settings, name) for name in processor._SHAPING},
+                                     **{name: getattr(settings, name) for name in _SHAPING},
                                      "reference_face_distance": 0.6})  # ffb's cosine default before FaceFusion's scale
     assert processor.output_key(settings, "s", engine, marker) == before
     enhanced = load_settings(None, {}, {"processors": "face_swapper face_enhancer"}).settings
