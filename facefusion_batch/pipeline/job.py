@@ -120,17 +120,20 @@ def gate_verdict(processor: FrameProcessor, target: Target, prepared: Prepared |
 
 
 def profiles_left(engine: object) -> int:
-    """Face-frames the engine has left as they are so far because they were turned too far to swap well
-    (the offline engine counts them; an engine without the count: 0)."""
+    """Face-frames the engine has left as they are so far because they were turned too far to swap well, or
+    their swap would have been too faint to show the source (the offline engine counts them; an engine
+    without the count: 0)."""
     counter = getattr(engine, "profiles_left", None)
     return int(counter.value) if counter is not None else 0
 
 
 def profile_note(count: int) -> str:
-    """The summary's note for `count` face-frames left unswapped in strong profile ('' for none)."""
+    """The summary's note for `count` face-frames left unswapped in strong profile or as too faint a swap
+    ('' for none)."""
     if count <= 0:
         return ""
-    return f"{count} face-frame{'s' if count != 1 else ''} turned too far to swap (near profile) left as they are"
+    return (f"{count} face-frame{'s' if count != 1 else ''} turned too far to swap (near profile, or too faint "
+            "a change to show the source) left as they are")
 
 
 def checked(seal: Seal, pin: Pin) -> Seal:
