@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Callable, Sequence, Union
 
 from facefusion_batch.driver import run_batch
+from facefusion_batch.engines import preflight
 from facefusion_batch.errors import SettingsError
 from facefusion_batch.executors.base import Executor
 from facefusion_batch.metrics import RunMetrics
-from facefusion_batch.pipeline.batch import INTERRUPTED, BatchResult, open_state
+from facefusion_batch.pipeline.batch import INTERRUPTED, BatchResult, Outcome, open_state
 from facefusion_batch.pipeline.journal import Journal
 from facefusion_batch.pipeline.processor import Sources, source_paths
 from facefusion_batch.pipeline.progress import QuietReporter, Reporter
@@ -60,6 +61,8 @@ def run(source: PathLike | Sequence[PathLike], targets: PathLike | Sequence[Path
         settings, dropped = usable_settings(settings)
         for line in dropped:
             reporter.message(f"ffb: {line}")
+        preflight(settings)  # a missing model or a refused setting: said before anything is written
+        check_encoder(settings)
     lock, journal = open_state(settings, wait, reporter)
     result = None
     try:
@@ -81,13 +84,15 @@ def watch(source: PathLike | Sequence[PathLike], directories: Sequence[PathLike]
           settle: float = 3.0,
           poll: bool = False, retry_failed: bool = False, wait: bool = False, reporter: Reporter | None = None,
           metrics: RunMetrics | None = None, reload: Callable[[], Settings] | None = None,
-          lost_signal: Callable[[], None] | None = None) -> Summary:
+          lost_signal: Callable[[], None] | None = None, on_outcome: Callable[[Outcome], None] | None = None
+          ) -> Summary:
     """Watch `directories` until a signal (KeyboardInterrupt): process what they hold, then every file that
     appears or changes once it has been unchanged for `settle` seconds (`poll`: poll instead of filesystem
     events). Same journal, lock (held throughout) and output layout as `run` over the same directories.
     `reload` gives the settings again when SIGHUP arrives. `source`: as for `run`. `lost_signal` raises
     KeyboardInterrupt when a signal's own was lost (see `interrupts.Interrupts.raise_lost`); the watch calls it
-    while it waits. Returns the summary of everything it did."""
+    while it waits. `on_outcome` hears each file's outcome as it finishes. Returns the summary of everything
+    it did."""
     from facefusion_batch.executors.watch import WatchExecutor
     from facefusion_batch.executors.watch_feed import FolderFeed
 
@@ -109,6 +114,8 @@ def watch(source: PathLike | Sequence[PathLike], directories: Sequence[PathLike]
         settings, dropped = _usable(settings)
         for line in dropped:
             reporter.message(f"ffb: {line}")
+        preflight(settings)
+        check_encoder(settings)
         usable_reload = (lambda: _usable(reload())[0]) if reload is not None else None
     lock, journal = open_state(settings, wait, reporter)
     result = None
@@ -124,7 +131,7 @@ def watch(source: PathLike | Sequence[PathLike], directories: Sequence[PathLike]
                            on_engine=metrics.attach_engine if metrics else None,
                            lost_signal=lost_signal) as executor:
             result = run_batch(settings, [], executor, reporter, journal, retry_failed=retry_failed,
-                               notes=(signing,) if signing else ())
+                               notes=(signing,) if signing else (), on_outcome=on_outcome)
             # A watch only ends by a signal: stopped while idle it cut no work, and no failure is recorded.
             result.outcomes = [o for o in result.outcomes if not (o.target == "(batch)" and o.reason == INTERRUPTED)]
             return result
@@ -134,6 +141,20 @@ def watch(source: PathLike | Sequence[PathLike], directories: Sequence[PathLike]
             metrics.end(result)
         journal.close()
         lock.release()
+
+
+def check_encoder(settings: Settings) -> None:
+    """A chosen video encoder this machine's ffmpeg can't use: one SettingsError at start, not a failure per
+    target (`auto` takes libx264 / libvpx-vp9, which every ffmpeg ffb takes has)."""
+    from facefusion_batch.video.ffmpeg import encoder_problem
+
+    encoder = settings.output_video_encoder
+    if encoder == "auto":
+        return
+    problem = encoder_problem(encoder)
+    if problem:
+        raise SettingsError(f"output_video_encoder {encoder}: {problem}; choose another with "
+                            "--output-video-encoder (libx264, libx265, libvpx-vp9) or leave it at auto")
 
 
 def _usable(settings: Settings) -> tuple[Settings, list[str]]:
@@ -151,7 +172,7 @@ def _check_signing(settings: Settings) -> str:
     if mode_of(settings) != "c2pa":
         return ""
     credential = credentials.load(settings.c2pa_certificate, settings.c2pa_private_key, settings.cache_path)
-    check_credential(credential)
+    check_credential(credential, settings.c2pa_timestamp_url)
     if not credential.local:
         return ""
     root = credentials.local_paths(settings.cache_path)[1]

@@ -11,22 +11,21 @@ import contextvars
 import dataclasses
 import functools
 import inspect
-import json
 import os
-import re
 import signal
 import sys
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Optional
+import typing
+from typing import Any, Callable, Optional
 
 import typer
 
-from facefusion_batch import __version__, interrupts
+from facefusion_batch import __version__, interrupts, jsonlines
 from facefusion_batch.errors import FfbError, SettingsError, SourceError
+from facefusion_batch.listing import capped, listed
 from facefusion_batch.settings import (Engine, Executor, FaceEnhancerModel, FaceOccluderModel,
                                        FaceParserModel, FaceSelectorGender, FaceSelectorMode, FaceSelectorOrder,
                                        FaceLandmarkerModel, FaceSelectorRace, FaceSwapperModel, FrameTransport,
@@ -36,9 +35,7 @@ from facefusion_batch.settings import (Engine, Executor, FaceEnhancerModel, Face
                                        choices, describe, load_settings)
 from facefusion_batch.video.ffmpeg import describe_ffmpeg, use_ffmpeg
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="ffb: batch face swap for videos and images.\n\n"
-                       "Example: ffb run --source face.jpg --target clips/ --output swapped/ --many-faces")
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
 models_app = typer.Typer(no_args_is_help=True, help="List, download and verify the neural models.")
 app.add_typer(models_app, name="models")
 
@@ -55,20 +52,16 @@ def reports_errors(command):
         try:
             code = command(*args, **kwargs)
         except FfbError as exc:
-            print(f"ffb: error: {exc}", file=sys.stderr)
-            if as_json:
-                _print_json_line(stamp.error(command.__name__, exc.exit_code, str(exc)))
+            _error(command.__name__, exc.exit_code, capped(str(exc)), as_json, stamp)
             raise typer.Exit(exc.exit_code) from None
         except typer.Exit:
             raise
         except KeyboardInterrupt:
-            print("ffb: interrupted", file=sys.stderr)
-            if as_json:
-                _print_json_line(stamp.error(command.__name__, 130, "interrupted"))
+            _error(command.__name__, 130, "interrupted", as_json, stamp)
             raise typer.Exit(130) from None
         except Exception as exc:  # a bug: the traceback follows, and a script still gets its line
             if as_json:
-                _print_json_line(stamp.error(command.__name__, 1, f"internal error: {type(exc).__name__}: {exc}"))
+                jsonlines.emit(stamp.error(command.__name__, 1, f"internal error: {type(exc).__name__}: {exc}"))
             raise
         raise typer.Exit(code or 0)
 
@@ -91,32 +84,60 @@ class RunStamp:
                 "finished": _utc_now(), "version": __version__}
 
     def error(self, command: str, exit_code: int, message: str) -> dict[str, Any]:
-        return {**self.head(exit_code), "command": command.replace("_", "-"), "error": message}
+        return {**self.head(exit_code), "command": command.replace("_", "-"), "error": message,
+                "warnings": _said_warnings()}
 
 
 def _utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return jsonlines.utc()
 
 
-def _print_json_line(data: Any) -> None:
-    print(_utf8(json.dumps(data, default=str, ensure_ascii=False)), flush=True)
+# Under --json every warning and error ffb says is in the command's JSON document too (`warnings`, `error`);
+# when stderr is the file stdout goes to (`-q --json >> log 2>&1`) it is said only there, so that the log
+# stays JSON lines.
+_JSON_WARNINGS: contextvars.ContextVar[Optional[list[str]]] = contextvars.ContextVar("ffb_json_warnings",
+                                                                                      default=None)
 
 
-def _utf8(text: str) -> str:
-    """JSON text that is valid UTF-8: a file name that is not (its bytes kept as lone surrogates) shows its
-    bytes as the text \\udcXX, as the journal and `ffb status` show them."""
-    return re.sub("[\ud800-\udfff]", lambda m: f"\\\\u{ord(m.group()):04x}", text)
+def warn(text: str) -> None:
+    """Say a warning on stderr and, under --json, in the command's JSON document."""
+    gathered = _JSON_WARNINGS.get()
+    if gathered is not None and text not in gathered:
+        gathered.append(text)
+    if gathered is None or not _stderr_is_stdout():
+        print(f"ffb: warning: {text}", file=sys.stderr)
+
+
+def _said_warnings() -> list[str]:
+    return list(_JSON_WARNINGS.get() or [])
+
+
+def _stderr_is_stdout() -> bool:
+    """Whether stderr writes to the very file stdout does (2>&1 into one log, or one terminal)."""
+    try:
+        out, err = os.fstat(sys.stdout.fileno()), os.fstat(sys.stderr.fileno())
+    except (AttributeError, OSError, ValueError):  # not a real file (a test's capture)
+        return False
+    return (out.st_dev, out.st_ino) == (err.st_dev, err.st_ino)
+
+
+def _error(command: str, code: int, message: str, as_json: bool, stamp: "RunStamp") -> None:
+    """An error: its stderr line and, under --json, its JSON document (then alone when both are one file)."""
+    if not as_json or not _stderr_is_stdout():
+        print(f"ffb: error: {message}" if code != 130 else "ffb: interrupted", file=sys.stderr)
+    if as_json:
+        jsonlines.emit(stamp.error(command, code, message))
 
 
 def _load(profile: Optional[Path], flags: dict[str, Any]):
     resolved = load_settings(profile, os.environ, flags)
     for warning in resolved.warnings:
-        print(f"ffb: warning: {warning}", file=sys.stderr)
+        warn(capped(warning))
     return resolved
 
 
 def _print_json(data: Any) -> None:
-    print(_utf8(json.dumps(data, indent=2, default=str)))
+    jsonlines.emit(data)
 
 
 @app.command()
@@ -182,7 +203,8 @@ def run(
                                                     "keeps: " + " ".join(choices("face_mask_regions")) + "."),
     face_mask_areas: Optional[str] = typer.Option(None, metavar="AREA...", help="Face areas the area mask keeps: "
                                                   + " ".join(choices("face_mask_areas")) + "."),
-    face_occluder_model: Optional[FaceOccluderModel] = typer.Option(None, help="Occlusion mask model."),
+    face_occluder_model: Optional[FaceOccluderModel] = typer.Option(None, help="Occlusion mask model (many: every "
+                                                                    "XSeg, the strictest wins)."),
     face_parser_model: Optional[FaceParserModel] = typer.Option(None, help="Region mask model."),
     face_landmarker_model: Optional[FaceLandmarkerModel] = typer.Option(None, help="68-point landmarker for the "
                                                                         "area mask (default 2dfan4; many: both)."),
@@ -191,9 +213,10 @@ def run(
     face_selector_order: Optional[FaceSelectorOrder] = typer.Option(None, help="Order of a frame's faces; "
                                                                     "--face-selector-mode one takes the first."),
     face_selector_gender: Optional[FaceSelectorGender] = typer.Option(None, help="Only faces of this gender "
-                                                                      "(needs the fairface model)."),
-    face_selector_race: Optional[FaceSelectorRace] = typer.Option(None, help="Only faces of this race (needs the "
-                                                                  "fairface model)."),
+                                                                      "(auto: the source face's; needs the "
+                                                                      "fairface model)."),
+    face_selector_race: Optional[FaceSelectorRace] = typer.Option(None, help="Only faces of this race (auto: the "
+                                                                  "source face's; needs the fairface model)."),
     face_selector_age_start: Optional[int] = typer.Option(None, help="Only faces of at least this age (fairface)."),
     face_selector_age_end: Optional[int] = typer.Option(None, help="Only faces younger than this age (fairface)."),
     reference_face_distance: Optional[float] = typer.Option(None, help="0..1: how unlike --reference-face a face "
@@ -217,7 +240,15 @@ def run(
     output_video_quality: Optional[int] = typer.Option(None, help="0..100, higher is better (maps to CRF)."),
     output_image_quality: Optional[int] = typer.Option(None, help="0..100: JPEG/WebP quality of image targets' "
                                                        "outputs (default 95)."),
+    output_image_scale: Optional[float] = typer.Option(None, help="0.25..8: image outputs at this multiple of "
+                                                       "the target's size (default 1)."),
     temp_path: Optional[Path] = typer.Option(None, help="Directory for temporary frames and chunks."),
+    cache_path: Optional[Path] = typer.Option(None, help="Directory of the source-face cache and the local C2PA "
+                                              "signing certificate (may be read-only once that exists)."),
+    state_path: Optional[Path] = typer.Option(None, help="Directory for the journal and lock (default: "
+                                              "OUTPUT/.ffb)."),
+    shared_path: Optional[Path] = typer.Option(None, help="Ray executor: directory every node mounts at the same "
+                                               "path, where chunks of a split video meet."),
     chunk_size: Optional[int] = typer.Option(None, help="Frames per chunk (bounds temporary disk use)."),
     temp_frame_format: Optional[str] = typer.Option(None, metavar="FORMAT", help="Format of the temporary frames: "
                                                     + ", ".join(choices("temp_frame_format")) + " (FaceFusion's "
@@ -237,6 +268,8 @@ def run(
                                                     "(PEM, signer first); default: a local one under cache_path."),
     c2pa_private_key: Optional[Path] = typer.Option(None, help="Private key (PEM, unencrypted) of "
                                                     "--c2pa-certificate."),
+    c2pa_timestamp_url: Optional[str] = typer.Option(None, metavar="URL", help="RFC 3161 time-stamp authority: "
+                                                     "signatures stay valid after the certificate expires."),
     visible_label: Optional[str] = typer.Option(None, help="Draw this text (e.g. \"AI-generated\") in a corner of "
                                                 "every swapped frame and image."),
     visible_label_position: Optional[LabelPosition] = typer.Option(None, help="Corner of the visible label."),
@@ -278,6 +311,7 @@ def run(
         "face_detector_model": face_detector_model, "face_detector_min_size": face_detector_min_size,
         "face_detector_size": face_detector_size, "face_detector_score": face_detector_score,
         "reference_face_distance": reference_face_distance, "output_image_quality": output_image_quality,
+        "output_image_scale": output_image_scale,
         "temp_frame_format": temp_frame_format, "log_level": log_level,
         "processors": processors, "face_swapper_model": face_swapper_model,
         "face_swapper_weight": face_swapper_weight, "face_swapper_pixel_boost": face_swapper_pixel_boost,
@@ -296,13 +330,15 @@ def run(
         "ffmpeg_path": ffmpeg_path,
         "output_video_encoder": output_video_encoder, "output_video_preset": output_video_preset,
         "output_video_quality": output_video_quality, "temp_path": temp_path, "chunk_size": chunk_size,
+        "cache_path": cache_path, "state_path": state_path, "shared_path": shared_path,
         "frame_transport": frame_transport, "keypoint_reuse": keypoint_reuse,
         "video_memory_strategy": video_memory_strategy, "system_memory_limit": system_memory_limit,
         "face_selector_mode": "many" if many_faces else face_selector_mode,
         "reference_face_path": reference_face, "output_marking": False if no_marking else None,
         "executor": executor or ("ray" if ray_address else None), "ray_address": ray_address,
         "output_provenance": output_provenance, "c2pa_certificate": c2pa_certificate,
-        "c2pa_private_key": c2pa_private_key, "visible_label": visible_label,
+        "c2pa_private_key": c2pa_private_key, "c2pa_timestamp_url": c2pa_timestamp_url,
+        "visible_label": visible_label,
         "visible_label_position": visible_label_position, "visible_label_size": visible_label_size,
         "visible_label_opacity": visible_label_opacity, "output_watermark": False if no_watermark else None,
         "content_gate": content_gate,
@@ -339,6 +375,7 @@ def run(
     if watching is not None:  # `ffb watch`: these options, one long-lived run (see `watch` below)
         return _watch(settings, lambda: _reloaded(profile, flags), sources[0] if len(sources) == 1 else sources,
                       target, watching, wait, quiet, retry_failed, as_json, stamp)
+    _check_targets_exist(target)
     metrics = None
     if metrics_file:
         from facefusion_batch.metrics import FileMetrics
@@ -353,7 +390,7 @@ def run(
             code = 130 if result.interrupted else 1 if result.failed else 0
             if quiet and settings.log_level != "error":  # -q drops progress, not the run's warnings
                 for warning in result.warnings:
-                    print(f"ffb: warning: {warning}", file=sys.stderr)
+                    warn(warning)
             _print_summary(result, as_json, stamp, code)
     return code
 
@@ -377,9 +414,11 @@ RUN_HELP_PANELS: dict[str, tuple[str, ...]] = {
     "Execution": ("execution_providers", "execution_device_id", "execution_thread_count",
                   "execution_queue_count", "execution_inference_slots", "video_memory_strategy",
                   "system_memory_limit", "ffmpeg_path", "temp_path", "chunk_size", "temp_frame_format",
-                  "frame_transport"),
-    "Output": ("output_video_encoder", "output_video_preset", "output_video_quality", "output_image_quality"),
+                  "frame_transport", "cache_path", "state_path", "shared_path"),
+    "Output": ("output_video_encoder", "output_video_preset", "output_video_quality", "output_image_quality",
+               "output_image_scale"),
     "Marking and provenance": ("no_marking", "output_provenance", "c2pa_certificate", "c2pa_private_key",
+                               "c2pa_timestamp_url",
                                "visible_label", "visible_label_position", "visible_label_size",
                                "visible_label_opacity", "no_watermark", "content_gate"),
     "Batch": ("executor", "ray_address", "force", "retry_failed", "wait", "print_settings", "as_json", "quiet",
@@ -404,6 +443,9 @@ def _group_help(command: Any, panels: dict[str, tuple[str, ...]]) -> None:
     for name, hint in typing.get_type_hints(inspect.unwrap(command)).items():
         values = typing.get_args(next((a for a in typing.get_args(hint) if a is not type(None)), hint))
         option = parameters[name].default if name in parameters else None
+        if hint in (bool, Optional[bool]) and isinstance(option, typer.models.OptionInfo) and option.metavar is None:
+            option.metavar = ""  # a flag takes no value: no `<bool>` beside it (it read as if it took one)
+            continue
         if not values or not all(isinstance(v, str) for v in values) or not isinstance(option, typer.models.OptionInfo):
             continue
         if len("|".join(values)) > LONG_CHOICES and option.metavar is None:
@@ -503,7 +545,8 @@ def _watch(settings, reload, source_path: Path | list[Path], target: list[str], 
                 reporter.message(f"ffb watch: metrics at http://{server.address}:{server.port}/metrics")
             result = watch_folders(source_path, target, settings, settle=watching.settle, poll=watching.poll,
                                    retry_failed=retry_failed, wait=wait, reporter=metrics.reporter(reporter),
-                                   metrics=metrics, reload=reload, lost_signal=signals.raise_lost)
+                                   metrics=metrics, reload=reload, lost_signal=signals.raise_lost,
+                                   on_outcome=_watch_line(stamp) if as_json else None)
         except KeyboardInterrupt:  # before the watch began (e.g. while waiting for the lock)
             result = BatchResult(str(settings.engine), [], [], [Outcome("(batch)", "failed", reason=INTERRUPTED)],
                                  interrupted=True)
@@ -518,6 +561,15 @@ def _watch(settings, reload, source_path: Path | list[Path], target: list[str], 
             result.interrupted = True
             _print_summary(result, as_json, stamp, code, command="watch")
     return code
+
+
+def _watch_line(stamp: "RunStamp") -> Callable[[Any], None]:
+    """`ffb watch --json`: one line per file as it finishes (a kill -9 loses none already printed)."""
+    def emit(outcome: Any) -> None:
+        jsonlines.emit({"run_id": stamp.run_id, "started": stamp.started, "time": jsonlines.utc(),
+                        "version": __version__, "command": "watch", "event": "target",
+                        **outcome_document(dataclasses.asdict(outcome))})
+    return emit
 
 
 def _reloaded(profile: Optional[Path], flags: dict[str, Any]):
@@ -550,13 +602,23 @@ def _run(settings, source_path: Path | list[Path], target: list[str], wait: bool
     return result
 
 
+def outcome_document(outcome: dict[str, Any]) -> dict[str, Any]:
+    """A target's outcome in the JSON convention: its target and output as absolute paths ("(batch)", an
+    interruption before any target, stays a word)."""
+    target = outcome["target"]
+    return {**outcome, "target": target if target.startswith("(") else jsonlines.absolute(target),
+            "output": jsonlines.absolute(outcome.get("output"))}
+
+
 def _print_summary(result, as_json: bool, stamp: "RunStamp", code: int, command: str = "run") -> None:
     """The summary as one JSON line or a table; a table that can't be drawn (e.g. rich rejects a name) falls
     back to plain lines: the summary is always printed."""
     if as_json:
         summary = result.to_dict()
         summary.pop("ok", None)
-        _print_json_line({**stamp.head(code), "command": command, **summary})
+        summary["outcomes"] = [outcome_document(o) for o in summary["outcomes"]]
+        summary["warnings"] = list(dict.fromkeys([*_said_warnings(), *summary["warnings"]]))
+        jsonlines.emit({**stamp.head(code), "command": command, **summary})
         return
     try:
         _summary_table(result)
@@ -589,6 +651,16 @@ def check_source(path: Path) -> None:
     problem = image_header_problem(head)
     if problem:
         raise SourceError(f"{path}: {problem}; {fix}")
+
+
+def _check_targets_exist(specs: list[str]) -> None:
+    """A target path that names nothing (not a glob) is a usage error, said before any model loads."""
+    import glob
+
+    missing = [spec for spec in specs if not glob.has_magic(spec) and not os.path.lexists(spec)]
+    if missing:
+        raise SettingsError(f"{', '.join(missing)}: no such file or directory; check the target path (-t) or "
+                            "quote a glob ('clips/*.mp4')")
 
 
 def _check_output_file(output: Path, specs: list[str]) -> None:
@@ -681,7 +753,7 @@ def _report_models(profile: Optional[Path], models_path: Optional[Path], as_json
     states = [checked(store.inspect(settings.models_path, spec, memo)) for spec in CATALOG.values()]
     rows = [{"name": s.spec.name, "role": _ROLES.get(s.spec.family, s.spec.family), "family": s.spec.family,
              "status": s.status, "size_bytes": _file_size(s.path) if s.status != "missing" else None,
-             "path": str(s.path), "detail": s.detail, "licence": s.spec.licence,
+             "path": jsonlines.absolute(s.path), "detail": s.detail, "licence": s.spec.licence,
              "commercial": commercial_use(s.spec)} for s in states]
     if as_json:
         _print_json(rows)
@@ -725,7 +797,12 @@ def models_download(
     profile: Optional[Path] = typer.Option(None, "--profile", "-p", help="Settings file."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
 ) -> int:
-    """Download models with resume and checksum check into the models directory."""
+    """Download models with resume and checksum check into the models directory (those already there and
+    intact are kept). Without a network every file still missing is named, with what to do instead."""
+    import difflib
+
+    from facefusion_batch.errors import DownloadError
+    from facefusion_batch.models import store
     from facefusion_batch.models.catalog import CATALOG
     from facefusion_batch.models.download import download_model
 
@@ -733,13 +810,38 @@ def models_download(
     wanted = names or ["inswapper_128", "arcface_w600k_r50", "scrfd_2.5g"]
     unknown = [n for n in wanted if n not in CATALOG]
     if unknown:
-        raise SettingsError(f"unknown model {', '.join(unknown)}; known: {', '.join(CATALOG)}")
+        hints = [f"{n} (did you mean {close[0]}?)" if (close := difflib.get_close_matches(n, list(CATALOG), 1))
+                 else n for n in unknown]
+        raise SettingsError(f"unknown model {listed(hints)}; `ffb models list` shows the {len(CATALOG)} names")
+    memo = store.ChecksumMemo(settings.cache_path / "checksums.json")
+    failed: list[tuple[str, DownloadError]] = []
     for name in wanted:
         spec = CATALOG[name]
+        state = store.inspect(settings.models_path, spec, memo)
+        if store.usable(state):
+            print(f"{name}: {state.path} (already there)", file=sys.stderr)
+            continue
         progress = None if quiet else _download_progress(name)
-        path = download_model(spec, settings.models_path, settings.download_mirror, progress)
+        try:
+            path = download_model(spec, settings.models_path, settings.download_mirror, progress)
+        except DownloadError as exc:
+            failed.append((name, exc))
+            continue
         print(f"{name}: {path}", file=sys.stderr)
+    if failed:
+        raise DownloadError(_not_downloaded(failed, settings.models_path))
     return 0
+
+
+def _not_downloaded(failed: list[tuple[str, Exception]], models_path: Path) -> str:
+    """One line: every model file still missing, the first cause, and the three ways to get them."""
+    from facefusion_batch.models.catalog import CATALOG
+
+    specs = [CATALOG[name] for name, _ in failed]
+    files = [f for s in specs for f in (s.file, s.hash_file if s.hash_url and not s.sha256 else "") if f]
+    return (f"not downloaded: {', '.join(files)} (first cause: {failed[0][1]}); copy them into {models_path} by "
+            "hand, set download_mirror (FFB_DOWNLOAD_MIRROR) to a mirror holding the same file names, or pass "
+            "--models-path at an existing FaceFusion .assets/models")
 
 
 def _download_progress(name: str):
@@ -771,13 +873,18 @@ def status(
     if not path.is_file():
         raise SettingsError(f"{settings.output_path}: no journal here (no ffb run has written to it yet)")
     journal = Journal(path)
+    entries = list(journal.entries())
+    journal.close()
+    if as_json:  # the paths absolute, as `ffb run --json` gives them
+        jsonlines.emit([{"target": jsonlines.absolute(e.target), "status": e.status,
+                         "output": _output_in_tree(settings.output_dir, e.output), "attempts": e.attempts,
+                         "frames": e.frames,
+                         "seconds": round(e.seconds, 2), "reason": e.reason, "updated": e.updated}
+                        for e in entries])
+        return 0
     rows = [{"target": e.target, "status": e.status, "output": e.output, "attempts": e.attempts,
              "frames": e.frames, "seconds": round(e.seconds, 2), "reason": e.reason,
-             "updated": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.updated))} for e in journal.entries()]
-    journal.close()
-    if as_json:
-        _print_json(rows)
-        return 0
+             "updated": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.updated))} for e in entries]
     from facefusion_batch.tables import print_table
 
     print_table(("target", "status", "attempts", "updated", "reason"),
@@ -785,6 +892,19 @@ def status(
                 title=f"journal of {settings.output_path}",
                 line=lambda r: f"{r[0]}: {r[1]}, attempts {r[2]}, {r[3]}" + (f": {r[4]}" if r[4] else ""))
     return 0
+
+
+def _output_in_tree(tree: Path, recorded: str) -> str | None:
+    """An output's absolute path: the journal keeps it as the run was given it, relative to where that run
+    started; found inside the output tree by its trailing parts when that was elsewhere."""
+    here = Path(jsonlines.absolute(recorded) or "")
+    root = Path(jsonlines.absolute(tree) or "")
+    if Path(recorded).is_absolute() or here.is_relative_to(root):
+        return str(here)
+    parts = Path(recorded).parts
+    found = next((root.joinpath(*parts[k:]) for k in range(1, len(parts)) if root.joinpath(*parts[k:]).exists()),
+                 None)
+    return str(found or here)
 
 
 @app.command("detect-gpus")
@@ -820,9 +940,9 @@ def detect_gpus(
 @reports_errors
 def benchmark(
     resolutions: Optional[list[str]] = typer.Argument(None, help="Clip sizes: 240p 360p 480p 540p 720p 1080p 1440p "
-                                                      "4k, or a range such as 240p..4k (every size of the ladder "
-                                                      "240p 360p 480p 720p 1080p 1440p 4k in between; the whole "
-                                                      "ladder takes minutes). Default: 360p 720p."),
+                                                      "4k (FaceFusion's 2160p), or a range such as 240p..4k (every "
+                                                      "size in between; the whole range takes minutes). Default: "
+                                                      "360p 720p."),
     engine: Optional[Engine] = typer.Option(None, help="auto, neural or offline, for both runs of a comparison."),
     profile: Optional[Path] = typer.Option(None, "--profile", "-p", help="Settings of the base run (default: "
                                            "built-in defaults, plus FFB_* environment)."),
@@ -880,7 +1000,7 @@ def verify(
     invisible watermark.
 
     For each file: whether it carries ffb's metadata mark; whether a C2PA manifest is present (embedded,
-    or a sidecar NAME.c2pa next to a WebM/MKV); whether it validates: trusted, valid (signer untrusted:
+    or a sidecar NAME.ext.c2pa, e.g. clip.webm.c2pa, next to a file whose format can't hold one); whether it validates: trusted, valid (signer untrusted:
     the signature and hashes check out but the signer's root is not in the trust list; pass --trust), or
     invalid with the reason (e.g. assertion.bmffHash.mismatch: the video was changed after signing); the
     digital source type, the tool and model that made it, and the ffb journal record when the file lies in
@@ -899,7 +1019,7 @@ def verify(
         if not as_json:
             _print_finding(findings[-1])
     if as_json:
-        _print_json([f.to_dict() for f in findings])
+        _print_json([_finding_document(f.to_dict()) for f in findings])
     elif not findings:
         print("ffb verify: no images or videos found", file=sys.stderr)
     elif any(f.validation.startswith("valid") for f in findings):
@@ -907,6 +1027,15 @@ def verify(
               "trusted here; pass --trust ROOT.pem (ffb's local root: cache_path/c2pa/local-root.pem)",
               file=sys.stderr)
     return 1 if any(f.failed for f in findings) else 0
+
+
+def _finding_document(finding: dict[str, Any]) -> dict[str, Any]:
+    """A verify finding in the JSON convention: file and journal paths absolute (its times: jsonlines)."""
+    journal = finding.get("journal")
+    if journal:
+        journal = {**journal, "journal": jsonlines.absolute(journal.get("journal")),
+                   "target": jsonlines.absolute(journal.get("target"))}
+    return {**finding, "file": jsonlines.absolute(finding["file"]), "journal": journal}
 
 
 def _print_finding(finding) -> None:
@@ -947,6 +1076,20 @@ def version() -> None:
     print(f"ffb {__version__}")
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        print(f"ffb {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(show_version: bool = typer.Option(False, "--version", "-V", is_eager=True, callback=_print_version,
+                                            metavar="", help="Print the version and exit.")) -> None:
+    """ffb: batch face swap for videos and images.
+
+    Example: ffb run --source face.jpg --target clips/ --output swapped/ --many-faces"""
+
+
 def reflow(text: str) -> str:
     """A command's help with each paragraph on one line, for the terminal to wrap at its own width (rich
     keeps the docstring's line breaks, which left a word alone on a line at most widths). A paragraph with
@@ -964,34 +1107,43 @@ for _group in (app, models_app):
 def main(argv: Optional[list[str]] = None) -> int:
     """Run the CLI in-process and return the exit code (tests call this)."""
     args = sys.argv[1:] if argv is None else list(argv)
+    as_json = "--json" in args
+    token = _JSON_WARNINGS.set([] if as_json else None)
     try:
-        return _main(args)
+        return _main(args, as_json)
     except KeyboardInterrupt:  # outside any command's own handling, e.g. while a lazy import runs
-        print("ffb: interrupted", file=sys.stderr)
-        if "--json" in args:
-            command = next((a for a in args if not a.startswith("-")), "")
-            _print_json_line(RunStamp.now().error(command, 130, "interrupted"))
+        _error(_command_of(args), 130, "interrupted", as_json, RunStamp.now())
         return 130
+    finally:
+        _JSON_WARNINGS.reset(token)
 
 
-def _main(args: list[str]) -> int:
+def _command_of(args: list[str]) -> str:
+    return next((a for a in args if not a.startswith("-")), "")
+
+
+def _main(args: list[str], as_json: bool) -> int:
     from facefusion_batch import facefusion_flags
 
     try:  # a FaceFusion command line: its names made ffb's, its options ffb lacks dropped or refused
         translated = facefusion_flags.translate(args, _own_flags(args), _own_flags(args, valued=True), _is_target)
     except SettingsError as exc:
-        print(f"ffb: error: {exc}", file=sys.stderr)
-        if "--json" in args:
-            _print_json_line(RunStamp.now().error(args[0], exc.exit_code, str(exc)))
+        _error(args[0], exc.exit_code, str(exc), as_json, RunStamp.now())
         return exc.exit_code
     if translated.warning:
-        print(f"ffb: warning: {translated.warning}", file=sys.stderr)
+        warn(translated.warning)
     args = join_multi_values(translated.args)
+    empty = empty_path(args)
+    if empty:
+        _error(_command_of(args), 2, empty, as_json, RunStamp.now())
+        return 2
+    valued = _flag_given_a_value(args)
+    if valued:
+        _error(_command_of(args), 2, valued, as_json, RunStamp.now())
+        return 2
     several = several_sources(args)
     if several:
-        print(f"ffb: error: {several}", file=sys.stderr)
-        if "--json" in args:
-            _print_json_line(RunStamp.now().error("run", 2, several))
+        _error("run", 2, several, as_json, RunStamp.now())
         return 2
     try:
         code = app(args=args, prog_name="ffb", standalone_mode=False)
@@ -1001,14 +1153,40 @@ def _main(args: list[str]) -> int:
     except typer.TyperException as exc:  # usage: an unknown flag, a value not among the choices
         if not hasattr(exc, "format_message"):
             raise
-        _show_usage_error(exc)
-        if "--json" in args:
-            command = next((a for a in args if not a.startswith("-")), "")
-            _print_json_line(RunStamp.now().error(command, exc.exit_code, exc.format_message()))
+        if not as_json or not _stderr_is_stdout():
+            _show_usage_error(exc)
+        if as_json:
+            jsonlines.emit(RunStamp.now().error(_command_of(args), exc.exit_code, exc.format_message()))
         return exc.exit_code
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     return code if isinstance(code, int) else 0
+
+
+_BOOLEAN_WORDS = ("true", "false", "yes", "no", "on", "off", "1", "0")
+
+
+def _flag_given_a_value(args: list[str]) -> str | None:
+    """`--many-faces true`: an on/off flag takes no value, and the word after it would be read as a target
+    (`true`, swapped into and failed). Refused with the way to write it."""
+    flags = _own_flags(args) - _own_flags(args, valued=True)
+    for flag, word in zip(args, args[1:]):
+        if flag in flags and word.lower() in _BOOLEAN_WORDS and not os.path.exists(word):
+            negative = _negative_of(flag, args)
+            off = f", {negative} to turn it off" if negative else ""
+            return (f"{flag} {word}: {flag} is an on/off flag and takes no value ({word!r} would be read as a "
+                    f"target); write {flag} alone to turn it on{off}")
+    return None
+
+
+def _negative_of(flag: str, args: list[str]) -> str:
+    """The --no-... form of an on/off flag of the command, or ''."""
+    name = {"headless-run": "run"}.get(args[0], args[0])
+    command = typer.main.get_command(app).commands.get(name)
+    for param in getattr(command, "params", []):
+        if flag in param.opts and param.secondary_opts:
+            return param.secondary_opts[0]
+    return ""
 
 
 def _own_flags(args: list[str], valued: bool = False) -> frozenset[str]:
@@ -1072,6 +1250,34 @@ def _is_target(word: str) -> bool:
     from facefusion_batch.media import kind_of
 
     return kind_of(Path(word)) == "video" or os.path.isdir(word)
+
+
+_EMPTY_FIX = {"-o": "directory or file", "--output": "directory or file", "-t": "file, directory or glob",
+              "--target": "file, directory or glob"}
+
+
+def empty_path(args: list[str]) -> str | None:
+    """A file, directory or target flag given an empty value (`-o ''`, `--output=`: an unset $OUT in a cron
+    line): it would be read as "." (outputs written into, or every file taken from, the working directory);
+    refused instead."""
+    name = {"headless-run": "run"}.get(args[0], args[0]) if args else ""
+    callback = next((c.callback for c in app.registered_commands
+                     if (c.name or getattr(c.callback, "__name__", "").replace("_", "-")) == name), None)
+    if callback is None:
+        return None
+    hints = typing.get_type_hints(callback)
+    flags = {flag for key, parameter in inspect.signature(callback).parameters.items()
+             if isinstance(parameter.default, typer.models.OptionInfo)
+             and ("Path" in str(hints.get(key)) or key == "target")
+             for flag in parameter.default.param_decls or (f"--{key.replace('_', '-')}",)}
+    for index, arg in enumerate(args):
+        flag, equals, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        if flag not in flags or (not equals and index + 1 == len(args)):
+            continue
+        if (value if equals else args[index + 1]).strip() == "":
+            return (f"{flag} is empty (an unset variable in the command line?); give it a "
+                    f"{_EMPTY_FIX.get(flag, 'path')}, or leave the flag out")
+    return None
 
 
 def several_sources(args: list[str]) -> str | None:

@@ -14,6 +14,7 @@ from typing import Callable
 
 from facefusion_batch.errors import SettingsError
 from facefusion_batch.facefusion_ini import UNSUPPORTED, flag, unsupported_note
+from facefusion_batch.listing import listed
 
 # FaceFusion's name -> ffb's flag, and how many values FaceFusion's takes ('+': several, passed on as one
 # value that ffb's setting splits, or refuses with a clear word).
@@ -22,7 +23,10 @@ RENAMED: dict[str, tuple[str, int | str]] = {
     "--output-path": ("--output", 1),
     "--config-path": ("--profile", 1),
     "--execution-device-ids": ("--execution-device-id", "+"),
+    "--workflow-strategy": ("--frame-transport", 1),
 }
+# FaceFusion's values of a renamed flag -> ffb's (the others are the same word).
+RENAMED_VALUES: dict[str, dict[str, str]] = {"--workflow-strategy": {"disk": "temp"}}
 # FaceFusion's flag taking several files -> ffb's flag repeated once per file.
 REPEATED: dict[str, str] = {"--source-paths": "--source"}
 # FaceFusion's flags of options ffb does not have -> their ini key.
@@ -33,7 +37,7 @@ _UNSUPPORTED_FLAGS = {flag(key): key for key in UNSUPPORTED}
 COMMANDS: dict[str, str] = {
     "batch-run": "ffb run takes several targets: -t 'videos/*.mp4' (outputs mirror the tree under -o)",
     "force-download": "ffb models download NAME (ffb models list shows them)",
-    "job-list": "ffb status -o OUTPUT shows a batch's journal",
+    "job-list": "ffb status OUTPUT_DIR shows a batch's journal (every target's status)",
     "job-run": "ffb run is resumable: run it again to finish what an interrupted run left",
 }
 
@@ -90,17 +94,21 @@ def translate(args: list[str], own: frozenset[str], valued: frozenset[str] = fro
                 and not (name in REPEATED and is_target(args[index])):
             values.append(args[index])
             index += 1
+        if name in REPEATED and not values:
+            raise SettingsError(f"{name} needs at least one image after it: {name} face.jpg (ffb's "
+                                f"{REPEATED[name]} face.jpg)")
         if name in REPEATED:
-            out += [part for v in values for part in (REPEATED[name], v)] or [REPEATED[name]]
+            out += [part for v in values for part in (REPEATED[name], v)]
         elif name in RENAMED:
-            out += [RENAMED[name][0], *([" ".join(values)] if values else [])]
+            words = [RENAMED_VALUES.get(name, {}).get(v, v) for v in values]
+            out += [RENAMED[name][0], *([" ".join(words)] if words else [])]
         else:
             shown = f"{name} {' '.join(values)}".rstrip()
             dropped.append(unsupported_note(_UNSUPPORTED_FLAGS[name], " ".join(values), shown, shown))
     warning = None
     if dropped:
         warning = "FaceFusion options ffb does not have, ignored (they would not change the output): " + \
-            "; ".join(dropped)
+            listed(dropped, "; ")
     return Translated(out, warning)
 
 

@@ -22,14 +22,18 @@ LAYOUT: dict[str, tuple[str, ...]] = {
     "face_selector": ("face_selector_mode", "face_selector_order", "face_selector_age_start",
                       "face_selector_age_end", "face_selector_gender", "face_selector_race",
                       "reference_face_position", "reference_face_distance", "reference_frame_number"),
+    "face_tracker": ("face_tracker_score",),
     "face_masker": ("face_occluder_model", "face_parser_model", "face_mask_types", "face_mask_areas",
                     "face_mask_regions", "face_mask_blur", "face_mask_padding"),
     "voice_extractor": ("voice_extractor_model",),
-    "frame_extraction": ("trim_frame_start", "trim_frame_end", "temp_frame_format", "keep_temp"),
+    "frame_extraction": ("trim_frame_start", "trim_frame_end", "temp_frame_format", "temp_pixel_format"),
+    "frame_distribution": ("target_frame_amount",),
     "output_creation": ("output_image_quality", "output_image_scale", "output_audio_encoder",
                         "output_audio_quality", "output_audio_volume", "output_video_encoder",
                         "output_video_preset", "output_video_quality", "output_video_scale", "output_video_fps"),
+    "workflow": ("workflow_mode", "workflow_strategy"),
     "processors": ("processors", "age_modifier_model", "age_modifier_direction", "background_remover_model",
+                   "background_remover_fill_color", "background_remover_despill_color",
                    "deep_swapper_model", "deep_swapper_morph", "expression_restorer_model",
                    "expression_restorer_factor", "expression_restorer_areas", "face_debugger_items",
                    "face_editor_model", "face_editor_eyebrow_direction", "face_editor_eye_gaze_horizontal",
@@ -45,13 +49,14 @@ LAYOUT: dict[str, tuple[str, ...]] = {
     "download": ("download_providers", "download_scope"),
     "benchmark": ("benchmark_mode", "benchmark_resolutions", "benchmark_cycle_count"),
     "execution": ("execution_device_ids", "execution_providers", "execution_thread_count"),
-    "memory": ("video_memory_strategy", "system_memory_limit"),
+    "memory": ("video_memory_strategy",),
     "misc": ("log_level", "halt_on_error"),
 }
 
-# Keys of FaceFusion 3.0-3.2 ini files that 3.8.1 no longer has, still found in users' files.
+# Keys of earlier FaceFusion 3.x ini files that 3.8.1 no longer has, still found in users' files.
 EARLIER: dict[str, tuple[str, ...]] = {"output_creation": ("output_image_resolution", "output_video_resolution",
-                                                           "skip_audio")}
+                                                           "skip_audio"),
+                                       "frame_extraction": ("keep_temp",)}
 
 @dataclass(frozen=True)
 class Unsupported:
@@ -64,9 +69,9 @@ class Unsupported:
     instead: str
 
 
-_AUDIO = "ffb keeps each target's audio as it is (copied where the container takes it)"
+_AUDIO = "ffb keeps each target's audio as it is, copied where the container takes it"
 _SIZE = "ffb keeps each target's resolution; scale the output afterwards"
-_TRIM = "ffb processes whole videos; trim them first (ffmpeg -ss/-to)"
+_TRIM = "ffb processes whole videos; trim them first with ffmpeg -ss/-to"
 _NO_UI = "ffb has no UI"
 
 # FaceFusion options (ini key; the flag is --key-with-dashes) that ffb has no setting for.
@@ -80,15 +85,14 @@ UNSUPPORTED: dict[str, Unsupported] = {
     "face_detector_margin": Unsupported("+", ("0", "0 0 0 0"), "ffb has no detector margin; drop it"),
     "face_detector_angles": Unsupported("+", ("0",), "ffb detects upright faces only; rotate the video first"),
     "reference_face_position": Unsupported(
-        1, ("0",), "ffb's reference is a photo: pass --reference-face with a photo (or crop) of that one face"),
+        1, ("0",), "ffb's reference is a photo: pass --reference-face with a photo or crop of that one face"),
     "reference_frame_number": Unsupported(
-        1, ("0",), "ffb's reference is a photo, not a frame of each target: save that frame (ffmpeg -ss SECONDS "
-        "-i VIDEO -frames:v 1 face.png) and pass --reference-face face.png"),
+        1, ("0",), "ffb's reference is a photo, not a frame of each target: save that frame with ffmpeg -ss "
+        "SECONDS -i VIDEO -frames:v 1 face.png and pass --reference-face face.png"),
     "voice_extractor_model": Unsupported(1, None, "only FaceFusion's lip syncer uses it"),
-    "trim_frame_start": Unsupported(1, (), _TRIM),
+    "trim_frame_start": Unsupported(1, ("0",), _TRIM),
     "trim_frame_end": Unsupported(1, (), _TRIM),
     "keep_temp": Unsupported(0, None, "ffb keeps a video's finished chunks until it is done, to resume"),
-    "output_image_scale": Unsupported(1, ("1", "1.0"), _SIZE),
     "output_video_scale": Unsupported(1, ("1", "1.0"), _SIZE),
     "output_video_resolution": Unsupported(1, (), _SIZE),  # FaceFusion 3.0-3.2's, still in scripts
     "output_image_resolution": Unsupported(1, (), _SIZE),
@@ -100,13 +104,19 @@ UNSUPPORTED: dict[str, Unsupported] = {
     "open_browser": Unsupported(0, None, _NO_UI),
     "ui_layouts": Unsupported("+", None, _NO_UI),
     "ui_workflow": Unsupported(1, None, _NO_UI),
-    "download_providers": Unsupported("+", None, "ffb downloads with `ffb models download` (set download_mirror "
-                                                 "for a mirror)"),
+    "download_providers": Unsupported("+", None, "ffb downloads with `ffb models download`; set "
+                                                 "download_mirror for a mirror"),
     "download_scope": Unsupported(1, None, "ffb downloads with `ffb models download`"),
     "benchmark_mode": Unsupported(1, None, "see ffb benchmark --help"),
     "benchmark_resolutions": Unsupported("+", None, "see ffb benchmark --help"),
     "benchmark_cycle_count": Unsupported(1, None, "see ffb benchmark --help"),
     "halt_on_error": Unsupported(0, None, "ffb records a failed target, goes on, and exits 1 at the end"),
+    "face_tracker_score": Unsupported(1, None, "ffb follows each face across frames itself: see its "
+                                               "keypoint_reuse and redetect_interval"),
+    "target_frame_amount": Unsupported(1, None, "ffb's face tracks span the frames around each one itself"),
+    "temp_pixel_format": Unsupported(1, ("bgr24",), "ffb keeps an image's alpha channel but not a video's; "
+                                                    "set it to bgr24 or drop it"),
+    "workflow_mode": Unsupported(1, None, "ffb takes each target as an image or a video by its kind, as auto does"),
 }
 
 # Options of FaceFusion's other processors: they do nothing without their processor (which ffb refuses by
@@ -116,7 +126,7 @@ _OTHER_PROCESSORS = {"age_modifier", "background_remover", "deep_swapper", "expr
 for _key in LAYOUT["processors"]:
     _processor = next((p for p in _OTHER_PROCESSORS if _key.startswith(p + "_")), None)
     if _processor:
-        UNSUPPORTED[_key] = Unsupported("+" if _key.endswith(("_areas", "_items")) else 1, None,
+        UNSUPPORTED[_key] = Unsupported("+" if _key.endswith(("_areas", "_items", "_color")) else 1, None,
                                         f"only FaceFusion's {_processor} processor uses it")
 
 
@@ -128,12 +138,16 @@ def flag(key: str) -> str:
 def unsupported_note(key: str, value: str, shown: str, setting: str) -> str:
     """The note listing a FaceFusion option ffb has no setting for (`shown`: its name as the user wrote it);
     SettingsError naming `setting` (the option with its value) when ignoring it would change the output."""
-    option = UNSUPPORTED.get(key)
-    if option is None:  # pragma: no cover - every LAYOUT key ffb lacks is in UNSUPPORTED (a test checks it)
-        return shown
+    return f"{shown} ({ignored_because(key, value, setting)})"
+
+
+def ignored_because(key: str, value: str, setting: str) -> str:
+    """Why ffb may ignore FaceFusion option `key` set to `value` (what ffb does instead); SettingsError naming
+    `setting` when ignoring it would change the output."""
+    option = UNSUPPORTED[key]  # every LAYOUT key ffb lacks is in UNSUPPORTED (a test checks it)
     if option.same is not None and " ".join(value.replace(",", " ").split()) not in option.same:
         raise SettingsError(f"{setting}: FaceFusion's option, which ffb does not have; {option.instead}")
-    return f"{shown} ({option.instead})"
+    return option.instead
 
 
 def is_facefusion_key(section: str, key: str) -> bool:

@@ -10,13 +10,15 @@ from facefusion_batch import __version__
 
 # IPTC digital source type for media edited with a trained model.
 DIGITAL_SOURCE_TYPE = "http://cv.iptc.org/newscodes/digitalsourcetype/compositeWithTrainedAlgorithmicMedia"
+# How the comment tag starts: the one tag every container keeps (AVI keeps no other of these).
+COMMENT_PREFIX = "AI-modified: "
 
 
 def marking_tags(engine: str, models: Sequence[str], when: datetime | None = None) -> dict[str, str]:
     """Container tags for a modified output."""
     stamp = (when or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {
-        "comment": f"AI-modified: faces swapped by ffb {__version__} ({engine} engine) at {stamp}",
+        "comment": f"{COMMENT_PREFIX}faces swapped by ffb {__version__} ({engine} engine) at {stamp}",
         "ai_modified": "true",
         "ai_tool": f"ffb {__version__}",
         "ai_engine": engine,

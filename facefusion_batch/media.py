@@ -20,10 +20,21 @@ import numpy as np
 from facefusion_batch.errors import MediaError, SourceError
 
 VIDEO_EXTENSIONS = (".mp4", ".mov", ".mkv", ".webm", ".avi", ".m4v")
-IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".gif")
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".gif", ".tif", ".tiff")
+_CONVERT = "convert it first, e.g. ffmpeg -i IN{} OUT{}"
+# Formats FaceFusion 3.8.1 takes as targets (its choices.py image_type_set, video_type_set) that ffb does not
+# process, each with why and what to do: a directory scan or glob names every such file rather than pass it by.
+UNPROCESSED: dict[str, str] = {
+    ".bmp": "BMP can't carry ffb's AI-modified marking; " + _CONVERT.format(".bmp", ".png"),
+    ".wmv": "ffb can't write WMV (ASF); " + _CONVERT.format(".wmv", ".mkv"),
+    ".mpeg": "ffb can't write MPEG program streams; " + _CONVERT.format(".mpeg", ".mkv"),
+    ".mpg": "ffb can't write MPEG program streams; " + _CONVERT.format(".mpg", ".mkv"),
+    ".mxf": "ffb can't write MXF; " + _CONVERT.format(".mxf", ".mov"),
+}
 MAX_IMAGE_PIXELS = 64_000_000  # beyond this an image is refused rather than risking memory
 MAX_ANIMATION_PIXELS = 250_000_000  # all frames of an animated image together (~1 GB as BGR + alpha)
-_FORMATS = {".jpg": "JPEG", ".jpeg": "JPEG", ".png": "PNG", ".webp": "WEBP", ".gif": "GIF"}
+_FORMATS = {".jpg": "JPEG", ".jpeg": "JPEG", ".png": "PNG", ".webp": "WEBP", ".gif": "GIF", ".tif": "TIFF",
+            ".tiff": "TIFF"}
 
 
 def kind_of(path: Path) -> str | None:
@@ -83,9 +94,28 @@ def _header_size(data: np.ndarray) -> tuple[int, int]:
             with Image.open(io.BytesIO(data.tobytes())) as image:
                 return image.size
     except Image.DecompressionBombError:
-        return 1 << 16, 1 << 16  # Pillow's own limit tripped: certainly too large
+        return _unchecked_size(data.tobytes())  # Pillow's own limit tripped: its true size for the message
     except (UnidentifiedImageError, OSError, ValueError):
         return 0, 0
+
+
+def _unchecked_size(data: bytes) -> tuple[int, int]:
+    """The size an image's header gives, read by Pillow's format plugins without Pillow's decompression
+    bomb check (which refuses to say the size); (65536, 65536) should no plugin take it."""
+    from PIL import Image
+
+    Image.init()
+    for name in Image.ID:
+        factory, accept = Image.OPEN[name]
+        verdict = accept(data[:16]) if accept else True
+        if not verdict or isinstance(verdict, str):
+            continue
+        try:
+            with factory(io.BytesIO(data), "") as image:
+                return image.size
+        except Exception:  # noqa: BLE001 - not this format (plugins raise SyntaxError, struct.error, ...)
+            continue
+    return 1 << 16, 1 << 16
 
 
 def write_image(image: np.ndarray, path: Path, quality: int, tags: Mapping[str, str] | None,
@@ -112,6 +142,23 @@ class Picture:
 
     def with_frames(self, frames: list[np.ndarray]) -> Picture:
         return replace(self, frames=frames)
+
+
+def scaled_size(width: int, height: int, scale: float) -> tuple[int, int]:
+    """FaceFusion's output size for a scale: each side times the scale, rounded to an even number."""
+    return max(2, round(width * scale / 2) * 2), max(2, round(height * scale / 2) * 2)
+
+
+def scale_picture(picture: Picture, scale: float) -> Picture:
+    """The picture at `scale` times its size (every frame and alpha plane): area-averaged down, Lanczos up."""
+    if scale == 1.0:
+        return picture
+    height, width = picture.frames[0].shape[:2]
+    size = scaled_size(width, height, scale)
+    interpolation = cv2.INTER_AREA if scale < 1 else cv2.INTER_LANCZOS4
+    return replace(picture, frames=[cv2.resize(f, size, interpolation=interpolation) for f in picture.frames],
+                   alpha=[None if a is None else cv2.resize(a, size, interpolation=interpolation)
+                          for a in picture.alpha])
 
 
 def read_picture(path: Path, error: type[Exception] = MediaError) -> Picture:
@@ -146,13 +193,19 @@ def read_picture(path: Path, error: type[Exception] = MediaError) -> Picture:
                 rgba = np.asarray(frame)
                 colour.append(np.ascontiguousarray(rgba[:, :, 2::-1]))
                 alpha.append(np.ascontiguousarray(rgba[:, :, 3]) if transparent else None)
-                durations.append(int(image.info.get("duration", 100) or 100))
+                durations.append(_duration(image.info.get("duration")))
             loop = image.info.get("loop", 0 if frames > 1 else None)
     except (UnidentifiedImageError, OSError, ValueError, EOFError) as exc:
         if isinstance(exc, error):
             raise
         raise error(f"{path}: not a readable image ({exc})") from None
     return Picture(colour, alpha, tuple(durations) if frames > 1 else (), loop, icc)
+
+
+def _duration(value: object) -> int:
+    """A frame's duration in ms as the file gives it: 0 stays 0 (a GIF frame without a delay has none; a
+    viewer decides how long to show it, and a copy must leave that choice as it found it)."""
+    return int(round(float(value))) if value is not None else 0
 
 
 def write_picture(picture: Picture, path: Path, quality: int, tags: Mapping[str, str] | None,
@@ -226,14 +279,23 @@ def _exif(tags: Mapping[str, str] | None) -> object:
     return exif
 
 
+_TEMP_STEM = 48  # bytes of the output's name a temp name shows (for whoever lists the directory)
+
+
 def temp_name(path: Path) -> Path:
-    """A hidden sibling name for writing before the atomic rename; keeps the extension for muxers.
-    Long names are shortened to a hash so the temp name fits where the final name fits."""
-    name = f".{path.stem}.ffb-{os.getpid()}.tmp{path.suffix}"
-    if len(os.fsencode(name)) > 240:  # the file system's bytes: a name that is not UTF-8 keeps its own
-        digest = hashlib.sha1(os.fsencode(path.name)).hexdigest()[:16]
-        name = f".ffb-{digest}-{os.getpid()}.tmp{path.suffix}"
-    return path.with_name(name)
+    """A hidden sibling name for writing before the atomic rename; keeps the extension for muxers. Its
+    length does not depend on the output's (`.<first 48 bytes of the stem>.ffb-<hash of the name>-<pid>
+    .tmp<ext>`, ~90 bytes), so a 255-byte output name has room for ffb's own suffixes (.sig, .c2pa)."""
+    return path.with_name(f"{temp_stem(path)}-{os.getpid()}.tmp{path.suffix}")
+
+
+def temp_stem(path: Path) -> str:
+    """What every temp name of `path` starts with, made by any process (a glob over `<stem>-*` finds the
+    partials a killed run left of this one output and of no other)."""
+    raw = os.fsencode(path.stem)  # the file system's bytes: a name that is not UTF-8 keeps its own
+    shown = os.fsdecode(raw[:_TEMP_STEM])
+    digest = hashlib.sha1(os.fsencode(path.name)).hexdigest()[:12]
+    return f".{shown}.ffb-{digest}"
 
 
 def atomic_write_bytes(path: Path, data: bytes, place: Callable[[Path, Path], object] | None = None) -> None:
@@ -242,10 +304,14 @@ def atomic_write_bytes(path: Path, data: bytes, place: Callable[[Path, Path], ob
     try:
         # O_EXCL | O_NOFOLLOW: never write through a link planted under the temp name.
         descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+        try:
+            with os.fdopen(descriptor, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as exc:
+            exc.filename = exc.filename or str(tmp)  # which disk filled up: the output's
+            raise
         if place is None:
             tmp.replace(path)
         else:

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, disable_created_metrics, generate_latest
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.utils import floatToGoString
 
@@ -29,6 +29,10 @@ from facefusion_batch import __version__
 from facefusion_batch.errors import OutputError, SettingsError
 from facefusion_batch.pipeline.progress import Reporter
 from facefusion_batch.timing import Timings
+
+# A counter's `*_created` twin (its creation time as a second series) doubles every counter for no use here:
+# ffb_run_start_timestamp_seconds says when the run began. prometheus_client's switch is process-wide.
+disable_created_metrics()
 
 STATUSES = ("done", "no_face", "skipped", "blocked", "failed")  # pipeline.batch.STATUSES (a test keeps them equal)
 SUCCESS = ("done", "no_face")  # a target finished: the journal's FINISHED

@@ -22,6 +22,7 @@ from typing import Any, Literal, Mapping
 
 from facefusion_batch import facefusion_ini
 from facefusion_batch.errors import SettingsError
+from facefusion_batch.listing import Problems, capped, listed
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -44,19 +45,19 @@ FaceMaskType = Literal["box", "occlusion", "area", "region"]
 FaceMaskRegion = Literal["skin", "left-eyebrow", "right-eyebrow", "left-eye", "right-eye", "glasses", "nose",
                          "mouth", "upper-lip", "lower-lip"]
 FaceMaskArea = Literal["upper-face", "lower-face", "mouth"]
-FaceOccluderModel = Literal["xseg_1", "xseg_2", "xseg_3"]
+FaceOccluderModel = Literal["many", "xseg_1", "xseg_2", "xseg_3"]
 FaceLandmarkerModel = Literal["many", "2dfan4", "peppa_wutz"]
 FaceParserModel = Literal["bisenet_resnet_18", "bisenet_resnet_34"]
 FaceSelectorOrder = Literal["left-right", "right-left", "top-bottom", "bottom-top", "small-large", "large-small",
                             "best-worst", "worst-best"]
-FaceSelectorGender = Literal["female", "male"]
-FaceSelectorRace = Literal["white", "black", "latino", "asian", "indian", "arabic"]
+FaceSelectorGender = Literal["auto", "female", "male"]  # auto: the source face's (as FaceFusion)
+FaceSelectorRace = Literal["auto", "white", "black", "latino", "asian", "indian", "arabic"]
 PIXEL_BOOST_SIZES = (128, 256, 384, 512, 768, 1024)  # every model's own sizes are a subset (checked at start)
 VideoEncoder = Literal["auto", "libx264", "libx265", "libvpx-vp9", "h264_nvenc", "hevc_nvenc"]
 VideoPreset = Literal[
     "ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"
 ]
-TempFrameFormat = Literal["bmp", "png", "jpg"]
+TempFrameFormat = Literal["bmp", "png", "jpg", "tiff"]
 FrameTransport = Literal["temp", "memory"]
 VideoMemoryStrategy = Literal["strict", "moderate", "tolerant"]
 LogLevel = Literal["error", "info"]
@@ -184,7 +185,7 @@ class Settings:
                                        role="output", engine=True, range=(0.0, 1.0))
     face_detector_min_size: int = _spec(
         "face_detector", "Offline engine: also find faces down to this many pixels by scanning tiles "
-        "(slower; 0: faces under ~1/10 of the frame's long side are missed).", 0,
+        "(slower; 0: faces under ~1/20 of the frame's long side are missed).", 0,
         role="output", engine=True, range=(0, 4096))
 
     keypoint_reuse: bool = _spec(
@@ -213,11 +214,13 @@ class Settings:
         "large-small",
         role="output-unless-default")
     face_selector_gender: FaceSelectorGender | None = _spec(
-        "face_selector", "Swap only faces classified as this gender (needs the fairface model; neural engine).",
+        "face_selector", "Swap only faces classified as this gender (auto: the source face's; needs the fairface "
+        "model; neural engine).",
         None,
         role="output-unless-default", engine=True)
     face_selector_race: FaceSelectorRace | None = _spec(
-        "face_selector", "Swap only faces classified as this race (needs the fairface model; neural engine).",
+        "face_selector", "Swap only faces classified as this race (auto: the source face's; needs the fairface "
+        "model; neural engine).",
         None,
         role="output-unless-default", engine=True)
     face_selector_age_start: int | None = _spec(
@@ -246,7 +249,8 @@ class Settings:
     face_mask_areas: tuple[FaceMaskArea, ...] = _spec("face_masker", "Face areas the area mask keeps.",
                                                       ("upper-face", "lower-face", "mouth"),
                                                       role="output-unless-default", engine=True)
-    face_occluder_model: FaceOccluderModel = _spec("face_masker", "Occlusion mask model.", "xseg_1",
+    face_occluder_model: FaceOccluderModel = _spec("face_masker", "Occlusion mask model (many: xseg_1, xseg_2 and "
+                                                   "xseg_3, the strictest wins).", "xseg_1",
                                                    role="output-unless-default", engine=True)
     face_parser_model: FaceParserModel = _spec("face_masker", "Region mask model.", "bisenet_resnet_34",
                                                role="output-unless-default", engine=True)
@@ -260,7 +264,8 @@ class Settings:
         role="output-unless-default", engine=True, range=(0.0, 1.0))
 
     output_video_encoder: VideoEncoder = _spec(
-        "output_creation", "ffmpeg video encoder; auto: libvpx-vp9 for .webm, libx264 elsewhere.", "auto",
+        "output_creation", "ffmpeg video encoder; auto: libvpx-vp9 for .webm, libx265 for HDR in .mp4/.mov/.mkv "
+        "(keeps it HDR), libx264 elsewhere.", "auto",
         role="output")
     output_video_preset: VideoPreset = _spec("output_creation", "Encoder speed/size preset.", "veryfast",
                                              role="output")
@@ -268,6 +273,10 @@ class Settings:
                                       role="output", range=(0, 100))
     output_image_quality: int = _spec("output_creation", "JPEG/WebP quality 0..100 for image targets.", 95,
                                       role="output", range=(0, 100))
+    output_image_scale: float = _spec(
+        "output_creation", "Size of image targets' outputs as a multiple of the target's, 0.25..8 (FaceFusion's; "
+        "sides rounded to even pixels as FaceFusion does); 1: the target's size.", 1.0,
+        role="output-unless-default", range=(0.25, 8.0))
     output_marking: bool = _spec("output_creation", "Mark outputs as AI-modified at all (false, or --no-marking: "
                                  "no metadata, no C2PA, whatever output_provenance says).", True,
                                  role="output")
@@ -282,6 +291,10 @@ class Settings:
         role="output", keyed="provenance")
     c2pa_private_key: Path | None = _spec("provenance", "PEM private key of c2pa_certificate (unencrypted).", None,
                                           role="output", keyed="provenance")
+    c2pa_timestamp_url: str = _spec(
+        "provenance", "RFC 3161 time-stamp authority (http/https URL) asked for a trusted signing time, so that "
+        "signatures stay valid after the certificate expires; empty: none (signing stays offline).", "",
+        role="run")
     c2pa_on_failure: C2paOnFailure = _spec(
         "provenance", "When signing an output fails: fail that target (nothing is written), or keep it with "
         "metadata marking only and a warning.", "fail",
@@ -314,7 +327,7 @@ class Settings:
     frame_transport: FrameTransport = _spec(
         "frame_extraction", "temp: frames are spooled through temp_path in chunks; memory: frames pass in memory "
         "only (no temp frame files).", "temp",
-        role="run")
+        role="run", facefusion="workflow_strategy")
 
     execution_providers: tuple[ExecutionProvider, ...] = _spec(
         "execution", "ONNX Runtime providers in order of preference.", ("cpu",),
@@ -468,6 +481,7 @@ _FACEFUSION_VALUES = {
     "face_detector_model": {"yolo_face": "yoloface"},
     "temp_frame_format": {"jpeg": "jpg"},
     "log_level": {"warn": "info", "debug": "info"},
+    "frame_transport": {"disk": "temp"},  # FaceFusion's workflow_strategy: disk spools frames, memory does not
 }
 
 
@@ -587,50 +601,53 @@ def load_profile(path: Path) -> Profile:
         raise SettingsError(f"{path}: profile not found; pass an existing .ini or .toml file to --profile")
     raw_sections = _read_toml(path) if path.suffix.lower() == ".toml" else _read_ini(path)
     values: dict[str, Any] = {}
-    problems: list[str] = []
-    ignored: list[tuple[str, str]] = []
+    problems = Problems()
+    ignored: list[tuple[str, str, str]] = []
     for section, keys in raw_sections.items():
         if section not in ALL_SECTIONS:
-            problems.append(f"unknown section [{section}]{_did_you_mean(section, ALL_SECTIONS)}"
-                            if section != "DEFAULT" else
-                            "[DEFAULT] is not supported (its keys would apply to every section); put each key "
-                            "in its own section")
+            problems.add(lambda: f"unknown section [{section}]{_did_you_mean(section, ALL_SECTIONS)}"
+                         if section != "DEFAULT" else
+                         "[DEFAULT] is not supported (its keys would apply to every section); put each key "
+                         "in its own section")
             continue
         for key, raw in keys.items():
             blank = isinstance(raw, str) and raw.strip() == ""
             name = FROM_FACEFUSION.get(key, key)
-            if name in FIELDS and section in _sections_of(name):
+            if name in FIELDS and (section in _sections_of(name) or (
+                    name != key and facefusion_ini.is_facefusion_key(section, key))):
                 if blank:
                     continue  # FaceFusion leaves unset keys blank: keep the default
                 try:
                     values[name] = parse_value(name, raw, f"[{section}] {key}")
                 except SettingsError as exc:
-                    problems.append(str(exc))
+                    problems.add(str(exc))
             elif facefusion_ini.is_facefusion_key(section, key):
                 if not blank:
                     value = " ".join(map(str, raw)) if isinstance(raw, list) else str(raw)
                     try:
-                        ignored.append((section, facefusion_ini.unsupported_note(
-                            key, value, key, f"[{section}] {key} = {value}")))
+                        ignored.append((section, key, facefusion_ini.ignored_because(
+                            key, value, f"[{section}] {key} = {value}")))
                     except SettingsError as exc:
-                        problems.append(str(exc))
+                        problems.add(str(exc))
             else:
-                problems.append(_unknown_key(section, key))
+                problems.add(lambda: _unknown_key(section, key))
     if problems:
         count = f"{len(problems)} problems: " if len(problems) > 1 else ""
-        raise SettingsError(f"{path}: {count}" + "; ".join(problems))
+        raise SettingsError(f"{path}: {count}" + problems.text())
     warnings = []
     if ignored:
         warnings.append(f"{path}: FaceFusion settings ffb does not have, ignored: " + _by_section(ignored))
     return Profile(values, tuple(warnings))
 
 
-def _by_section(notes: list[tuple[str, str]]) -> str:
-    """'[a] k1, k2; [b] k3' from (section, key note) pairs."""
-    grouped: dict[str, list[str]] = {}
-    for section, note in notes:
-        grouped.setdefault(section, []).append(note)
-    return "; ".join(f"[{section}] {', '.join(keys)}" for section, keys in grouped.items())
+def _by_section(notes: list[tuple[str, str, str]]) -> str:
+    """'[a] k1, k2 (why); [b] k3 (why), k4 (why)' from (section, key, why) triples: each section once, the keys
+    sharing a reason together."""
+    grouped: dict[str, dict[str, list[str]]] = {}
+    for section, key, why in notes:
+        grouped.setdefault(section, {}).setdefault(why, []).append(key)
+    return listed((f"[{section}] " + ", ".join(f"{listed(keys)} ({why})" for why, keys in reasons.items())
+                   for section, reasons in grouped.items()), "; ")
 
 
 def _unknown_key(section: str, key: str) -> str:
@@ -654,10 +671,37 @@ def _read_ini(path: Path) -> dict[str, dict[str, Any]]:
     # No default section: configparser's [DEFAULT] would leak its keys into every section unchecked.
     parser = configparser.ConfigParser(interpolation=None, default_section="\0none")
     try:
-        parser.read(path, encoding="utf-8")
-    except (configparser.Error, UnicodeDecodeError) as exc:
-        raise SettingsError(f"{path}: not a valid ini file ({str(exc).splitlines()[0]})") from None
+        text = path.read_text(encoding="utf-8-sig")  # Windows editors save a BOM before [paths]
+    except UnicodeDecodeError as exc:
+        line = exc.object[:exc.start].count(b"\n") + 1
+        raise SettingsError(f"{path}: not a valid ini file (line {line} is not UTF-8 text); save it as UTF-8") \
+            from None
+    except OSError as exc:
+        raise SettingsError(f"{path}: can't read the profile ({exc.strerror or exc})") from None
+    try:
+        parser.read_string(text, source=str(path))
+    except configparser.Error as exc:
+        raise SettingsError(f"{path}: not a valid ini file ({capped(_ini_problem(exc), 300)})") from None
     return {s: dict(parser.items(s)) for s in parser.sections()}
+
+
+def _ini_problem(exc: configparser.Error) -> str:
+    """configparser's complaint as 'line N: what' (its own text names the file as a Python value)."""
+    if isinstance(exc, configparser.MissingSectionHeaderError):
+        return f"line {exc.lineno}: {exc.line.strip()!r} comes before any [section] header"
+    if isinstance(exc, configparser.DuplicateSectionError):
+        return f"line {exc.lineno}: section [{exc.section}] appears twice; merge the two"
+    if isinstance(exc, configparser.DuplicateOptionError):
+        return f"line {exc.lineno}: [{exc.section}] {exc.option} is set twice; keep one"
+    if isinstance(exc, configparser.ParsingError) and exc.errors:
+        lineno, line = exc.errors[0]
+        if line[:1] in "'\"":  # Python 3.11/3.12 keep the line as its repr
+            import ast
+
+            line = ast.literal_eval(line)
+        more = f" (and {len(exc.errors) - 1} more such lines)" if len(exc.errors) > 1 else ""
+        return f"line {lineno}: {line.strip()!r} is not key = value{more}"
+    return str(exc).splitlines()[0]  # pragma: no cover - every error read_string raises is handled above
 
 
 def _read_toml(path: Path) -> dict[str, dict[str, Any]]:
@@ -685,7 +729,7 @@ def load_environment(environ: Mapping[str, str]) -> tuple[dict[str, Any], list[s
             unknown.append(var + (f" (did you mean FFB_{close[0].upper()}?)" if close else ""))
             continue
         values[key] = parse_value(key, raw, f"environment {var}")
-    warnings = [f"environment: {', '.join(sorted(unknown))}: not ffb settings, ignored (see ffb run "
+    warnings = [f"environment: {listed(sorted(unknown))}: not ffb settings, ignored (see ffb run "
                 "--print-settings)"] if unknown else []
     return values, warnings
 
@@ -720,6 +764,7 @@ def load_settings(
             values[key] = value
             origins[key] = origin
     settings = Settings(**values)
+    settings, engine_notes = _engine_request(settings, origins)
     if settings.face_selector_mode == "reference" and settings.reference_face_path is None:
         raise SettingsError("face_selector_mode is reference but no reference face: pass --reference-face IMAGE, "
                             "a photo of the face to replace (FaceFusion takes a frame of the target instead: save "
@@ -728,7 +773,52 @@ def load_settings(
         _check_ray(settings)
     _check_provenance(settings)
     _check_processors(settings)
-    return Resolved(settings, origins, (*loaded.warnings, *env_warnings, *_loose_reference(settings)))
+    return Resolved(settings, origins, (*loaded.warnings, *env_warnings, *engine_notes, *_loose_reference(settings)))
+
+
+# Settings that name a neural model file, or where the files are: set by a flag, or to other than the default
+# in a profile or the environment, they ask for the neural engine, and `auto` must not answer with the offline
+# one (it would make an offline output of a run that asked for a model).
+NEURAL_REQUESTS = ("models_path", "face_swapper_model", "face_detector_model", "face_enhancer_model",
+                   "face_occluder_model", "face_parser_model", "face_landmarker_model")
+# ffb's default model of a role, FaceFusion 3.8.1's default of it, and their files: a models directory that
+# holds FaceFusion's default but not ffb's (a FaceFusion .assets/models) runs on FaceFusion's.
+FACEFUSION_DEFAULTS: dict[str, tuple[str, str, str]] = {
+    "face_swapper_model": ("inswapper_128.onnx", "hyperswap_1a_256", "hyperswap_1a_256.onnx"),
+    "face_detector_model": ("scrfd_2.5g.onnx", "yoloface", "yoloface_8n.onnx"),
+}
+
+
+def default_of(name: str) -> Any:
+    spec = FIELDS[name]
+    return spec.default_factory() if spec.default is dataclasses.MISSING else spec.default  # type: ignore[misc]
+
+
+def _engine_request(settings: Settings, origins: dict[str, str]) -> tuple[Settings, list[str]]:
+    """`auto` made `neural` when a setting asks for a neural model (origins say why), and the swapper and
+    detector left at ffb's defaults made FaceFusion's where only FaceFusion's files are in models_path."""
+    notes: list[str] = []
+    if settings.engine == "offline":
+        return settings, notes
+    swaps = {}
+    for name, (own_file, facefusion, facefusion_file) in FACEFUSION_DEFAULTS.items():
+        if origins[name] == "default" and not (settings.models_path / own_file).is_file() \
+                and (settings.models_path / facefusion_file).is_file():
+            swaps[name] = facefusion
+            origins[name] = f"FaceFusion's default ({own_file} is not in models_path, {facefusion_file} is)"
+    if swaps:
+        settings = dataclasses.replace(settings, **swaps)
+        notes.append(f"models_path {settings.models_path} holds FaceFusion's default models, not ffb's: using "
+                     + ", ".join(f"{name} {value}" for name, value in swaps.items())
+                     + " (set them to choose others)")
+    if settings.engine == "auto":
+        for name in NEURAL_REQUESTS:
+            value, origin = getattr(settings, name), origins[name]
+            if origin == "flag" or (origin not in ("default",) and not origin.startswith("FaceFusion's")
+                                    and value != default_of(name)):
+                origins["engine"] = f"auto: neural, as {name} ({origin}) asks for a neural model"
+                return dataclasses.replace(settings, engine="neural"), notes
+    return settings, notes
 
 
 def _range_hint(name: str, value: Any) -> str:
@@ -758,6 +848,10 @@ def _check_provenance(settings: Settings) -> None:
                           else ("c2pa_private_key", "c2pa_certificate"))
         raise SettingsError(f"{given} is set but {missing} is not; pass both (--c2pa-certificate CHAIN.pem "
                             "--c2pa-private-key KEY.pem) or neither")
+    url = settings.c2pa_timestamp_url
+    if url and not (url.startswith(("http://", "https://")) and len(url.split("://", 1)[1].strip("/")) > 0):
+        raise SettingsError(f"c2pa_timestamp_url {url!r} is not an http:// or https:// URL; pass the time-stamp "
+                            "authority's URL (--c2pa-timestamp-url https://tsa.example/...) or leave it empty")
     if settings.visible_label and not settings.output_marking:
         raise SettingsError("visible_label is set but marking is off (--no-marking / output_marking = false); "
                             "drop one of the two")
@@ -767,7 +861,7 @@ def _check_processors(settings: Settings) -> None:
     """Processor settings that contradict each other (those that depend on model files: at engine start)."""
     processors = settings.processors
     if len(set(processors)) != len(processors):
-        raise SettingsError(f"processors lists one twice ({' '.join(processors)}); list each once")
+        raise SettingsError(f"processors lists one twice ({listed(processors, ' ')}); list each once")
     if processors == ("face_enhancer", "face_swapper"):
         raise SettingsError("processors: ffb enhances the swapped face; list them as face_swapper face_enhancer")
     start, end = settings.face_selector_age_start, settings.face_selector_age_end
@@ -801,8 +895,10 @@ def describe(resolved: Resolved) -> list[dict[str, Any]]:
     return rows
 
 
-# Directory settings a run writes to (True) or only reads from (False).
-_DIRECTORIES = {"temp_path": True, "cache_path": True, "models_path": False, "state_path": True,
+# Directory settings a run writes to (True) or only reads from (False). cache_path is read-only-safe: what
+# is cached there (source faces, checksums, patched models) is skipped when it can't be written, and the
+# local C2PA credential is only read once it exists (its creation names the fix).
+_DIRECTORIES = {"temp_path": True, "cache_path": False, "models_path": False, "state_path": True,
                 "shared_path": True}
 
 

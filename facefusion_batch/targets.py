@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from facefusion_batch.media import IMAGE_EXTENSIONS, VIDEO_EXTENSIONS, kind_of
+from facefusion_batch.media import IMAGE_EXTENSIONS, UNPROCESSED, VIDEO_EXTENSIONS, kind_of
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,7 @@ class Target:
 class Rejected:
     path: Path
     reason: str
+    status: str = "failed"  # "skipped": another name of a file that is a target (done once, under that name)
 
 
 def _walk(directory: Path, skip: Path) -> list[Path]:
@@ -31,6 +32,17 @@ def _walk(directory: Path, skip: Path) -> list[Path]:
         root_path = Path(root)
         dirs[:] = sorted(d for d in dirs if (root_path / d).resolve() != skip and not d.startswith("."))
         found += [root_path / f for f in sorted(files) if kind_of(Path(f)) and not f.startswith(".")]
+    return found
+
+
+def _unprocessed(directory: Path, skip: Path) -> list[Rejected]:
+    """FaceFusion's target formats that ffb does not process, under `directory`: each named, with the fix."""
+    found = []
+    for root, dirs, files in os.walk(directory, followlinks=False):
+        root_path = Path(root)
+        dirs[:] = sorted(d for d in dirs if (root_path / d).resolve() != skip and not d.startswith("."))
+        found += [Rejected(root_path / f, UNPROCESSED[Path(f).suffix.lower()]) for f in sorted(files)
+                  if Path(f).suffix.lower() in UNPROCESSED and not f.startswith(".")]
     return found
 
 
@@ -60,11 +72,15 @@ def discover(specs: Sequence[str], output_dir: Path, output_file: Path | None = 
         for path in matches:
             if path.is_dir():
                 files = _walk(path, skip)
-                if not files and base is None:
+                unprocessed = _unprocessed(path, skip)
+                rejected += unprocessed
+                if not files and not unprocessed and base is None:
                     rejected.append(Rejected(path, "directory holds no video or image files"))
                 targets += [Target(f, kind_of(f) or "", output_dir / _below(f, base or path)) for f in files]
             elif not path.exists():
                 rejected.append(Rejected(path, "no such file or directory"))
+            elif kind_of(path) is None and path.suffix.lower() in UNPROCESSED:
+                rejected.append(Rejected(path, UNPROCESSED[path.suffix.lower()]))
             elif kind_of(path) is None:
                 if base is None:  # a glob such as clips/* matching notes.txt beside the videos is no mistake
                     supported = " ".join(VIDEO_EXTENSIONS + IMAGE_EXTENSIONS)
@@ -75,7 +91,8 @@ def discover(specs: Sequence[str], output_dir: Path, output_file: Path | None = 
             rejected.append(Rejected(Path(spec), "pattern matches no video or image files"))
     if output_file is not None:
         targets = [Target(t.path, t.kind, output_file) for t in targets]
-    return _deduplicate(targets, rejected)
+    kept, rejected = _deduplicate(targets, rejected)
+    return _one_name_per_file(kept, rejected)
 
 
 def resolved(path: Path) -> Path:
@@ -130,6 +147,41 @@ def _deduplicate(targets: list[Target], rejected: list[Rejected]) -> tuple[list[
             seen[out] = source
             kept.append(target)
     return kept, rejected
+
+
+def file_key(path: Path) -> tuple[int, int] | None:
+    """What names one file whatever the name (device, inode; links followed); None when it can't be looked
+    at or is no regular file."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino) if stat.S_ISREG(info.st_mode) else None
+
+
+def _one_name_per_file(targets: list[Target], rejected: list[Rejected]) -> tuple[list[Target], list[Rejected]]:
+    """Several names of one file (a `latest.mp4` link beside the file it names, hard links) are one target:
+    the first name that is no symbolic link (else the first), in the order found, so every run picks the
+    same one and the journal holds one row for the file; the others are skipped, saying so."""
+    names: dict[tuple[int, int], list[int]] = {}
+    for index, target in enumerate(targets):
+        key = file_key(target.path)
+        if key is not None:
+            names.setdefault(key, []).append(index)
+    dropped: set[int] = set()
+    for indices in names.values():
+        if len(indices) < 2:
+            continue
+        chosen = next((i for i in indices if not targets[i].path.is_symlink()), indices[0])
+        for index in indices:
+            if index == chosen:
+                continue
+            dropped.add(index)
+            path = targets[index].path
+            kind = "a symbolic link to it" if path.is_symlink() else "a hard link of it"
+            rejected.append(Rejected(path, f"the same file as {targets[chosen].path} ({kind}); processed once, "
+                                           "under that name", "skipped"))
+    return [t for i, t in enumerate(targets) if i not in dropped], rejected
 
 
 _SPECIAL = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),

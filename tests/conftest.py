@@ -83,10 +83,14 @@ def env_with(tmp_path, monkeypatch) -> Callable[..., Path]:
     """`env_with(models)`: the tmp dir, with the neural engine on the stand-ins in `models`, two threads, and
     cache/temp dirs inside the tmp dir (for tests that build their own models dir). `engine=None` leaves the
     engine and the threads to ffb (`auto`: offline where `models` holds none)."""
-    def select(models: Path, engine: str | None = "neural") -> Path:
+    def select(models: Path | None, engine: str | None = "neural") -> Path:
+        if models is None:  # models_path left at its default (set, it would ask for the neural engine): empty
+            monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+            monkeypatch.delenv("FFB_MODELS_PATH", raising=False)
         for name, value in (("MODELS_PATH", models), ("CACHE_PATH", tmp_path / "cache"),
                             ("TEMP_PATH", tmp_path / "tmp")):
-            monkeypatch.setenv(f"FFB_{name}", str(value))
+            if value is not None:
+                monkeypatch.setenv(f"FFB_{name}", str(value))
         if engine is not None:
             monkeypatch.setenv("FFB_ENGINE", engine)
             monkeypatch.setenv("FFB_EXECUTION_THREAD_COUNT", "2")
@@ -97,7 +101,7 @@ def env_with(tmp_path, monkeypatch) -> Callable[..., Path]:
 @pytest.fixture
 def offline_env(env_with, tmp_path) -> Path:
     """The tmp dir, with no neural models (engine auto: offline) and cache/temp dirs inside it."""
-    return env_with(tmp_path / "no-models", engine=None)
+    return env_with(None, engine=None)
 
 
 @pytest.fixture

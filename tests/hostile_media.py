@@ -24,7 +24,7 @@ import numpy as np
 from conftest import astronaut_face, face_frame, grace_hopper
 from facefusion_batch.video.ffmpeg import SWS_FLAGS, ffmpeg_binary
 
-Status = Literal["done", "no_face", "failed"]
+Status = Literal["done", "no_face", "failed", "skipped"]
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,11 @@ def _face_clip(path: Path, video: list[str] = H264, audio: list[str] | None = AA
     return _encode(path, _frames(face_frame(), FRAMES), video, audio, output=output)
 
 
+def face_clip(path: Path, frames: int = FRAMES) -> Path:
+    """A clip of `frames` frames with a face and a tone."""
+    return _encode(path, _frames(face_frame(), frames), H264, AAC)
+
+
 def _write_bytes(data: bytes) -> Callable[[Path], None]:
     return lambda path: path.write_bytes(data)
 
@@ -142,17 +147,18 @@ def _rotated(path: Path) -> None:
     plain.unlink()
 
 
-def _huge_png(path: Path) -> None:
-    """A 12000x12000 1-bit grey PNG written directly (a few kB on disk, 144 megapixels decoded)."""
-    size = 12000
-    row = b"\x00" + b"\x00" * (size // 8)  # filter byte + one row of black pixels
+def _huge_png(path: Path, width: int = 12000, height: int | None = None) -> None:
+    """A 12000x12000 (or `width`x`height`) 1-bit grey PNG written directly (a few kB on disk, 144
+    megapixels decoded)."""
+    height = width if height is None else height
+    row = b"\x00" + b"\x00" * ((width + 7) // 8)  # filter byte + one row of black pixels
     compressor = zlib.compressobj(9)
-    idat = b"".join(compressor.compress(row) for _ in range(size)) + compressor.flush()
+    idat = b"".join(compressor.compress(row) for _ in range(height)) + compressor.flush()
 
     def chunk(kind: bytes, body: bytes) -> bytes:
         return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
 
-    header = struct.pack(">IIBBBBB", size, size, 1, 0, 0, 0, 0)
+    header = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
     path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", idat) + chunk(b"IEND", b""))
 
 
@@ -185,9 +191,9 @@ UNREADABLE = DONE if os.geteuid() == 0 else Expected("failed", "permission denie
 NOT_REGULAR = "not a regular file"
 
 
-def _long_name(length: int) -> str:
+def _long_name(length: int, suffix: str = ".mp4") -> str:
     stem = "long-name-"
-    return stem + "x" * (length - len(stem) - len(".mp4")) + ".mp4"
+    return stem + "x" * (length - len(stem) - len(suffix)) + suffix
 
 
 def _gop_clip(path: Path, frames: int = 30) -> Path:
@@ -233,10 +239,47 @@ def _interlaced(order: str) -> Callable[[Path], None]:
                                           "-field_order", order])
 
 
+def _tags(primaries: str, transfer: str, matrix: str, range_: str) -> list[str]:
+    """Encoder args converting to `matrix`/`range_` and tagging the frames with all four colour properties
+    (ffmpeg 7+ takes the tags from the frames: `-color_primaries` alone on the encoder is ignored)."""
+    return ["-vf", f"scale=out_color_matrix={matrix}:out_range={range_},setparams=color_primaries={primaries}:"
+                   f"color_trc={transfer}:colorspace={matrix}:range={range_}"]
+
+
 def _colour_tagged(path: Path) -> None:
     """Full-range BT.709 with every tag set (a camera's log of how to show it)."""
-    _face_clip(path, [*X264, "-pix_fmt", "yuvj420p", "-colorspace", "bt709", "-color_primaries", "bt709",
-                      "-color_trc", "bt709", "-color_range", "pc"])
+    _face_clip(path, [*X264, "-pix_fmt", "yuvj420p", *_tags("bt709", "bt709", "bt709", "pc")])
+
+
+def _tagged(primaries: str, transfer: str, matrix: str, range_: str = "tv",
+            video: list[str] = H264) -> Callable[[Path], None]:
+    return lambda path: _face_clip(path, [*video, *_tags(primaries, transfer, matrix, range_)])
+
+
+# HDR10 mastering display (P3-D65 primaries, 1000 / 0.0001 cd/m²) and content light level, in x265 notation.
+MASTER_DISPLAY = "G(13250,34500)B(7500,3000)R(34000,16000)WP(15635,16450)L(10000000,1)"
+MAX_CLL = "1000,400"
+X265 = ["-c:v", "libx265", "-preset", "ultrafast", "-crf", "28"]
+
+
+def _hdr10(path: Path, master_display: bool = True) -> None:
+    """HEVC Main10, BT.2020 / PQ, with HDR10 static metadata in its SEI (as a camera or grading tool writes)."""
+    metadata = f"hdr10=1:master-display={MASTER_DISPLAY}:max-cll={MAX_CLL}" if master_display else "hdr10=0"
+    _face_clip(path, [*X265, "-pix_fmt", "yuv420p10le", "-tag:v", "hvc1", "-x265-params", f"log-level=error:{metadata}",
+                      *_tags("bt2020", "smpte2084", "bt2020nc", "tv")])
+
+
+def _vp9_pq(path: Path) -> None:
+    """VP9 profile 2 (10-bit) BT.2020 / PQ in WebM, as HDR video is streamed."""
+    _face_clip(path, ["-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8", "-crf", "40", "-b:v", "0",
+                      "-pix_fmt", "yuv420p10le", *_tags("bt2020", "smpte2084", "bt2020nc", "tv")],
+               ["-c:a", "libopus", "-b:a", "32k"])
+
+
+def _hlg(path: Path) -> None:
+    """HEVC Main10 BT.2020 / HLG (a phone's HDR video: no static metadata)."""
+    _face_clip(path, [*X265, "-pix_fmt", "yuv420p10le", "-x265-params", "log-level=error",
+                      *_tags("bt2020", "arib-std-b67", "bt2020nc", "tv")])
 
 
 def _cover_jpeg(path: Path) -> Path:
@@ -354,8 +397,8 @@ def _png_to_gif(path: Path) -> None:
     path.with_suffix(".png").unlink()
 
 
-def _animated(path: Path) -> None:
-    """Four frames, 80 ms each, looping; with transparency where the format has it."""
+def _animated(path: Path, durations: list[int] | int = 80) -> None:
+    """Four frames, 80 ms each (or `durations`), looping; with transparency where the format has it."""
     from PIL import Image
 
     frames = []
@@ -371,12 +414,23 @@ def _animated(path: Path) -> None:
         else:
             frames.append(Image.fromarray(np.dstack([frame[:, :, ::-1], alpha]), "RGBA"))
     options = {"lossless": True} if path.suffix == ".webp" else {"transparency": 255} if path.suffix == ".gif" else {}
-    frames[0].save(path, save_all=True, append_images=frames[1:], duration=80, loop=0, **options)
+    frames[0].save(path, save_all=True, append_images=frames[1:], duration=durations, loop=0, **options)
+
+
+# Zero-delay frames (a GIF "flash", an APNG's instant first frame): kept at 0, not made 100 ms (issue 26).
+ZERO_DELAYS = [0, 80, 0, 40]
+
+
+def _zero_delays(path: Path) -> None:
+    _animated(path, ZERO_DELAYS)
 
 
 # (path relative to the corpus directory, builder, expectation)
 CASES: list[tuple[str, Callable[[Path], object], Expected]] = [
     ("plain.mp4", _face_clip, DONE),  # control: if this fails, nothing else means much
+    # Other names of one file are one target, done once under its own name (issue 26, class 1).
+    ("latest.mp4", lambda p: os.symlink("plain.mp4", p), Expected("skipped", "the same file as")),
+    ("z_hard_link_of_plain.mp4", lambda p: os.link(p.parent / "plain.mp4", p), Expected("skipped", "hard link")),
     ("no_face.mp4", lambda p: _encode(p, _frames(_background(), FRAMES), H264, AAC),
      Expected("no_face", "no face")),
     ("zero_bytes.mp4", _write_bytes(b""), Expected("failed", "empty")),
@@ -397,9 +451,18 @@ CASES: list[tuple[str, Callable[[Path], object], Expected]] = [
     ("one_frame.mp4", lambda p: _encode(p, _frames(face_frame(), 1), H264, AAC), DONE),
     (_long_name(200), _face_clip, DONE),
     (_long_name(250), _face_clip, DONE),  # legal (< 255 bytes), but leaves little room for temp names
+    # 251..255 bytes: ffb's temp and sidecar suffixes must not push them past the limit (issue 26, class 5).
+    (_long_name(255), _face_clip, DONE),
+    (_long_name(253, ".png"), lambda p: cv2.imwrite(str(p), face_frame()), DONE),
+    # A format that keeps its C2PA manifest in a sidecar: <name>.c2pa can't be named past 250 bytes.
+    (_long_name(250, ".mkv"), _face_clip, DONE),
+    (_long_name(251, ".mkv"), _face_clip, Expected("failed", "C2PA sidecar can't be named")),
     ("dir with spaces/vidéo ünï.mp4", _face_clip, DONE),
     ("dangling.mp4", _dangling, Expected("failed", "broken symbolic link")),
     ("huge.png", _huge_png, Expected("failed", "downscale")),
+    # Past Pillow's own bomb limit: the message gives the real size, not a stand-in (issue 26, class 5).
+    ("bomb_30000x30000.png", lambda p: _huge_png(p, 30000), Expected("failed", "image is 30000x30000")),
+    ("bomb_200000x1000.png", lambda p: _huge_png(p, 200000, 1000), Expected("failed", "image is 200000x1000")),
     ("vp9.webm", lambda p: _face_clip(p, ["-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8",
                                           "-crf", "40", "-b:v", "0", "-pix_fmt", "yuv420p"],
                                       ["-c:a", "libopus", "-b:a", "32k"]), DONE),
@@ -427,6 +490,17 @@ CASES: list[tuple[str, Callable[[Path], object], Expected]] = [
     ("interlaced_tff.mp4", _interlaced("tt"), DONE),
     ("interlaced_bff.mkv", _interlaced("bb"), DONE),
     ("colour_tagged_full_range.mp4", _colour_tagged, DONE),
+    # Colour primaries, transfer, matrix and range are kept in every container (issue 26, class 3).
+    ("bt709.mp4", _tagged("bt709", "bt709", "bt709"), DONE),
+    ("bt601.mkv", _tagged("smpte170m", "smpte170m", "smpte170m"), DONE),
+    ("bt601_pal.mov", _tagged("bt470bg", "bt709", "bt470bg"), DONE),
+    ("srgb_full_range.avi", _tagged("bt709", "iec61966-2-1", "bt709", "pc"), DONE),
+    # HDR stays HDR where libx265 writes it (auto picks it): 10-bit, PQ/HLG, HDR10 metadata kept.
+    ("hdr10.mp4", _hdr10, DONE),
+    ("hdr10.mkv", _hdr10, DONE),
+    ("hlg.mov", _hlg, DONE),
+    # WebM's encoder (VP9 here) can't carry HDR10 metadata: a real tone-map to SDR, said in the note.
+    ("hdr_pq_vp9.webm", _vp9_pq, Expected("done", "tone-mapped to SDR")),
     # Marked outputs can't hold MP4 cover art beside the marking tags: the note says the cover is gone.
     ("cover_art_first.mp4", _cover_art_first, Expected("done", "cover picture not kept")),
     ("audio_with_cover.mp4", _audio_with_cover, NOT_VIDEO),
@@ -448,7 +522,84 @@ CASES: list[tuple[str, Callable[[Path], object], Expected]] = [
     ("animated.gif", _animated, DONE),
     ("animated.webp", _animated, DONE),
     ("animated.png", _animated, DONE),
+    ("zero_delay.gif", _zero_delays, DONE),
+    ("zero_delay.png", _zero_delays, DONE),
+    ("zero_delay.webp", _zero_delays, DONE),
 ]
+
+
+# Files `ffb verify` must judge (issue 26, class 4): data that claims to be a C2PA manifest and does not
+# parse is a damaged manifest (exit 1); JUMBF of another owner and ordinary files claim none.
+def jpeg_with_app11(path: Path, segment: bytes | None = None) -> Path:
+    """A JPEG of the face frame, with `segment` as an APP11 segment right after its start marker."""
+    cv2.imwrite(str(path), face_frame())
+    if segment is not None:
+        data = path.read_bytes()
+        path.write_bytes(data[:2] + b"\xff\xeb" + struct.pack(">H", len(segment) + 2) + segment + data[2:])
+    return path
+
+
+def jumbf_app11(label: bytes, payload: bytes, sequence: int = 1) -> bytes:
+    """An APP11 payload: JPEG's common identifier, box instance, packet sequence, then a JUMBF superbox
+    whose description box carries `label`."""
+    description = b"jumd" + bytes(16) + b"\x03" + label + b"\0"
+    description = struct.pack(">I", len(description) + 4) + description
+    box = b"jumb" + description + payload
+    return b"JP" + b"\x00\x01" + struct.pack(">I", sequence) + struct.pack(">I", len(box) + 4) + box
+
+
+def mp4_with_uuid_box(path: Path, body: bytes) -> Path:
+    """A face clip with a top-level `uuid` box (`body`: its 16-byte id and data) after its ftyp."""
+    _face_clip(path)
+    data = path.read_bytes()
+    ftyp = struct.unpack(">I", data[:4])[0]
+    box = struct.pack(">I", 8 + len(body)) + b"uuid" + body
+    path.write_bytes(data[:ftyp] + box + data[ftyp:])
+    return path
+
+
+def png_with_chunk(path: Path, kind: bytes, body: bytes) -> Path:
+    """A PNG of the face frame with a chunk `kind` (correct CRC) after its IHDR."""
+    cv2.imwrite(str(path), face_frame())
+    data = path.read_bytes()
+    chunk = struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+    end_of_ihdr = 8 + 8 + 13 + 4
+    path.write_bytes(data[:end_of_ihdr] + chunk + data[end_of_ihdr:])
+    return path
+
+
+def webp_with_chunk(path: Path, body: bytes) -> Path:
+    """A WebP of the face frame with a RIFF `C2PA` chunk holding `body` at its end."""
+    cv2.imwrite(str(path), face_frame(), [cv2.IMWRITE_WEBP_QUALITY, 80])
+    data = path.read_bytes()
+    chunk = b"C2PA" + struct.pack("<I", len(body)) + body + b"\0" * (len(body) & 1)
+    riff = data[12:] + chunk
+    path.write_bytes(b"RIFF" + struct.pack("<I", len(riff) + 4) + b"WEBP" + riff)
+    return path
+
+
+C2PA_UUID = bytes.fromhex("d8fec3d61b0e483c92975828877ec481")
+_NOISE = np.random.default_rng(26).integers(0, 256, 400, dtype=np.uint8).tobytes()
+
+MANIFEST_CASES: list[tuple[str, Callable[[Path], object], Literal["none", "damaged"]]] = [
+    ("app11_random.jpg", lambda p: jpeg_with_app11(p, _NOISE), "damaged"),
+    ("jumbf_c2pa_garbled.jpg", lambda p: jpeg_with_app11(p, jumbf_app11(b"c2pa", _NOISE)), "damaged"),
+    ("jumbf_jpeg360.jpg", lambda p: jpeg_with_app11(p, jumbf_app11(b"jpeg360", _NOISE)), "none"),
+    ("uuid_c2pa_random.mp4", lambda p: mp4_with_uuid_box(p, C2PA_UUID + _NOISE), "damaged"),
+    ("uuid_other.mp4", lambda p: mp4_with_uuid_box(p, bytes(16) + _NOISE), "none"),
+    ("cabx_random.png", lambda p: png_with_chunk(p, b"caBX", _NOISE), "damaged"),
+    ("text_chunk.png", lambda p: png_with_chunk(p, b"tEXt", b"Comment\0hello"), "none"),
+    ("c2pa_chunk_random.webp", lambda p: webp_with_chunk(p, _NOISE), "damaged"),
+    ("plain.jpg", jpeg_with_app11, "none"),
+]
+
+
+def build_manifest_corpus(directory: Path) -> dict[str, str]:
+    """Write every MANIFEST_CASES file into `directory`; return {name: "none" | "damaged"}."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, build, _ in MANIFEST_CASES:
+        build(directory / name)
+    return {name: expected for name, _, expected in MANIFEST_CASES}
 
 
 def build_corpus(directory: Path) -> dict[str, Expected]:
@@ -462,6 +613,40 @@ def build_corpus(directory: Path) -> dict[str, Expected]:
         expected[name] = outcome
     os.symlink(".", directory / "loop")
     return expected
+
+
+def noise_face_png(path: Path, size: int = 1100) -> Path:
+    """A `size`x`size` PNG of noise with a face in it: ~3.6 MB at 1100, so a few fill a 10 MB disk."""
+    picture = np.random.default_rng(5).integers(0, 255, (size, size, 3), dtype=np.uint8)
+    face = face_frame()
+    picture[100:100 + face.shape[0], 50:50 + face.shape[1]] = face
+    if not cv2.imwrite(str(path), picture):
+        raise OSError(f"can't write {path}")
+    return path
+
+
+# A sitecustomize for an ffb subprocess: once the frames of a target named clip.mp4 are processed, and
+# before its output is published, the file $FFB_TEST_UPLOAD is renamed over it (an upload landing by
+# write-then-rename at the worst moment).
+RENAME_OVER = '''
+import os
+from pathlib import Path
+
+from facefusion_batch.pipeline import job
+
+_real = job.encode_video
+
+
+def _encoding(path, *args, **kwargs):
+    encoded = _real(path, *args, **kwargs)
+    upload = Path(os.environ["FFB_TEST_UPLOAD"])
+    if upload.exists() and Path(path).name == "clip.mp4":
+        os.replace(upload, path)
+    return encoded
+
+
+job.encode_video = _encoding
+'''
 
 
 def build_multi_face_source(path: Path) -> Path:

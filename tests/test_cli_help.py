@@ -35,7 +35,7 @@ def test_run_help_is_grouped_and_lists_long_choices_in_words(capsys, monkeypatch
     flat = " ".join(text.replace("│", " ").split())
     assert "--face-swapper-model MODEL" in flat
     assert "hififace_unofficial_256" in flat and "best-worst, worst-best" in flat  # the choices, as words
-    assert "--face-selector-gender <female|male>" in flat  # a short list stays where it was
+    assert "--face-selector-gender GENDER" in flat and "Choices: auto, female, male." in flat
 
 
 def test_long_choice_lists_are_still_checked(capsys):

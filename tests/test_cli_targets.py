@@ -3,6 +3,7 @@ and quoted globs whose outputs mirror the tree (issue 11.4)."""
 from __future__ import annotations
 
 import json
+import os
 
 import cv2
 import pytest
@@ -22,7 +23,8 @@ def env(offline_env, tmp_path, monkeypatch):
 
 
 def outcomes(capsys) -> dict[str, str]:
-    return {o["target"]: o["status"] for o in json.loads(capsys.readouterr().out)["outcomes"]}
+    """Targets (as paths relative to the tmp dir; --json gives them absolute) and their status."""
+    return {os.path.relpath(o["target"]): o["status"] for o in json.loads(capsys.readouterr().out)["outcomes"]}
 
 
 @pytest.mark.parametrize("args", [

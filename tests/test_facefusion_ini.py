@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import configparser
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,18 @@ def test_stock_facefusion_ini_is_the_defaults_without_a_warning():
     assert resolved.warnings == ()
 
 
+def test_the_stock_fixture_is_facefusion_3_8_1s_own_file():
+    """tests/data/facefusion-3.8.1.ini is FaceFusion's file byte for byte (tag 3.8.1, commit 6f5e4b9d; see
+    tests/data/FACEFUSION-ORIGIN.md), and ffb knows exactly its sections and keys, in its order."""
+    import hashlib
+
+    assert hashlib.sha256(STOCK.read_bytes()).hexdigest() == \
+        "c358159684d2c541c2d3b855eb337344c9f397e67b4712103d941b0dde18efdb"
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read(STOCK)
+    assert {section: tuple(parser[section]) for section in parser.sections()} == facefusion_ini.LAYOUT
+
+
 def test_filled_facefusion_ini_is_used_in_facefusion_formats():
     resolved = load_settings(FILLED, {}, {})
     s = resolved.settings
@@ -38,41 +51,62 @@ def test_filled_facefusion_ini_is_used_in_facefusion_formats():
     assert (s.face_selector_mode, s.reference_face_distance) == ("many", 0.3)
     assert (s.temp_frame_format, s.execution_device_id, s.execution_providers) == ("png", 0, ("cpu",))
     assert (s.output_video_encoder, s.output_video_quality, s.output_image_quality) == ("libx264", 80, 80)
-    assert (s.face_swapper_model, s.video_memory_strategy, s.execution_thread_count) == ("inswapper_128", "strict", 2)
+    assert (s.face_swapper_model, s.video_memory_strategy, s.execution_thread_count) == \
+        ("hyperswap_1a_256", "strict", 2)
+    assert s.frame_transport == "memory"  # [workflow] workflow_strategy = memory
+    assert (s.face_selector_gender, s.face_selector_race, s.face_occluder_model) == ("auto", "auto", "many")
+    assert (s.face_selector_age_start, s.face_selector_age_end) == (0, 100)
     assert resolved.origins["face_detector_size"] == f"profile {FILLED}"
+    assert resolved.origins["frame_transport"] == f"profile {FILLED}"
+
+
+# Keys of the filled file ffb has no setting for, with a value that changes nothing: listed once, by section.
+IGNORED = {"paths": ("jobs_path", "source_paths", "target_path"),
+           "patterns": ("source_pattern", "target_pattern", "output_pattern"),
+           "face_detector": ("face_detector_margin", "face_detector_angles"),
+           "face_selector": ("reference_face_position", "reference_frame_number"),
+           "face_tracker": ("face_tracker_score",), "voice_extractor": ("voice_extractor_model",),
+           "frame_extraction": ("trim_frame_start", "temp_pixel_format"),
+           "frame_distribution": ("target_frame_amount",),
+           "output_creation": ("output_audio_encoder", "output_audio_quality",
+                               "output_audio_volume", "output_video_scale"),
+           "workflow": ("workflow_mode",),
+           "processors": ("age_modifier_model", "background_remover_fill_color", "lip_syncer_weight"),
+           "uis": ("open_browser", "ui_layouts", "ui_workflow"), "download": ("download_providers", "download_scope"),
+           "benchmark": ("benchmark_mode", "benchmark_resolutions", "benchmark_cycle_count"),
+           "misc": ("halt_on_error",)}
 
 
 def test_filled_facefusion_ini_lists_what_ffb_ignores_once_in_one_warning():
     warnings = load_settings(FILLED, {}, {}).warnings
     assert len(warnings) == 1
     text = warnings[0]
-    assert "not used yet" not in text
-    for key in ("jobs_path", "source_paths (pass --source)", "source_pattern", "face_detector_margin",
-                "voice_extractor_model", "keep_temp",
-                "output_audio_encoder", "open_browser", "download_providers",
-                "benchmark_mode", "halt_on_error"):
-        assert text.count(key) == 1, key
-    for used in ("face_detector_size", "temp_frame_format", "execution_device_ids", "log_level", "processors",
+    assert "\n" not in text
+    for section, keys in IGNORED.items():
+        assert text.count(f"[{section}] ") == 1, section
+        for key in keys:
+            assert len(re.findall(rf"\b{key}\b", text)) == 1, key
+    for used in ("face_detector_size", "temp_frame_format", "execution_device_ids", "log_level", "processors ",
                  "face_enhancer_model", "face_mask_types", "face_occluder_model", "face_selector_order",
                  "face_swapper_pixel_boost", "face_mask_padding", "face_mask_regions", "face_parser_model",
-                 "face_landmarker_model", "face_landmarker_score"):
+                 "face_landmarker_model", "face_landmarker_score", "workflow_strategy", "face_selector_gender",
+                 "output_image_scale"):
         assert used not in text, used
     # blank keys ask for nothing: not listed
-    assert "trim_frame_start" not in text and "age_modifier_model" not in text
+    assert "trim_frame_end" not in text and "output_video_fps" not in text
 
 
 def test_filled_facefusion_ini_processor_and_mask_keys_are_used():
     s = load_settings(FILLED, {}, {}).settings
     assert s.processors == ("face_swapper", "face_enhancer")
-    assert (s.face_enhancer_model, s.face_enhancer_blend, s.face_enhancer_weight) == ("gfpgan_1.4", 80, 1.0)
-    assert (s.face_swapper_pixel_boost, s.face_swapper_weight) == ("128x128", 0.5)
-    assert (s.face_occluder_model, s.face_parser_model) == ("xseg_1", "bisenet_resnet_34")
+    assert (s.face_enhancer_model, s.face_enhancer_blend, s.face_enhancer_weight) == ("gfpgan_1.4", 80, 0.5)
+    assert (s.face_swapper_pixel_boost, s.face_swapper_weight) == ("256x256", 0.5)
+    assert (s.face_occluder_model, s.face_parser_model) == ("many", "bisenet_resnet_34")
     assert s.face_mask_types == ("box", "occlusion")
     assert s.face_mask_areas == ("upper-face", "lower-face", "mouth")
-    assert s.face_mask_regions == ("skin", "nose")
+    assert s.face_mask_regions == ("skin", "nose", "mouth")
     assert (s.face_mask_blur, s.face_mask_padding) == (0.3, (0, 0, 0, 0))
     assert s.face_selector_order == "large-small"
-    assert (s.face_selector_gender, s.face_selector_race, s.face_selector_age_start) == (None, None, None)
 
 
 @pytest.mark.parametrize("padding, expected", [("7", (7, 7, 7, 7)), ("1 2", (1, 2, 1, 2)), ("1 2 3", (1, 2, 3, 2)),
@@ -91,7 +125,7 @@ def test_face_mask_padding_takes_one_to_four_numbers_as_facefusion(tmp_path, pad
     ("[processors]\nface_swapper_pixel_boost = 512x256\n", "give a square size"),
     ("[processors]\nface_swapper_pixel_boost = 300x300\n", "'300x300' is not one of: 128x128"),
     ("[processors]\nface_enhancer_blend = 120\n", "120 is out of range 0..100"),
-    ("[face_selector]\nface_selector_gender = other\n", "'other' is not one of: female, male"),
+    ("[face_selector]\nface_selector_gender = other\n", "'other' is not one of: auto, female, male"),
     ("[face_selector]\nface_selector_age_start = old\n", "expected a whole number"),
 ])
 def test_processor_values_ffb_cannot_honour_are_errors(tmp_path, text, expected):
@@ -130,7 +164,9 @@ def test_every_facefusion_key_is_recognised_in_its_section(tmp_path):
                "face_selector_age_end": "60", "face_detector_margin": "0 0 0 0", "face_detector_angles": "0",
                "reference_face_position": "0", "reference_frame_number": "0", "output_audio_volume": "100",
                "trim_frame_start": "", "trim_frame_end": "", "output_video_fps": "",
-               "face_landmarker_model": "many", "face_landmarker_score": "0.4"}
+               "face_landmarker_model": "many", "face_landmarker_score": "0.4", "temp_pixel_format": "bgr24",
+               "workflow_strategy": "disk", "workflow_mode": "image-to-video", "face_tracker_score": "0.1",
+               "target_frame_amount": "2", "background_remover_fill_color": "0 0 0 0"}
     for section in parser.sections():
         lines.append(f"[{section}]")
         lines += [f"{key} = {samples.get(key, '1')}" for key in parser[section]]
@@ -139,6 +175,7 @@ def test_every_facefusion_key_is_recognised_in_its_section(tmp_path):
     assert profile.values["temp_frame_format"] == "jpg"
     assert profile.values["log_level"] == "info"
     assert profile.values["output_path"] == tmp_path / "out"
+    assert profile.values["frame_transport"] == "temp"  # FaceFusion's workflow_strategy disk
     assert len(profile.warnings) == 1
 
 
@@ -209,7 +246,7 @@ def test_shipped_profile_is_true_to_its_claim():
     assert load_settings(SHIPPED, {}, {}).warnings == ()
 
 
-@pytest.mark.parametrize("profile", [STOCK, FILLED])
+@pytest.mark.parametrize("profile", [STOCK])  # the filled file: tests/test_facefusion_381.py
 def test_run_with_a_facefusion_ini(env, source_image, capsys, profile):
     clip = make_clip(env / "a.mp4", frames=6)
     assert main(["run", "--profile", str(profile), "--print-settings", "--json"]) == 0

@@ -2,9 +2,8 @@
 facefusion.ini key, with FaceFusion's values -> the ffb setting it gives, or the clear refusal, or the one
 warning that names it as ignored (docs/facefusion-ini.md is the table in words).
 
-Facts from facefusion/facefusion (program.py, choices.py, processors/modules/*/core.py register_args and
-choices.py; commit 028066106377bea7d8a197eceaae0d75f598c30e for the processors, whose option lists and
-defaults are 3.8.1's)."""
+Facts from facefusion/facefusion at tag 3.8.1, commit 6f5e4b9d (program.py, choices.py,
+processors/modules/*/core.py register_args and choices.py)."""
 from __future__ import annotations
 
 import json
@@ -66,7 +65,8 @@ CASES: list[tuple[str, str, Any]] = [
     ("face_enhancer_blend", "100", Uses("face_enhancer_blend", "100")),
     ("face_enhancer_blend", "101", Refused("out of range 0..100")),
     ("face_enhancer_weight", "0.75", Uses("face_enhancer_weight", "0.75")),
-    *[("face_occluder_model", f"xseg_{n}", Uses("face_occluder_model", f"xseg_{n}")) for n in (1, 2, 3)],
+    *[("face_occluder_model", name, Uses("face_occluder_model", name)) for name in ("xseg_1", "xseg_2", "xseg_3",
+                                                                                     "many")],
     *[("face_parser_model", f"bisenet_resnet_{n}", Uses("face_parser_model", f"bisenet_resnet_{n}"))
       for n in (18, 34)],
     ("face_mask_types", "box occlusion area region", Uses("face_mask_types", "box occlusion area region")),
@@ -84,8 +84,8 @@ CASES: list[tuple[str, str, Any]] = [
     ("face_selector_age_start", "20", Uses("face_selector_age_start", "20")),
     ("face_selector_age_end", "60", Uses("face_selector_age_end", "60")),
     ("face_selector_age_end", "120", Refused("out of range 0..100")),
-    ("face_selector_gender", "female", Uses("face_selector_gender", "female")),
-    *[("face_selector_race", race, Uses("face_selector_race", race)) for race in RACES],
+    *[("face_selector_gender", gender, Uses("face_selector_gender", gender)) for gender in ("auto", "female")],
+    *[("face_selector_race", race, Uses("face_selector_race", race)) for race in ("auto", *RACES)],
     ("reference_face_distance", "0.3", Uses("reference_face_distance", "0.3")),
     ("reference_face_distance", "1.2", Refused("out of range 0.0..1.0")),
     ("reference_face_position", "0", Ignored()),
@@ -112,11 +112,22 @@ CASES: list[tuple[str, str, Any]] = [
     ("trim_frame_end", "100", Refused("trim them first")),
     ("temp_frame_format", "jpeg", Uses("temp_frame_format", "jpg")),
     ("temp_frame_format", "png", Uses("temp_frame_format", "png")),
-    ("temp_frame_format", "tiff", Refused("'tiff' is not one of")),
+    ("temp_frame_format", "tiff", Uses("temp_frame_format", "tiff")),
+    ("temp_frame_format", "gif", Refused("'gif' is not one of")),
+    ("temp_pixel_format", "bgr24", Ignored()),
+    ("temp_pixel_format", "bgra", Refused("not a video's; set it to bgr24")),
+    ("trim_frame_start", "0", Ignored()),
+    ("face_tracker_score", "0.25", Ignored()),
+    ("target_frame_amount", "2", Ignored()),
+    ("workflow_mode", "image-to-video", Ignored()),
+    ("workflow_strategy", "disk", Uses("frame_transport", "temp")),
+    ("workflow_strategy", "memory", Uses("frame_transport", "memory")),
+    ("background_remover_fill_color", "0 0 0 0", Ignored()),
     ("keep_temp", "", Ignored()),
     ("output_image_quality", "70", Uses("output_image_quality", "70")),
-    ("output_image_scale", "1.0", Ignored()),
-    ("output_image_scale", "2.0", Refused("ffb keeps each target's resolution")),
+    ("output_image_scale", "2.0", Uses("output_image_scale", "2.0")),
+    ("output_image_scale", "0.25", Uses("output_image_scale", "0.25")),
+    ("output_image_scale", "9", Refused("out of range 0.25..8.0")),
     ("output_video_scale", "0.5", Refused("ffb keeps each target's resolution")),
     ("output_video_fps", "30", Refused("ffb keeps each target's frame rate")),
     ("output_video_resolution", "1280x720", Refused("ffb keeps each target's resolution")),  # 3.0-3.2's
@@ -137,7 +148,6 @@ CASES: list[tuple[str, str, Any]] = [
     ("execution_thread_count", "4", Uses("execution_thread_count", "4")),
     ("video_memory_strategy", "strict", Uses("video_memory_strategy", "strict")),
     ("video_memory_strategy", "tolerant", Uses("video_memory_strategy", "tolerant")),
-    ("system_memory_limit", "8", Uses("system_memory_limit", "8")),
     ("log_level", "debug", Uses("log_level", "info")),
     ("log_level", "error", Uses("log_level", "error")),
     ("halt_on_error", "", Ignored()),
@@ -223,7 +233,9 @@ def test_every_facefusion_key_is_in_the_table():
 def test_ffb_choices_hold_facefusions_where_ffb_has_the_feature():
     assert set(SWAPPERS) == set(choices("face_swapper_model"))
     assert ENHANCERS == choices("face_enhancer_model")
-    assert ORDERS == choices("face_selector_order") and RACES == choices("face_selector_race")
+    assert ORDERS == choices("face_selector_order") and ("auto", *RACES) == choices("face_selector_race")
+    assert ("auto", "female", "male") == choices("face_selector_gender")
+    assert ("many", "xseg_1", "xseg_2", "xseg_3") == choices("face_occluder_model")
     assert REGIONS == choices("face_mask_regions")
 
 
@@ -306,7 +318,7 @@ def test_reference_face_distance_is_facefusions_half_cosine(monkeypatch, tmp_pat
     class Engine:
         name = "neural"
 
-        def face_filter(self):
+        def face_filter(self, source=None):
             return None
 
         def embed(self, image, faces):

@@ -43,6 +43,8 @@ def test_hostile_batch(batch, capsys, monkeypatch):
     for row in rows:
         if row.status == "failed":
             assert row.reason.count("\n") == 0 and row.name.split("/")[-1][:40] in row.reason
+    # Every finished output shows its mark to `ffb verify`, validates, and is unchanged (issue 26, class 4).
+    assert hostile_report.verify_problems(rows, out) == []
     # As cron starts it again: every failure is journaled, nothing is tried again, exit 0.
     code = main(["run", "--engine", "offline", "--many-faces", "--json", "-q", "-s", str(hostile_report.SOURCE),
                  "-t", str(corpus), "-o", str(out), "--temp-path", str(temp)])
@@ -58,3 +60,8 @@ def test_source_with_several_faces_uses_the_largest(batch, capsys, monkeypatch):
     assert main(["run", "--engine", "offline", "-s", str(source), "-t", str(corpus / "plain.mp4"),
                  "-o", str(work / "multi")]) == 0
     assert "2 faces in the source image; using the largest" in capsys.readouterr().err
+
+
+def test_verify_judges_claimed_manifests(tmp_path):
+    """Bytes that claim a C2PA manifest and do not parse are a damaged manifest (exit 1), not none."""
+    assert hostile_report.manifest_problems(tmp_path / "manifests") == []

@@ -62,11 +62,12 @@ def run_json(capsys, *args: str) -> tuple[int, dict]:
 
 
 def test_run_metrics_file_matches_the_summary(offline, capsys):
-    """A real run on an example clip (plus a missing target, rejected before the batch starts): the file's
-    counters are the summary's; a second run skips and still knows when work last finished."""
+    """A real run on an example clip (plus a WMV target, rejected before the batch starts: ffb can't write
+    WMV): the file's counters are the summary's; a second run skips and still knows when work last finished."""
     prom = offline / "textfile" / "ffb.prom"
     prom.parent.mkdir()
-    args = ["-s", str(SOURCE), "-t", str(CLIP), "-t", str(offline / "missing.mp4"), "-o", str(offline / "out"),
+    (offline / "old.wmv").write_bytes(b"\0" * 64)
+    args = ["-s", str(SOURCE), "-t", str(CLIP), "-t", str(offline / "old.wmv"), "-o", str(offline / "out"),
             "--metrics-file", str(prom)]
     code, summary = run_json(capsys, *args)
     assert code == 1 and summary["counts"] == {"done": 1, "no_face": 0, "skipped": 0, "blocked": 0, "failed": 1}
@@ -421,3 +422,15 @@ def test_serve_answers_scrapes_and_closes():
             serve(metrics.registry, server.port)
     with serve(metrics.registry, server.port) as again:  # the port is free again
         assert again.port == server.port
+
+
+def test_counters_have_no_created_twin():
+    """Every counter was exported twice (`ffb_targets_total` and `ffb_targets_created`): only the count now."""
+    from prometheus_client import generate_latest
+
+    from facefusion_batch.metrics import RunMetrics
+
+    metrics = RunMetrics({"output": "out"})
+    text = generate_latest(metrics.registry).decode()
+    assert "ffb_targets_total" in text or "ffb_frames_total" in text
+    assert "_created" not in text

@@ -141,7 +141,8 @@ def test_ranges_come_from_the_declaration():
 
 
 def test_facefusion_names_are_declared():
-    assert settings_module.FROM_FACEFUSION == {"execution_device_ids": "execution_device_id"}
+    assert settings_module.FROM_FACEFUSION == {"execution_device_ids": "execution_device_id",
+                                                "workflow_strategy": "frame_transport"}
     assert settings_module.facefusion_name("face_detector_size") == "face_detector_size"
     assert settings_module.facefusion_name("keypoint_reuse") is None
     assert load_settings(None, {}, {}).settings.execution_device_id == 0

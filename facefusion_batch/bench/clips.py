@@ -24,8 +24,9 @@ RESOLUTIONS: dict[str, tuple[int, int]] = {
     "240p": (426, 240), "360p": (640, 360), "480p": (854, 480), "540p": (960, 540), "720p": (1280, 720),
     "1080p": (1920, 1080), "1440p": (2560, 1440), "4k": (3840, 2160),
 }
-# The sizes a range such as 240p..4k steps through (540p is known but only by name: it is no common size).
-LADDER: tuple[str, ...] = ("240p", "360p", "480p", "720p", "1080p", "1440p", "4k")
+# The sizes a range such as 240p..4k steps through: every size above (FaceFusion's benchmark's included).
+LADDER: tuple[str, ...] = ("240p", "360p", "480p", "540p", "720p", "1080p", "1440p", "4k")
+ALIASES = {"2160p": "4k"}  # FaceFusion's name of 4k
 FPS = 25
 _VERSION = b"ffb-bench-clip-2"  # change when the composition changes, so cached clips are remade
 # Backdrop blobs per (row, column). Coarser blobs (9 x 16) drew false detections (score ~0.59) beside the

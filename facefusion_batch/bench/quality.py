@@ -7,7 +7,7 @@ Frames are uint8 BGR (or grey) arrays of one size; boxes are x1, y1, x2, y2 in f
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Collection, Sequence
 
 import cv2
 import numpy as np
@@ -15,6 +15,11 @@ import numpy as np
 SWAPPED = 5.0  # mean |out - in| inside the box at or above which a face-frame counts as swapped
 JUMP = 12.0  # added flicker above which a swapped face-frame is a jump
 ACCEPT = 0.6  # judge distance below which two faces are the same person
+FAINT = 1.0  # change beyond the encoder's own at or above which an unswapped face-frame was touched (faint)
+SMALL = 40.0  # face width (pixels) at or below which a face is small
+TURNED = 30.0  # |yaw| (degrees) from which a face is turned
+PRESENT_SHARE = 0.5  # share of a face box inside the frame from which the face counts as present
+CLASSES = ("edge", "small", "turned", "clear")  # face-frame classes; a face may be edge, small and turned at once
 
 
 def _region(shape: tuple[int, ...], box: Sequence[float]) -> tuple[slice, slice] | None:
@@ -58,6 +63,51 @@ def added_jitter(in_prev: np.ndarray, in_cur: np.ndarray, out_prev: np.ndarray, 
                               borderMode=cv2.BORDER_REFLECT)
 
     return mean_abs(out_cur, moved(out_prev), box) - mean_abs(in_cur, moved(in_prev), box)
+
+
+def visible_share(box: Sequence[float], size: tuple[int, int]) -> float:
+    """Share of `box`'s area inside a frame of `size` (width, height)."""
+    x1, y1, x2, y2 = box
+    area = (x2 - x1) * (y2 - y1)
+    if area <= 0:
+        return 0.0
+    w = max(0.0, min(x2, size[0]) - max(x1, 0.0))
+    h = max(0.0, min(y2, size[1]) - max(y1, 0.0))
+    return w * h / area
+
+
+def face_classes(box: Sequence[float], size: tuple[int, int], yaw: float) -> tuple[str, ...]:
+    """The classes of a present face-frame: `edge` (cut by the frame's edge), `small` (at most SMALL px wide),
+    `turned` (|yaw| at least TURNED degrees), or `clear` when none of those."""
+    found = []
+    if visible_share(box, size) < 1.0:
+        found.append("edge")
+    if box[2] - box[0] <= SMALL:
+        found.append("small")
+    if abs(yaw) >= TURNED:
+        found.append("turned")
+    return tuple(found) or ("clear",)
+
+
+def is_faint(strength_out: float, strength_floor: float) -> bool:
+    """An unswapped face-frame that was touched all the same: its change is under SWAPPED but at least FAINT
+    above what the encoder alone changes there (a swap too faint to see, neither done nor left)."""
+    return strength_out < SWAPPED and strength_out - strength_floor >= FAINT
+
+
+def chroma(frame: np.ndarray, box: Sequence[float]) -> float:
+    """Mean colourfulness inside `box`: the distance of CIELAB's a, b from grey (8-bit LAB units)."""
+    region = _region(frame.shape, box)
+    if region is None:
+        return float("nan")
+    lab = cv2.cvtColor(np.ascontiguousarray(frame[region]), cv2.COLOR_BGR2LAB).astype(np.float32)
+    return float(np.hypot(lab[..., 1] - 128, lab[..., 2] - 128).mean())
+
+
+def chroma_loss(inp: np.ndarray, out: np.ndarray, box: Sequence[float]) -> float:
+    """How much colour the output face lost against the input (positive: greyer, e.g. a greyscale source's
+    colour carried into a colour scene)."""
+    return chroma(inp, box) - chroma(out, box)
 
 
 def iou(a: Sequence[float], b: Sequence[float]) -> float:
@@ -123,16 +173,19 @@ def toggles(swapped: Sequence[bool]) -> int:
     return count
 
 
-def switches(chosen: Sequence[int | None], shots: Sequence[int]) -> list[int]:
+def switches(chosen: Sequence[int | None], shots: Sequence[int],
+             present: Sequence[Collection[object]] | None = None) -> list[int]:
     """Frame indices where mode `one` swapped a different track than the last one it swapped in the same
-    shot (`chosen[i]`: the track swapped in frame i, None for none)."""
+    shot (`chosen[i]`: the track swapped in frame i, None for none). With `present` (the tracks present in
+    each frame), a change counts only while the last track is still present: after its face left the
+    picture, `one` taking another is no switch."""
     at, last, shot = [], None, None
     for index, (track, current) in enumerate(zip(chosen, shots)):
         if current != shot:
             last, shot = None, current
         if track is None:
             continue
-        if last is not None and track != last:
+        if last is not None and track != last and (present is None or last in present[index]):
             at.append(index)
         last = track
     return at
@@ -144,6 +197,22 @@ def chosen_track(strengths: dict[int, float]) -> int | None:
         return None
     track, value = max(strengths.items(), key=lambda item: item[1])
     return track if value >= SWAPPED else None
+
+
+def phantoms(inp: np.ndarray, out: np.ndarray, boxes: Sequence[Sequence[float]], grow: float = 0.3,
+             level: float = 12.0, min_area: int = 150) -> int:
+    """Patches the output changed where no face is: connected regions of at least `min_area` pixels, outside
+    every box grown by `grow`, whose mean channel change exceeds `level` grey levels (a face pasted on the
+    wall by a track that outlived its face, or a false detection swapped). Encoder noise stays far below."""
+    change = np.abs(inp.astype(np.int16) - out.astype(np.int16)).mean(axis=2) > level
+    for x1, y1, x2, y2 in boxes:
+        w, h = x2 - x1, y2 - y1
+        region = _region(inp.shape, (x1 - grow * w, y1 - grow * h, x2 + grow * w, y2 + grow * h))
+        if region is not None:
+            change[region] = False
+    change = cv2.morphologyEx(change.astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+    count, _, stats, _ = cv2.connectedComponentsWithStats(change, connectivity=8)
+    return int(sum(stats[i, cv2.CC_STAT_AREA] >= min_area for i in range(1, count)))
 
 
 def background_diff(inp: np.ndarray, out: np.ndarray, boxes: Sequence[Sequence[float]], grow: float = 0.3
@@ -178,6 +247,25 @@ def identity_summary(verdicts: Sequence[Identity]) -> dict[str, float]:
             "accepted": sum(v.to_source < ACCEPT for v in verdicts) / n,
             "closer": sum(v.to_source < v.to_target for v in verdicts) / n,
             "found": sum(v.found for v in verdicts) / n}
+
+
+def class_misses(records: Sequence[tuple[tuple[str, ...], bool]]) -> dict[str, dict[str, float]]:
+    """Per class: present face-frames, missed ones and their share, from (classes, missed) per face-frame."""
+    result = {}
+    for name in CLASSES:
+        hits = [missed for classes, missed in records if name in classes]
+        result[name] = {"frames": len(hits), "missed": sum(hits),
+                        "share": sum(hits) / len(hits) if hits else float("nan")}
+    return result
+
+
+def lowest_share(groups: dict[str, Sequence[Identity]], key: str = "accepted") -> tuple[str | None, float]:
+    """The group (e.g. source identity) whose judged faces have the lowest `key` share, and that share."""
+    shares = {name: identity_summary(v)[key] for name, v in groups.items() if v}
+    if not shares:
+        return None, float("nan")
+    name = min(shares, key=lambda n: shares[n])
+    return name, shares[name]
 
 
 def flicker_summary(values: Sequence[float]) -> tuple[float, float]:

@@ -47,8 +47,14 @@ def parse_resolutions(names: Sequence[str]) -> tuple[str, ...]:
     """Clip sizes in the order given, each once; `A..B` stands for the ladder's sizes from A to B (240p..4k)."""
     sizes: list[str] = []
     for name in names:
-        sizes += _expand(name.strip().lower())
+        sizes += [clips.ALIASES.get(size, size) for size in _expand(_alias(name.strip().lower()))]
     return tuple(dict.fromkeys(sizes))
+
+
+def _alias(name: str) -> str:
+    """FaceFusion's size names (2160p) as ffb's, in a range too."""
+    low, dots, high = name.partition("..")
+    return clips.ALIASES.get(low, low) + dots + clips.ALIASES.get(high, high)
 
 
 def _expand(name: str) -> list[str]:

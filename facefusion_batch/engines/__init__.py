@@ -30,6 +30,36 @@ def build_engine(settings: Settings, slots: threading.Semaphore | None = None) -
 
     if settings.engine == "neural":
         return NeuralEngine(settings, pool, cache, slots)
-    if settings.engine == "auto" and all(store.usable(s) for s in neural_model_states(settings)):
-        return NeuralEngine(settings, pool, cache, slots)
+    if settings.engine == "auto":
+        states = neural_model_states(settings)
+        if any(s.status != "missing" for s in states):  # some are there: neural, or exit 3 naming the others
+            return NeuralEngine(settings, pool, cache, slots)
+        engine = OfflineEngine(settings, pool, cache, slots)
+        engine.warnings = (*engine.warnings, auto_offline_note(states))
+        return engine
     return OfflineEngine(settings, pool, cache, slots)
+
+
+def preflight(settings: Settings) -> None:
+    """The engine's refusals that need no model loaded (ModelError: a model file missing or damaged;
+    SettingsError: what the engine can't do), said before a run takes its output lock or writes anything."""
+    from facefusion_batch.engines.base import refuse_offline_reference
+    from facefusion_batch.engines.neural import check_states, neural_model_states, processor_plan
+    from facefusion_batch.engines.offline import refuse_neural_only
+
+    states = neural_model_states(settings) if settings.engine != "offline" else []
+    if settings.engine == "neural" or any(s.status != "missing" for s in states):
+        processor_plan(settings)
+        check_states(states)
+        return
+    refuse_neural_only(settings)
+    refuse_offline_reference(settings)
+
+
+def auto_offline_note(states: list[store.ModelState]) -> str:
+    """Why `auto` runs the offline engine: none of the neural engine's files is in the models directory."""
+    directory = states[0].path.parent
+    names = " ".join(s.spec.name for s in states)
+    return (f"engine auto: offline, as {directory} holds none of the neural engine's models "
+            f"({', '.join(s.spec.file for s in states)}); `ffb models download {names}` (or --models-path at "
+            "FaceFusion's .assets/models) for the neural engine, --engine offline to choose offline")

@@ -40,14 +40,16 @@ class FaceEngine(Protocol):
         """Several source photos of one person as one identity (SettingsError where the engine can't)."""
         ...
 
-    def face_filter(self) -> Callable[[np.ndarray, list[Face]], list[Face]] | None:
-        """The face selector's gender/race/age filters as one function, or None when none is set."""
+    def face_filter(self, source: Record | None = None) -> Callable[[np.ndarray, list[Face]], list[Face]] | None:
+        """The face selector's gender/race/age filters as one function, or None when none is set (`auto`
+        filters take the source face's gender/race from its record)."""
         ...
 
     def swap(self, frame: np.ndarray, faces: Sequence[Face], source: Record) -> np.ndarray: ...
 
-    def refit(self, frame: np.ndarray, predicted: Sequence[Face]) -> list[Face]:
-        """Faces found again at tracks' predicted places (the detector missed them); may be fewer."""
+    def refit(self, frame: np.ndarray, predicted: Sequence[Face]) -> list[Face] | None:
+        """Faces found again at tracks' predicted places (the detector missed them); may be fewer. None: the
+        engine cannot look (its tracks are carried with their motion through a miss instead)."""
         ...
 
     def detector_calls(self) -> int: ...
@@ -151,14 +153,22 @@ def _majority(votes: list[bool]) -> bool:
     return yes * 2 > len(votes) or (yes * 2 == len(votes) and votes[0])
 
 
-def build_selection(settings: Settings, engine: FaceEngine) -> Selection:
-    keep = engine.face_filter()
+def refuse_offline_reference(settings: Settings) -> None:
+    """Reference mode tells faces apart by the neural engine's face recogniser: one line saying what to do."""
+    if settings.face_selector_mode == "reference":
+        raise SettingsError("--reference-face needs the neural engine (it tells faces apart with the neural face "
+                            "recogniser), not the offline one: run `ffb models download` for its models (or pass "
+                            "--models-path at FaceFusion's .assets/models), or drop --reference-face to swap the "
+                            "largest face (--many-faces: every face)")
+
+
+def build_selection(settings: Settings, engine: FaceEngine, source: Record | None = None) -> Selection:
+    keep = engine.face_filter(source)
     order = settings.face_selector_order
     if settings.face_selector_mode != "reference":
         return Selection(settings.face_selector_mode, order=order, keep=keep)
     if engine.name != "neural":
-        raise SettingsError("face_selector_mode reference needs the neural engine's face recogniser; use "
-                            "--engine neural with its models, or --many-faces / one")
+        refuse_offline_reference(settings)
     assert settings.reference_face_path is not None
     image, face, _ = source_face(settings.reference_face_path, engine)
     # FaceFusion's reference_face_distance is the cosine distance (0..2) mapped onto 0..1

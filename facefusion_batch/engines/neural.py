@@ -30,7 +30,8 @@ from facefusion_batch.models.sessions import GuardedSession, SessionPool
 from facefusion_batch.models.signature import check_model
 from facefusion_batch.processors import pixel_boost
 from facefusion_batch.processors.build import Processors, build_processors
-from facefusion_batch.processors.classifier import FaceClassifier, filter_faces, needs_classifier
+from facefusion_batch.processors.classifier import (Attributes, FaceClassifier, filter_faces, needs_classifier,
+                                                    resolve_auto)
 from facefusion_batch.processors.enhancer import EnhancerOptions
 from facefusion_batch.processors.landmarker import (ESTIMATOR, Estimator68From5, FaceLandmarker, Fan2dLandmarker,
                                                     LandmarkerOptions, PeppaWutzLandmarker, landmarker_models)
@@ -244,11 +245,20 @@ class NeuralEngine:
             swapper = self._processors.swapper if self._processors else None
             if swapper is not None:
                 record["input"] = swapper.source_input(raw, frame=image, kps=face.kps)
+            if self._auto_filter():
+                attributes = self._classifier.classify(image, [face])[0]
+                record["gender"], record["race"] = np.array(attributes.gender), np.array(attributes.race)
             return record
 
         # The record's form depends on the path (the chain's records carry the swapper's source feed).
         path_kind = "chain" if self._processors is not None else "inswapper"
-        return self.cache.get(path, f"neural-source:{path_kind}:" + ":".join(self.models), compute)
+        auto = ":attributes" if self._auto_filter() else ""
+        return self.cache.get(path, f"neural-source:{path_kind}{auto}:" + ":".join(self.models), compute)
+
+    def _auto_filter(self) -> bool:
+        """FaceFusion's face_selector_gender/race auto: the source face's own, classified once with it."""
+        s = self._settings
+        return self._classifier is not None and "auto" in (s.face_selector_gender, s.face_selector_race)
 
     def merge_sources(self, records: Sequence[Record]) -> Record:
         """Several photos of one person as one identity, as FaceFusion averages them: the mean of the raw
@@ -257,7 +267,8 @@ class NeuralEngine:
             return records[0]
         raw, unit = average_identity(np.stack([r["raw"] for r in records]))
         merged = {"embedding": unit / max(float(np.linalg.norm(unit)), 1e-12), "raw": raw,
-                  "faces": records[0]["faces"]}
+                  "faces": records[0]["faces"],
+                  **{k: records[0][k] for k in ("gender", "race") if k in records[0]}}  # the first photo's
         swapper = self._processors.swapper if self._processors else None
         if swapper is not None:
             merged["input"] = (records[0]["input"] if swapper.spec.kind in _IMAGE_SOURCE
@@ -266,18 +277,23 @@ class NeuralEngine:
             merged["embedding"] = raw  # inswapper's latent: FaceFusion feeds the averaged raw embedding
         return merged
 
-    def face_filter(self) -> Callable[[np.ndarray, list[Face]], list[Face]] | None:
-        """The face selector's gender/race/age filters (FairFace), or None when none is set."""
+    def face_filter(self, source: Record | None = None) -> Callable[[np.ndarray, list[Face]], list[Face]] | None:
+        """The face selector's gender/race/age filters (FairFace), or None when none is set; `auto` takes the
+        gender/race of `source` (prepare_source's record)."""
         classifier = self._classifier
         if classifier is None:
             return None
         s = self._settings
+        attributes = None
+        if source is not None and "gender" in source:
+            attributes = Attributes(str(source["gender"]), range(0), str(source["race"]))  # type: ignore[arg-type]
+        gender, race = resolve_auto(s.face_selector_gender, s.face_selector_race, attributes)
 
         def keep(frame: np.ndarray, faces: list[Face]) -> list[Face]:
             if not faces:
                 return faces
-            return filter_faces(faces, classifier.classify(frame, faces), s.face_selector_gender,
-                                s.face_selector_race, s.face_selector_age_start, s.face_selector_age_end)
+            return filter_faces(faces, classifier.classify(frame, faces), gender, race, s.face_selector_age_start,
+                                s.face_selector_age_end)
         return keep
 
     def swap(self, frame: np.ndarray, faces: Sequence[Face], source: Record) -> np.ndarray:
@@ -292,9 +308,9 @@ class NeuralEngine:
             landmarks = [face.landmarks[:, :2] for face in faces]
         return self._processors.chain.process(frame, list(faces), source.get("input"), targets, landmarks)
 
-    def refit(self, frame: np.ndarray, predicted: Sequence[Face]) -> list[Face]:
+    def refit(self, frame: np.ndarray, predicted: Sequence[Face]) -> list[Face] | None:
         """The neural detectors see whole frames only: a missed face is carried by its track instead."""
-        return []
+        return None
 
     def detector_calls(self) -> int:
         """Frames on which detection ran (the neural detectors take one frame per call)."""

@@ -17,8 +17,8 @@ from typing import Callable
 from facefusion_batch.errors import SettingsError
 from facefusion_batch.executors.plan import Item, Join, Segment, StorageCheck, WorkerInfo, Whole
 from facefusion_batch.memory import apply_memory_limit
-from facefusion_batch.pipeline import guard, job
-from facefusion_batch.pipeline.batch import NO_FACE, Outcome, check_output_dir, job_options
+from facefusion_batch.pipeline import job
+from facefusion_batch.pipeline.batch import NO_FACE, Outcome, check_output_dir, failed_outcome, job_options
 from facefusion_batch.pipeline.processor import FrameProcessor, Sources, prepare
 from facefusion_batch.pipeline.video_job import encode_chunks, finish_video, plan_video
 from facefusion_batch.pipeline.workspace import Workspace, remove_stale
@@ -165,9 +165,7 @@ class FfbWorker:
 
 def _failed(processor: FrameProcessor, target: Target, exc: Exception, started: float) -> Outcome:
     """The same one-line failure the local executor gives (`pipeline.guard`), for a segment or a join."""
-    reason = (guard.disk_full_reason(target.path, exc, processor.settings.temp_path, target.output)
-              or guard.failure_reason(target.path, exc))
-    return Outcome(str(target.path), "failed", reason=reason, seconds=time.perf_counter() - started)
+    return failed_outcome(target, exc, processor.settings.temp_path, time.perf_counter() - started)
 
 
 def encode_segment(processor: FrameProcessor, item: Segment, shared: Workspace, on_frames: Callable[[int], None]) -> Outcome:

@@ -38,6 +38,7 @@ MAX_ZOOM = 0.03  # per-frame scale changes beyond this share, or rolls beyond MA
 MAX_ROLL = 0.03
 MIN_SPAN = 3  # zoom and roll are measured between detected fits at least this many frames apart (fit noise)
 REFIT_SPAN = 30  # frames a track is looked for by refits after the detector last saw it
+IN_FRAME = 0.3  # a track is looked for while this share of its face's box is inside the frame
 CUT_HISTOGRAM = 0.5  # L1 distance of normalised grey histograms (0..2) above which two frames are a cut
 CUT_CHANGE = 25.0  # ... and mean absolute grey change above which
 
@@ -106,16 +107,17 @@ def shape_residual(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.sqrt(np.mean(np.abs(za - scale * zb) ** 2)) / _size(a))
 
 
-def disagrees(prediction: np.ndarray, raw: np.ndarray) -> bool:
+def disagrees(prediction: np.ndarray, raw: np.ndarray, moves: bool = False) -> bool:
     """Whether a new fit is implausible for the track in one step: another shape, or a size or position
-    jump no real motion between two frames makes."""
+    jump no real motion between two frames makes. `moves`: the fit is where the detector found the face,
+    and a position jump is the face's (or the camera's) real motion, faster than the track knew."""
     if len(raw) != len(prediction):
         return False
     size = _size(prediction)
     scale = _size(raw) / size
     offset = float(np.linalg.norm(raw[:, :2].mean(axis=0) - prediction[:, :2].mean(axis=0))) / size
     return (shape_residual(prediction, raw) > OUTLIER or abs(np.log(scale)) > SCALE_JUMP
-            or offset > OFFSET_JUMP)
+            or (offset > OFFSET_JUMP and not moves))
 
 
 def similarity(a: np.ndarray, b: np.ndarray) -> complex:
@@ -142,6 +144,9 @@ class Track:
     points: np.ndarray  # filtered points
     raw: np.ndarray  # latest accepted raw points
     velocity: np.ndarray = field(default_factory=lambda: np.zeros(2))  # centroid motion, pixels per frame
+    # ... and as its fits (detected ones too) move: where to look for it next (the velocity, learnt from moved
+    # copies of a fit only, keeps the smoothing steady; this follows a fast pan, where every frame is detected)
+    motion: np.ndarray = field(default_factory=lambda: np.zeros(2))
     similarity: complex = 1 + 0j  # per-frame scale and rotation about the centre (from detected fits)
     fitted: np.ndarray | None = None  # the last detected fit's points, and its frame
     fitted_at: int = 0
@@ -158,6 +163,12 @@ class Track:
         """How fast the face moves, zooms or rolls: the largest, as a share of its size per frame."""
         return max(float(np.linalg.norm(self.velocity)) / size, abs(abs(self.similarity) - 1),
                    abs(float(np.angle(self.similarity))))
+
+    def expected(self, frames: int = 1) -> np.ndarray:
+        """`predicted`, moved on by the fits' own motion instead of the smoothing's velocity: where to look."""
+        moved = self.predicted(frames)
+        moved[:, :2] += (self.motion - self.velocity) * frames
+        return moved
 
     def predicted(self, frames: int = 1) -> np.ndarray:
         """The filtered points moved on `frames` frames: turned and scaled about their centre by the
@@ -224,14 +235,18 @@ class Tracker:
         self.chosen: int | None = None  # mode `one`: the track chosen for the current shot
         self.cuts = 0
         self.coasted = 0  # face-frames swapped through a detection miss
+        self._looked: tuple[int, set[int]] = (-1, set())  # the tracks `missing` said to look for, and the frame
         self.rejected = 0  # fits rejected as outliers
 
     def update(self, index: int, faces: list[Face], detected: bool, thumb: np.ndarray | None = None,
                refits: list[Face] | None = None) -> list[Tracked]:
         """The frame's faces joined to tracks (smoothed), plus confirmed tracks carried through a miss.
         `refits` are faces found again at tracks' predicted places (see `missing`): they continue their
-        tracks but do not count as seen by the detector."""
+        tracks but do not count as seen by the detector. A track looked for there and not found is not
+        carried: the face is not where its motion says (it moved otherwise, or left). None: nothing could be
+        looked for (the engine cannot refit), and missed tracks are carried with their motion."""
         own = len(faces)
+        looked = self._looked[1] if refits is not None and self._looked[0] == index else set()
         faces = faces + list(refits or [])
         if thumb is not None:
             if is_cut(self._thumb, thumb):
@@ -241,15 +256,20 @@ class Tracker:
                 self.cuts += 1
             self._thumb = thumb
         pairs = self._associate(index, faces)
-        result = []
-        for face_index, face in enumerate(faces):
-            track = pairs.get(face_index)
+        result: list[Tracked] = []
+        # Faces that continue tracks first: a face no track takes that lies on one of them is that face seen
+        # twice (an oversized second box), not a face to start a track on.
+        for face_index in sorted(range(len(faces)), key=lambda i: i not in pairs):
+            face, track = faces[face_index], pairs.get(face_index)
             if track is None:
-                if face_index >= own:
-                    continue  # a refit that continues no track
+                if face_index >= own or _on_any(face.box, [t.face.box for t in result]):
+                    continue  # a refit that continues no track, or a second box on a face
                 track = self._start(index, face)
+            elif face_index >= own and _on_any(face.box, [f.box for f in faces[:own]]):
+                del self.tracks[track.id]  # the refit found a face the detector has (in another track): one face
+                continue
             else:
-                self._follow(track, index, face, detected)
+                self._follow(track, index, face, detected, refit=face_index >= own)
                 if face_index < own:
                     track.confirmed = index
             result.append(Tracked(track.id, _face(track.face, track.points)))
@@ -259,8 +279,11 @@ class Tracker:
                 continue
             gap = index - track.last
             predicted = track.predicted(gap)
-            if gap > COAST or track.hits < 2 or not self._inside(predicted):
-                del self.tracks[track.id]
+            # Carried only while wholly inside the frame: a face the edge cuts that the mesh did not find again
+            # where it should be (`missing`) is on its way out, and its motion is not known well enough.
+            if (gap > COAST or track.hits < 2 or not self._whole(predicted) or track.id in looked
+                    or _on_any(_face(track.face, predicted).box, [t.face.box for t in result])):
+                del self.tracks[track.id]  # gone, or a second track on a face swapped already
                 continue
             self.coasted += 1
             result.append(Tracked(track.id, _face(track.face, predicted), coasting=True))
@@ -275,25 +298,30 @@ class Tracker:
         """Where the confirmed tracks that none of `faces` continues are predicted to be in frame `index`:
         regions to look at again before a face is declared gone."""
         matched = {track.id for track in self._associate(index, faces).values()}
-        found = []
+        found, looked = [], set()
         for track in self.tracks.values():
             if (track.id in matched or track.hits < 2 or index - track.last > COAST
                     or index - track.confirmed > REFIT_SPAN):
                 continue
-            predicted = track.predicted(index - track.last)
-            if self._inside(predicted):
-                found.append(_face(track.face, predicted))
+            predicted = _face(track.face, track.expected(index - track.last))
+            if self._in_frame(track.expected(index - track.last)) and not _on_any(predicted.box,
+                                                                                   [f.box for f in faces]):
+                found.append(predicted)
+                looked.add(track.id)
+        self._looked = (index, looked)
         return found
 
     def _associate(self, index: int, faces: list[Face]) -> dict[int, Track]:
         pairs: list[tuple[float, int, int]] = []
         for track in self.tracks.values():
-            predicted = _face(track.face, track.predicted(index - track.last)).box
+            predicted = _face(track.face, track.expected(index - track.last)).box
             for face_index, face in enumerate(faces):
                 overlap = _iou(predicted, face.box)
                 # A fit much larger or smaller than the track but around it is the track gone wrong (an
-                # outlier to reject), not another face to swap as well.
-                if overlap >= MATCH_IOU or _contained(predicted, face.box) >= CONTAINED:
+                # outlier to reject), not another face to swap as well; so is one centred on it (a face
+                # coming into the frame, first found small, then whole).
+                if (overlap >= MATCH_IOU or _contained(predicted, face.box) >= CONTAINED
+                        or _on_any(predicted, [face.box])):
                     pairs.append((overlap, face_index, track.id))
         chosen: dict[int, Track] = {}
         used: set[int] = set()
@@ -311,18 +339,23 @@ class Tracker:
         self._next_id += 1
         return track
 
-    def _follow(self, track: Track, index: int, face: Face, detected: bool) -> None:
+    def _follow(self, track: Track, index: int, face: Face, detected: bool, refit: bool = False) -> None:
         raw = _points(face)
         gap = max(1, index - track.last)
         prediction = track.predicted(gap)
         size = _size(prediction)
-        if disagrees(prediction, raw) and track.outliers < RELOCK:
+        # Rejected: a fit that disagrees with the track, unless the frame's edge cuts the face (its fits are
+        # extrapolated there, and change as it comes in or goes).
+        if (disagrees(prediction, raw, moves=not refit) and track.outliers < RELOCK and self._whole(prediction)
+                and self._whole(raw)):
             # A fit that disagrees with the track (a mesh gone wrong): the track carries on with its motion.
             track.outliers += 1
             self.rejected += 1
             track.points = prediction
         else:
             track.outliers = 0
+            step = (raw[:, :2].mean(axis=0) - track.raw[:, :2].mean(axis=0)) / gap
+            track.motion = track.motion + VELOCITY_GAIN * (step - track.motion)
             if not detected:  # a translation of the same fit: its motion is the face's motion
                 motion = (raw[:, :2].mean(axis=0) - track.raw[:, :2].mean(axis=0)) / gap
                 track.velocity = track.velocity + VELOCITY_GAIN * (motion - track.velocity)
@@ -356,9 +389,19 @@ class Tracker:
         x1, y1, x2, y2 = (float(v) for v in box)
         return max(0.0, min(x2, self._width) - max(x1, 0.0)) * max(0.0, min(y2, self._height) - max(y1, 0.0))
 
-    def _inside(self, points: np.ndarray) -> bool:
-        x, y = points[:, 0], points[:, 1]
-        return bool(x.min() >= 0 and y.min() >= 0 and x.max() <= self._width and y.max() <= self._height)
+    def _whole(self, points: np.ndarray) -> bool:
+        """Whether a face's points (its box among them) lie wholly inside the frame."""
+        low, high = points[:, :2].min(axis=0), points[:, :2].max(axis=0)
+        return bool(low.min() >= 0 and high[0] <= self._width and high[1] <= self._height)
+
+    def _in_frame(self, points: np.ndarray) -> bool:
+        """Whether enough of a face (the box its points span) is inside the frame to carry or look for: a
+        face leaving the picture stays swapped, the part of it still in frame, until little of it is left
+        (the detector gives up on a face cut by the edge long before that; the mesh, fitted on the track's
+        predicted place, does not)."""
+        low, high = points[:, :2].min(axis=0), points[:, :2].max(axis=0)
+        area = float(np.prod(np.maximum(high - low, 1e-6)))
+        return self._visible_area(np.concatenate([low, high])) >= IN_FRAME * area
 
     def choose_one(self, tracked: list[Tracked]) -> list[Tracked]:
         """Mode `one`: the shot's chosen track (the largest face when it was first chosen), kept while it
@@ -388,6 +431,16 @@ class Tracker:
         if self.chosen is None or self.chosen not in self._last or self._thumb is None:
             return None
         return Handover(tuple(float(v) for v in self._last[self.chosen]), self._thumb)  # type: ignore[arg-type]
+
+
+def _on_any(box: np.ndarray, boxes: list[np.ndarray]) -> bool:
+    """Whether a face box is one of `boxes`' faces: its centre inside one of them, or one's centre inside it."""
+    centre = (box[:2] + box[2:]) / 2
+    for other in boxes:
+        middle = (other[:2] + other[2:]) / 2
+        if ((other[:2] <= centre) & (centre <= other[2:])).all() or ((box[:2] <= middle) & (middle <= box[2:])).all():
+            return True
+    return False
 
 
 def _contained(a: np.ndarray, b: np.ndarray) -> float:

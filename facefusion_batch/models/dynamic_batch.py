@@ -8,6 +8,7 @@ that fails leaves a marker, so neither check repeats.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any, Callable
@@ -48,10 +49,15 @@ def dynamic_batch_model(path: Path, cache_dir: Path,
         original = make_session(path)
     except Exception:  # noqa: BLE001 - a model ONNX Runtime can't load: the session pool names it (ModelError)
         return None
-    cache_dir.mkdir(parents=True, exist_ok=True)
     if has_dynamic_batch(original):
-        native.write_text("the model already has a dynamic batch axis\n")
+        with contextlib.suppress(OSError):  # a read-only cache_path: found again next time
+            cache_dir.mkdir(parents=True, exist_ok=True)
+            native.write_text("the model already has a dynamic batch axis\n")
         return path
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None  # nowhere to keep a patched copy: single calls
     tmp = patched.with_name(f".{patched.name}.{os.getpid()}.tmp")
     try:
         _patch(path, tmp)
@@ -62,7 +68,8 @@ def dynamic_batch_model(path: Path, cache_dir: Path,
         pass
     finally:
         tmp.unlink(missing_ok=True)
-    failed.write_text("patched model did not match batch-1 outputs; single calls are used\n")
+    with contextlib.suppress(OSError):
+        failed.write_text("patched model did not match batch-1 outputs; single calls are used\n")
     return None
 
 

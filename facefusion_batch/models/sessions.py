@@ -13,6 +13,7 @@ Session options, and why:
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from pathlib import Path
@@ -109,7 +110,8 @@ class SessionPool:
             options.enable_cpu_mem_arena = False
         providers = self._usable_providers()
         if any(p[0] == "TensorrtExecutionProvider" for p in providers if isinstance(p, tuple)):
-            (self._settings.cache_path / "tensorrt").mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(OSError):  # a read-only cache_path: TensorRT rebuilds its engines
+                (self._settings.cache_path / "tensorrt").mkdir(parents=True, exist_ok=True)
         try:
             return rt.InferenceSession(str(path), sess_options=options, providers=providers)
         except Exception as exc:  # onnxruntime raises its own untyped errors

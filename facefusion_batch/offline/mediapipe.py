@@ -331,8 +331,10 @@ class _BlazeFace:
         self.anchors = ssd_anchors(_ANCHORS_BY_SIZE[self.size])
 
     def run(self, frames: Sequence[np.ndarray], views: Sequence[View], score_threshold: float,
-            iou_threshold: float) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        """Per view: boxes (M, 4), keypoints (M, 6, 2) in frame pixels and scores (M,)."""
+            iou_threshold: float, floor: float | None = None) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Per view: boxes (M, 4), keypoints (M, 6, 2) in frame pixels and scores (M,). With `floor`, the
+        boxes scored from `floor` up to `score_threshold` follow, merged among themselves only (the faces
+        above the threshold come out exactly as without it)."""
         batch, placements = model_inputs(frames, views, self.size)
         raw_boxes, raw_scores = self.session.run(["regressors", "classificators"],
                                                  {INPUT_NAME: to_nchw(batch, self.value_range)})
@@ -341,24 +343,41 @@ class _BlazeFace:
         scores = sigmoid_scores(raw_scores[..., 0])
         results = []
         for i, (view, place) in enumerate(zip(views, placements)):
-            keep = np.flatnonzero(scores[i] >= score_threshold)  # decode only candidates
-            boxes, keypoints = decode_boxes(raw_boxes[i, keep], self.anchors[keep], self.size)
-            b, k, s = weighted_nms(boxes, keypoints, scores[i, keep], iou_threshold)
-            corners = input_to_frame(b.reshape(-1, 2, 2), place).reshape(-1, 4)
-            points = input_to_frame(k, place)
-            whole = ~_touches_inner_edge(corners, view)
-            results.append((corners[whole], points[whole], s[whole]))
+            bands = [scores[i] >= score_threshold]
+            if floor is not None:
+                bands.append((scores[i] >= floor) & ~bands[0])
+            parts = []
+            for band in bands:
+                keep = np.flatnonzero(band)  # decode only candidates
+                boxes, keypoints = decode_boxes(raw_boxes[i, keep], self.anchors[keep], self.size)
+                b, k, s = weighted_nms(boxes, keypoints, scores[i, keep], iou_threshold)
+                corners = input_to_frame(b.reshape(-1, 2, 2), place).reshape(-1, 4)
+                points = input_to_frame(k, place)
+                whole = ~_touches_inner_edge(corners, view)
+                parts.append((corners[whole], points[whole], s[whole]))
+            results.append(tuple(np.concatenate([p[n] for p in parts]) for n in range(3)))
         return results
 
 
 RECHECK_SIZE = 0.2  # short-range faces smaller than this share of the frame's long side are checked again
 RECHECK_CONTEXT = 3.0  # ... by the full-range model on a square view this many times their size
+CANDIDATE_SCORE = 0.15  # small full-range boxes scored this much (below the threshold) are looked at again ...
+MAX_CANDIDATES = 6  # ... the likeliest this many per frame
+EDGE_PAD = 0.125  # the frame mirrored out this share of its long side across every edge, for faces cut by it:
+EDGE_CUT = 0.1  # ... those reaching out of the frame by this share of their size at least ...
+EDGE_INSIDE = 0.3  # ... with this share of their box in the frame
 
 
 def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
     """Whether two boxes (x1, y1, x2, y2) are one face: one's centre lies inside the other."""
     ca, cb = (a[:2] + a[2:]) / 2, (b[:2] + b[2:]) / 2
     return bool((b[:2] <= ca).all() and (ca <= b[2:]).all() or (a[:2] <= cb).all() and (cb <= a[2:]).all())
+
+
+def _centre_in(box: np.ndarray, boxes: np.ndarray) -> bool:
+    """Whether the centre of `box` lies inside any of `boxes`."""
+    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+    return bool(((boxes[:, 0] <= cx) & (cx <= boxes[:, 2]) & (boxes[:, 1] <= cy) & (cy <= boxes[:, 3])).any())
 
 
 def _view_around(index: int, box: np.ndarray, side: float, width: int, height: int) -> View | None:
@@ -372,11 +391,54 @@ def _view_around(index: int, box: np.ndarray, side: float, width: int, height: i
     return View(index, x, y, side, side, (x > 0, y > 0, x + side < width, y + side < height))
 
 
+Found = tuple[np.ndarray, np.ndarray, np.ndarray]  # boxes (M, 4), keypoints (M, 6, 2), scores (M,)
+
+
+def mirror(frame: np.ndarray, size: int) -> tuple[np.ndarray, int, float]:
+    """The frame shrunk and mirrored out across every edge by EDGE_PAD of its long side, about ``size`` pixels
+    on its long side (shrunk first: mirroring the full-size frame costs more than the model's run); with the
+    padding in its pixels and the frame pixels per pixel of it."""
+    height, width = frame.shape[:2]
+    scale = size / (max(width, height) * (1 + 2 * EDGE_PAD))
+    step = max(1, int(1 / (4 * scale)))  # cheap pre-thinning for large downscales (still 2x over)
+    small = cv2.resize(frame[::step, ::step], (max(1, round(width * scale)), max(1, round(height * scale))),
+                       interpolation=cv2.INTER_AREA)
+    pad = round(EDGE_PAD * max(small.shape[:2]))
+    return cv2.copyMakeBorder(small, pad, pad, pad, pad, cv2.BORDER_REFLECT), pad, width / small.shape[1]
+
+
+def _cut_by_edge(result: Found, pad: int, factor: float, shape: tuple[int, ...], found: list[Found]) -> Found:
+    """The faces found on a frame mirrored out across its edges (`mirror`: ``pad`` pixels, ``factor`` frame
+    pixels per pixel) that the frame's edge cuts, in frame pixels: a face cut at its middle is whole there
+    (its mirror image completes it) where the detectors give up on it in the frame itself. Faces wholly
+    inside or outside the frame, and faces found already, are dropped (the latter are those faces, better
+    seen)."""
+    boxes, keypoints, scores = result
+    boxes, keypoints = (boxes - pad) * factor, (keypoints - pad) * factor
+    height, width = shape[:2]
+    side = np.maximum(boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1])
+    outside = np.maximum.reduce([-boxes[:, 0], -boxes[:, 1], boxes[:, 2] - width, boxes[:, 3] - height])
+    inside = (np.minimum(boxes[:, 2], width) - np.maximum(boxes[:, 0], 0)) * \
+        (np.minimum(boxes[:, 3], height) - np.maximum(boxes[:, 1], 0))
+    keep = (outside > EDGE_CUT * side) & (inside > EDGE_INSIDE * side * side)
+    sure = np.concatenate([part[0] for part in found]) if found else np.zeros((0, 4))
+    keep &= np.array([not _centre_in(box, sure) and not any(_centre_in(o, box[None]) for o in sure)
+                      for box in boxes], bool).reshape(-1)
+    return boxes[keep], keypoints[keep], scores[keep]
+
+
+def _split(result: Found, threshold: float) -> tuple[Found, Found]:
+    """(the part scored at least `threshold`, the rest)."""
+    above = result[2] >= threshold
+    return tuple(part[above] for part in result), tuple(part[~above] for part in result)  # type: ignore[return-value]
+
+
 class MediaPipeDetector:
     """Both BlazeFace detectors, merged by IoU: short range finds close-ups, full range smaller faces.
 
     On the whole frame the full-range model finds faces down to about a tenth of the frame's long
-    side. ``min_face_size`` (pixels) adds overlapping tiles, run through the full-range model in the
+    side; smaller ones it scores too low, and they are looked at again closer (`_recheck_small`).
+    ``min_face_size`` (pixels) adds overlapping tiles, run through the full-range model in the
     same batch, so smaller faces are found too; each tile level costs several model inputs per frame.
     """
 
@@ -394,7 +456,8 @@ class MediaPipeDetector:
         self.min_face_size = min_face_size
 
     def detect(self, frames: Sequence[np.ndarray]) -> list[list[Detection]]:
-        """Faces in each frame, best first. One session run per model for the whole batch."""
+        """Faces in each frame, best first. One session run per model for the whole batch, and one more
+        for the small faces looked at again."""
         if not frames:
             return []
         for frame in frames:
@@ -403,30 +466,49 @@ class MediaPipeDetector:
         whole = [View(i, 0, 0, f.shape[1], f.shape[0]) for i, f in enumerate(frames)]
         tiled = [view for i, f in enumerate(frames)
                  for view in frame_views(i, f.shape[1], f.shape[0], self.min_face_size)]
-        found: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = [[] for _ in frames]
-        for model, views in ((self._short, whole), (self._long, tiled)):
-            results = model.run(frames, views, self.score_threshold, self.iou_threshold)
-            for view, result in zip(views, results):
-                found[view.frame].append(result)
-        self._recheck_small(frames, found)
+        found: list[list[Found]] = [[] for _ in frames]
+        doubtful: list[list[Found]] = [[] for _ in frames]
+        for view, result in zip(whole, self._short.run(frames, whole, self.score_threshold, self.iou_threshold)):
+            found[view.frame].append(result)
+        # The full-range model also sees each frame mirrored out across its edges (one more input per frame).
+        mirrored = [mirror(frame, self._long.size) for frame in frames]
+        edges = [View(len(frames) + i, 0, 0, m[0].shape[1], m[0].shape[0]) for i, m in enumerate(mirrored)]
+        results = self._long.run([*frames, *(m[0] for m in mirrored)], tiled + edges, self.score_threshold,
+                                 self.iou_threshold, min(CANDIDATE_SCORE, self.score_threshold))
+        for view, result in zip(tiled, results):
+            sure, unsure = _split(result, self.score_threshold)
+            found[view.frame].append(sure)
+            doubtful[view.frame].append(unsure)
+        for index, result in enumerate(results[len(tiled):]):
+            _, pad, factor = mirrored[index]
+            found[index].append(_cut_by_edge(_split(result, self.score_threshold)[0], pad, factor,
+                                             frames[index].shape, found[index]))
+        self._recheck_small(frames, found, doubtful)
         return [self._merge(parts) for parts in found]
 
-    def _recheck_small(self, frames: Sequence[np.ndarray],
-                       found: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]]) -> None:
-        """Small faces only the short-range model found are looked at again by the full-range model, on a
-        view around each: short range sees them far below its design size and gives boxes (and keypoints)
-        up to 1.7x too large, so the mesh fitted on them is too large too. A face the full-range model finds
-        there replaces the short-range one; one it does not find stays as it was. Where the full-range model
-        found the face already, its box stands alone instead of being averaged with the oversized one."""
+    def _recheck_small(self, frames: Sequence[np.ndarray], found: list[list[Found]],
+                       doubtful: list[list[Found]]) -> None:
+        """Small faces are looked at again by the full-range model, on a view around each (RECHECK_CONTEXT
+        times their size), all in one batch:
+        - those only the short-range model found: it sees them far below its design size and gives boxes (and
+          keypoints) up to 1.7x too large, so the mesh fitted on them is too large too. A face the full-range
+          model finds there replaces the short-range one; one it does not find stays as it was. Where the
+          full-range model found the face already, its box stands alone instead of being averaged with the
+          oversized one;
+        - boxes the full-range model scored below the threshold (from CANDIDATE_SCORE, the likeliest
+          MAX_CANDIDATES per frame) where no face was found: a face of a few dozen pixels is a handful of the
+          whole-frame input's pixels and scores low; seen closer, a face scores as any other and is kept,
+          anything else is not (its own view's box must not be a face found already)."""
         views, owners = [], []
         dropped: dict[int, set[int]] = {}
         for index, parts in enumerate(found):
             short, rest = parts[0], parts[1:]
             height, width = frames[index].shape[:2]
+            small = RECHECK_SIZE * max(width, height)
             others = np.concatenate([p[0] for p in rest]) if rest else np.zeros((0, 4))
             for i, box in enumerate(short[0]):
                 side = float(max(box[2] - box[0], box[3] - box[1]))
-                if side >= RECHECK_SIZE * max(width, height):
+                if side >= small:
                     continue
                 if any(_overlap(box, o) for o in others):
                     dropped.setdefault(index, set()).add(i)  # the full-range box stands alone
@@ -434,15 +516,34 @@ class MediaPipeDetector:
                 view = _view_around(index, box, RECHECK_CONTEXT * side, width, height)
                 if view is not None:
                     views.append(view)
-                    owners.append((index, i))
+                    owners.append((index, i, box, None))
+            sure = np.concatenate([p[0] for p in parts])
+            boxes, _, scores = (np.concatenate([p[n] for p in doubtful[index]]) for n in range(3))
+            looked: list[np.ndarray] = []
+            for j in np.argsort(-scores, kind="stable"):
+                box = boxes[j]
+                side = float(max(box[2] - box[0], box[3] - box[1]))
+                # Centred on a face found already, or on a candidate looked at: that face again.
+                if side >= small or _centre_in(box, sure) or _centre_in(box, np.array(looked).reshape(-1, 4)):
+                    continue
+                view = _view_around(index, box, RECHECK_CONTEXT * side, width, height)
+                if view is not None:
+                    views.append(view)
+                    owners.append((index, None, box, sure))
+                    looked.append(box)
+                    if len(looked) >= MAX_CANDIDATES:
+                        break
         results = self._long.run(frames, views, self.score_threshold, self.iou_threshold) if views else []
-        for (index, i), (boxes, keypoints, scores) in zip(owners, results):
-            box = found[index][0][0][i]
-            near = [j for j in range(len(boxes)) if _overlap(box, boxes[j])]
+        for (index, i, box, sure), (boxes, keypoints, scores) in zip(owners, results):
+            near = [j for j in range(len(boxes)) if _overlap(box, boxes[j])
+                    and (sure is None or not any(_overlap(boxes[j], o) for o in sure))]
             if near:
                 j = max(near, key=lambda j: scores[j])
                 found[index].append((boxes[j:j + 1], keypoints[j:j + 1], scores[j:j + 1]))
-                dropped.setdefault(index, set()).add(i)
+                # The short-range box it replaces, or (found as a candidate) stands alone beside.
+                short = found[index][0][0]
+                dropped.setdefault(index, set()).update(
+                    [i] if i is not None else [k for k in range(len(short)) if _overlap(short[k], boxes[j])])
         for index, drop in dropped.items():
             keep = np.array([i not in drop for i in range(len(found[index][0][0]))], bool)
             found[index][0] = tuple(part[keep] for part in found[index][0])

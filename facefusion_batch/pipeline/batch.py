@@ -3,6 +3,7 @@ the output tree's lock and state, the first video prepared while the engine load
 from __future__ import annotations
 
 import contextlib
+import glob
 import sqlite3
 import time
 from dataclasses import asdict, dataclass, field
@@ -10,8 +11,10 @@ from pathlib import Path
 
 from facefusion_batch.concurrency import plan
 from facefusion_batch.errors import OutputError, TargetError
+from facefusion_batch.media import temp_stem
 from facefusion_batch.models.store import sha256_of
 from facefusion_batch.pipeline import guard
+from facefusion_batch.pipeline.identity import Changed, Stamp, stamp_of
 from facefusion_batch.pipeline.journal import FINISHED, UNREADABLE, Journal, settings_key
 from facefusion_batch.pipeline.lock import RunLock
 from facefusion_batch.pipeline.progress import Reporter
@@ -40,6 +43,9 @@ class Outcome:
     profiles_left: int = 0  # face-frames turned too far to swap, left as they are (the reason says so too)
     content_gate: str = ""  # checked (classifier) | not available | off by setting; "" when not asked
     watermark: str = ""  # the invisible watermark's payload (8 hex digits) in the output's frames, "" for none
+    # Why it failed when that is no fault of the target's (the next run does it): "output-full" or
+    # "temp-full" (a full disk), "changed" (the file changed while it was processed: nothing published).
+    cause: str = ""
 
 
 @dataclass
@@ -60,6 +66,18 @@ class BatchResult:
     def to_dict(self) -> dict:
         counts = {s: sum(o.status == s for o in self.outcomes) for s in STATUSES}
         return {**asdict(self), "counts": counts, "ok": self.failed == 0 and not self.interrupted}
+
+
+def failed_outcome(target: Target, exc: Exception, temp_root: Path, seconds: float = 0.0) -> Outcome:
+    """The failed outcome of a target that raised `exc`: its one-line reason; a full disk says which, and
+    that the next run does it."""
+    disk = guard.full_disk(exc, temp_root, target.output)
+    if disk and target.kind == "image":
+        disk = "output"  # an image writes nothing in temp_path
+    reason = (guard.disk_full_reason(target.path, exc, temp_root, target.output, disk)
+              or guard.failure_reason(target.path, exc))
+    cause = f"{disk}-full" if disk else "changed" if isinstance(exc, Changed) else ""
+    return Outcome(str(target.path), "failed", reason=reason, seconds=seconds, cause=cause)
 
 
 def check_output_dir(directory: Path) -> None:
@@ -87,7 +105,7 @@ def open_state(settings: Settings, wait: bool, reporter: Reporter) -> tuple[RunL
     lock.acquire(wait=wait, on_wait=reporter.message)
     # With an output file (-o result.mp4) its directory is not ffb's to search: only the file's own partials.
     output_file = settings.output_file
-    partials = (settings.output_dir.glob(f".{output_file.stem}.ffb-*.tmp*") if output_file
+    partials = (settings.output_dir.glob(f"{glob.escape(temp_stem(output_file))}*.tmp*") if output_file
                 else settings.output_path.rglob(".*.tmp*"))
     for partial in partials:
         if ".ffb-" in partial.name and partial.is_file():
@@ -122,11 +140,17 @@ def refuse_special(target: Target) -> None:
 
 
 def claim(journal: Journal, target: Target, output_key: str, force: bool, retry_failed: bool,
-          hashed: str | None = None) -> tuple[Outcome | None, str, str]:
+          hashed: str | None = None) -> tuple[Outcome | None, str, str, Stamp | None]:
     """The journal's decision on a target: (an outcome when it is skipped or can't be read, else None; its
-    content hash; its resume key). A target to be done is recorded as `running` (the caller records the end).
-    `hashed` is the file's sha256 when it was computed ahead of time. A target that can't be read at all is
-    recorded as failed, so later runs skip it until it changes (a chmod counts)."""
+    content hash; its resume key; the file's identity when it was hashed, which is what the journal records
+    and what is checked again before its output is published). A target to be done is recorded as
+    `running` (the caller records the end). `hashed` is the file's sha256 when it was computed ahead of
+    time. A target that can't be read at all is recorded as failed, so later runs skip it until it changes
+    (a chmod counts)."""
+    try:
+        read: Stamp | None = stamp_of(target.path)  # before hashing: a change while it is hashed is seen later
+    except OSError:
+        read = None  # a broken link or a loop: the journal knows it by the link itself (see below)
     try:
         content = journal.cached_hash(target.path)
         if content is None:
@@ -134,14 +158,15 @@ def claim(journal: Journal, target: Target, output_key: str, force: bool, retry_
             content = hashed or sha256_of(target.path)
     except (TargetError, OSError) as exc:
         reason = guard.failure_reason(target.path, exc)
-        with contextlib.suppress(OSError, sqlite3.Error):  # e.g. nothing at all at that path any more
+        with contextlib.suppress(OSError, sqlite3.Error, OutputError):  # e.g. nothing at that path any more
             journal.record(target.path, target.output, UNREADABLE, output_key, "failed", reason)
-        return Outcome(str(target.path), "failed", reason=reason), UNREADABLE, ""
+        return Outcome(str(target.path), "failed", reason=reason), UNREADABLE, "", None
     skip = skip_outcome(journal, target, content, output_key, force, retry_failed)
     if skip is not None:
-        return skip, content, ""
-    journal.record(target.path, target.output, content, output_key, "running")
-    return None, content, settings_key({"content": content, "settings": output_key, "output": str(target.output)})
+        return skip, content, "", read
+    journal.record(target.path, target.output, content, output_key, "running", read=read)
+    return (None, content, settings_key({"content": content, "settings": output_key, "output": str(target.output)}),
+            read)
 
 
 def skip_outcome(journal: Journal, target: Target, content: str | None, output_key: str, force: bool,

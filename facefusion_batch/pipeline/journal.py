@@ -2,18 +2,23 @@
 
 A row holds the target's content hash (recomputed only when its size or mtime changes), the key of every
 setting and model that shapes the output, the status, timings, attempts, the last error, and the output's
-size and mtime when it was written (an output that changed or vanished since is redone).
+size and mtime when it was written (an output that changed or vanished since is redone) and its sha256 (for
+`ffb verify`: a copy of the output tree is unchanged although every mtime differs).
 """
 from __future__ import annotations
 
+import dataclasses
+import errno
 import hashlib
 import json
+import shutil
 import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from facefusion_batch.errors import OutputFull
 from facefusion_batch.models.store import sha256_of
 from facefusion_batch.targets import resolved
 
@@ -34,6 +39,7 @@ CREATE TABLE IF NOT EXISTS targets (
     output_mtime_ns INTEGER,
     updated REAL NOT NULL,
     ctime_ns INTEGER,
+    output_sha256 TEXT,
     content_gate TEXT,
     watermark TEXT
 )
@@ -61,6 +67,7 @@ class Entry:
     output_mtime_ns: int | None
     updated: float
     ctime_ns: int | None = None  # None in rows written before it was recorded
+    output_sha256: str | None = None  # of the output as written; None before it was recorded, or no output
     content_gate: str | None = None  # whether the content gate ran on the target (see provenance.content_gate)
     watermark: str | None = None  # the invisible watermark's payload in the output (8 hex digits)
 
@@ -77,36 +84,62 @@ def settings_key(parts: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
+_SQLITE_FULL, _SQLITE_IOERR = 13, 10
+_NEARLY_FULL = 1 << 20  # bytes free below which an I/O error of the journal is its disk being full
+
+
 class Journal:
-    """Thread-compatible: one connection per instance, used from the batch's main thread."""
+    """Thread-compatible: one connection per instance, used from the batch's main thread. A write that
+    fails for lack of space raises OutputFull (SQLite leaves the journal as it was before that write)."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._db = sqlite3.connect(str(path), timeout=30, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.execute(_SCHEMA)
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(targets)")}
-        for column in ("ctime_ns INTEGER", "content_gate TEXT", "watermark TEXT"):
-            if column.split()[0] not in columns:  # a journal written by an older ffb
-                self._db.execute(f"ALTER TABLE targets ADD COLUMN {column}")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(path), timeout=30, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute(_SCHEMA)
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(targets)")}
+            for column in ("ctime_ns INTEGER", "output_sha256 TEXT", "content_gate TEXT", "watermark TEXT"):
+                if column.split()[0] not in columns:  # a journal written by an older ffb
+                    self._db.execute(f"ALTER TABLE targets ADD COLUMN {column}")
+        except (sqlite3.Error, OSError) as exc:
+            if self.full(exc):
+                raise OutputFull(f"{path}: output disk full: the journal can't be written; free space in "
+                                 f"{path.parent} or choose another --output") from None
+            raise
+
+    def full(self, exc: BaseException) -> bool:
+        """Whether a write of this journal failed for lack of space: SQLite says "database or disk is
+        full", or an I/O error while its disk has next to nothing free (WAL and shared-memory files)."""
+        if isinstance(exc, OSError):
+            return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+        if not isinstance(exc, sqlite3.Error):
+            return False
+        code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+        if code == _SQLITE_FULL or "is full" in str(exc):
+            return True
+        if code != _SQLITE_IOERR and "disk I/O error" not in str(exc):
+            return False
+        try:
+            return shutil.disk_usage(self.path.parent).free < _NEARLY_FULL
+        except OSError:
+            return False
 
     def close(self) -> None:
         self._db.close()
 
     def get(self, target: Path) -> Entry | None:
-        row = self._db.execute("SELECT * FROM targets WHERE target = ?", (text_of(resolved(target)),)).fetchone()
-        return Entry(*row) if row else None
+        found = read_entries(self._db, "WHERE target = ?", (text_of(resolved(target)),))
+        return found[0] if found else None
 
     def by_watermark(self, payload: str) -> list[Entry]:
         """The entries whose output carries this watermark payload."""
-        rows = self._db.execute("SELECT * FROM targets WHERE watermark = ?", (payload,)).fetchall()
-        return [Entry(*row) for row in rows]
+        return read_entries(self._db, "WHERE watermark = ?", (payload,))
 
     def entries(self) -> Iterator[Entry]:
-        for row in self._db.execute("SELECT * FROM targets ORDER BY target"):
-            yield Entry(*row)
+        yield from read_entries(self._db, "ORDER BY target")
 
     def cached_hash(self, target: Path) -> str | None:
         """The journal's sha256 of the file while its size, mtime and ctime are unchanged, else None (ctime
@@ -137,25 +170,46 @@ class Journal:
         return entry
 
     def record(self, target: Path, output: Path, content: str, key: str, status: str, reason: str = "",
-               frames: int = 0, seconds: float = 0.0, content_gate: str = "", watermark: str = "") -> None:
+               frames: int = 0, seconds: float = 0.0, content_gate: str = "", watermark: str = "",
+               read: tuple[int, ...] | None = None) -> None:
+        """`read` is the file's identity (dev, inode, size, mtime, ctime) when `content` was hashed: the row
+        holds what was read, so a file renamed over the target meanwhile is hashed again by the next run."""
         try:
-            size, mtime, ctime = stamp(target)
+            size, mtime, ctime = read[2:5] if read is not None else stamp(target)
         except FileNotFoundError:  # deleted while it was processed: its outcome is still recorded
             size, mtime, ctime = GONE
-        out_size = out_mtime = None
+        out_size = out_mtime = out_hash = None
         if status in FINISHED and output.exists():
             out_stat = output.stat()
             out_size, out_mtime = out_stat.st_size, out_stat.st_mtime_ns
+            try:
+                out_hash = sha256_of(output)
+            except OSError:
+                out_hash = None
         previous = self.get(target)
         attempts = (previous.attempts if previous and previous.content_hash == content else 0)
         attempts += status != "running"
-        self._db.execute(
-            "INSERT OR REPLACE INTO targets (target, output, size, mtime_ns, content_hash, settings_key, status, "
-            "reason, attempts, frames, seconds, output_size, output_mtime_ns, updated, ctime_ns, content_gate, "
-            "watermark) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (text_of(resolved(target)), text_of(output), size, mtime, content, key, status, text_of(reason),
-             attempts, frames, seconds, out_size, out_mtime, time.time(), ctime, content_gate or None,
-             watermark or None))
+        try:
+            self._db.execute(
+                "INSERT OR REPLACE INTO targets (target, output, size, mtime_ns, content_hash, settings_key, "
+                "status, reason, attempts, frames, seconds, output_size, output_mtime_ns, updated, ctime_ns, "
+                "output_sha256, content_gate, watermark) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (text_of(resolved(target)), text_of(output), size, mtime, content, key, status, text_of(reason),
+                 attempts, frames, seconds, out_size, out_mtime, time.time(), ctime, out_hash, content_gate or None,
+                 watermark or None))
+        except sqlite3.Error as exc:
+            if self.full(exc):
+                raise OutputFull(f"output disk full: the journal {self.path} can't be written") from None
+            raise
+
+
+def read_entries(db: sqlite3.Connection, where: str = "", params: tuple = ()) -> list[Entry]:
+    """The journal's rows as entries, read by column name: columns that older ffb versions added in another
+    order, or lack (a journal opened read-only is never altered), can't shift the fields."""
+    present = {row[1] for row in db.execute("PRAGMA table_info(targets)")}
+    names = [f.name for f in dataclasses.fields(Entry) if f.name in present]
+    rows = db.execute(f"SELECT {', '.join(names)} FROM targets {where}", params).fetchall()
+    return [Entry(**dict(zip(names, row))) for row in rows]
 
 
 def stamp(path: Path) -> tuple[int, int, int]:

@@ -188,8 +188,7 @@ def prepare(settings: Settings, source: Sources, on_message: Callable[[str], Non
                 on_message(f"{path}: {faces_in_source} faces in the source image; using the largest")
             records.append(record)
         record = engine.merge_sources(records)
-        selection = build_selection(settings, engine)
-
+        selection = build_selection(settings, engine, record)
     except BaseException:
         if owned:
             engine.close()

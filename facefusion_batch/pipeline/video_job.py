@@ -15,8 +15,9 @@ from typing import IO, Callable, Iterator, Protocol
 
 import numpy as np
 
-from facefusion_batch.errors import MediaError, TargetError
+from facefusion_batch.errors import MediaError, NoSpace, TargetError
 from facefusion_batch.faces.tracking import Handover
+from facefusion_batch.listing import listed
 from facefusion_batch.media import temp_name
 from facefusion_batch.pipeline.analysis import MotionGate, Reference, TrackState
 from facefusion_batch.pipeline.frames import Spool, load, ordered_map
@@ -24,8 +25,8 @@ from facefusion_batch.pipeline.lookahead import Prepared
 from facefusion_batch.pipeline.workspace import Workspace
 from facefusion_batch.timing import Timings, timed, timed_iter
 from facefusion_batch.video import ffmpeg
-from facefusion_batch.video.decoder import Decoder
-from facefusion_batch.video.ffmpeg import EncodeOptions
+from facefusion_batch.video.decoder import DEEP, Decoder, deepen
+from facefusion_batch.video.ffmpeg import Colour, EncodeOptions
 from facefusion_batch.video.probe import VideoInfo, probe
 
 # Moves a finished hidden output (partial, output, modified) into place, signing it first where the run
@@ -72,10 +73,14 @@ def size_text(size: float) -> str:
     return f"{size / 1e6:.0f} MB" if size >= 1e6 else f"{size / 1e3:.0f} kB"
 
 
-def check_space(directory: Path, needed: int, what: str, fix: str) -> None:
+def check_space(directory: Path, needed: int, what: str, fix: str, disk: str = "temp") -> None:
     free = shutil.disk_usage(directory).free
-    if free < needed:
-        raise TargetError(f"{what}: needs ~{size_text(needed)} free in {directory}, has {size_text(free)}; {fix}")
+    if free >= needed:
+        return
+    if disk == "output":
+        raise NoSpace(f"{what}: output disk full ({directory}): needs ~{size_text(needed)} free, has "
+                      f"{size_text(free)}; {fix}", disk)
+    raise NoSpace(f"{what}: needs ~{size_text(needed)} free in {directory}, has {size_text(free)}; {fix}", disk)
 
 
 SPOOL_BYTES = 512 * 1024 ** 2  # decoded frames waiting on disk, at most (a few frames for 4K)
@@ -102,12 +107,19 @@ def estimate(info: VideoInfo, options: JobOptions) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class VideoPlan:
-    """A probed video, its output, and the job options with the encoder resolved for the container."""
+    """A probed video, its output, the job options with the encoder resolved for the container, and the
+    colour the output is written in (the source's, or SDR when HDR is tone-mapped for an encoder that
+    can't keep it)."""
 
     info: VideoInfo
     out: Path
     container: str
     options: JobOptions
+    colour: Colour
+
+    @property
+    def tone_mapped(self) -> bool:
+        return self.info.colour.hdr and not self.colour.hdr
 
 
 def plan_video(path: Path, out: Path, options: JobOptions, info: VideoInfo | None = None) -> VideoPlan:
@@ -117,7 +129,8 @@ def plan_video(path: Path, out: Path, options: JobOptions, info: VideoInfo | Non
         with timed(options.timings, "probe"):
             info = probe(path)
     container = ffmpeg.container_of(out)
-    encode = dataclasses.replace(options.encode, encoder=ffmpeg.resolve_encoder(options.encode.encoder, container))
+    encoder = ffmpeg.resolve_encoder(options.encode.encoder, container, info.colour)
+    encode = dataclasses.replace(options.encode, encoder=encoder)
     reason = ffmpeg.check_encoder(container, encode.encoder)
     if reason:
         raise TargetError(f"{path}: {reason}")
@@ -125,8 +138,9 @@ def plan_video(path: Path, out: Path, options: JobOptions, info: VideoInfo | Non
     temp_need, out_need = estimate(info, options)
     options.temp_root.mkdir(parents=True, exist_ok=True)
     check_space(options.temp_root, temp_need, str(path), "set temp_path to a larger disk or lower chunk_size")
-    check_space(out.parent, out_need, str(path), "free space in the output directory")
-    return VideoPlan(info, out, container, options)
+    check_space(out.parent, out_need, str(path), "free space there or choose another --output; the next run does "
+                "it", "output")
+    return VideoPlan(info, out, container, options, ffmpeg.output_colour(info.colour, encoder))
 
 
 @dataclass
@@ -173,6 +187,9 @@ def encode_video(path: Path, out: Path, frame_fn: FrameProcessor, tags: dict[str
     decoder = prepared.decoder if prepared else None
     try:
         plan = plan_video(path, out, options, prepared.info if prepared else None)
+        if decoder is not None and decoder.tone_map != plan.tone_mapped:  # started before the plan said
+            decoder.stop(kill=True)
+            decoder = None
         on_start(plan.info.frame_count)
         if resume_key:
             workspace = Workspace.of(options.temp_root, resume_key).make()
@@ -236,10 +253,14 @@ def finish_video(plan: VideoPlan, workspace: Workspace, tags: dict[str, str], se
             shutil.copyfile(info.path, partial)  # nothing to swap: the original goes through untouched
         else:
             with timed(plan.options.timings, "encode"):
-                _mux(info, chunks, workspace, partial, plan.container, tags)
+                _mux(plan, chunks, workspace, partial, tags)
             with timed(plan.options.timings, "verify"):
                 _verify(partial, info, total)
             notes = []
+            if plan.tone_mapped:
+                notes.append(f"HDR ({info.colour.transfer}) tone-mapped to SDR BT.709: "
+                             f"{plan.options.encode.encoder} can't keep HDR; write .mp4, .mov or .mkv with "
+                             "output_video_encoder libx265 (or auto) to keep it")
             if info.variable_frame_rate:
                 notes.append(f"variable frame rate: written at a constant {float(info.fps):.3f} fps, frames "
                              f"moved by up to {info.timing_shift * 1000:.0f} ms")
@@ -250,7 +271,7 @@ def finish_video(plan: VideoPlan, workspace: Workspace, tags: dict[str, str], se
                 notes.append(f"only the first video stream was processed; {info.other_videos} more not kept")
             dropped = ffmpeg.subtitle_args(plan.container, info.subtitle_codecs)[1]
             if dropped:
-                notes.append(f"subtitles not kept: .{plan.container} can't hold {', '.join(dropped)}; "
+                notes.append(f"subtitles not kept: .{plan.container} can't hold {listed(dropped)}; "
                              "write .mkv to keep them")
             note = "; ".join(notes)
         if seal is None:
@@ -272,10 +293,14 @@ def _transcode(plan: VideoPlan, workspace: Workspace, frame_fn: FrameProcessor, 
     info, options = plan.info, plan.options
     start = first * options.chunk_size
     stop = None if last is None else last * options.chunk_size
-    decoder = decoder or Decoder(info, options.temp_root)
+    decoder = decoder or Decoder(info, options.temp_root, tone_map=plan.tone_mapped)
+    # HDR kept: the frames are processed at 8 bits; their 16-bit pixels, decoded again, go to the encoder
+    # wherever processing left a pixel as it was.
+    deep = Decoder(info, options.temp_root) if plan.colour.hdr else None
     spool = _spool(plan, workspace, decoder, start, stop, on_decoded)
     stages = _FrameStages(plan, frame_fn, handover)
-    writer = _ChunkWriter(plan, workspace, start, on_frames, stages.handover)
+    writer = _ChunkWriter(plan, workspace, start, on_frames, stages.handover,
+                          deep.frames(2, skip=start, deep=True) if deep else None)
     finished = False
     try:
         with ThreadPoolExecutor(options.threads, thread_name_prefix="ffb-frame") as pool:
@@ -290,6 +315,8 @@ def _transcode(plan: VideoPlan, workspace: Workspace, frame_fn: FrameProcessor, 
     finally:
         reached_end = decoder.finished or stop is None
         decoder.stop(kill=not finished or not reached_end)
+        if deep is not None:
+            deep.stop(kill=True)
         spool.close()
         writer.kill()
     if stop is None or writer.index < stop:  # the decoder ran out: this was the end of the video
@@ -403,9 +430,11 @@ class _ChunkWriter:
     """The last stage: frames in order into one encoder per chunk of the workspace, counted."""
 
     def __init__(self, plan: VideoPlan, workspace: Workspace, start: int, on_frames: Callable[[int], None],
-                 handover: Callable[[int], dict | None] = lambda chunk: None) -> None:
+                 handover: Callable[[int], dict | None] = lambda chunk: None,
+                 deep: Iterator[np.ndarray] | None = None) -> None:
         self._plan, self._workspace, self._on_frames = plan, workspace, on_frames
         self._handover = handover  # what a chunk, once written, records for the next
+        self._deep = deep  # the same frames at 16 bits (HDR kept), from `start`
         self.index = start  # the next frame's index in the video
         self.counters = Counters()
         self._encoder: _Encoder | None = None
@@ -417,8 +446,13 @@ class _ChunkWriter:
                 if self._encoder:
                     self._encoder.close()
                 self._encoder = _Encoder(self._workspace, self.index // options.chunk_size, self._plan.info,
-                                         options.encode, self._plan.container, self._handover)
+                                         options.encode, self._plan.container, self._plan.colour, self._handover)
             assert self._encoder is not None
+            if self._deep is not None:
+                precise = next(self._deep, None)
+                if precise is None:
+                    raise MediaError(f"{self._plan.info.path}: the 16-bit decoding ended at frame {self.index}")
+                frame = deepen(precise, frame)
             self._encoder.write(frame, swapped > 0)
         self.index += 1
         self.counters.frames += 1
@@ -465,17 +499,19 @@ class _Encoder:
     count as finished for a resumed run."""
 
     def __init__(self, workspace: Workspace, index: int, info: VideoInfo, options: EncodeOptions,
-                 container: str, handover: Callable[[int], dict | None] = lambda chunk: None) -> None:
+                 container: str, colour: Colour, handover: Callable[[int], dict | None] = lambda chunk: None
+                 ) -> None:
         self._path, self._handover = info.path, handover
         self._workspace, self._index = workspace, index
         self._out = out = workspace.chunk(index)
         self._part = out.with_name(f"{out.stem}.part{out.suffix}")
         self._frames = self._faces = 0
         self._log_path = workspace.path / f"{out.stem}.log"
-        pixel_format = ffmpeg.output_pixel_format(info.width, info.height, info.pixel_format)
+        pixel_format = ffmpeg.output_pixel_format(info.width, info.height, info.pixel_format, ten_bit=colour.hdr)
         with open(self._log_path, "wb") as log:
-            command = ffmpeg.encode_command(self._part, info.width, info.height, info.fps, options, info.colour,
-                                            pixel_format, container, info.picture)
+            command = ffmpeg.encode_command(self._part, info.width, info.height, info.fps, options, colour,
+                                            pixel_format, container, info.picture,
+                                            DEEP if colour.hdr else "bgr24")
             self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stderr=log)
         self._stdin: IO[bytes] = self._process.stdin  # type: ignore[assignment]
 
@@ -507,13 +543,14 @@ class _Encoder:
             self._process.wait()
 
 
-def _mux(info: VideoInfo, chunks: list[Path], workspace: Workspace, partial: Path, container: str,
-         tags: dict[str, str]) -> None:
+def _mux(plan: VideoPlan, chunks: list[Path], workspace: Workspace, partial: Path, tags: dict[str, str]) -> None:
+    info, container = plan.info, plan.container
     listing = workspace.path / "chunks.txt"
     listing.write_text(ffmpeg.concat_list(chunks), encoding="utf-8")
+    video_tags = ffmpeg.stream_tags(plan.colour, info.picture) + ffmpeg.codec_tag_args(plan.options.encode.encoder,
+                                                                                       container)
     ffmpeg.run(ffmpeg.mux_command(listing, info.path, partial, container, info.audio_codec, tags,
-                                  info.subtitle_codecs, info.start_time,
-                                  ffmpeg.stream_tags(info.colour, info.picture), info.timecode,
+                                  info.subtitle_codecs, info.start_time, video_tags, info.timecode,
                                   info.audio_codecs, info.covers),
                f"{info.path}: joining chunks and audio")
 

@@ -11,7 +11,7 @@ from facefusion_batch.processors.chain import ProcessorChain
 from facefusion_batch.processors.classifier import FaceClassifier
 from facefusion_batch.processors.enhancer import Enhancer
 from facefusion_batch.processors.masks import Occluder, Parser
-from facefusion_batch.processors.plan import ProcessorPlan
+from facefusion_batch.processors.plan import ProcessorPlan, occluder_models
 from facefusion_batch.processors.swapper import Swapper
 
 
@@ -31,7 +31,8 @@ def build_processors(plan: ProcessorPlan, open_session: Callable[[str], Any],
     guarded, merged across threads, ...); `read_emap(name)` inswapper's embedding map."""
     swapper = enhancer = occluder = parser = None
     if "occlusion" in plan.masks.types:
-        occluder = Occluder(open_session(plan.occluder), CATALOG[plan.occluder])
+        first, *more = occluder_models(plan.occluder)
+        occluder = Occluder(open_session(first), CATALOG[first], *((open_session(n), CATALOG[n]) for n in more))
     if "face_swapper" in plan.processors:
         spec = CATALOG[plan.swapper.model]
         converter = open_session(spec.converter) if spec.converter else None

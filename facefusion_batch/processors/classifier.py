@@ -91,6 +91,14 @@ def filter_faces(faces: Sequence[T], attributes: Sequence[Attributes], gender: G
     return kept
 
 
+def resolve_auto(gender: str | None, race: str | None, source: Attributes | None) -> tuple[Gender | None, Race | None]:
+    """FaceFusion's `auto` filters: the source face's own gender / race (None: that filter is off)."""
+    if "auto" in (gender, race) and source is None:
+        raise ValueError("face selector gender/race auto needs the source face's attributes")
+    return (source.gender if gender == "auto" else gender,  # type: ignore[union-attr,return-value]
+            source.race if race == "auto" else race)  # type: ignore[union-attr]
+
+
 def needs_classifier(gender: Gender | None, race: Race | None, age_start: int | None, age_end: int | None) -> bool:
     """Whether the filters need fairface (the engine names the model in its error when it is missing)."""
     return any(v is not None for v in (gender, race, age_start, age_end))

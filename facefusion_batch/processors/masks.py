@@ -9,6 +9,7 @@ import cv2
 import numpy as np
 
 from facefusion_batch.faces.geometry import box_mask, hull_mask, smooth_binary_mask, smooth_model_mask
+from facefusion_batch.listing import listed
 from facefusion_batch.models.catalog import ModelSpec
 from facefusion_batch.processors.tensors import run_stacked, to_tensor
 
@@ -43,14 +44,14 @@ class MaskOptions:
     def __post_init__(self) -> None:
         unknown = [t for t in self.types if t not in MASK_TYPES]
         if unknown or not self.types:
-            raise ValueError(f"face mask types must be some of {', '.join(MASK_TYPES)} (got {', '.join(unknown) or 'none'})")
+            raise ValueError(f"face mask types must be some of {', '.join(MASK_TYPES)} (got {listed(unknown) or 'none'})")
         if not 0 <= self.blur <= 1:
             raise ValueError(f"face mask blur must be 0..1 (got {self.blur})")
         if len(self.padding) != 4 or any(not 0 <= p <= 100 for p in self.padding):
             raise ValueError(f"face mask padding is 4 percentages 0..100: top right bottom left (got {self.padding})")
         bad = [r for r in self.regions if r not in REGION_CLASSES] + [a for a in self.areas if a not in AREA_POINTS]
         if bad:
-            raise ValueError(f"unknown face mask region/area {', '.join(bad)}; regions: {', '.join(REGION_CLASSES)};"
+            raise ValueError(f"unknown face mask region/area {listed(bad)}; regions: {', '.join(REGION_CLASSES)};"
                              f" areas: {', '.join(AREA_POINTS)}")
 
 
@@ -62,19 +63,26 @@ def area_mask(size: int, landmarks68: np.ndarray, areas: Sequence[MaskArea]) -> 
 
 class Occluder:
     """XSeg: (N, 256, 256, 3) BGR in [0, 1] (NHWC) fed as `input` -> (N, 256, 256, 1), 1 where the face shows
-    (hands, hair and objects in front of it are 0)."""
+    (hands, hair and objects in front of it are 0). With several models (FaceFusion's `many`) the strictest
+    answer wins: their minimum, smoothed once."""
 
-    def __init__(self, session: Any, spec: ModelSpec) -> None:
-        self._session, self._spec = session, spec
+    def __init__(self, session: Any, spec: ModelSpec, *more: tuple[Any, ModelSpec]) -> None:
+        self._models = [(session, spec), *more]
 
     def masks(self, crops: Sequence[np.ndarray]) -> list[np.ndarray]:
         if not crops:
             return []
-        model = self._spec.size
-        small = np.stack([cv2.resize(np.asarray(c, dtype=np.uint8), (model, model)) for c in crops])
-        raw = run_stacked(self._session, {"input": to_tensor(small, self._spec)})[0]
-        return [smooth_model_mask(np.clip(out, 0, 1).astype(np.float32).reshape(model, model), crop.shape[0])
-                for out, crop in zip(raw, crops)]
+        merged: list[np.ndarray] | None = None
+        for session, spec in self._models:
+            model = spec.size
+            small = np.stack([cv2.resize(np.asarray(c, dtype=np.uint8), (model, model)) for c in crops])
+            raw = run_stacked(session, {"input": to_tensor(small, spec)})[0]
+            masks = [np.clip(out, 0, 1).astype(np.float32).reshape(model, model) for out in raw]
+            if merged is not None and masks[0].shape != merged[0].shape:
+                masks = [cv2.resize(m, merged[0].shape[::-1]) for m in masks]
+            merged = masks if merged is None else [np.minimum(a, b) for a, b in zip(merged, masks)]
+        assert merged is not None
+        return [smooth_model_mask(mask, crop.shape[0]) for mask, crop in zip(merged, crops)]
 
 
 class Parser:

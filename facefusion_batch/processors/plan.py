@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
+from facefusion_batch.listing import listed
 from facefusion_batch.models.catalog import CATALOG, CLASSIFIER, ModelSpec
 from facefusion_batch.processors.enhancer import EnhancerOptions
 from facefusion_batch.processors.masks import MaskOptions
@@ -12,6 +13,13 @@ from facefusion_batch.processors.swapper import SwapperOptions, weighs_identity
 
 Processor = Literal["face_swapper", "face_enhancer"]
 PROCESSORS: tuple[Processor, ...] = get_args(Processor)
+# FaceFusion's face_occluder_model `many`: every XSeg model, the strictest answer wins.
+MANY_OCCLUDERS = ("xseg_1", "xseg_2", "xseg_3")
+
+
+def occluder_models(name: str) -> tuple[str, ...]:
+    """The occluder model files a face_occluder_model names."""
+    return MANY_OCCLUDERS if name == "many" else (name,)
 
 
 def _model(name: str, family: str, what: str) -> ModelSpec:
@@ -37,9 +45,9 @@ class ProcessorPlan:
     def __post_init__(self) -> None:
         unknown = [p for p in self.processors if p not in PROCESSORS]
         if unknown or not self.processors:
-            raise ValueError(f"unknown processor {', '.join(unknown) or '(none given)'}; ffb has {', '.join(PROCESSORS)}")
+            raise ValueError(f"unknown processor {listed(unknown) or '(none given)'}; ffb has {', '.join(PROCESSORS)}")
         if len(set(self.processors)) != len(self.processors):
-            raise ValueError(f"processors listed twice: {' '.join(self.processors)}")
+            raise ValueError(f"processors listed twice: {listed(self.processors, ' ')}")
         if list(self.processors) == ["face_enhancer", "face_swapper"]:
             raise ValueError("ffb enhances the swapped face: list the processors as face_swapper face_enhancer")
         if "face_swapper" in self.processors:
@@ -47,7 +55,8 @@ class ProcessorPlan:
         if "face_enhancer" in self.processors:
             _model(self.enhancer.model, "enhancer", "face enhancer model")
         if "occlusion" in self.masks.types:
-            _model(self.occluder, "occluder", "face occluder model")
+            for name in occluder_models(self.occluder):
+                _model(name, "occluder", "face occluder model")
         if "region" in self.masks.types:
             _model(self.parser, "parser", "face parser model")
 
@@ -58,7 +67,7 @@ class ProcessorPlan:
             spec = CATALOG[self.swapper.model]
             names += [spec.name] + ([spec.converter] if spec.converter else [])
         if "occlusion" in self.masks.types:
-            names.append(self.occluder)
+            names += occluder_models(self.occluder)
         if "region" in self.masks.types and "face_swapper" in self.processors:
             names.append(self.parser)
         if "face_enhancer" in self.processors:

@@ -6,6 +6,7 @@ untrusted unless the local root (`c2pa/local-root.pem` in cache_path) is added t
 """
 from __future__ import annotations
 
+import contextlib
 import datetime
 import hashlib
 import os
@@ -121,8 +122,9 @@ def local_credential(cache_path: Path) -> Credential:
             _create_bundle(bundle)
         except OSError as exc:
             raise SettingsError(f"{bundle.parent}: can't create the local C2PA signing certificate "
-                                f"({exc.strerror}); set cache_path to a writable directory or pass "
-                                "c2pa_certificate and c2pa_private_key") from None
+                                f"({exc.strerror}); set cache_path (--cache-path) to a writable directory, "
+                                "pass --c2pa-certificate and --c2pa-private-key, or sign nothing with "
+                                "--output-provenance metadata") from None
     text = _read(bundle, "local C2PA signer")
     damaged = f"{bundle}: the local C2PA signing certificate is damaged; delete it and run again (a new one is made)"
     split = text.find(b"-----BEGIN PRIVATE KEY-----")
@@ -134,7 +136,8 @@ def local_credential(cache_path: Path) -> Credential:
     except SettingsError as exc:
         raise SettingsError(f"{damaged} ({str(exc).split(': ', 1)[-1].split(';')[0]})") from None
     if not root.is_file():
-        _write_new(root, _last_certificate(chain))
+        with contextlib.suppress(OSError):  # a read-only cache: signing only reads the bundle
+            _write_new(root, _last_certificate(chain))
     return credential
 
 

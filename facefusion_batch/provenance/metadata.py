@@ -5,6 +5,7 @@ import re
 import subprocess
 from pathlib import Path
 
+from facefusion_batch.marking import COMMENT_PREFIX
 from facefusion_batch.media import kind_of
 
 
@@ -13,6 +14,9 @@ def read_mark(path: Path) -> dict[str, str] | None:
     video), or None when the file carries no such mark or can't be read."""
     tags = _image_tags(path) if kind_of(path) == "image" else _container_tags(path)
     if tags.get("ai_modified", "").lower() == "true" or "digital_source_type" in tags:
+        return tags
+    # Containers that keep only a few known tags (AVI's INFO list) keep the comment alone.
+    if tags.get("comment", "").startswith(COMMENT_PREFIX):
         return tags
     return None
 
@@ -23,7 +27,8 @@ def _image_tags(path: Path) -> dict[str, str]:
     try:
         with Image.open(path) as image:
             exif = image.getexif()
-            comment = exif.get(0x9286) or exif.get_ifd(0x8769).get(0x9286) or ""
+            # EXIF's UserComment; GIF, which has no EXIF, keeps the tags in its comment extension
+            comment = exif.get(0x9286) or exif.get_ifd(0x8769).get(0x9286) or image.info.get("comment") or ""
     except (OSError, UnidentifiedImageError, ValueError, SyntaxError):
         return {}
     if isinstance(comment, bytes):

@@ -9,6 +9,7 @@ output is kept with its metadata marking only and a note says so.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import io
 import os
@@ -35,13 +36,31 @@ def sidecar_of(path: Path) -> Path:
     return path.with_name(path.name + SIDECAR_SUFFIX)
 
 
+def sidecar_problem(output: Path) -> str | None:
+    """Why the output can't have a sidecar manifest beside it (its name plus `.c2pa` is longer than the
+    file system allows), else None."""
+    name = os.fsencode(sidecar_of(output).name)
+    try:
+        limit = os.pathconf(output.parent, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    if len(name) <= limit:
+        return None
+    return (f"its C2PA sidecar can't be named: {output.name}{SIDECAR_SUFFIX} would be {len(name)} bytes, "
+            f"the file system allows {limit}; shorten the name, write a format that holds the manifest (.mp4, "
+            ".mov, .jpg, .png, .webp), or set output_provenance = metadata")
+
+
 def place(staged: Path, output: Path) -> None:
     """Rename a finished output and its sidecar (if any) into place: the sidecar first, so an output never
     stands without the manifest it was signed with."""
     sidecar = sidecar_of(staged)
     if sidecar.is_file():
+        problem = sidecar_problem(output)
+        if problem:
+            raise MediaError(f"{output}: {problem}")
         sidecar.replace(sidecar_of(output))
-    else:
+    elif not sidecar_problem(output):  # (a name too long to exist has no stale manifest)
         sidecar_of(output).unlink(missing_ok=True)  # a manifest of an earlier output would not match
     staged.replace(output)
 
@@ -95,6 +114,7 @@ class Marker:
     stamp: mf.Stamp | None = None
     credential: Credential | None = None
     on_failure: str = "fail"
+    timestamp_url: str = ""  # RFC 3161 time-stamp authority ("": none)
 
     @classmethod
     def for_run(cls, settings: Settings, engine: str, models: Sequence[str], source_sha256: str,
@@ -112,7 +132,7 @@ class Marker:
             credential = credentials.load(settings.c2pa_certificate, settings.c2pa_private_key,
                                           settings.cache_path)
         stamp = mf.Stamp(engine, tuple(models), swapper_of(engine, models), source_sha256)
-        return cls("c2pa", tags, stamp, credential, settings.c2pa_on_failure)
+        return cls("c2pa", tags, stamp, credential, settings.c2pa_on_failure, settings.c2pa_timestamp_url)
 
     @property
     def key(self) -> dict:
@@ -130,6 +150,12 @@ class Marker:
             place(partial, output)
             return ""
         assert self.stamp is not None and self.credential is not None
+        problem = self.output_problem(output)
+        if problem:
+            if self.on_failure != "metadata":
+                raise MediaError(f"{parent}: {problem}")
+            place(partial, output)
+            return f"warning: C2PA manifest not written ({problem}); written with metadata marking only"
         signed = _signed_name(partial)
         try:
             try:
@@ -139,6 +165,8 @@ class Marker:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure of the native signer fails the signing
                 reason = one_line(exc) or type(exc).__name__
+                if _disk_full(exc):  # not the credential's fault: the output's disk (the signed copy is there)
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(signed)) from None
                 if self.on_failure != "metadata":
                     raise MediaError(f"{parent}: C2PA signing failed ({reason}); nothing was written to "
                                      f"{output}. Fix the signing certificate, or set c2pa_on_failure = metadata "
@@ -151,6 +179,19 @@ class Marker:
             signed.unlink(missing_ok=True)
             sidecar_of(partial).unlink(missing_ok=True)
 
+    def output_problem(self, output: Path) -> str | None:
+        """Why this run can't sign `output` as it is named (a sidecar it can't name), else None."""
+        if self.mode != "c2pa" or mf.embeds(output):
+            return None
+        return sidecar_problem(output)
+
+    def check_output(self, target: Path, output: Path) -> None:
+        """Before any work: MediaError when `output` can't be signed and the run fails such outputs (with
+        c2pa_on_failure = metadata it is written with metadata marking only, and a note says so)."""
+        problem = self.output_problem(output)
+        if problem and self.on_failure != "metadata":
+            raise MediaError(f"{target}: {problem}")
+
     def _sign(self, partial: Path, signed: Path, output: Path, parent: Path, parent_sha256: str | None,
               facts: mf.Facts = mf.Facts()) -> str:
         """Sign into `signed` (embedded) or the sidecar of `partial`; returns the summary note."""
@@ -162,7 +203,7 @@ class Marker:
         extra = [] if embed else [mf.data_hash(_sha256(partial))]
         context = c2pa.Context.from_dict(c2pa_config())
         with context, _builder(context, self.stamp, named, parent, digest, extra, facts) as builder, \
-                _signer(self.credential) as signer:
+                _signer(self.credential, self.timestamp_url) as signer:
             if embed:
                 with open(partial, "rb") as source, open(signed, "w+b") as destination:
                     builder.sign(signer, mf.mime_of(output), source, destination)
@@ -202,20 +243,24 @@ def _builder(context, stamp: mf.Stamp, output: Path, parent: Path, digest: str, 
 
 
 @contextlib.contextmanager
-def _signer(credential: Credential):
+def _signer(credential: Credential, timestamp_url: str = ""):
+    """A c2pa signer for `credential`; with a `timestamp_url` each signature gets an RFC 3161 time-stamp
+    token from that authority (a network call per signature)."""
     import c2pa
 
     alg = getattr(c2pa.C2paSigningAlg, credential.algorithm.upper())
-    signer = c2pa.Signer.from_info(c2pa.C2paSignerInfo(alg, credential.chain_pem, credential.key_pem, None))
+    signer = c2pa.Signer.from_info(c2pa.C2paSignerInfo(alg, credential.chain_pem, credential.key_pem,
+                                                       timestamp_url or None))
     try:
         yield signer
     finally:
         signer.close()
 
 
-def check_credential(credential: Credential) -> None:
+def check_credential(credential: Credential, timestamp_url: str = "") -> None:
     """Sign a tiny in-memory image: the c2pa library's own checks of the certificate (EKU, chain, key)
-    run before any work instead of failing every output. Raises SettingsError naming the credential."""
+    run before any work instead of failing every output; then, with a `timestamp_url`, once more with the
+    time-stamp authority. Raises SettingsError naming the credential or the authority."""
     from PIL import Image
 
     c2pa = load_c2pa()
@@ -227,15 +272,35 @@ def check_credential(credential: Credential) -> None:
     stamp = mf.Stamp("check", (), "check", "0" * 64)
     definition = mf.definition(stamp, Path("check.png"), Path("check.png"), "0" * 64, False)
     try:
-        context = c2pa.Context.from_dict(c2pa_config())
-        with context, c2pa.Builder.from_json(definition, context=context) as builder, _signer(credential) as signer:
-            builder.sign(signer, "image/png", io.BytesIO(image.getvalue()), io.BytesIO())
+        _sign_probe(c2pa, credential, "", definition, image.getvalue())
     except c2pa.C2paError as exc:
         reason = one_line(str(exc).split(": ", 1)[-1])
         raise SettingsError(f"{credential.origin}: can't sign C2PA manifests with it ({reason}); the signing "
                             "certificate needs KeyUsage digitalSignature and a C2PA signing EKU (emailProtection, "
                             "documentSigning or C2PA claim signing), and must be issued by a CA, not self-signed") \
             from None
+    if not timestamp_url:
+        return
+    try:
+        _sign_probe(c2pa, credential, timestamp_url, definition, image.getvalue())
+    except c2pa.C2paError as exc:
+        reason = one_line(str(exc).split(": ", 1)[-1])
+        raise SettingsError(f"c2pa_timestamp_url {timestamp_url}: no time-stamp from it ({reason}); check the URL "
+                            "and that this machine reaches it, or leave c2pa_timestamp_url empty (signatures then "
+                            "carry no trusted time)") from None
+
+
+def _sign_probe(c2pa, credential: Credential, timestamp_url: str, definition: dict, png: bytes) -> None:
+    context = c2pa.Context.from_dict(c2pa_config())
+    with context, c2pa.Builder.from_json(definition, context=context) as builder, \
+            _signer(credential, timestamp_url) as signer:
+        builder.sign(signer, "image/png", io.BytesIO(png), io.BytesIO())
+
+
+def _disk_full(exc: Exception) -> bool:
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    return any(os.strerror(code) in str(exc) for code in (errno.ENOSPC, errno.EDQUOT))
 
 
 def _signed_name(partial: Path) -> Path:

@@ -15,6 +15,7 @@ from facefusion_batch.errors import SettingsError
 from facefusion_batch.provenance.metadata import read_mark
 from facefusion_batch.media import kind_of
 from facefusion_batch.provenance import manifest as mf
+from facefusion_batch.provenance.claims import manifest_claim
 from facefusion_batch.provenance.sign import SIDECAR_SUFFIX, c2pa_config, load_c2pa, one_line, sidecar_of
 
 UNTRUSTED = "signingCredential.untrusted"
@@ -109,6 +110,14 @@ def inspect(path: Path, anchors: str | None = None, output: Path | None = None) 
     return finding
 
 
+def _is_file(path: Path) -> bool:
+    """Whether a file is there; False for a name the file system can't hold (the sidecar of a 251-byte name)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def _read_watermark(path: Path, finding: Finding) -> None:
     from facefusion_batch.errors import FfbError
     from facefusion_batch.provenance import watermark
@@ -146,7 +155,7 @@ def frames_of(path: Path) -> Iterator[Any]:
 def journal_by_watermark(path: Path, payload: str, output: Path | None) -> dict[str, Any] | None:
     """The journal entry whose output carries `payload`: in `output`'s journal when given, else in the
     journal of an output tree that encloses `path`."""
-    from facefusion_batch.pipeline.journal import Entry
+    from facefusion_batch.pipeline.journal import read_entries
 
     trees = [output] if output is not None else list(path.resolve().parents)
     for tree in trees:
@@ -158,12 +167,12 @@ def journal_by_watermark(path: Path, payload: str, output: Path | None) -> dict[
                 columns = [row[1] for row in db.execute("PRAGMA table_info(targets)")]
                 if "watermark" not in columns:
                     return None
-                rows = db.execute("SELECT * FROM targets WHERE watermark = ?", (payload,)).fetchall()
+                rows = read_entries(db, "WHERE watermark = ?", (payload,))
         except sqlite3.Error:
             return None
         if not rows:
             return None
-        entry = Entry(*rows[0])
+        entry = rows[0]
         return {"journal": str(journal), "target": entry.target, "status": entry.status,
                 "content_hash": entry.content_hash, "frames": entry.frames, "seconds": round(entry.seconds, 2),
                 "updated": entry.updated, "output": entry.output, "matched_by": "watermark",
@@ -176,11 +185,11 @@ def _read_manifest(path: Path, anchors: str | None, finding: Finding) -> None:
 
     config = c2pa_config(anchors)
     sidecar = sidecar_of(path)
-    if not sidecar.is_file():
+    if not _is_file(sidecar):
         sidecar = path.with_suffix(SIDECAR_SUFFIX)  # the C2PA convention for the same name
     try:
         with c2pa.Context.from_dict(config) as context, open(path, "rb") as stream:
-            if sidecar.is_file() and not mf.embeds(path):
+            if _is_file(sidecar) and not mf.embeds(path):
                 finding.c2pa = "sidecar"
                 if sidecar.stat().st_size > MAX_SIDECAR:
                     raise c2pa.C2paError(f"{sidecar.name} is {sidecar.stat().st_size >> 20} MB, not a manifest")
@@ -188,39 +197,33 @@ def _read_manifest(path: Path, anchors: str | None, finding: Finding) -> None:
             else:
                 reader = c2pa.Reader.try_create(mf.mime_of(path), stream, None, context)
                 if reader is None:
+                    _claimed_but_absent(path, finding)
                     return
                 finding.c2pa = "embedded"
             with reader:
                 _describe(reader, finding)
     except c2pa.C2paError.NotSupported:
-        return  # a format c2pa can't hold a manifest in, and no sidecar
+        _claimed_but_absent(path, finding)  # a format c2pa can't hold a manifest in, and no sidecar
     except c2pa.C2paError as exc:
-        if finding.c2pa == "none" and not _has_manifest_store(path):
+        if finding.c2pa == "none" and manifest_claim(path) is None:
             # Not parseable as its format, and no manifest store inside: it claims nothing.
             finding.problems.append(f"not readable as {mf.mime_of(path)} ({one_line(exc)})")
             return
         finding.c2pa = finding.c2pa if finding.c2pa != "none" else "embedded"
         finding.validation = "invalid"
-        finding.problems.append(f"unreadable manifest: {one_line(exc)}")
+        finding.problems.append(f"unreadable manifest (damaged): {one_line(exc)}")
     except OSError as exc:
         finding.validation = "invalid" if finding.c2pa != "none" else ""
         finding.problems.append(f"can't read: {exc.strerror}")
 
 
-def _has_manifest_store(path: Path) -> bool:
-    """Whether the file's bytes hold a C2PA manifest store (a JUMBF box labelled c2pa) anywhere."""
-    tail = b""
-    try:
-        with open(path, "rb") as handle:
-            while chunk := handle.read(1 << 20):
-                window = tail + chunk
-                at = window.find(b"jumb")
-                if at >= 0 and b"c2pa" in window[at:at + 64]:
-                    return True
-                tail = window[-64:]
-    except OSError:
-        return False
-    return False
+def _claimed_but_absent(path: Path, finding: Finding) -> None:
+    """The C2PA library found no manifest: a file whose structure claims one (see claims) has a damaged
+    manifest, not none."""
+    claim = manifest_claim(path)
+    if claim is not None:
+        finding.c2pa, finding.validation = "embedded", "invalid"
+        finding.problems.append(f"damaged manifest: {claim} that is no readable C2PA manifest")
 
 
 def _describe(reader, finding: Finding) -> None:
@@ -266,7 +269,7 @@ def _describe(reader, finding: Finding) -> None:
 
 def journal_record(path: Path) -> dict[str, Any] | None:
     """The journal entry that wrote `path`, from the nearest enclosing `<output>/.ffb/journal.sqlite`."""
-    from facefusion_batch.pipeline.journal import Entry
+    from facefusion_batch.pipeline.journal import read_entries
 
     resolved = path.resolve()
     for tree in resolved.parents:
@@ -275,21 +278,33 @@ def journal_record(path: Path) -> dict[str, Any] | None:
             continue
         try:
             with contextlib.closing(sqlite3.connect(journal.as_uri() + "?mode=ro", uri=True)) as db:
-                entries = [Entry(*row) for row in db.execute("SELECT * FROM targets")]
+                entries = read_entries(db)
         except sqlite3.Error:
             return None
         relative = resolved.relative_to(tree).parts
         exact = [e for e in entries if Path(e.output).is_absolute() and Path(e.output).resolve() == resolved]
-        # A relative output is relative to where that run started: match it by its path inside the tree.
-        tail = [e for e in entries if not Path(e.output).is_absolute()
-                and Path(e.output).parts[-len(relative):] == relative]
+        # A relative output is relative to where that run started, an absolute one may name the tree before
+        # it was copied or moved: match it by its path inside the tree, when only one entry has it.
+        tail = [e for e in entries if Path(e.output).parts[-len(relative):] == relative]
         matches = exact or (tail if len(tail) == 1 else [])
         if not matches:
             return None
         entry = matches[0]
-        stat = path.stat()
         return {"journal": str(journal), "target": entry.target, "status": entry.status,
                 "content_hash": entry.content_hash, "frames": entry.frames, "seconds": round(entry.seconds, 2),
-                "updated": entry.updated,
-                "output_unchanged": (stat.st_size, stat.st_mtime_ns) == (entry.output_size, entry.output_mtime_ns)}
+                "updated": entry.updated, "output_unchanged": _unchanged(path, entry)}
     return None
+
+
+def _unchanged(path: Path, entry) -> bool:
+    """Whether `path` holds the bytes the journal's run wrote: by their sha256 (a copy keeps them, not its
+    mtime); rows of an ffb that recorded no output hash by size and mtime."""
+    from facefusion_batch.models.store import sha256_of
+
+    if entry.output_sha256:
+        try:
+            return sha256_of(path) == entry.output_sha256
+        except OSError:
+            return False
+    stat = path.stat()
+    return (stat.st_size, stat.st_mtime_ns) == (entry.output_size, entry.output_mtime_ns)

@@ -5,7 +5,9 @@ here with OpenCV; ffmpeg's own exact conversion (accurate_rnd + full_chroma_int)
 decoding itself. The conversion is unbiased (mean shift < 0.1 grey level) and, because chroma is
 replicated rather than interpolated, an encoder's 2x2 chroma averaging gives the source's chroma back:
 untouched pixels survive decode + encode as well as with ffmpeg's conversion. Other sources (10-bit, 4:4:4,
-odd sizes, unusual matrices) are converted by ffmpeg.
+odd sizes, unusual matrices) are converted by ffmpeg. HDR kept as HDR comes as 16-bit BGR, rounded to
+8 bits here: the frames are processed at 8 bits, and `deepen` applies what processing changed to the
+16-bit pixels, which a second decoder reads again for the encoder.
 """
 from __future__ import annotations
 
@@ -28,11 +30,13 @@ _WEIGHTS = {None: (0.299, 0.114), "bt470bg": (0.299, 0.114), "smpte170m": (0.299
 _PLANAR_420 = {"yuv420p": None, "yuvj420p": "pc"}  # pixel format -> range it implies
 
 
-def raw_format(info: VideoInfo) -> str:
-    """The pixel format the decoder pipes: the source's own 4:2:0 planes when this module can convert
-    them, else bgr24 converted by ffmpeg."""
+def raw_format(info: VideoInfo, tone_map: bool = False) -> str:
+    """The pixel format the decoder pipes: 16-bit BGR for HDR that stays HDR; the source's own 4:2:0
+    planes when this module can convert them; else bgr24 converted by ffmpeg (always when it tone-maps)."""
+    if info.colour.hdr and not tone_map:
+        return DEEP
     even = info.width % 2 == 0 and info.height % 2 == 0
-    if info.pixel_format in _PLANAR_420 and info.colour.matrix in _WEIGHTS and even:
+    if not tone_map and info.pixel_format in _PLANAR_420 and info.colour.matrix in _WEIGHTS and even:
         return info.pixel_format
     return "bgr24"
 
@@ -66,15 +70,17 @@ def read_exact(stream: IO[bytes], view: memoryview) -> int:
 
 
 def read_frames(stream: IO[bytes], width: int, height: int, buffers: int, skip: int = 0,
-                convert: Yuv420Converter | None = None) -> Iterator[np.ndarray]:
-    """Yield BGR frames from a raw pipe of BGR frames, or of I420 planes when `convert` is given, into a
-    ring of `buffers` reused arrays; the first `skip` frames are read past without being converted.
+                convert: Yuv420Converter | Bgr48Converter | None = None, dtype: type = np.uint8
+                ) -> Iterator[np.ndarray]:
+    """Yield BGR frames (`dtype`) from a raw pipe of BGR frames, or of what `convert` turns into 8-bit BGR
+    (I420 planes, 16-bit BGR), into a ring of `buffers` reused arrays; the first `skip` frames are read
+    past without being converted.
 
     A yielded array is overwritten `buffers` frames later, so callers keep fewer than that alive.
     """
-    raw = np.empty((height * 3 // 2, width) if convert else (height, width, 3), np.uint8)
+    raw = np.empty(*convert.raw) if convert else np.empty((height, width, 3), dtype)
     scratch = memoryview(raw).cast("B")
-    ring = [np.empty((height, width, 3), dtype=np.uint8) for _ in range(buffers)]
+    ring = [np.empty((height, width, 3), dtype=np.uint8 if convert else dtype) for _ in range(buffers)]
     for index in range(1 << 62):
         frame = ring[index % buffers]
         into = scratch if convert or index < skip else memoryview(frame).cast("B")
@@ -87,11 +93,43 @@ def read_frames(stream: IO[bytes], width: int, height: int, buffers: int, skip: 
             yield convert(raw, frame) if convert else frame
 
 
+DEEP = "bgr48le"  # 16 bits per channel: HDR's 10 bits kept
+
+
+def to_8bit(deep: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """16-bit BGR rounded to 8 bits (v / 257, the inverse of v * 257)."""
+    return cv2.convertScaleAbs(deep, out, alpha=1 / 257)
+
+
+def deepen(deep: np.ndarray, processed: np.ndarray) -> np.ndarray:
+    """The 16-bit frame to encode: what processing changed at 8 bits, applied to the decoded 16-bit
+    pixels (`deep`) as a change: deep + (processed - to_8bit(deep)) * 257, saturating. A pixel processing
+    left alone keeps its 16 bits exactly; a faint full-frame change (the invisible watermark, +/- a few
+    levels) is added without losing them; a swapped face takes the processed value (plus the source's
+    sub-8-bit remainder, under half a level)."""
+    low = cv2.multiply(to_8bit(deep), 257, dtype=cv2.CV_16U)
+    above, below = cv2.subtract(deep, low), cv2.subtract(low, deep)  # the remainder's two signs
+    out = cv2.multiply(processed, 257, dtype=cv2.CV_16U)
+    cv2.add(out, above, dst=out)
+    return cv2.subtract(out, below, dst=out)
+
+
+class Bgr48Converter:
+    """16-bit BGR from the pipe -> 8-bit BGR into a caller's array."""
+
+    def __init__(self, width: int, height: int) -> None:
+        self.raw = ((height, width, 3), np.uint16)
+
+    def __call__(self, deep: np.ndarray, out: np.ndarray) -> np.ndarray:
+        return to_8bit(deep, out)
+
+
 class Yuv420Converter:
     """I420 planes -> BGR into a caller's array, with scratch buffers reused between frames."""
 
     def __init__(self, width: int, height: int, matrix: str | None, full: bool) -> None:
         self.width, self.height = width, height
+        self.raw = ((height * 3 // 2, width), np.uint8)
         # OpenCV's own I420 conversion is BT.601 limited range (and fastest); other cases take the matrix.
         self._direct = _WEIGHTS[matrix] == _WEIGHTS[None] and not full
         self._matrix = yuv_to_bgr_matrix(matrix, full)
@@ -115,22 +153,29 @@ class Yuv420Converter:
 
 class Decoder:
     """One ffmpeg process decoding the first video stream of `info.path` (rotation applied, one frame per
-    source frame); its messages go to an unnamed file in `log_dir`, read by `messages()`."""
+    source frame, HDR tone-mapped to SDR when `tone_map`); its messages go to an unnamed file in `log_dir`,
+    read by `messages()`."""
 
-    def __init__(self, info: VideoInfo, log_dir: Path) -> None:
-        self.info = info
-        self.pixel_format = raw_format(info)
+    def __init__(self, info: VideoInfo, log_dir: Path, tone_map: bool = False) -> None:
+        self.info, self.tone_map = info, tone_map
+        self.pixel_format = raw_format(info, tone_map)
         self._log = tempfile.TemporaryFile(dir=log_dir, prefix=".ffb-decode-")
-        self._process = subprocess.Popen(ffmpeg.decode_command(info.path, self.pixel_format),
+        self._process = subprocess.Popen(ffmpeg.decode_command(info.path, self.pixel_format, tone_map),
                                          stdout=subprocess.PIPE, stderr=self._log)
         self._messages: bytes | None = None
 
-    def frames(self, buffers: int, skip: int = 0) -> Iterator[np.ndarray]:
-        """BGR frames in a ring of `buffers` reused arrays, after the first `skip` (see read_frames)."""
+    def frames(self, buffers: int, skip: int = 0, deep: bool = False) -> Iterator[np.ndarray]:
+        """BGR frames in a ring of `buffers` reused arrays, after the first `skip` (see read_frames): 8-bit,
+        or with `deep` the 16-bit frames as piped (a decoder started for HDR kept as HDR)."""
         info, stream = self.info, self._process.stdout
         assert stream is not None
-        convert = None
-        if self.pixel_format != "bgr24":
+        if deep:
+            assert self.pixel_format == DEEP
+            return read_frames(stream, info.width, info.height, buffers, skip, dtype=np.uint16)
+        convert: Yuv420Converter | Bgr48Converter | None = None
+        if self.pixel_format == DEEP:
+            convert = Bgr48Converter(info.width, info.height)
+        elif self.pixel_format != "bgr24":
             convert = Yuv420Converter(info.width, info.height, info.colour.matrix, full_range(info))
         return read_frames(stream, info.width, info.height, buffers, skip, convert)
 

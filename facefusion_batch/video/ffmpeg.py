@@ -28,6 +28,18 @@ _VIDEO_CONTAINER_CODECS = {"webm": {"libvpx-vp9"}}
 # Default swscale rounding shifts every pixel by ~2 grey levels on each RGB<->YUV pass; these don't.
 SWS_FLAGS = ["-sws_flags", "accurate_rnd+full_chroma_int"]
 _COLOUR_MATRICES = {"bt709", "bt470bg", "smpte170m", "bt2020nc", "fcc", "smpte240m"}
+# The names `setparams` takes (ffmpeg's own, as it prints them when describing a stream).
+_PRIMARIES = {"bt709", "bt470m", "bt470bg", "smpte170m", "smpte240m", "film", "bt2020", "smpte428", "smpte431",
+              "smpte432", "jedec-p22", "ebu3213"}
+_TRANSFERS = {"bt709", "bt470m", "bt470bg", "smpte170m", "smpte240m", "linear", "log100", "log316",
+              "iec61966-2-4", "bt1361e", "iec61966-2-1", "bt2020-10", "bt2020-12", "smpte2084", "smpte428",
+              "arib-std-b67"}
+# Transfers of high dynamic range video: PQ (HDR10) and HLG.
+HDR_TRANSFERS = {"smpte2084", "arib-std-b67"}
+# Encoders that keep HDR: 10-bit, and the HDR10 static metadata re-emitted through their parameters.
+_HDR_ENCODERS = {"libx265"}
+# Containers that hold HEVC, where `auto` picks libx265 for an HDR source so that it stays HDR.
+_HEVC_CONTAINERS = {"mp4", "mov", "mkv"}
 
 
 # Oldest ffmpeg ffb is tested with (`-fps_mode`, `-display_rotation`, level-tagged logs).
@@ -122,6 +134,26 @@ def describe_ffmpeg() -> FfmpegInfo:
         return FfmpegInfo(path, origin, "", ())
 
 
+def encoder_problem(encoder: str) -> str | None:
+    """Why this process's ffmpeg can't encode with `encoder` (its own words, and what is missing), or None:
+    a one-frame trial encode, so that a batch fails once at start rather than on every target."""
+    command = [ffmpeg_binary(), "-v", "error", "-nostdin", "-f", "lavfi", "-i", "color=c=gray:s=256x256:r=1",
+               "-frames:v", "1", "-c:v", encoder, "-pix_fmt", "yuv420p", "-f", "null", "-"]
+    try:
+        proc = subprocess.run(command, capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"ffmpeg could not be run ({getattr(exc, 'strerror', None) or exc})"
+    if proc.returncode == 0:
+        return None
+    text = proc.stderr.decode("utf-8", "replace")
+    reason = error_line(proc.stderr)
+    if "Unknown encoder" in text or "Requested encoder" in text or "encoder not found" in text.lower():
+        return f"this ffmpeg ({ffmpeg_binary()}) has no {encoder} encoder built in ({reason})"
+    if encoder.endswith("_nvenc"):
+        return f"it needs an NVIDIA GPU with its driver, and this machine's won't load ({reason})"
+    return reason
+
+
 _HARDWARE = re.compile(r"^\s*V[\w.]{5}\s+((?:h264|hevc)_(?:nvenc|qsv|amf|vaapi|videotoolbox))\b", re.MULTILINE)
 
 
@@ -139,6 +171,38 @@ class Colour:
     primaries: str | None = None
     transfer: str | None = None
     range: str | None = None  # "tv" or "pc"
+    # HDR10 static metadata in x265's notation: mastering display "G(x,y)B(x,y)R(x,y)WP(x,y)L(max,min)"
+    # (chromaticities in 0.00002, luminance in 0.0001 cd/m²) and content light level "MaxCLL,MaxFALL".
+    master_display: str | None = None
+    max_cll: str | None = None
+
+    @property
+    def hdr(self) -> bool:
+        """High dynamic range: a PQ (HDR10) or HLG transfer."""
+        return self.transfer in HDR_TRANSFERS
+
+
+# What a tone-mapped HDR video becomes: SDR in BT.709.
+SDR_BT709 = Colour(matrix="bt709", primaries="bt709", transfer="bt709", range="tv")
+
+
+def keeps_hdr(encoder: str) -> bool:
+    """Whether ffb writes HDR with this encoder (10-bit and HDR10 metadata); other encoders get SDR."""
+    return encoder in _HDR_ENCODERS
+
+
+def output_colour(colour: Colour, encoder: str) -> Colour:
+    """The colour the output is written in: the source's, except HDR through an encoder that can't keep
+    it, which is tone-mapped to SDR BT.709."""
+    return SDR_BT709 if colour.hdr and not keeps_hdr(encoder) else colour
+
+
+def tone_map_filter() -> str:
+    """HDR (PQ or HLG) to SDR BT.709, a real tone-map in linear light: linearise (100 cd/m² reference
+    white), convert BT.2020 primaries to BT.709, compress highlights with the Hable curve (its peak from
+    the mastering metadata when the frames carry it), then BT.709's transfer, as 8-bit RGB."""
+    return ("zscale=t=linear:npl=100,format=gbrpf32le,zscale=p=bt709,tonemap=tonemap=hable:desat=0,"
+            "zscale=t=bt709:m=bt709:r=pc,format=gbrp")
 
 
 @dataclass(frozen=True)
@@ -204,11 +268,46 @@ def split_levels(stderr: bytes) -> tuple[str, bytes]:
     return "\n".join(info), "\n".join(errors).encode()
 
 
-def decode_command(path: Path, pixel_format: str = "bgr24") -> list[str]:
+def decode_command(path: Path, pixel_format: str = "bgr24", tone_map: bool = False) -> list[str]:
     """Raw frames (`pixel_format`) of the first video stream on stdout, rotation applied, one per source
-    frame."""
+    frame; HDR tone-mapped to SDR BT.709 when `tone_map` (see tone_map_filter)."""
+    filters = ["-vf", tone_map_filter()] if tone_map else []
     return [ffmpeg_binary(), "-v", "error", "-nostdin", "-i", local(path), "-map", VIDEO_STREAM, *SWS_FLAGS,
-            "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", pixel_format, "pipe:1"]
+            *filters, "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", pixel_format, "pipe:1"]
+
+
+def hdr_probe_command(path: Path) -> list[str]:
+    """Decode the first frame and describe it (showinfo), for the HDR10 static metadata it carries:
+    HEVC keeps it in the bitstream's SEI, where the stream description does not show it."""
+    return [ffmpeg_binary(), "-hide_banner", "-nostdin", "-nostats", "-i", local(path), "-map", VIDEO_STREAM,
+            "-frames:v", "1", "-vf", "showinfo", "-f", "null", "-"]
+
+
+_NUMBER = r"\s*(\d+(?:\.\d+)?)"
+_MASTERING = re.compile(
+    r"mastering display[^\n]*?" + "".join(rf"{c}\({_NUMBER}[,\s]{_NUMBER}\)\s*" for c in ("r", "g", "b", "wp"))
+    + rf"min_luminance={_NUMBER},\s*max_luminance={_NUMBER}", re.IGNORECASE)
+_LIGHT_LEVEL = re.compile(r"content light level[^\n]*?MaxCLL=(\d+),\s*MaxFALL=(\d+)", re.IGNORECASE)
+
+
+def _xy(x: float, y: float) -> str:
+    """A CIE 1931 chromaticity in x265's units of 0.00002."""
+    return f"({round(x * 50000)},{round(y * 50000)})"
+
+
+def parse_hdr_metadata(text: str) -> tuple[str | None, str | None]:
+    """(mastering display, content light level) in x265's notation (see Colour) from ffmpeg's description
+    of a frame's or stream's side data; None for what it does not carry."""
+    master = light = None
+    found = _MASTERING.search(text)
+    if found:
+        rx, ry, gx, gy, bx, by, wx, wy, low, high = (float(v) for v in found.groups())
+        master = (f"G{_xy(gx, gy)}B{_xy(bx, by)}R{_xy(rx, ry)}WP{_xy(wx, wy)}"
+                  f"L({round(high * 10000)},{round(low * 10000)})")
+    found = _LIGHT_LEVEL.search(text)
+    if found:
+        light = f"{int(found.group(1))},{int(found.group(2))}"
+    return master, light
 
 
 def sample_command(path: Path, step: int, width: int, height: int) -> list[str]:
@@ -233,16 +332,50 @@ def colour_args(colour: Colour) -> list[str]:
     return args
 
 
+def setparams_filter(colour: Colour) -> str | None:
+    """Tag the frames with the colour's primaries, transfer, matrix and range. Encoders take these from
+    the frames (ffmpeg 7+ ignores `-color_primaries`/`-color_trc` on an encoder fed by a filter graph),
+    so this is what reaches the bitstream."""
+    params = []
+    if colour.primaries in _PRIMARIES:
+        params.append(f"color_primaries={colour.primaries}")
+    if colour.transfer in _TRANSFERS:
+        params.append(f"color_trc={colour.transfer}")
+    if colour.matrix in _COLOUR_MATRICES:  # the matrices the output is converted with (never RGB's gbr)
+        params.append(f"colorspace={colour.matrix}")
+    if colour.range in ("tv", "pc"):
+        params.append(f"range={colour.range}")
+    return "setparams=" + ":".join(params) if params else None
+
+
 def video_filters(colour: Colour, picture: Picture) -> list[str]:
-    """The encoder's one filter chain: RGB back to YUV with the source's matrix and range, and the
-    source's sample aspect ratio."""
+    """The encoder's one filter chain: RGB back to YUV with the source's matrix and range, the source's
+    colour tags and its sample aspect ratio."""
     filters = []
     if colour.matrix in _COLOUR_MATRICES:
         out_range = "full" if colour.range == "pc" else "limited"
         filters.append(f"scale=out_color_matrix={colour.matrix}:out_range={out_range}")
+    tags = setparams_filter(colour)
+    if tags:
+        filters.append(tags)
     if picture.sar != 1:
         filters.append(f"setsar={picture.sar.numerator}/{picture.sar.denominator}")
     return ["-vf", ",".join(filters)] if filters else []
+
+
+def hdr_args(encoder: str, colour: Colour) -> list[str]:
+    """HDR10 static metadata (mastering display, content light level) for an encoder that keeps HDR:
+    the raw frames piped to it carry none, so it is given as x265 parameters."""
+    if not colour.hdr or not keeps_hdr(encoder):
+        return []
+    params = ["log-level=error"]
+    if colour.master_display or colour.max_cll:
+        params.append("hdr10=1")
+    if colour.master_display:
+        params.append(f"master-display={colour.master_display}")
+    if colour.max_cll:
+        params.append(f"max-cll={colour.max_cll}")
+    return ["-x265-params", ":".join(params)]
 
 
 _FIELD_ORDERS = ("tt", "bb", "tb", "bt")  # ffmpeg's names: which field is coded first, which shown first
@@ -266,31 +399,45 @@ def stream_tags(colour: Colour, picture: Picture) -> list[str]:
     return args
 
 
-def output_pixel_format(width: int, height: int, source_pixel_format: str) -> str:
+def codec_tag_args(encoder: str, container: str) -> list[str]:
+    """HEVC in MP4/MOV tagged hvc1 (parameter sets in the sample description), which Apple's players need;
+    ffmpeg's default, hev1, they don't play."""
+    if encoder in ("libx265", "hevc_nvenc") and container in ("mp4", "mov"):
+        return ["-tag:v", "hvc1"]
+    return []
+
+
+def output_pixel_format(width: int, height: int, source_pixel_format: str, ten_bit: bool = False) -> str:
     """4:2:0 where it can be (widest playback support); 4:4:4 for 4:4:4/RGB sources and for odd sizes,
-    which 4:2:0 can't represent, so the output keeps the input's exact size."""
+    which 4:2:0 can't represent, so the output keeps the input's exact size. `ten_bit` (HDR kept) gives
+    the 10-bit variant."""
     if width % 2 or height % 2 or source_pixel_format.startswith(("yuv444", "yuvj444", "gbr", "rgb", "bgr")):
-        return "yuv444p"
-    return "yuv420p"
+        return "yuv444p10le" if ten_bit else "yuv444p"
+    return "yuv420p10le" if ten_bit else "yuv420p"
 
 
-def resolve_encoder(encoder: str, container: str) -> str:
-    """`auto`: VP9 for WebM (the only codec family it holds that we encode), H.264 elsewhere."""
+def resolve_encoder(encoder: str, container: str, colour: Colour = Colour()) -> str:
+    """`auto`: VP9 for WebM (the only codec family it holds that we encode); HEVC (libx265) for an HDR
+    source where the container holds it, so the output stays HDR; H.264 elsewhere."""
     if encoder != "auto":
         return encoder
-    return "libvpx-vp9" if container == "webm" else "libx264"
+    if container == "webm":
+        return "libvpx-vp9"
+    return "libx265" if colour.hdr and container in _HEVC_CONTAINERS else "libx264"
 
 
 def encode_command(out: Path, width: int, height: int, fps: Fraction, options: EncodeOptions,
-                   colour: Colour, pixel_format: str, container: str, picture: Picture = Picture()) -> list[str]:
-    """Encode raw BGR frames from stdin into a video-only file bound for `container`."""
+                   colour: Colour, pixel_format: str, container: str, picture: Picture = Picture(),
+                   input_format: str = "bgr24") -> list[str]:
+    """Encode raw BGR frames (`input_format`: bgr24, or bgr48le for HDR) from stdin into a video-only file
+    bound for `container`."""
     # AVI has no presentation timestamps: B-frames would show every frame late.
     no_bframes = ["-bf", "0"] if container == "avi" else []
     return [ffmpeg_binary(), "-v", "error", "-nostdin", "-y",
-            "-f", "rawvideo", "-pix_fmt", "bgr24", "-s", f"{width}x{height}", "-r", str(fps), "-i", "pipe:0",
+            "-f", "rawvideo", "-pix_fmt", input_format, "-s", f"{width}x{height}", "-r", str(fps), "-i", "pipe:0",
             *SWS_FLAGS, *video_filters(colour, picture), *colour_args(colour), "-c:v", options.encoder,
             *options.rate_args(), *no_bframes, *field_args(options.encoder, picture),
-            "-pix_fmt", pixel_format, local(out)]
+            *hdr_args(options.encoder, colour), "-pix_fmt", pixel_format, local(out)]
 
 
 def concat_list(chunks: Sequence[Path]) -> str:

@@ -12,6 +12,7 @@ from the ffmpeg binary that decodes them; this way the probe and the decoder are
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
 from dataclasses import dataclass, field
@@ -128,10 +129,13 @@ def probe(path: Path) -> VideoInfo:
     if timing.count == 0:
         raise MediaError(f"{path}: the video stream has no frames")
     audios = _codecs(streams, "Audio")
+    colour = facts["colour"]
+    if colour.hdr:
+        colour = _with_hdr_metadata(path, colour, "\n".join(stream.extra if stream else []), limit)
     return VideoInfo(path=path, width=width, height=height, fps=timing.fps, frame_count=timing.count,
                      duration=timing.duration or duration_text or float(timing.count / timing.fps),
                      rotation=rotation, codec=header.get("codec_id") or facts["codec"],
-                     pixel_format=facts["pixel_format"], colour=facts["colour"],
+                     pixel_format=facts["pixel_format"], colour=colour,
                      audio_codec=audios[0] if audios else None, variable_frame_rate=timing.variable,
                      timing_shift=timing.shift, sar=_sar(header.get("sar", "")) or facts["sar"] or Fraction(1),
                      field_order=facts["field_order"], subtitle_codecs=_codecs(streams, "Subtitle"),
@@ -140,6 +144,19 @@ def probe(path: Path) -> VideoInfo:
                      covers=tuple(i for i, s in streams.items() if _is_cover(s)),
                      other_videos=max(0, sum(s.kind == "Video" and not _is_cover(s) for s in streams.values()) - 1),
                      timecode=_timecode([stream] * bool(stream) + list(streams.values())))
+
+
+def _with_hdr_metadata(path: Path, colour: Colour, described: str, limit: float) -> Colour:
+    """`colour` with the HDR10 static metadata of the stream: from the container's side data when the
+    description shows it, else from the first decoded frame (HEVC carries it in SEI messages)."""
+    master, light = ffmpeg.parse_hdr_metadata(described)
+    if master is None and light is None:
+        try:
+            run = subprocess.run(ffmpeg.hdr_probe_command(path), capture_output=True, timeout=limit)
+        except subprocess.TimeoutExpired:
+            raise MediaError(f"{path}: reading its HDR metadata took over {limit:.0f} s") from None
+        master, light = ffmpeg.parse_hdr_metadata(run.stderr.decode("utf-8", "replace"))
+    return dataclasses.replace(colour, master_display=master, max_cll=light)
 
 
 def probe_limit(path: Path) -> float:

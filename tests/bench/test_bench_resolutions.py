@@ -7,8 +7,10 @@ from facefusion_batch.errors import SettingsError
 
 
 @pytest.mark.parametrize("names, expected", [
-    (["240p..4k"], ("240p", "360p", "480p", "720p", "1080p", "1440p", "4k")),
-    (["360p..1080p"], ("360p", "480p", "720p", "1080p")),
+    (["240p..4k"], ("240p", "360p", "480p", "540p", "720p", "1080p", "1440p", "4k")),
+    (["360p..1080p"], ("360p", "480p", "540p", "720p", "1080p")),
+    (["240p..540p"], ("240p", "360p", "480p", "540p")),  # every size listed is on the ladder
+    (["2160p", "1440p..2160p"], ("4k", "1440p")),  # FaceFusion's name of 4k
     (["720P..720p"], ("720p",)),
     (["540p", "240p..360p", "360p"], ("540p", "240p", "360p")),  # order kept, each size once
     (["1080p", "4K"], ("1080p", "4k")),
@@ -19,7 +21,7 @@ def test_ranges_expand_over_the_ladder(names, expected):
 
 @pytest.mark.parametrize("name, says", [
     ("240p..4k..8k", "not on the ladder"),
-    ("240p..540p", "'540p' not on the ladder"),
+    ("240p..999p", "'999p' not on the ladder"),
     ("4k..240p", "write 240p..4k"),
     ("..720p", "not on the ladder"),
     ("999p", "unknown resolution 999p"),

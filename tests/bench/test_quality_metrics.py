@@ -67,6 +67,10 @@ def test_switches_reset_at_shot_cuts_and_ignore_gaps():
     shots = [0, 0, 0, 0, 0, 0, 1, 1]
     assert q.switches(chosen, shots) == [4]  # the cut to shot 1 is not a switch
     assert q.switches([1, None, 2], [0, 0, 0]) == [2]
+    # With presence: taking face 2 after face 1 left the picture is no switch; while 1 is there it is.
+    present = [{1, 2}, {1, 2}, {2}, {1, 2}, {1, 2}]
+    assert q.switches([1, 1, 2, 2, 1], [0] * 5, present) == [4]
+    assert q.switches([1, 1, 2, 2, 1], [0] * 5) == [2, 4]
 
 
 def test_chosen_track():
@@ -115,3 +119,63 @@ def test_yaw_from_five_points():
     assert abs(q.yaw_from_five(turned)) == pytest.approx(90.0)
     turned[4, 0] = 50 - 7.5
     assert abs(q.yaw_from_five(turned)) == pytest.approx(30.0)
+
+
+def test_visible_share_and_face_classes():
+    size = (100, 50)
+    assert q.visible_share((10, 10, 30, 30), size) == 1.0
+    assert q.visible_share((-10, 10, 10, 30), size) == pytest.approx(0.5)  # half off the left edge
+    assert q.visible_share((90, 40, 110, 60), size) == pytest.approx(0.25)  # a corner
+    assert q.visible_share((200, 10, 220, 30), size) == 0.0
+    assert q.visible_share((10, 10, 10, 30), size) == 0.0  # no area
+    assert q.face_classes((10, 5, 60, 45), size, 0.0) == ("clear",)
+    assert q.face_classes((10, 5, 50, 45), size, 0.0) == ("small",)  # 40 px wide is small
+    assert q.face_classes((-5, 5, 45, 45), size, -35.0) == ("edge", "turned")
+    assert q.face_classes((10, 5, 60, 45), size, 29.9) == ("clear",)
+
+
+def test_faint_is_a_touched_miss():
+    assert q.is_faint(2.6, 1.4)  # changed 1.2 beyond what the encoder changes, but under the swap threshold
+    assert not q.is_faint(1.9, 1.4)  # the encoder's own change
+    assert not q.is_faint(5.0, 1.4)  # swapped
+    assert q.is_faint(4.9, 0.0)
+
+
+def test_chroma_loss_measures_a_greyer_face():
+    colour = np.zeros((20, 20, 3), np.uint8)
+    colour[:] = (60, 110, 200)  # a warm skin-like BGR
+    grey = np.full_like(colour, 120)
+    box = (0, 0, 20, 20)
+    assert q.chroma(grey, box) == pytest.approx(0.0, abs=1.0)
+    assert q.chroma_loss(colour, grey, box) > 20
+    assert q.chroma_loss(colour, colour, box) == 0.0
+    assert np.isnan(q.chroma(colour, (30, 30, 40, 40)))
+
+
+def test_class_misses_and_lowest_share():
+    records = [(("edge",), True), (("edge", "small"), False), (("clear",), False), (("turned",), True)]
+    result = q.class_misses(records)
+    assert result["edge"] == {"frames": 2, "missed": 1, "share": 0.5}
+    assert result["small"]["missed"] == 0 and result["small"]["frames"] == 1
+    assert result["turned"]["share"] == 1.0
+    assert np.isnan(q.class_misses([])["clear"]["share"])
+    groups = {"a": [q.Identity(0.4, 0.7, True)] * 3, "b": [q.Identity(0.4, 0.7, True), q.Identity(0.7, 0.5, True)],
+              "c": []}
+    assert q.lowest_share(groups) == ("b", 0.5)
+    name, share = q.lowest_share({})
+    assert name is None and np.isnan(share)
+
+
+def test_phantoms_are_changed_patches_outside_the_faces():
+    rng = np.random.default_rng(3)
+    inp = rng.integers(90, 110, (120, 200, 3), dtype=np.uint8)
+    out = np.clip(inp.astype(np.int16) + rng.integers(-3, 4, inp.shape), 0, 255).astype(np.uint8)  # encoder noise
+    face = (20, 20, 60, 60)
+    assert q.phantoms(inp, out, [face]) == 0
+    out[30:50, 30:50] = 250  # the real face swapped: not a phantom
+    assert q.phantoms(inp, out, [face]) == 0
+    out[40:70, 120:150] = 200  # a face pasted on the wall
+    assert q.phantoms(inp, out, [face]) == 1
+    out[100:104, 10:14] = 200  # a speck is no face
+    assert q.phantoms(inp, out, [face]) == 1
+    assert q.phantoms(inp, out, [face, (115, 35, 155, 75)]) == 0  # that patch was a known face after all

@@ -52,10 +52,12 @@ class Watch:
         return self
 
     def stop(self, sig: int = signal.SIGTERM) -> tuple[int, dict]:
+        """Its exit code and summary (the last JSON line; one line per file came before it)."""
         self.process.send_signal(sig)
         out, _ = self.process.communicate(timeout=DEADLINE)
         assert "Traceback" not in self.log(), self.log()[-3000:]
-        return self.process.returncode, json.loads(out)
+        self.lines = [json.loads(line) for line in out.decode().splitlines()]
+        return self.process.returncode, self.lines[-1]
 
     def kill(self) -> None:
         if self.process.poll() is None:
@@ -335,3 +337,53 @@ def test_prometheus_scrapes_a_watch(env, source_image, watches, tmp_path):
         assert prometheus.values('ffb_backlog_targets{job="ffb-watch"}', "job") == {"ffb-watch": 0.0}
     code, summary = watch.stop()
     assert code == 0 and summary["counts"]["done"] == 1 and summary["counts"]["failed"] == 1
+
+
+_INJECT = '''
+import os
+from pathlib import Path
+
+from facefusion_batch.pipeline import job
+
+_real = job.encode_video
+
+
+def _encoding(path, *args, **kwargs):
+    encoded = _real(path, *args, **kwargs)
+    upload = Path(os.environ["FFB_TEST_UPLOAD"])
+    if upload.exists() and Path(path).name == "clip.mp4":
+        os.replace(upload, path)  # an upload renamed over the target while it is processed
+    return encoded
+
+
+job.encode_video = _encoding
+'''
+
+
+def test_a_file_renamed_over_the_target_while_it_is_processed(env, source_image, watches, monkeypatch, capsys):
+    """Issue 26, class 1: the old content's output is never published as the new file's; the new file is
+    done once it settles, and a cron run then skips it (fault injected into the watch process: the rename
+    lands after the frames are processed, before the output is published)."""
+    inject = env / "inject"
+    inject.mkdir()
+    (inject / "sitecustomize.py").write_text(_INJECT)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(inject), os.environ.get("PYTHONPATH", "")]))
+    upload = make_clip(env / "upload.mp4", frames=4)
+    monkeypatch.setenv("FFB_TEST_UPLOAD", str(upload))
+    incoming = env / "in"
+    incoming.mkdir()
+    target = make_clip(incoming / "clip.mp4", frames=12)
+    watch = watches(env, source_image, incoming).ready()
+    watch.wait_for(lambda: not upload.exists() and finished(env, target)(), "the new file done")
+    code, summary = watch.stop()
+    assert code == 0
+    outcomes = outcomes_of(summary, target)
+    assert [o["status"] for o in outcomes] == ["failed", "done"]
+    assert "changed while it was processed" in outcomes[0]["reason"]
+    assert decode_all(env / "out" / "clip.mp4").shape[0] == 4, "the output published is the new file's"
+    assert journal_entry(env, target).size == target.stat().st_size
+    monkeypatch.setenv("PYTHONPATH", os.environ["PYTHONPATH"].split(os.pathsep, 1)[1])
+    from facefusion_batch.cli import main
+
+    code = main(["run", "--json", "-q", "-s", str(source_image), "-t", str(incoming), "-o", str(env / "out")])
+    assert code == 0 and json.loads(capsys.readouterr().out)["outcomes"][0]["status"] == "skipped"

@@ -236,3 +236,90 @@ def test_zoom_seen_between_detections_carries_on_between_them():
     # After two detections the zoom is known: in-between frames follow it instead of holding the old size.
     assert sizes[14] == pytest.approx(truth[14], rel=0.015)
     assert abs(sizes[15] - truth[15]) < abs(truth[12] - truth[15])
+
+
+def test_a_face_leaving_the_frame_is_looked_for_while_enough_of_it_is_inside():
+    # A 100 px face moves off the left edge at 20 px a frame; the detector gives up on it once the edge cuts it.
+    tracker = Tracker(1000, 600)
+    for t in range(4):
+        tracker.update(t, [face(60 - 20 * t, 100)], detected=t == 0)
+    for t in range(4, 7):  # the share of its box inside the frame: 0.8, 0.6, 0.4
+        missing = tracker.missing(t, [])
+        assert len(missing) == 1 and missing[0].box[0] == pytest.approx(60 - 20 * t, abs=5), t
+        out = tracker.update(t, [], True, refits=[face(60 - 20 * t, 100)])
+        assert len(out) == 1 and not out[0].coasting
+    # Not looked for once less than IN_FRAME of it would be inside (about 0.2 at frame 7).
+    assert tracker.missing(7, []) == [] and tracker.update(7, [], True) == []
+    # Cut by the edge and not found again where it should be: on its way out, not carried with its motion
+    # (which the detector's fits of a cut face do not tell well).
+    leaving = Tracker(1000, 600)
+    for t in range(4):
+        leaving.update(t, [face(60 - 20 * t, 100)], detected=t == 0)
+    assert leaving.update(4, [], True) == []
+
+
+def test_a_face_coming_in_at_the_edge_keeps_one_track_as_its_fits_grow():
+    # Found first small (the part in frame, cut by the right edge), then whole: one track that follows the
+    # fits (a cut face's fits are not outliers), and no second face left behind where it was first found.
+    tracker = Tracker(640, 360)
+    boxes = [(606, 62), (593, 87), (583, 92), (573, 93), (563, 96), (550, 98), (540, 97), (528, 99)]
+    ids = set()
+    for t, (x, size) in enumerate(boxes):
+        out = tracker.update(t, [face(x, 140, size)], detected=True)
+        assert len(out) == 1 and out[0].face.box[0] == pytest.approx(x, abs=1), t
+        ids.add(out[0].track)
+    assert len(ids) == 1 and tracker.rejected == 0
+
+
+def test_a_refit_or_a_carried_track_on_a_face_another_track_has_is_dropped():
+    # Two tracks on what turns out one face (two overlapping fits); the detector then sees one of them only.
+    def two() -> Tracker:
+        tracker = Tracker(1000, 600)
+        for t in range(3):
+            tracker.update(t, [face(100, 100), face(150, 100), face(600, 100)], detected=False)
+        return tracker
+
+    tracker = two()
+    assert len(tracker.missing(3, [face(150, 100), face(600, 100)])) == 0  # nothing to look for again
+    out = tracker.update(3, [face(150, 100), face(600, 100)], True, refits=[face(100, 100)])
+    assert len(out) == 2 and len(tracker.tracks) == 2  # the refit on the face swapped already: not a second
+    carried = two()
+    assert len(carried.update(3, [face(150, 100), face(600, 100)], True)) == 2  # nor carried beside it
+
+
+def test_a_second_larger_box_on_a_tracked_face_starts_no_track():
+    tracker = Tracker(1000, 600)
+    for t in range(3):
+        tracker.update(t, [face(100, 100)], detected=True)
+    out = tracker.update(3, [face(60, 60, 200), face(100, 100)], True)  # the oversized one listed first
+    assert len(out) == 1 and len(tracker.tracks) == 1
+    assert out[0].face.box[0] == pytest.approx(100, abs=1)
+
+
+def test_a_fast_pan_detected_on_every_frame_keeps_one_track_and_leaves_no_face_behind():
+    # A 50 px face crossing the frame at 30 px a frame, detected on every frame (the motion gate redetects
+    # through a pan): the fits' own motion says where to look for it, so it stays one track, and no track
+    # is carried where the face was.
+    tracker = Tracker(1000, 600)
+    ids = set()
+    for t in range(12):
+        missing = tracker.missing(t, [face(600 - 30 * t, 200, 50)])
+        out = tracker.update(t, [face(600 - 30 * t, 200, 50)], True, refits=[])
+        assert len(out) == 1 and missing == [], t
+        ids.add(out[0].track)
+    assert len(ids) == 1
+
+
+def test_a_track_looked_for_and_not_found_is_not_carried_unless_the_engine_cannot_look():
+    def seen() -> Tracker:
+        tracker = Tracker(1000, 600)
+        for t in range(3):
+            tracker.update(t, [face(300, 200)], detected=False)
+        return tracker
+
+    looked = seen()
+    assert len(looked.missing(3, [])) == 1
+    assert looked.update(3, [], True, refits=[]) == []  # the mesh found no face where it should be
+    carried = seen()
+    assert len(carried.missing(3, [])) == 1
+    assert [o.coasting for o in carried.update(3, [], True, refits=None)] == [True]  # neural: cannot look

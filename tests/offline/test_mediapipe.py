@@ -249,15 +249,21 @@ def test_landmarks_batch_all_faces_of_a_frame(sources: dict, detector: mp.MediaP
 class _Canned:
     """A stand-in for one BlazeFace model: fixed detections per call, and the views it was asked about."""
 
+    size = 192
+
     def __init__(self, *answers: list[tuple[tuple[float, float, float, float], float]]) -> None:
         self.answers, self.views = list(answers), []
 
-    def run(self, frames, views, score_threshold, iou_threshold):
+    def run(self, frames, views, score_threshold, iou_threshold, floor=None):
         self.views.append(list(views))
         found = self.answers.pop(0)
         results = []
         for view in views:
-            inside = [(box, score) for box, score in found
+            # A frame mirrored out across its edges (mp.mirror) shows the same faces, shrunk and moved.
+            pad, factor = (0, 1.0) if frames[view.frame].shape == frames[0].shape else mp.mirror(frames[0], 192)[1:]
+            inside = [(tuple(v / factor + pad for v in box), score) for box, score in found
+                      if score >= (score_threshold if floor is None else floor)]
+            inside = [(box, score) for box, score in inside
                       if view.x <= (box[0] + box[2]) / 2 <= view.x + view.width
                       and view.y <= (box[1] + box[3]) / 2 <= view.y + view.height]
             boxes = np.array([box for box, _ in inside], np.float32).reshape(-1, 4)
@@ -301,3 +307,43 @@ def test_large_or_unconfirmed_short_range_faces_stay() -> None:
     (found,) = _with_models(short, long).detect([frame])
     assert sorted(tuple(np.round(d.box)) for d in found) == [(100, 20, 300, 220), (400, 100, 460, 160)]
     assert len(long.views[1]) == 1
+
+
+def test_a_small_face_scored_below_the_threshold_is_kept_when_a_closer_view_finds_it() -> None:
+    # Full range scores a 36 px face of a 640 px frame 0.3 on the whole frame (a handful of its input's pixels)
+    # and 0.85 on a view three times its size; a 0.2 box in the texture is no face on its closer view.
+    frame = np.zeros((360, 640, 3), np.uint8)
+    short = _Canned([])
+    long = _Canned([((520, 136, 556, 172), 0.3), ((100, 200, 140, 240), 0.2), ((300, 50, 400, 150), 0.9)],
+                   [((521, 135, 559, 174), 0.85)])
+    (found,) = _with_models(short, long).detect([frame])
+    assert sorted(tuple(np.round(d.box)) for d in found) == [(300, 50, 400, 150), (521, 135, 559, 174)]
+    assert [(v.width, v.height) for v in long.views[1]] == [(108, 108), (120, 120)]  # likeliest first
+
+
+def test_low_scored_boxes_on_a_found_face_or_large_are_not_looked_at_again() -> None:
+    frame = np.zeros((360, 640, 3), np.uint8)
+    # An echo of the found face (its centre inside it) and a large doubtful box (full range's own range).
+    long = _Canned([((300, 50, 400, 150), 0.9), ((305, 60, 395, 150), 0.3), ((20, 20, 220, 220), 0.3)])
+    (found,) = _with_models(_Canned([]), long).detect([frame])
+    assert len(found) == 1 and len(long.views) == 1
+
+
+def test_a_closer_view_that_finds_only_a_face_found_already_adds_nothing() -> None:
+    frame = np.zeros((360, 640, 3), np.uint8)
+    long = _Canned([((300, 50, 400, 150), 0.9), ((390, 120, 430, 160), 0.25)], [((300, 50, 400, 150), 0.95)])
+    (found,) = _with_models(_Canned([]), long).detect([frame])
+    assert len(found) == 1 and np.allclose(found[0].box, (300, 50, 400, 150)) and found[0].score == pytest.approx(0.9)
+
+
+def test_faces_found_on_the_mirrored_frame_are_kept_where_the_edge_cuts_them() -> None:
+    # Boxes on a 640 x 360 frame mirrored out by 80 px: a face half out at the left, one wholly inside, a mirror
+    # image wholly outside, one barely in, and a cut one centred on a face the frame's own views found.
+    boxes = np.array([[30, 100, 130, 200], [280, 100, 380, 200], [0, 100, 60, 160], [690, 100, 790, 200],
+                      [620, 20, 720, 120]], np.float32)
+    keypoints = np.repeat(((boxes[:, :2] + boxes[:, 2:]) / 2)[:, None, :], 6, axis=1)
+    scores = np.full(5, 0.8, np.float32)
+    found = [(np.array([[560, -40, 650, 50]], np.float32), np.zeros((1, 6, 2), np.float32), np.ones(1, np.float32))]
+    kept, points, _ = mp._cut_by_edge((boxes / 2, keypoints / 2, scores), 40, 2.0, (360, 640, 3), found)
+    assert kept.tolist() == [[-50, 20, 50, 120]]  # boxes in the mirrored image, half the frame's size
+    assert points[0, 0].tolist() == [0, 70]

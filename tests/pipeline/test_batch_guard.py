@@ -65,7 +65,7 @@ def _inject(stage: str, error: BaseException, monkeypatch) -> None:
     elif stage == "rename":
         patch(pathlib.Path, "replace", lambda self, target: Path(target).name == VICTIM)
     elif stage == "journal":
-        patch(Journal, "record", lambda self, target, *a: Path(target).name == VICTIM)
+        patch(Journal, "record", lambda self, target, *a, **k: Path(target).name == VICTIM)
     elif stage == "progress":
         patch(PlainReporter, "start", lambda self, name, *a: name.endswith(VICTIM))
     elif stage == "deleted":  # the target vanishes while its frames are processed

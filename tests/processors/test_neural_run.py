@@ -226,8 +226,9 @@ def test_offline_engine_refuses_what_needs_the_neural_models(ff_env, picture, so
 
 
 def test_offline_refusal_names_the_neural_models_to_download(tmp_path, capsys, monkeypatch, picture, source):
-    monkeypatch.setenv("FFB_MODELS_PATH", str(tmp_path / "empty"))
-    monkeypatch.setenv("FFB_CACHE_PATH", str(tmp_path / "cache"))
+    monkeypatch.delenv("FFB_MODELS_PATH", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))  # models_path at its default, empty (set, it
+    monkeypatch.setenv("FFB_CACHE_PATH", str(tmp_path / "cache"))  # would ask for the neural engine: exit 3)
     code = main(["run", "-q", "--processors", "face_swapper", "face_enhancer", "--face-mask-types", "box", "occlusion",
                  "-s", str(source), "-t", str(picture), "-o", str(tmp_path / "out")])  # engine auto: offline here
     err = capsys.readouterr().err

@@ -67,7 +67,7 @@ def test_truncated_signed_file_fails(signed, capsys, kind):
 def test_garbage_or_swapped_sidecar_fails(signed, tmp_path, capsys):
     sidecar_of(signed["webm"]).write_bytes(b"junk")
     code, findings = verify([signed["webm"]], capsys)
-    assert code == 1 and findings[0]["c2pa"] == "sidecar" and "unreadable manifest" in findings[0]["problems"][0]
+    assert code == 1 and findings[0]["c2pa"] == "sidecar" and "unreadable manifest (damaged)" in findings[0]["problems"][0]
     other = tmp_path / "other.webm"
     make_clip(other, frames=2, extra=["-c:v", "libvpx-vp9", "-c:a", "libopus"])
     shutil.copyfile(sidecar_of(signed["webm"]).with_name("s.webm.c2pa"), sidecar_of(other))

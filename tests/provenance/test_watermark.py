@@ -121,8 +121,9 @@ def marked_run(tmp_path_factory):
     import os
 
     root = tmp_path_factory.mktemp("wm")
-    env = {**os.environ, "FFB_MODELS_PATH": str(root / "no-models"), "FFB_CACHE_PATH": str(root / "cache"),
-           "FFB_TEMP_PATH": str(root / "tmp")}
+    # models_path left at its default, empty (set, it would ask for the neural engine)
+    env = {**{k: v for k, v in os.environ.items() if k != "FFB_MODELS_PATH"}, "XDG_CACHE_HOME": str(root / "xdg"),
+           "FFB_CACHE_PATH": str(root / "cache"), "FFB_TEMP_PATH": str(root / "tmp")}
     inputs = root / "in"
     inputs.mkdir()
     frame = real_frame(640, 360)
@@ -188,7 +189,7 @@ def test_verify_links_a_stripped_copy_to_its_journal(marked_run, capsys):
 
 
 def test_no_watermark_when_off(tmp_path, source_image, capsys, env_with):
-    env_with(tmp_path / "no-models", engine=None)
+    env_with(None, engine=None)
     image = tmp_path / "p.jpg"
     cv2.imwrite(str(image), real_frame())
     assert main(["run", "-q", "--json", "-s", str(source_image), "-t", str(image), "-o", str(tmp_path / "out"),

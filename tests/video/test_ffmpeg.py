@@ -23,7 +23,7 @@ def test_encode_uses_exact_rate_quality_and_source_colour():
     assert args[args.index("-r") + 1] == "30000/1001"
     assert args[args.index("-s") + 1] == "640x360"
     assert args[args.index("-crf") + 1] == "10"
-    assert "scale=out_color_matrix=bt709:out_range=limited" in args
+    assert args[args.index("-vf") + 1].startswith("scale=out_color_matrix=bt709:out_range=limited,setparams=")
     assert args[args.index("-colorspace") + 1] == "bt709"
     assert args[args.index("-color_range") + 1] == "tv"
     assert args[-1] == "file:" + str(Path("c.mp4").absolute())
@@ -140,7 +140,8 @@ def test_encoder_keeps_sample_aspect_ratio_and_fields_in_one_filter_chain():
     args = ffmpeg.encode_command(Path("c.mp4"), 640, 480, Fraction(25), EncodeOptions("libx264", "fast", 80),
                                  Colour("bt709", None, None, "tv"), "yuv420p", "mp4", Picture(Fraction(4, 3), "bb"))
     assert args.count("-vf") == 1
-    assert args[args.index("-vf") + 1] == "scale=out_color_matrix=bt709:out_range=limited,setsar=4/3"
+    assert args[args.index("-vf") + 1] == ("scale=out_color_matrix=bt709:out_range=limited,"
+                                           "setparams=colorspace=bt709:range=tv,setsar=4/3")
     assert args[args.index("-x264-params") + 1] == "bff=1" and args[args.index("-field_order") + 1] == "bb"
     plain = ffmpeg.encode_command(Path("c.mp4"), 64, 64, Fraction(25), EncodeOptions("libx264", "fast", 80),
                                   Colour(), "yuv420p", "mp4", Picture())

@@ -1,0 +1,419 @@
+"""The quality benchmark's corpus: real faces read from packages at run time, composed into clips whose every
+face box is known per frame, in two splits with no source identity in common (docs/quality.md).
+
+Photos come from what packages ship (never committed, except the public-domain ones): insightface 2.1's
+t1.jpg (six people, two turned), ultralytics' zidane.jpg (a turned bald head beside a frontal one, stadium
+light) and bus.jpg (a street: small faces, a beard, tinted glasses), face_recognition 1.3.0's test photos
+(Obama and Biden portraits, fetched as its sdist), insightface's Tom Hanks crop, scikit-image's astronaut,
+and examples/source.jpg (Grace Hopper). Each is fetched once with `pip download --no-deps` into the cache.
+"""
+from __future__ import annotations
+
+import io
+import math
+import subprocess
+import sys
+import tarfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from facefusion_batch.bench import quality as q
+
+ROOT = Path(__file__).resolve().parents[1]
+SIZE = (640, 360)
+NOISE = 1.5  # sensor noise, grey levels
+MIN_FACE = 24  # true faces narrower than this (pixels) are not counted as present
+LARGEST = 1280  # photos are scaled down to at most this many pixels across when loaded
+
+# (pip requirement, build from source?, file name pattern in the cache)
+PACKAGES = {
+    "insightface": ("insightface==2.1", False, "insightface-2.1-*.whl"),
+    "ultralytics": ("ultralytics==8.4.190", False, "ultralytics-8.4.190-*.whl"),
+    "face_recognition": ("face_recognition==1.3.0", True, "face_recognition-1.3.0.tar.gz"),
+}
+
+
+def package_member(cache: Path, package: str, member: str) -> bytes:
+    """A file shipped inside a package archive, the archive fetched once into `cache`."""
+    requirement, sdist, pattern = PACKAGES[package]
+    cache.mkdir(parents=True, exist_ok=True)
+    found = sorted(cache.glob(pattern))
+    if not found:
+        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", requirement, "-d", str(cache)]
+        if sdist:
+            command[5:5] = ["--no-binary", ":all:"]
+        subprocess.run(command, check=True)
+        found = sorted(cache.glob(pattern))
+        if not found:
+            sys.exit(f"pip download {requirement} brought no {pattern} into {cache}")
+    if found[0].name.endswith(".tar.gz"):
+        with tarfile.open(found[0]) as archive:
+            name = next(n for n in archive.getnames() if n.endswith("/" + member))
+            return archive.extractfile(name).read()  # type: ignore[union-attr]
+    with zipfile.ZipFile(found[0]) as archive:
+        return archive.read(member)
+
+
+def decode(data: bytes) -> np.ndarray:
+    image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    scale = LARGEST / max(image.shape[:2])
+    if scale < 1:
+        image = cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+    return image
+
+
+# ---------------------------------------------------------------- photos with true boxes
+
+@dataclass
+class Photo:
+    name: str
+    image: np.ndarray
+    boxes: list[tuple[float, float, float, float]]  # true faces, in photo pixels
+    people: list[str]  # identity of each box
+    yaw: list[float] = field(default_factory=list)
+
+
+T1_PEOPLE = ("t1-rachel", "t1-monica", "t1-ross", "t1-chandler", "t1-joey", "t1-phoebe")  # left to right
+# Faces the judge (dlib's frontal detector) cannot find, annotated by hand in the photo's own pixels
+# (brow to chin, dlib's box convention), with yaw estimated by eye.
+ANNOTATED = {
+    "zidane": [((520.0, 295.0, 665.0, 440.0), "zidane", 60.0)],
+}
+# Photos: (loader key, member, the people the judge must find left to right, crop (x1, y1, x2, y2) or None).
+SOURCES_OF_PHOTOS = {
+    "t1": ("insightface", "insightface/data/images/t1.jpg", T1_PEOPLE, None),
+    "bus": ("ultralytics", "ultralytics/assets/bus.jpg", ("bus-beard", "bus-shades"), (0, 0, 770, 1080)),
+    "zidane": ("ultralytics", "ultralytics/assets/zidane.jpg", ("ancelotti",), None),
+    "obama": ("face_recognition", "tests/test_images/obama.jpg", ("obama",), None),
+    "obama2": ("face_recognition", "tests/test_images/obama2.jpg", ("obama",), None),
+    "obama3": ("face_recognition", "tests/test_images/obama3.jpg", ("obama",), None),
+    "biden": ("face_recognition", "tests/test_images/biden.jpg", ("biden",), None),
+    "hanks": ("insightface", "insightface/data/images/Tom_Hanks_54745.png", ("hanks",), None),
+    "hopper": ("file", "examples/source.jpg", ("hopper",), None),
+    "astronaut": ("skimage", "astronaut", ("collins",), None),
+}
+
+
+def load_photo(name: str, judge, cache: Path) -> Photo:
+    kind, member, people, crop_box = SOURCES_OF_PHOTOS[name]
+    if kind == "file":
+        image = cv2.imread(str(ROOT / member))
+    elif kind == "skimage":
+        from skimage import data
+        image = cv2.cvtColor(getattr(data, member)(), cv2.COLOR_RGB2BGR)
+    else:
+        image = decode(package_member(cache, kind, member))
+    if crop_box is not None:
+        x1, y1, x2, y2 = crop_box
+        image = image[y1:y2, x1:x2].copy()
+    if name == "hanks":  # a tight 112 px crop: give the face room on a plain wall, as a photo would have
+        canvas = backdrop((224, 224), 13)
+        paste(canvas, image, 56, 56, 10)
+        image = cv2.resize(np.clip(canvas, 0, 255).astype(np.uint8), None, fx=2, fy=2,
+                           interpolation=cv2.INTER_CUBIC)
+    boxes = sorted(judge.detect(image), key=lambda b: b[0])
+    if name == "astronaut":  # the helmet on the table is not a face; the largest, highest box is hers
+        boxes = [max(boxes, key=lambda b: (b[2] - b[0]) * -b[1])]
+    if len(boxes) != len(people):
+        sys.exit(f"the judge found {len(boxes)} faces in {name}, expected {len(people)}")
+    yaw = [q.yaw_from_five(judge.five(image, box)) for box in boxes]
+    photo = Photo(name, image, [tuple(map(float, b)) for b in boxes], list(people), yaw)
+    for box, person, angle in ANNOTATED.get(name, []):
+        photo.boxes.append(box)
+        photo.people.append(person)
+        photo.yaw.append(angle)
+    return photo
+
+
+def grey(image: np.ndarray) -> np.ndarray:
+    """A greyscale photo (three equal channels), as a black-and-white portrait is."""
+    return cv2.cvtColor(cv2.cvtColor(image, cv2.COLOR_BGR2GRAY), cv2.COLOR_GRAY2BGR)
+
+
+def crop(image: np.ndarray, box, margin: float) -> np.ndarray:
+    x1, y1, x2, y2 = box
+    w, h = x2 - x1, y2 - y1
+    height, width = image.shape[:2]
+    return image[max(0, int(y1 - margin * h)):min(height, int(y2 + margin * h)),
+                 max(0, int(x1 - margin * w)):min(width, int(x2 + margin * w))].copy()
+
+
+def backdrop(size: tuple[int, int], seed: int) -> np.ndarray:
+    """A muted, textured room behind composed photos (float32 BGR)."""
+    width, height = size
+    rng = np.random.default_rng(seed)
+    rows, cols = max(2, height // 150), max(2, width // 150)
+    coarse = (rng.integers(80, 170, (rows, cols, 1)) + rng.integers(-12, 13, (rows, cols, 3))).astype(np.float32)
+    room = cv2.resize(coarse, (width, height), interpolation=cv2.INTER_CUBIC)
+    fine = cv2.GaussianBlur(rng.normal(0, 8, (height, width)).astype(np.float32), (0, 0), 1.2)
+    return room + fine[..., None]
+
+
+def paste(canvas: np.ndarray, image: np.ndarray, left: int, top: int, feather: float) -> None:
+    """Blend `image` onto `canvas` at (left, top), its rectangle's edges feathered over `feather` px."""
+    h, w = image.shape[:2]
+    xs = np.minimum(np.arange(w), np.arange(w)[::-1]) / max(1.0, feather)
+    ys = np.minimum(np.arange(h), np.arange(h)[::-1]) / max(1.0, feather)
+    alpha = np.clip(np.minimum(xs[None, :], ys[:, None]), 0, 1)[..., None]
+    region = canvas[top:top + h, left:left + w]
+    canvas[top:top + h, left:left + w] = region * (1 - alpha) + image.astype(np.float32) * alpha
+
+
+def padded(photo: Photo, margin: float, seed: int) -> Photo:
+    """The photo hung on a wall: a backdrop `margin` of its size wide on every side, so a camera may look past
+    its edges without mirrored copies of its faces appearing."""
+    h, w = photo.image.shape[:2]
+    mx, my = int(margin * w), int(margin * h)
+    canvas = backdrop((w + 2 * mx, h + 2 * my), seed)
+    paste(canvas, photo.image, mx, my, 6)
+    boxes = [(x1 + mx, y1 + my, x2 + mx, y2 + my) for x1, y1, x2, y2 in photo.boxes]
+    return Photo(photo.name, np.clip(canvas, 0, 255).astype(np.uint8), boxes, list(photo.people), list(photo.yaw))
+
+
+def collage(name: str, parts: list[tuple[Photo, int, float, float, float]], size: tuple[int, int],
+            seed: int) -> Photo:
+    """People cut from photos (head and shoulders) standing on one backdrop: a composite group. Each part is
+    (photo, face index, centre x, centre y of the face on the canvas, face width there). A part must not
+    hold another face of its photo."""
+    canvas = backdrop(size, seed)
+    boxes, people, yaws = [], [], []
+    for photo, index, cx, cy, width in parts:
+        x1, y1, x2, y2 = photo.boxes[index]
+        w, h = x2 - x1, y2 - y1
+        region = (x1 - 0.9 * w, y1 - 0.9 * h, x2 + 0.9 * w, y2 + 1.4 * h)
+        for other, box in enumerate(photo.boxes):
+            if other != index and q.iou(box, region) > 0:
+                sys.exit(f"collage {name}: the cut of {photo.people[index]} holds {photo.people[other]} too")
+        height, width_px = photo.image.shape[:2]
+        rx1, ry1 = max(0, int(region[0])), max(0, int(region[1]))
+        rx2, ry2 = min(width_px, int(region[2])), min(height, int(region[3]))
+        scale = width / w
+        cut = cv2.resize(photo.image[ry1:ry2, rx1:rx2], None, fx=scale, fy=scale,
+                         interpolation=cv2.INTER_AREA if scale < 1 else cv2.INTER_CUBIC)
+        left = int(round(cx - ((x1 + x2) / 2 - rx1) * scale))
+        top = int(round(cy - ((y1 + y2) / 2 - ry1) * scale))
+        # Keep the cut on the canvas (what falls off is dropped).
+        cl, ct = max(0, -left), max(0, -top)
+        cr = min(cut.shape[1], size[0] - left)
+        cb = min(cut.shape[0], size[1] - top)
+        paste(canvas, cut[ct:cb, cl:cr], left + cl, top + ct, 0.12 * cut.shape[1])
+        boxes.append((cx - width / 2, cy - h * scale / 2, cx + width / 2, cy + h * scale / 2))
+        people.append(photo.people[index])
+        yaws.append(photo.yaw[index])
+    return Photo(name, np.clip(canvas, 0, 255).astype(np.uint8), boxes, people, yaws)
+
+
+# ---------------------------------------------------------------- clips with known boxes
+
+@dataclass
+class Shot:
+    photo: Photo
+    frames: int
+    keys: list[tuple[float, float, float, float]]  # camera keyframes: centre x, centre y (photo px), view width, roll
+    shake: float = 0.0  # hand-held shake, frame pixels
+
+
+@dataclass
+class Clip:
+    name: str
+    shots: list[Shot]
+    mode: str  # many | one
+    sources: list[str]  # each source is a run of its own
+    frames: list[np.ndarray] = field(default_factory=list)
+    boxes: list[dict[tuple[int, int], tuple[float, float, float, float]]] = field(default_factory=list)
+    near: list[list[tuple[float, float, float, float]]] = field(default_factory=list)  # every box touching the frame
+    shot_of: list[int] = field(default_factory=list)
+    people: dict[tuple[int, int], str] = field(default_factory=dict)
+    yaw: dict[tuple[int, int], float] = field(default_factory=dict)
+    cameras: list[np.ndarray] = field(default_factory=list)  # per frame: photo pixels -> frame pixels
+
+
+def on_face(photo: Photo, index: int, dx: float, dy: float, view: float, roll: float = 0.0
+            ) -> tuple[float, float, float, float]:
+    """A camera keyframe centred `dx`, `dy` face widths off face `index`'s centre, `view` photo px wide."""
+    x1, y1, x2, y2 = photo.boxes[index]
+    w = x2 - x1
+    return ((x1 + x2) / 2 + dx * w, (y1 + y2) / 2 + dy * w, view, roll)
+
+
+def camera(shot: Shot, t: float, index: int) -> np.ndarray:
+    """2x3 matrix taking photo pixels to frame pixels at time t in [0, 1]: eased between keyframes, plus a
+    smooth hand-held shake."""
+    segments = len(shot.keys) - 1
+    if segments == 0:
+        values = shot.keys[0]
+    else:
+        position = min(t * segments, segments - 1e-9)
+        k = int(position)
+        s = 0.5 - 0.5 * math.cos(math.pi * (position - k))
+        values = tuple(a + (b - a) * s for a, b in zip(shot.keys[k], shot.keys[k + 1]))
+    cx, cy, view, roll = values
+    scale = SIZE[0] / view
+    matrix = cv2.getRotationMatrix2D((cx, cy), roll, scale)
+    matrix[:, 2] += (SIZE[0] / 2 - cx, SIZE[1] / 2 - cy)
+    if shot.shake:
+        matrix[0, 2] += shot.shake * math.sin(0.9 * index + 0.3) * math.cos(0.37 * index)
+        matrix[1, 2] += shot.shake * math.sin(0.7 * index + 1.1) * math.cos(0.23 * index)
+    return matrix
+
+
+def camera_step(before: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """The 2x3 map from frame pixels under camera `before` to frame pixels under camera `after`."""
+    return (np.vstack([after, (0, 0, 1)]) @ np.linalg.inv(np.vstack([before, (0, 0, 1)])))[:2]
+
+
+def render(clip: Clip, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    for shot_index, shot in enumerate(clip.shots):
+        for face, person in enumerate(shot.photo.people):
+            clip.people[(shot_index, face)] = person
+            clip.yaw[(shot_index, face)] = shot.photo.yaw[face]
+        for i in range(shot.frames):
+            matrix = camera(shot, i / max(1, shot.frames - 1), i)
+            clip.cameras.append(matrix)
+            frame = cv2.warpAffine(shot.photo.image, matrix, SIZE, flags=cv2.INTER_CUBIC,
+                                   borderMode=cv2.BORDER_REPLICATE)
+            noise = rng.normal(0, NOISE, frame.shape)
+            clip.frames.append(np.clip(frame + noise, 0, 255).astype(np.uint8))
+            boxes, near = {}, []
+            scale = math.hypot(*matrix[0, :2])
+            for face, (x1, y1, x2, y2) in enumerate(shot.photo.boxes):
+                cx, cy = matrix @ ((x1 + x2) / 2, (y1 + y2) / 2, 1)
+                w, h = (x2 - x1) * scale / 2, (y2 - y1) * scale / 2
+                box = (cx - w, cy - h, cx + w, cy + h)
+                share = q.visible_share(box, SIZE)
+                if share > 0:
+                    near.append(box)
+                if share >= q.PRESENT_SHARE and 2 * w >= MIN_FACE:
+                    boxes[(shot_index, face)] = box
+            clip.boxes.append(boxes)
+            clip.near.append(near)
+            clip.shot_of.append(shot_index)
+
+
+# ---------------------------------------------------------------- the two splits
+
+@dataclass
+class Split:
+    name: str
+    sources: dict[str, tuple[np.ndarray, str]]  # source name -> (image, person)
+    clips: list[Clip]
+    images: list[tuple[str, Photo, str, list[str]]]  # name, photo, mode, sources
+
+
+def photos_for(split: str) -> tuple[str, ...]:
+    return {"tune": ("t1", "bus", "biden", "hopper"),
+            "heldout": ("zidane", "obama", "obama2", "obama3", "hanks", "astronaut")}[split]
+
+
+def build_split(split: str, judge, cache: Path, quick: bool) -> Split:
+    """The clips, images and sources of one split. Tune and held-out share no source identity and no target
+    photo; their compositions and camera motions differ too. `quick`: half the frames (the camera moves twice
+    as fast, so added flicker reads higher) and one source per clip."""
+    photos = {name: load_photo(name, judge, cache) for name in photos_for(split)}
+    n = (lambda frames: max(8, frames // 2)) if quick else (lambda frames: frames)
+    built = _tune(photos, n) if split == "tune" else _heldout(photos, n)
+    if quick:  # each clip and image with its first source only
+        for clip in built.clips:
+            clip.sources = clip.sources[:1]
+        built.images = [(name, photo, mode, names[:1]) for name, photo, mode, names in built.images]
+    return built
+
+
+def _tune(p: dict[str, Photo], n) -> Split:
+    t1, bus, biden, hopper = p["t1"], p["bus"], p["biden"], p["hopper"]
+    ross = t1.boxes[T1_PEOPLE.index("t1-ross")]
+    beard = bus.boxes[bus.people.index("bus-beard")]
+    sources = {
+        "hopper": (hopper.image, "hopper"),  # colour studio portrait, glasses
+        "biden-grey": (grey(biden.image), "biden"),  # a greyscale portrait
+        "t1-ross": (crop(t1.image, ross, 0.8), "t1-ross"),  # soft indoor group light
+        "bus-beard": (cv2.resize(crop(bus.image, beard, 1.0), None, fx=3, fy=3, interpolation=cv2.INTER_CUBIC),
+                      "bus-beard"),  # beard, tinted glasses, daylight, small: a low-resolution source
+    }
+    wall = padded(t1, 0.5, 3)  # t1 on a wall: the camera may look past its edges
+    ox, oy = 0.5 * t1.image.shape[1], 0.5 * t1.image.shape[0]
+    street = padded(bus, 0.3, 5)
+    close, portrait = padded(biden, 0.3, 9), padded(hopper, 0.4, 11)
+    sx, sy = 0.3 * bus.image.shape[1], 0.3 * bus.image.shape[0]
+    pan = Shot(wall, n(90), [(ox + 150, oy + 420, 700, -2.0), (ox + 640, oy + 380, 560, 0.0),
+                             (ox + 1150, oy + 430, 640, 3.0)], shake=0.6)
+    clips = [
+        # Faces enter at the left edge and leave at the right, cut by the edges on the way; a zoom in the middle.
+        Clip("t_group_pan", [pan], "many", ["hopper", "biden-grey"]),
+        Clip("t_group_pan_one", [pan], "one", ["bus-beard"]),
+        # Tilt from below the group to above it, zoomed in: faces cut by the top and bottom edges.
+        Clip("t_group_tilt", [Shot(wall, n(70), [(ox + 500, oy + 760, 520, 1.0), (ox + 620, oy + 300, 560, -1.0),
+                                                 (ox + 760, oy - 60, 520, 0.0)], shake=0.4)],
+             "many", ["t1-ross", "bus-beard"]),
+        # The whole wall from afar: every face 30-40 px, drifting and rolling a little.
+        Clip("t_group_far", [Shot(wall, n(50), [(ox + 640, oy + 443, 2200, 0.0), (ox + 600, oy + 430, 1900, 4.0)],
+                                  shake=0.3)], "many", ["t1-ross", "hopper"]),
+        # A static group shot, then a hard cut to a close-up.
+        Clip("t_static_cut", [Shot(wall, n(40), [(ox + 640, oy + 330, 1150, 0.0)]),
+                              Shot(close, n(30), [on_face(close, 0, 0.0, 0.3, 900), on_face(close, 0, 0.05, 0.2, 760, 1.5)],
+                                   shake=0.8)],
+             "many", ["bus-beard", "hopper"]),
+        # A street: small faces (beard, tinted glasses) panned past, then the camera comes closer.
+        Clip("t_street", [Shot(street, n(60), [(sx + 60, sy + 470, 700, 0.0), (sx + 330, sy + 440, 560, 0.0),
+                                               (sx + 520, sy + 450, 420, 0.0)], shake=0.5)],
+             "many", ["biden-grey", "t1-ross"]),
+        # A single close-up, hand-held, slowly zooming.
+        Clip("t_closeup", [Shot(portrait, n(40), [on_face(portrait, 0, 0.0, 0.1, 520),
+                                                  on_face(portrait, 0, 0.03, 0.05, 430, -2.0)], shake=0.8)],
+             "many", ["biden-grey", "t1-ross"]),
+    ]
+    images = [("t_group_image", t1, "many", ["hopper", "bus-beard"]),
+              ("t_street_image", bus, "many", ["biden-grey"])]
+    return Split("tune", sources, clips, images)
+
+
+def _heldout(p: dict[str, Photo], n) -> Split:
+    zidane, obama, obama2, obama3, hanks, astro = (p[k] for k in ("zidane", "obama", "obama2", "obama3", "hanks",
+                                                                   "astronaut"))
+    anc = zidane.boxes[zidane.people.index("ancelotti")]
+    sources = {
+        "collins": (astro.image, "collins"),  # colour studio portrait
+        "ancelotti": (crop(zidane.image, anc, 1.0), "ancelotti"),  # older, grey hair, night stadium light
+        "obama": (obama.image, "obama"),  # dark skin, warm indoor light
+        "hanks": (hanks.image, "hanks"),  # a black-and-white 112 px crop: greyscale, low resolution
+    }
+    zi = zidane.people.index("zidane")
+    # Seven people on one wall (the astronaut twice, at two sizes), the middle of a 2400 x 1500 canvas.
+    group = collage("h_group", [(obama2, 0, 580, 620, 150), (zidane, zi, 1010, 570, 140),
+                                (astro, 0, 1430, 640, 130), (zidane, 1 - zi, 1830, 580, 120),
+                                (obama3, 0, 810, 1030, 110), (hanks, 0, 1270, 1060, 100),
+                                (astro, 0, 1650, 1080, 90)], (2400, 1500), 21)
+    pan = Shot(group, n(90), [(520, 1080, 560, 2.0), (950, 800, 620, 0.0), (1750, 620, 700, -2.0),
+                              (2020, 430, 620, 0.0)], shake=0.6)
+    duo = padded(zidane, 0.4, 23)
+    dx, dy = 0.4 * zidane.image.shape[1], 0.4 * zidane.image.shape[0]
+    stage, portrait = padded(obama3, 0.2, 25), padded(obama2, 0.4, 27)
+    clips = [
+        # A diagonal pan over a composed group, bottom left to top right: faces enter and leave at every edge.
+        Clip("h_group_pan", [pan], "many", ["collins", "obama"]),
+        Clip("h_group_pan_one", [pan], "one", ["ancelotti"]),
+        # Two men, one turned to profile; the camera tilts from their chests up past their heads.
+        Clip("h_duo_tilt", [Shot(duo, n(70), [(dx + 820, dy + 640, 900, 0.0), (dx + 780, dy + 330, 760, 2.0),
+                                              (dx + 760, dy + 40, 700, 0.0)], shake=0.5)],
+             "many", ["obama", "hanks"]),
+        # The composed group from afar: faces 20-40 px.
+        Clip("h_group_far", [Shot(group, n(50), [(1200, 820, 2300, -2.0), (1230, 840, 2000, 2.0)], shake=0.3)],
+             "many", ["hanks", "ancelotti"]),
+        # A static two-shot, a hard cut to a stage close-up.
+        Clip("h_static_cut", [Shot(duo, n(40), [(dx + 700, dy + 330, 1150, 0.0)]),
+                              Shot(stage, n(30), [on_face(stage, 0, 0.3, 0.5, 800), on_face(stage, 0, 0.35, 0.4, 700, -1.0)],
+                                   shake=0.8)],
+             "many", ["ancelotti", "collins"]),
+        # A single close-up, hand-held, slowly pulling back.
+        Clip("h_closeup", [Shot(portrait, n(40), [on_face(portrait, 0, 0.05, 0.2, 760, 1.0),
+                                                  on_face(portrait, 0, 0.1, 0.3, 900, -1.0)], shake=0.8)],
+             "many", ["collins", "hanks"]),
+    ]
+    images = [("h_duo_image", zidane, "many", ["obama", "collins"]),
+              ("h_group_image", group, "many", ["obama", "hanks"])]
+    return Split("heldout", sources, clips, images)

@@ -1,0 +1,97 @@
+"""benchmarks/quality_corpus.py: the clip generator's true boxes follow the camera, compositions keep them,
+and faces cut by the frame's edge count as present from half their box on (no judge, no downloads)."""
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import quality_corpus as corpus  # noqa: E402
+
+
+def marked_photo(width=800, height=500) -> corpus.Photo:
+    """A dark photo with two bright 'faces' (squares) where its boxes say."""
+    image = np.full((height, width, 3), 30, np.uint8)
+    boxes = [(100.0, 100.0, 180.0, 180.0), (500.0, 250.0, 560.0, 310.0)]
+    for x1, y1, x2, y2 in boxes:
+        image[int(y1):int(y2), int(x1):int(x2)] = 230
+    return corpus.Photo("marked", image, boxes, ["a", "b"], [0.0, 40.0])
+
+
+def inside(frame: np.ndarray, box) -> float:
+    x1, y1, x2, y2 = (int(round(v)) for v in box)
+    x1, y1 = max(0, x1 + 2), max(0, y1 + 2)
+    x2, y2 = min(frame.shape[1], x2 - 2), min(frame.shape[0], y2 - 2)
+    return float(frame[y1:y2, x1:x2].mean())
+
+
+def test_rendered_boxes_follow_a_panning_zooming_rolling_camera():
+    photo = marked_photo()
+    shot = corpus.Shot(photo, 12, [(200, 200, 500, -3.0), (520, 260, 420, 4.0)], shake=0.5)
+    clip = corpus.Clip("pan", [shot], "many", ["s"])
+    corpus.render(clip, 0)
+    assert len(clip.frames) == len(clip.boxes) == len(clip.cameras) == len(clip.near) == 12
+    seen = set()
+    for frame, boxes in zip(clip.frames, clip.boxes):
+        for track, box in boxes.items():
+            seen.add(track)
+            assert inside(frame, box) > 180  # the bright face is where the box says
+    assert seen == {(0, 0), (0, 1)}  # the first face leaves as the second enters
+    assert (0, 0) in clip.boxes[0] and (0, 0) not in clip.boxes[-1]
+    assert (0, 1) in clip.boxes[-1] and (0, 1) not in clip.boxes[0]
+    assert clip.people[(0, 1)] == "b" and clip.yaw[(0, 1)] == 40.0
+
+
+def test_camera_keys_and_steps():
+    photo = marked_photo()
+    shot = corpus.Shot(photo, 5, [(200, 200, 640, 0.0), (300, 200, 320, 0.0)])
+    start, end = corpus.camera(shot, 0.0, 0), corpus.camera(shot, 1.0, 4)
+    assert start @ (200, 200, 1) == pytest.approx((320, 180))  # the key's centre is the frame's centre
+    assert end @ (300, 200, 1) == pytest.approx((320, 180))
+    assert end[0, 0] == pytest.approx(2.0)  # half the view: twice the scale
+    step = corpus.camera_step(start, end)
+    point = np.array([250.0, 220.0, 1.0])
+    assert step @ np.append(start @ point, 1) == pytest.approx(end @ point)
+    key = corpus.on_face(photo, 1, 0.5, 0.0, 400)
+    assert key == (530.0 + 30.0, 280.0, 400, 0.0)
+
+
+def test_faces_cut_by_the_edge_count_from_half_their_box():
+    photo = marked_photo()
+    x1, y1, x2, y2 = photo.boxes[0]  # 80 px wide at scale 1 (view 640)
+    for share, present in ((0.6, True), (0.4, False)):
+        # Put the face's left edge off the frame by (1 - share) of its width.
+        cx = (x1 + (1 - share) * (x2 - x1)) + 320
+        clip = corpus.Clip("edge", [corpus.Shot(photo, 1, [(cx, 140, 640, 0.0)])], "many", ["s"])
+        corpus.render(clip, 0)
+        assert ((0, 0) in clip.boxes[0]) is present
+        assert any(box[0] < 0 < box[2] for box in clip.near[0])  # touching the frame: kept out of the background
+        if present:
+            assert clip.boxes[0][(0, 0)][0] < 0  # the box runs past the edge; it is not clipped
+
+
+def test_collage_places_faces_where_its_boxes_say_and_refuses_a_second_face_in_a_cut():
+    photo = marked_photo()
+    group = corpus.collage("g", [(photo, 0, 300, 200, 60), (photo, 1, 700, 260, 90)], (1000, 500), 1)
+    assert group.people == ["a", "b"] and group.yaw == [0.0, 40.0]
+    for box, width in zip(group.boxes, (60, 90)):
+        assert box[2] - box[0] == pytest.approx(width)
+        assert inside(group.image, box) > 180
+    crowded = corpus.Photo("crowded", photo.image, [(100.0, 100.0, 180.0, 180.0), (200.0, 120.0, 260.0, 180.0)],
+                           ["a", "b"], [0.0, 0.0])
+    with pytest.raises(SystemExit):
+        corpus.collage("g", [(crowded, 0, 300, 200, 60)], (1000, 500), 1)
+
+
+def test_padded_photo_keeps_its_faces_and_grey_keeps_three_channels():
+    photo = marked_photo()
+    wall = corpus.padded(photo, 0.5, 2)
+    assert wall.image.shape[:2] == (1000, 1600)
+    for box in wall.boxes:
+        assert inside(wall.image, box) > 180
+    image = np.dstack([np.full((4, 4), v, np.uint8) for v in (10, 120, 250)])
+    grey = corpus.grey(image)
+    assert grey.shape == image.shape and (grey[..., 0] == grey[..., 2]).all()
