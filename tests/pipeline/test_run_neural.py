@@ -201,8 +201,9 @@ def test_reference_mode_swaps_only_matching_faces(env, source_image, capsys, tmp
 def test_print_settings_and_usage_errors(env, capsys):
     assert main(["run", "--print-settings", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert {"section": "execution", "key": "execution_thread_count", "value": "2",
-            "origin": "environment"} in rows
+    row = next(row for row in rows if row["key"] == "execution_thread_count")
+    assert row == {"section": "execution", "key": "execution_thread_count", "value": "2", "origin": "environment",
+                   "role": "engine"}
     assert main(["run", "-t", "x"]) == 2
     assert "--source" in capsys.readouterr().err
 
