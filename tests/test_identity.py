@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import threading
-import time
 from pathlib import Path
 
 import cv2
@@ -16,7 +14,6 @@ import pytest
 
 from conftest import decode_all, face_frame, make_clip
 from facefusion_batch.cli import main
-from facefusion_batch.executors.watch_feed import FolderFeed
 from facefusion_batch.pipeline import job
 from facefusion_batch.pipeline.identity import Pin
 from facefusion_batch.pipeline.lookahead import Lookahead
@@ -149,31 +146,3 @@ def test_the_lookahead_does_not_lend_a_hash_of_a_file_since_replaced(tmp_path):
         os.replace(other, clip)
         assert clip.stat().st_size == stat.st_size and clip.stat().st_mtime_ns == stat.st_mtime_ns
         assert ahead.content_hash(clip) is None
-
-
-def test_a_watched_file_changed_through_a_hard_link_elsewhere_is_seen(tmp_path):
-    watched, elsewhere = tmp_path / "watched", tmp_path / "elsewhere"
-    watched.mkdir()
-    elsewhere.mkdir()
-    (watched / "a.mp4").write_bytes(b"first")
-    os.link(watched / "a.mp4", elsewhere / "a.mp4")
-    with FolderFeed([watched], settle=0.2) as feed:
-        assert _collect(feed, 1) == [watched / "a.mp4"]
-        with open(elsewhere / "a.mp4", "ab") as handle:  # no event in the watched folder
-            handle.write(b" and more")
-        assert _collect(feed, 1) == [watched / "a.mp4"], "seen at the feed's next look (every few seconds)"
-
-
-def _collect(feed: FolderFeed, wanted: int, deadline: float = 60.0) -> list[Path]:
-    found: list[Path] = []
-    end = time.monotonic() + deadline
-    while len(found) < wanted:
-        assert time.monotonic() < end, f"only {found} within {deadline:g} s"
-        timer = threading.Timer(1.0, feed.wake)
-        timer.start()
-        try:
-            found += feed.ready()
-        finally:
-            timer.cancel()
-        feed.woken = False
-    return found
