@@ -279,11 +279,16 @@ def test_the_idle_watcher_uses_almost_no_cpu(env, source_image, watches, poll):
         fields = Path(f"/proc/{watch.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
-    time.sleep(1.0)  # let the start-up's last threads wind down
-    before, began = cpu_seconds(), time.monotonic()
-    time.sleep(4.0)
-    share = (cpu_seconds() - before) / (time.monotonic() - began)
-    assert share < 0.10, f"idle watcher used {share:.1%} of a core"
+    # Start-up (models, the content gate) may still be winding down on a loaded machine: an idle watcher has a
+    # quiet 3 s window within 30 s; one that polls or spins busily never has one.
+    shares = []
+    for _ in range(10):
+        before, began = cpu_seconds(), time.monotonic()
+        time.sleep(3.0)
+        shares.append((cpu_seconds() - before) / (time.monotonic() - began))
+        if shares[-1] < 0.10:
+            break
+    assert shares[-1] < 0.10, f"idle watcher used {', '.join(f'{s:.1%}' for s in shares)} of a core"
     code, _ = watch.stop()
     assert code == 0
 
