@@ -276,8 +276,11 @@ def run(
     visible_label_size: Optional[float] = typer.Option(None, help="Label text height as a fraction of the "
                                                        "frame height (default 0.03)."),
     visible_label_opacity: Optional[float] = typer.Option(None, help="Label opacity 0..1 (default 0.8)."),
-    no_watermark: bool = typer.Option(False, "--no-watermark", help="No invisible watermark (the output's id in "
-                                      "every swapped frame; on by default)."),
+    watermark: bool = typer.Option(False, "--watermark", help="Invisible watermark: the output's id in every "
+                                   "swapped frame (off by default: shows as grain on flat areas, see "
+                                   "docs/provenance.md)."),
+    no_watermark: bool = typer.Option(False, "--no-watermark", help="No invisible watermark (the default; "
+                                      "overrides a profile's output_watermark = true)."),
     content_gate: Optional[ContentGate] = typer.Option(None, help="auto: check the source and each target for "
                                                        "explicit content and block flagged targets (default); "
                                                        "off: no check (recorded in every output)."),
@@ -340,7 +343,7 @@ def run(
         "c2pa_private_key": c2pa_private_key, "c2pa_timestamp_url": c2pa_timestamp_url,
         "visible_label": visible_label,
         "visible_label_position": visible_label_position, "visible_label_size": visible_label_size,
-        "visible_label_opacity": visible_label_opacity, "output_watermark": False if no_watermark else None,
+        "visible_label_opacity": visible_label_opacity, "output_watermark": True if watermark else False if no_watermark else None,
         "content_gate": content_gate,
     }
     if reference_face and not (many_faces or face_selector_mode):
@@ -420,7 +423,7 @@ RUN_HELP_PANELS: dict[str, tuple[str, ...]] = {
     "Marking and provenance": ("no_marking", "output_provenance", "c2pa_certificate", "c2pa_private_key",
                                "c2pa_timestamp_url",
                                "visible_label", "visible_label_position", "visible_label_size",
-                               "visible_label_opacity", "no_watermark", "content_gate"),
+                               "visible_label_opacity", "watermark", "no_watermark", "content_gate"),
     "Batch": ("executor", "ray_address", "force", "retry_failed", "wait", "print_settings", "as_json", "quiet",
               "log_level", "metrics_file"),
 }
