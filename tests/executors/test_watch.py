@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from conftest import decode_all, make_clip
+from hostile_media import RENAME_OVER
 from prometheus_helpers import free_port, needs_prometheus, prometheus_server
 from facefusion_batch.pipeline.journal import Journal, text_of
 from facefusion_batch.targets import resolved
@@ -344,34 +345,13 @@ def test_prometheus_scrapes_a_watch(env, source_image, watches, tmp_path):
     assert code == 0 and summary["counts"]["done"] == 1 and summary["counts"]["failed"] == 1
 
 
-_INJECT = '''
-import os
-from pathlib import Path
-
-from facefusion_batch.pipeline import job
-
-_real = job.encode_video
-
-
-def _encoding(path, *args, **kwargs):
-    encoded = _real(path, *args, **kwargs)
-    upload = Path(os.environ["FFB_TEST_UPLOAD"])
-    if upload.exists() and Path(path).name == "clip.mp4":
-        os.replace(upload, path)  # an upload renamed over the target while it is processed
-    return encoded
-
-
-job.encode_video = _encoding
-'''
-
-
 def test_a_file_renamed_over_the_target_while_it_is_processed(env, source_image, watches, monkeypatch, capsys):
     """Issue 26, class 1: the old content's output is never published as the new file's; the new file is
     done once it settles, and a cron run then skips it (fault injected into the watch process: the rename
     lands after the frames are processed, before the output is published)."""
     inject = env / "inject"
     inject.mkdir()
-    (inject / "sitecustomize.py").write_text(_INJECT)
+    (inject / "sitecustomize.py").write_text(RENAME_OVER)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(inject), os.environ.get("PYTHONPATH", "")]))
     upload = make_clip(env / "upload.mp4", frames=4)
     monkeypatch.setenv("FFB_TEST_UPLOAD", str(upload))
