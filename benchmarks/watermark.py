@@ -111,10 +111,10 @@ def contact_sheet(unmarked: np.ndarray, marked: np.ndarray, path: Path) -> dict:
     """Crop the flattest 96x96 patch of skin-toned pixels (the face's cheek or forehead) and write
     unmarked | marked | 128 + 8 x (marked - unmarked), each enlarged 3x."""
     hsv = cv2.cvtColor(unmarked, cv2.COLOR_BGR2HSV)
-    skin = (hsv[..., 0] < 25) & (hsv[..., 1] > 40) & (hsv[..., 2] > 80)
+    skin = (hsv[..., 0] < 20) & (hsv[..., 1] > 40) & (hsv[..., 1] < 140) & (hsv[..., 2] > 100)
     grey = cv2.cvtColor(unmarked, cv2.COLOR_BGR2GRAY).astype(np.float32)
     detail = cv2.blur(np.abs(grey - cv2.blur(grey, (5, 5))), (96, 96))
-    score = np.where(cv2.blur(skin.astype(np.float32), (96, 96)) > 0.95, detail, np.inf)
+    score = np.where(cv2.blur(skin.astype(np.float32), (96, 96)) > 0.8, detail, np.inf)
     y, x = np.unravel_index(int(np.argmin(score)), score.shape)
     y0, x0 = max(0, y - 48), max(0, x - 48)
     a, b = unmarked[y0:y0 + 96, x0:x0 + 96], marked[y0:y0 + 96, x0:x0 + 96]

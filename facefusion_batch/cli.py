@@ -18,12 +18,14 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+import typing
 from typing import Any, Callable, Optional
 
 import typer
 
 from facefusion_batch import __version__, interrupts, jsonlines
 from facefusion_batch.errors import FfbError, SettingsError, SourceError
+from facefusion_batch.listing import capped, listed
 from facefusion_batch.settings import (Engine, ExecutorKind, FaceEnhancerModel, FaceOccluderModel,
                                        FaceParserModel, FaceSelectorGender, FaceSelectorMode, FaceSelectorOrder,
                                        FaceLandmarkerModel, FaceSelectorRace, FaceSwapperModel, FrameTransport,
@@ -50,7 +52,7 @@ def reports_errors(command):
         try:
             code = command(*args, **kwargs)
         except FfbError as exc:
-            _error(command.__name__, exc.exit_code, str(exc), as_json, stamp)
+            _error(command.__name__, exc.exit_code, capped(str(exc)), as_json, stamp)
             raise typer.Exit(exc.exit_code) from None
         except typer.Exit:
             raise
@@ -130,7 +132,7 @@ def _error(command: str, code: int, message: str, as_json: bool, stamp: "RunStam
 def _load(profile: Optional[Path], flags: dict[str, Any]):
     resolved = load_settings(profile, os.environ, flags)
     for warning in resolved.warnings:
-        warn(warning)
+        warn(capped(warning))
     return resolved
 
 
@@ -274,8 +276,11 @@ def run(
     visible_label_size: Optional[float] = typer.Option(None, help="Label text height as a fraction of the "
                                                        "frame height (default 0.03)."),
     visible_label_opacity: Optional[float] = typer.Option(None, help="Label opacity 0..1 (default 0.8)."),
-    no_watermark: bool = typer.Option(False, "--no-watermark", help="No invisible watermark (the output's id in "
-                                      "every swapped frame; on by default)."),
+    watermark: bool = typer.Option(False, "--watermark", help="Invisible watermark: the output's id in every "
+                                   "swapped frame (off by default: shows as grain on flat areas, see "
+                                   "docs/provenance.md)."),
+    no_watermark: bool = typer.Option(False, "--no-watermark", help="No invisible watermark (the default; "
+                                      "overrides a profile's output_watermark = true)."),
     content_gate: Optional[ContentGate] = typer.Option(None, help="auto: check the source and each target for "
                                                        "explicit content and block flagged targets (default); "
                                                        "off: no check (recorded in every output)."),
@@ -338,7 +343,7 @@ def run(
         "c2pa_private_key": c2pa_private_key, "c2pa_timestamp_url": c2pa_timestamp_url,
         "visible_label": visible_label,
         "visible_label_position": visible_label_position, "visible_label_size": visible_label_size,
-        "visible_label_opacity": visible_label_opacity, "output_watermark": False if no_watermark else None,
+        "visible_label_opacity": visible_label_opacity, "output_watermark": True if watermark else False if no_watermark else None,
         "content_gate": content_gate,
     }
     if reference_face and not (many_faces or face_selector_mode):
@@ -418,7 +423,7 @@ RUN_HELP_PANELS: dict[str, tuple[str, ...]] = {
     "Marking and provenance": ("no_marking", "output_provenance", "c2pa_certificate", "c2pa_private_key",
                                "c2pa_timestamp_url",
                                "visible_label", "visible_label_position", "visible_label_size",
-                               "visible_label_opacity", "no_watermark", "content_gate"),
+                               "visible_label_opacity", "watermark", "no_watermark", "content_gate"),
     "Batch": ("executor", "ray_address", "force", "retry_failed", "wait", "print_settings", "as_json", "quiet",
               "log_level", "metrics_file"),
 }
@@ -812,7 +817,7 @@ def models_download(
     if unknown:
         hints = [f"{n} (did you mean {close[0]}?)" if (close := difflib.get_close_matches(n, list(CATALOG), 1))
                  else n for n in unknown]
-        raise SettingsError(f"unknown model {', '.join(hints)}; `ffb models list` shows the {len(CATALOG)} names")
+        raise SettingsError(f"unknown model {listed(hints)}; `ffb models list` shows the {len(CATALOG)} names")
     memo = store.ChecksumMemo(settings.cache_path / "checksums.json")
     failed: list[tuple[str, DownloadError]] = []
     for name in wanted:
@@ -1134,6 +1139,10 @@ def _main(args: list[str], as_json: bool) -> int:
     if translated.warning:
         warn(translated.warning)
     args = join_multi_values(translated.args)
+    empty = empty_path(args)
+    if empty:
+        _error(_command_of(args), 2, empty, as_json, RunStamp.now())
+        return 2
     valued = _flag_given_a_value(args)
     if valued:
         _error(_command_of(args), 2, valued, as_json, RunStamp.now())
@@ -1247,6 +1256,34 @@ def _is_target(word: str) -> bool:
     from facefusion_batch.media import kind_of
 
     return kind_of(Path(word)) == "video" or os.path.isdir(word)
+
+
+_EMPTY_FIX = {"-o": "directory or file", "--output": "directory or file", "-t": "file, directory or glob",
+              "--target": "file, directory or glob"}
+
+
+def empty_path(args: list[str]) -> str | None:
+    """A file, directory or target flag given an empty value (`-o ''`, `--output=`: an unset $OUT in a cron
+    line): it would be read as "." (outputs written into, or every file taken from, the working directory);
+    refused instead."""
+    name = {"headless-run": "run"}.get(args[0], args[0]) if args else ""
+    callback = next((c.callback for c in app.registered_commands
+                     if (c.name or getattr(c.callback, "__name__", "").replace("_", "-")) == name), None)
+    if callback is None:
+        return None
+    hints = typing.get_type_hints(callback)
+    flags = {flag for key, parameter in inspect.signature(callback).parameters.items()
+             if isinstance(parameter.default, typer.models.OptionInfo)
+             and ("Path" in str(hints.get(key)) or key == "target")
+             for flag in parameter.default.param_decls or (f"--{key.replace('_', '-')}",)}
+    for index, arg in enumerate(args):
+        flag, equals, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        if flag not in flags or (not equals and index + 1 == len(args)):
+            continue
+        if (value if equals else args[index + 1]).strip() == "":
+            return (f"{flag} is empty (an unset variable in the command line?); give it a "
+                    f"{_EMPTY_FIX.get(flag, 'path')}, or leave the flag out")
+    return None
 
 
 def several_sources(args: list[str]) -> str | None:

@@ -36,6 +36,14 @@ class TargetError(FfbError):
     """One target can't be processed; the batch records it and goes on."""
 
 
+class NoSpace(TargetError):
+    """A disk has too little room for a target (`disk`: "output" or "temp"); not the target's fault."""
+
+    def __init__(self, message: str, disk: str) -> None:
+        super().__init__(message)
+        self.disk = disk
+
+
 class MediaError(TargetError):
     """ffmpeg failed or the media is unreadable."""
 
@@ -44,3 +52,8 @@ class OutputError(FfbError):
     """The output location can't be written."""
 
     exit_code = 5
+
+
+class OutputFull(OutputError):
+    """The disk of the outputs (and of the journal beside them) is full: no target can finish there until
+    space is freed. A target it stops is not the target's failure: the next run does it."""

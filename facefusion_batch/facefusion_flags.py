@@ -14,6 +14,7 @@ from typing import Callable
 
 from facefusion_batch.errors import SettingsError
 from facefusion_batch.facefusion_ini import UNSUPPORTED, flag, unsupported_note
+from facefusion_batch.listing import listed
 
 # FaceFusion's name -> ffb's flag, and how many values FaceFusion's takes ('+': several, passed on as one
 # value that ffb's setting splits, or refuses with a clear word).
@@ -107,7 +108,7 @@ def translate(args: list[str], own: frozenset[str], valued: frozenset[str] = fro
     warning = None
     if dropped:
         warning = "FaceFusion options ffb does not have, ignored (they would not change the output): " + \
-            "; ".join(dropped)
+            listed(dropped, "; ")
     return Translated(out, warning)
 
 

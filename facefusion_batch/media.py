@@ -94,9 +94,28 @@ def _header_size(data: np.ndarray) -> tuple[int, int]:
             with Image.open(io.BytesIO(data.tobytes())) as image:
                 return image.size
     except Image.DecompressionBombError:
-        return 1 << 16, 1 << 16  # Pillow's own limit tripped: certainly too large
+        return _unchecked_size(data.tobytes())  # Pillow's own limit tripped: its true size for the message
     except (UnidentifiedImageError, OSError, ValueError):
         return 0, 0
+
+
+def _unchecked_size(data: bytes) -> tuple[int, int]:
+    """The size an image's header gives, read by Pillow's format plugins without Pillow's decompression
+    bomb check (which refuses to say the size); (65536, 65536) should no plugin take it."""
+    from PIL import Image
+
+    Image.init()
+    for name in Image.ID:
+        factory, accept = Image.OPEN[name]
+        verdict = accept(data[:16]) if accept else True
+        if not verdict or isinstance(verdict, str):
+            continue
+        try:
+            with factory(io.BytesIO(data), "") as image:
+                return image.size
+        except Exception:  # noqa: BLE001 - not this format (plugins raise SyntaxError, struct.error, ...)
+            continue
+    return 1 << 16, 1 << 16
 
 
 def write_image(image: np.ndarray, path: Path, quality: int, tags: Mapping[str, str] | None,
@@ -174,13 +193,19 @@ def read_picture(path: Path, error: type[Exception] = MediaError) -> Picture:
                 rgba = np.asarray(frame)
                 colour.append(np.ascontiguousarray(rgba[:, :, 2::-1]))
                 alpha.append(np.ascontiguousarray(rgba[:, :, 3]) if transparent else None)
-                durations.append(int(image.info.get("duration", 100) or 100))
+                durations.append(_duration(image.info.get("duration")))
             loop = image.info.get("loop", 0 if frames > 1 else None)
     except (UnidentifiedImageError, OSError, ValueError, EOFError) as exc:
         if isinstance(exc, error):
             raise
         raise error(f"{path}: not a readable image ({exc})") from None
     return Picture(colour, alpha, tuple(durations) if frames > 1 else (), loop, icc)
+
+
+def _duration(value: object) -> int:
+    """A frame's duration in ms as the file gives it: 0 stays 0 (a GIF frame without a delay has none; a
+    viewer decides how long to show it, and a copy must leave that choice as it found it)."""
+    return int(round(float(value))) if value is not None else 0
 
 
 def write_picture(picture: Picture, path: Path, quality: int, tags: Mapping[str, str] | None,
@@ -254,14 +279,23 @@ def _exif(tags: Mapping[str, str] | None) -> object:
     return exif
 
 
+_TEMP_STEM = 48  # bytes of the output's name a temp name shows (for whoever lists the directory)
+
+
 def temp_name(path: Path) -> Path:
-    """A hidden sibling name for writing before the atomic rename; keeps the extension for muxers.
-    Long names are shortened to a hash so the temp name fits where the final name fits."""
-    name = f".{path.stem}.ffb-{os.getpid()}.tmp{path.suffix}"
-    if len(os.fsencode(name)) > 240:  # the file system's bytes: a name that is not UTF-8 keeps its own
-        digest = hashlib.sha1(os.fsencode(path.name)).hexdigest()[:16]
-        name = f".ffb-{digest}-{os.getpid()}.tmp{path.suffix}"
-    return path.with_name(name)
+    """A hidden sibling name for writing before the atomic rename; keeps the extension for muxers. Its
+    length does not depend on the output's (`.<first 48 bytes of the stem>.ffb-<hash of the name>-<pid>
+    .tmp<ext>`, ~90 bytes), so a 255-byte output name has room for ffb's own suffixes (.sig, .c2pa)."""
+    return path.with_name(f"{temp_stem(path)}-{os.getpid()}.tmp{path.suffix}")
+
+
+def temp_stem(path: Path) -> str:
+    """What every temp name of `path` starts with, made by any process (a glob over `<stem>-*` finds the
+    partials a killed run left of this one output and of no other)."""
+    raw = os.fsencode(path.stem)  # the file system's bytes: a name that is not UTF-8 keeps its own
+    shown = os.fsdecode(raw[:_TEMP_STEM])
+    digest = hashlib.sha1(os.fsencode(path.name)).hexdigest()[:12]
+    return f".{shown}.ffb-{digest}"
 
 
 def atomic_write_bytes(path: Path, data: bytes, place: Callable[[Path, Path], object] | None = None) -> None:
@@ -270,10 +304,14 @@ def atomic_write_bytes(path: Path, data: bytes, place: Callable[[Path, Path], ob
     try:
         # O_EXCL | O_NOFOLLOW: never write through a link planted under the temp name.
         descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+        try:
+            with os.fdopen(descriptor, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as exc:
+            exc.filename = exc.filename or str(tmp)  # which disk filled up: the output's
+            raise
         if place is None:
             tmp.replace(path)
         else:

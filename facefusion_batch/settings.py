@@ -22,6 +22,7 @@ from typing import Any, Literal, Mapping
 
 from facefusion_batch import facefusion_ini
 from facefusion_batch.errors import SettingsError
+from facefusion_batch.listing import Problems, capped, listed
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -310,7 +311,8 @@ class Settings:
                                          role="output", range=(0.05, 1.0))
     output_watermark: bool = _spec(
         "provenance", "Embed an invisible watermark carrying the output's 32-bit id in every frame of a swapped "
-        "output (survives re-encoding, scaling and cropping; off with marking off too).", True,
+        "output (survives re-encoding, scaling and cropping; off with marking off too). Off by default: at its "
+        "robust strength it shows as grain on flat areas (docs/provenance.md).", False,
         role="output-unless-default")
     content_gate: ContentGate = _spec(
         "provenance", "Check the source image and sampled frames of each target for explicit content before any "
@@ -600,14 +602,14 @@ def load_profile(path: Path) -> Profile:
         raise SettingsError(f"{path}: profile not found; pass an existing .ini or .toml file to --profile")
     raw_sections = _read_toml(path) if path.suffix.lower() == ".toml" else _read_ini(path)
     values: dict[str, Any] = {}
-    problems: list[str] = []
+    problems = Problems()
     ignored: list[tuple[str, str, str]] = []
     for section, keys in raw_sections.items():
         if section not in ALL_SECTIONS:
-            problems.append(f"unknown section [{section}]{_did_you_mean(section, ALL_SECTIONS)}"
-                            if section != "DEFAULT" else
-                            "[DEFAULT] is not supported (its keys would apply to every section); put each key "
-                            "in its own section")
+            problems.add(lambda: f"unknown section [{section}]{_did_you_mean(section, ALL_SECTIONS)}"
+                         if section != "DEFAULT" else
+                         "[DEFAULT] is not supported (its keys would apply to every section); put each key "
+                         "in its own section")
             continue
         for key, raw in keys.items():
             blank = isinstance(raw, str) and raw.strip() == ""
@@ -619,7 +621,7 @@ def load_profile(path: Path) -> Profile:
                 try:
                     values[name] = parse_value(name, raw, f"[{section}] {key}")
                 except SettingsError as exc:
-                    problems.append(str(exc))
+                    problems.add(str(exc))
             elif facefusion_ini.is_facefusion_key(section, key):
                 if not blank:
                     value = " ".join(map(str, raw)) if isinstance(raw, list) else str(raw)
@@ -627,12 +629,12 @@ def load_profile(path: Path) -> Profile:
                         ignored.append((section, key, facefusion_ini.ignored_because(
                             key, value, f"[{section}] {key} = {value}")))
                     except SettingsError as exc:
-                        problems.append(str(exc))
+                        problems.add(str(exc))
             else:
-                problems.append(_unknown_key(section, key))
+                problems.add(lambda: _unknown_key(section, key))
     if problems:
         count = f"{len(problems)} problems: " if len(problems) > 1 else ""
-        raise SettingsError(f"{path}: {count}" + "; ".join(problems))
+        raise SettingsError(f"{path}: {count}" + problems.text())
     warnings = []
     if ignored:
         warnings.append(f"{path}: FaceFusion settings ffb does not have, ignored: " + _by_section(ignored))
@@ -645,8 +647,8 @@ def _by_section(notes: list[tuple[str, str, str]]) -> str:
     grouped: dict[str, dict[str, list[str]]] = {}
     for section, key, why in notes:
         grouped.setdefault(section, {}).setdefault(why, []).append(key)
-    return "; ".join(f"[{section}] " + ", ".join(f"{', '.join(keys)} ({why})" for why, keys in reasons.items())
-                     for section, reasons in grouped.items())
+    return listed((f"[{section}] " + ", ".join(f"{listed(keys)} ({why})" for why, keys in reasons.items())
+                   for section, reasons in grouped.items()), "; ")
 
 
 def _unknown_key(section: str, key: str) -> str:
@@ -680,7 +682,7 @@ def _read_ini(path: Path) -> dict[str, dict[str, Any]]:
     try:
         parser.read_string(text, source=str(path))
     except configparser.Error as exc:
-        raise SettingsError(f"{path}: not a valid ini file ({_ini_problem(exc)})") from None
+        raise SettingsError(f"{path}: not a valid ini file ({capped(_ini_problem(exc), 300)})") from None
     return {s: dict(parser.items(s)) for s in parser.sections()}
 
 
@@ -728,7 +730,7 @@ def load_environment(environ: Mapping[str, str]) -> tuple[dict[str, Any], list[s
             unknown.append(var + (f" (did you mean FFB_{close[0].upper()}?)" if close else ""))
             continue
         values[key] = parse_value(key, raw, f"environment {var}")
-    warnings = [f"environment: {', '.join(sorted(unknown))}: not ffb settings, ignored (see ffb run "
+    warnings = [f"environment: {listed(sorted(unknown))}: not ffb settings, ignored (see ffb run "
                 "--print-settings)"] if unknown else []
     return values, warnings
 
@@ -860,7 +862,7 @@ def _check_processors(settings: Settings) -> None:
     """Processor settings that contradict each other (those that depend on model files: at engine start)."""
     processors = settings.processors
     if len(set(processors)) != len(processors):
-        raise SettingsError(f"processors lists one twice ({' '.join(processors)}); list each once")
+        raise SettingsError(f"processors lists one twice ({listed(processors, ' ')}); list each once")
     if processors == ("face_enhancer", "face_swapper"):
         raise SettingsError("processors: ffb enhances the swapped face; list them as face_swapper face_enhancer")
     start, end = settings.face_selector_age_start, settings.face_selector_age_end

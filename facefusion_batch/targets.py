@@ -22,6 +22,7 @@ class Target:
 class Rejected:
     path: Path
     reason: str
+    status: str = "failed"  # "skipped": another name of a file that is a target (done once, under that name)
 
 
 def _walk(directory: Path, skip: Path) -> list[Path]:
@@ -90,7 +91,8 @@ def discover(specs: Sequence[str], output_dir: Path, output_file: Path | None = 
             rejected.append(Rejected(Path(spec), "pattern matches no video or image files"))
     if output_file is not None:
         targets = [Target(t.path, t.kind, output_file) for t in targets]
-    return _deduplicate(targets, rejected)
+    kept, rejected = _deduplicate(targets, rejected)
+    return _one_name_per_file(kept, rejected)
 
 
 def resolved(path: Path) -> Path:
@@ -145,6 +147,41 @@ def _deduplicate(targets: list[Target], rejected: list[Rejected]) -> tuple[list[
             seen[out] = source
             kept.append(target)
     return kept, rejected
+
+
+def file_key(path: Path) -> tuple[int, int] | None:
+    """What names one file whatever the name (device, inode; links followed); None when it can't be looked
+    at or is no regular file."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino) if stat.S_ISREG(info.st_mode) else None
+
+
+def _one_name_per_file(targets: list[Target], rejected: list[Rejected]) -> tuple[list[Target], list[Rejected]]:
+    """Several names of one file (a `latest.mp4` link beside the file it names, hard links) are one target:
+    the first name that is no symbolic link (else the first), in the order found, so every run picks the
+    same one and the journal holds one row for the file; the others are skipped, saying so."""
+    names: dict[tuple[int, int], list[int]] = {}
+    for index, target in enumerate(targets):
+        key = file_key(target.path)
+        if key is not None:
+            names.setdefault(key, []).append(index)
+    dropped: set[int] = set()
+    for indices in names.values():
+        if len(indices) < 2:
+            continue
+        chosen = next((i for i in indices if not targets[i].path.is_symlink()), indices[0])
+        for index in indices:
+            if index == chosen:
+                continue
+            dropped.add(index)
+            path = targets[index].path
+            kind = "a symbolic link to it" if path.is_symlink() else "a hard link of it"
+            rejected.append(Rejected(path, f"the same file as {targets[chosen].path} ({kind}); processed once, "
+                                           "under that name", "skipped"))
+    return [t for i, t in enumerate(targets) if i not in dropped], rejected
 
 
 _SPECIAL = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),

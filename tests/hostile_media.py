@@ -24,7 +24,7 @@ import numpy as np
 from conftest import astronaut_face, face_frame, grace_hopper
 from facefusion_batch.video.ffmpeg import SWS_FLAGS, ffmpeg_binary
 
-Status = Literal["done", "no_face", "failed"]
+Status = Literal["done", "no_face", "failed", "skipped"]
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,11 @@ def _face_clip(path: Path, video: list[str] = H264, audio: list[str] | None = AA
     return _encode(path, _frames(face_frame(), FRAMES), video, audio, output=output)
 
 
+def face_clip(path: Path, frames: int = FRAMES) -> Path:
+    """A clip of `frames` frames with a face and a tone."""
+    return _encode(path, _frames(face_frame(), frames), H264, AAC)
+
+
 def _write_bytes(data: bytes) -> Callable[[Path], None]:
     return lambda path: path.write_bytes(data)
 
@@ -142,17 +147,18 @@ def _rotated(path: Path) -> None:
     plain.unlink()
 
 
-def _huge_png(path: Path) -> None:
-    """A 12000x12000 1-bit grey PNG written directly (a few kB on disk, 144 megapixels decoded)."""
-    size = 12000
-    row = b"\x00" + b"\x00" * (size // 8)  # filter byte + one row of black pixels
+def _huge_png(path: Path, width: int = 12000, height: int | None = None) -> None:
+    """A 12000x12000 (or `width`x`height`) 1-bit grey PNG written directly (a few kB on disk, 144
+    megapixels decoded)."""
+    height = width if height is None else height
+    row = b"\x00" + b"\x00" * ((width + 7) // 8)  # filter byte + one row of black pixels
     compressor = zlib.compressobj(9)
-    idat = b"".join(compressor.compress(row) for _ in range(size)) + compressor.flush()
+    idat = b"".join(compressor.compress(row) for _ in range(height)) + compressor.flush()
 
     def chunk(kind: bytes, body: bytes) -> bytes:
         return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
 
-    header = struct.pack(">IIBBBBB", size, size, 1, 0, 0, 0, 0)
+    header = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
     path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", idat) + chunk(b"IEND", b""))
 
 
@@ -185,9 +191,9 @@ UNREADABLE = DONE if os.geteuid() == 0 else Expected("failed", "permission denie
 NOT_REGULAR = "not a regular file"
 
 
-def _long_name(length: int) -> str:
+def _long_name(length: int, suffix: str = ".mp4") -> str:
     stem = "long-name-"
-    return stem + "x" * (length - len(stem) - len(".mp4")) + ".mp4"
+    return stem + "x" * (length - len(stem) - len(suffix)) + suffix
 
 
 def _gop_clip(path: Path, frames: int = 30) -> Path:
@@ -391,8 +397,8 @@ def _png_to_gif(path: Path) -> None:
     path.with_suffix(".png").unlink()
 
 
-def _animated(path: Path) -> None:
-    """Four frames, 80 ms each, looping; with transparency where the format has it."""
+def _animated(path: Path, durations: list[int] | int = 80) -> None:
+    """Four frames, 80 ms each (or `durations`), looping; with transparency where the format has it."""
     from PIL import Image
 
     frames = []
@@ -408,12 +414,23 @@ def _animated(path: Path) -> None:
         else:
             frames.append(Image.fromarray(np.dstack([frame[:, :, ::-1], alpha]), "RGBA"))
     options = {"lossless": True} if path.suffix == ".webp" else {"transparency": 255} if path.suffix == ".gif" else {}
-    frames[0].save(path, save_all=True, append_images=frames[1:], duration=80, loop=0, **options)
+    frames[0].save(path, save_all=True, append_images=frames[1:], duration=durations, loop=0, **options)
+
+
+# Zero-delay frames (a GIF "flash", an APNG's instant first frame): kept at 0, not made 100 ms (issue 26).
+ZERO_DELAYS = [0, 80, 0, 40]
+
+
+def _zero_delays(path: Path) -> None:
+    _animated(path, ZERO_DELAYS)
 
 
 # (path relative to the corpus directory, builder, expectation)
 CASES: list[tuple[str, Callable[[Path], object], Expected]] = [
     ("plain.mp4", _face_clip, DONE),  # control: if this fails, nothing else means much
+    # Other names of one file are one target, done once under its own name (issue 26, class 1).
+    ("latest.mp4", lambda p: os.symlink("plain.mp4", p), Expected("skipped", "the same file as")),
+    ("z_hard_link_of_plain.mp4", lambda p: os.link(p.parent / "plain.mp4", p), Expected("skipped", "hard link")),
     ("no_face.mp4", lambda p: _encode(p, _frames(_background(), FRAMES), H264, AAC),
      Expected("no_face", "no face")),
     ("zero_bytes.mp4", _write_bytes(b""), Expected("failed", "empty")),
@@ -434,9 +451,18 @@ CASES: list[tuple[str, Callable[[Path], object], Expected]] = [
     ("one_frame.mp4", lambda p: _encode(p, _frames(face_frame(), 1), H264, AAC), DONE),
     (_long_name(200), _face_clip, DONE),
     (_long_name(250), _face_clip, DONE),  # legal (< 255 bytes), but leaves little room for temp names
+    # 251..255 bytes: ffb's temp and sidecar suffixes must not push them past the limit (issue 26, class 5).
+    (_long_name(255), _face_clip, DONE),
+    (_long_name(253, ".png"), lambda p: cv2.imwrite(str(p), face_frame()), DONE),
+    # A format that keeps its C2PA manifest in a sidecar: <name>.c2pa can't be named past 250 bytes.
+    (_long_name(250, ".mkv"), _face_clip, DONE),
+    (_long_name(251, ".mkv"), _face_clip, Expected("failed", "C2PA sidecar can't be named")),
     ("dir with spaces/vidéo ünï.mp4", _face_clip, DONE),
     ("dangling.mp4", _dangling, Expected("failed", "broken symbolic link")),
     ("huge.png", _huge_png, Expected("failed", "downscale")),
+    # Past Pillow's own bomb limit: the message gives the real size, not a stand-in (issue 26, class 5).
+    ("bomb_30000x30000.png", lambda p: _huge_png(p, 30000), Expected("failed", "image is 30000x30000")),
+    ("bomb_200000x1000.png", lambda p: _huge_png(p, 200000, 1000), Expected("failed", "image is 200000x1000")),
     ("vp9.webm", lambda p: _face_clip(p, ["-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8",
                                           "-crf", "40", "-b:v", "0", "-pix_fmt", "yuv420p"],
                                       ["-c:a", "libopus", "-b:a", "32k"]), DONE),
@@ -496,6 +522,9 @@ CASES: list[tuple[str, Callable[[Path], object], Expected]] = [
     ("animated.gif", _animated, DONE),
     ("animated.webp", _animated, DONE),
     ("animated.png", _animated, DONE),
+    ("zero_delay.gif", _zero_delays, DONE),
+    ("zero_delay.png", _zero_delays, DONE),
+    ("zero_delay.webp", _zero_delays, DONE),
 ]
 
 
@@ -584,6 +613,40 @@ def build_corpus(directory: Path) -> dict[str, Expected]:
         expected[name] = outcome
     os.symlink(".", directory / "loop")
     return expected
+
+
+def noise_face_png(path: Path, size: int = 1100) -> Path:
+    """A `size`x`size` PNG of noise with a face in it: ~3.6 MB at 1100, so a few fill a 10 MB disk."""
+    picture = np.random.default_rng(5).integers(0, 255, (size, size, 3), dtype=np.uint8)
+    face = face_frame()
+    picture[100:100 + face.shape[0], 50:50 + face.shape[1]] = face
+    if not cv2.imwrite(str(path), picture):
+        raise OSError(f"can't write {path}")
+    return path
+
+
+# A sitecustomize for an ffb subprocess: once the frames of a target named clip.mp4 are processed, and
+# before its output is published, the file $FFB_TEST_UPLOAD is renamed over it (an upload landing by
+# write-then-rename at the worst moment).
+RENAME_OVER = '''
+import os
+from pathlib import Path
+
+from facefusion_batch.workflow import job
+
+_real = job.encode_video
+
+
+def _encoding(path, *args, **kwargs):
+    encoded = _real(path, *args, **kwargs)
+    upload = Path(os.environ["FFB_TEST_UPLOAD"])
+    if upload.exists() and Path(path).name == "clip.mp4":
+        os.replace(upload, path)
+    return encoded
+
+
+job.encode_video = _encoding
+'''
 
 
 def build_multi_face_source(path: Path) -> Path:

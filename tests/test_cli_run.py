@@ -262,3 +262,18 @@ def test_facefusion_style_several_sources_after_one_s_are_refused(env, source_im
     # a video right after the source is a positional target, as ever
     code, lines, _ = run_json(capsys, "-s", str(source_image), str(clip), "-o", str(env / "out"))
     assert code == 0 and lines[0]["counts"]["done"] == 1
+
+
+@pytest.mark.parametrize("args", [["-o", ""], ["--output="], ["-o", " "], ["--temp-path", ""], ["-t", ""]])
+def test_an_empty_path_flag_is_refused_not_read_as_the_working_directory(tmp_path, capsys, monkeypatch, args,
+                                                                          source_image):
+    """An unset $OUT in a cron line (`ffb run ... -o $OUT`) must not write into the working directory, nor
+    an unset $IN take every file there (issue 26, class 6)."""
+    monkeypatch.chdir(tmp_path)
+    clip = make_clip(tmp_path / "a.mp4", frames=2, audio=False)
+    target = [] if args[0] in ("-t",) else ["-t", str(clip)]
+    code, lines, err = run_json(capsys, "--engine", "offline", "-s", str(source_image), *target, *args)
+    assert code == 2 and lines[0]["exit_code"] == 2
+    flag = args[0].rstrip("=")
+    assert err.strip().count("\n") == 0 and f"{flag} is empty" in err and "unset variable" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.mp4", "source.png"], "nothing written here"

@@ -8,14 +8,16 @@ file left in the output or temp directory. A re-run (as cron would start it) mus
 failures are journaled, nothing is tried again until it changes, exit 0. A last run checks that a two-face
 source is reported. `ffb verify` then checks every finished output's metadata mark (and that none fails
 or changed), and judges files whose bytes claim a C2PA manifest that does not parse (damaged, exit 1)
-against files that claim none. Exits 1 when any case differs from its expectation or a run hangs. Needs no
-models and no network.
+against files that claim none. An output disk that fills mid-run (a 10 MB tmpfs, where it can be mounted)
+and a file renamed over a target while it is processed (injected into the ffb process) are checked last.
+Exits 1 when any case differs from its expectation or a run hangs. Needs no models and no network.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -29,7 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from hostile_media import Expected, build_corpus, build_manifest_corpus, build_multi_face_source  # noqa: E402
+from hostile_media import (RENAME_OVER, Expected, build_corpus, build_manifest_corpus,  # noqa: E402
+                           build_multi_face_source, face_clip, noise_face_png)
 
 from facefusion_batch.errors import MediaError  # noqa: E402
 from facefusion_batch.video.ffmpeg import SDR_BT709, VIDEO_STREAM, ffmpeg_binary, local  # noqa: E402
@@ -57,11 +60,12 @@ def ffb_command() -> str:
 RUN_LIMIT_S = 900  # a run that takes longer is reported as hung (a FIFO read for ever, ...)
 
 
-def run_ffb(source: Path, target: Path, out: Path, temp: Path, quiet: bool = True) -> subprocess.CompletedProcess:
+def run_ffb(source: Path, target: Path, out: Path, temp: Path, quiet: bool = True,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     args = [ffb_command(), "run", "--engine", "offline", "--many-faces", "--json", "-s", str(source),
             "-t", str(target), "-o", str(out), "--temp-path", str(temp)] + (["-q"] if quiet else [])
     try:
-        return subprocess.run(args, capture_output=True, text=True, timeout=RUN_LIMIT_S)
+        return subprocess.run(args, capture_output=True, text=True, timeout=RUN_LIMIT_S, env=env)
     except subprocess.TimeoutExpired as exc:
         return subprocess.CompletedProcess(args, -1, "", f"hung: no end after {RUN_LIMIT_S} s\n{exc.stderr or ''}")
 
@@ -190,17 +194,20 @@ def colour_problems(before: VideoInfo, after: VideoInfo, facts: list[str], tone_
 IMAGES = (".png", ".jpg", ".jpeg", ".webp", ".gif")
 
 
-def image_facts(path: Path) -> tuple[int, bool, tuple[int, int]]:
-    """(frames, whether any pixel of any frame is see-through, size) of an image file."""
+def image_facts(path: Path) -> tuple[int, bool, tuple[int, int], tuple[int, ...]]:
+    """(frames, whether any pixel of any frame is see-through, size, each frame's duration in ms (a frame
+    without one: 0)) of an image file."""
     from PIL import Image
 
     with Image.open(path) as image:
         frames = getattr(image, "n_frames", 1)
         alpha = False
+        durations = []
         for index in range(frames):
             image.seek(index)
             alpha = alpha or int(np.asarray(image.convert("RGBA"))[:, :, 3].min()) < 255
-        return frames, alpha, image.size
+            durations.append(round(image.info.get("duration") or 0))
+        return frames, alpha, image.size, tuple(durations) if frames > 1 else ()
 
 
 def compare_image(source: Path, output: Path) -> tuple[list[str], list[str]]:
@@ -217,6 +224,8 @@ def compare_image(source: Path, output: Path) -> tuple[list[str], list[str]]:
         problems.append("transparency lost")
     if before[2] != after[2]:
         problems.append(f"size {before[2]}->{after[2]}")
+    if before[3] != after[3]:
+        problems.append(f"frame durations {before[3]} ms -> {after[3]} ms")
     return facts, problems
 
 
@@ -288,6 +297,8 @@ def judge(row: Row, corpus: Path, out: Path) -> None:
     output = out / row.name
     if row.status == "failed" and output.exists():
         row.problems.append("output written for a failed target")
+    if row.status == "skipped" and (output.exists() or output.is_symlink()):
+        row.problems.append("output written under another name of a file that is done under its own")
     if row.status in ("done", "no_face") and not output.exists():
         row.problems.append("no output file")
     elif row.status == "done" and Path(row.name).suffix.lower() in IMAGES:
@@ -346,6 +357,60 @@ def multi_face_check(workdir: Path, clip: Path) -> tuple[bool, str]:
     return bool(said) and "largest" in said[0], summary
 
 
+def statuses(proc: subprocess.CompletedProcess) -> list[tuple[str, str]]:
+    try:
+        return [(o["status"], o["reason"]) for o in json.loads(proc.stdout)["outcomes"]]
+    except (json.JSONDecodeError, KeyError):
+        return [("(no summary)", proc.stderr[-300:])]
+
+
+def output_disk_full_check(workdir: Path) -> tuple[bool | None, str]:
+    """Four 3.6 MB images into a 10 MB tmpfs: two done, the other two 'output disk full' (one line each, the
+    last not started), nothing journaled failed; after the disk grows, the next run does the two. None when
+    no tmpfs can be mounted here (not root)."""
+    targets, disk = workdir / "fill", workdir / "small"
+    targets.mkdir()
+    disk.mkdir()
+    for name in "abcd":
+        noise_face_png(targets / f"{name}.png")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=10m", "tmpfs", str(disk)], capture_output=True)
+    if mounted.returncode != 0:
+        return None, "skipped (can't mount a tmpfs here)"
+    try:
+        first = statuses(run_ffb(SOURCE, targets, disk / "out", workdir / "fill_temp"))
+        subprocess.run(["mount", "-o", "remount,size=40m", str(disk)], check=True)
+        second = statuses(run_ffb(SOURCE, targets, disk / "out", workdir / "fill_temp"))
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+    full = [reason for status, reason in first if status == "failed"]
+    ok = ([s for s, _ in first] == ["done", "done", "failed", "failed"]
+          and all("output disk full" in r and "unexpected" not in r and "\n" not in r for r in full)
+          and [s for s, _ in second] == ["skipped", "skipped", "done", "done"])
+    return ok, f"first run {[s for s, _ in first]}, after space freed {[s for s, _ in second]}; " + \
+        (full[-1][-120:] if full else "no failure reason")
+
+
+def renamed_over_check(workdir: Path) -> tuple[bool, str]:
+    """A 12-frame clip.mp4 renamed over by a 4-frame one after its frames are processed: not published
+    (failed, changed while it was processed); the next run does the new file (4 frames); the one after
+    skips it."""
+    incoming, inject = workdir / "renamed", workdir / "inject"
+    incoming.mkdir()
+    inject.mkdir()
+    (inject / "sitecustomize.py").write_text(RENAME_OVER)
+    face_clip(incoming / "clip.mp4", frames=12)
+    upload = face_clip(workdir / "upload.mp4", frames=4)
+    env = dict(os.environ, FFB_TEST_UPLOAD=str(upload),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(inject), os.environ.get("PYTHONPATH")])))
+    out, temp = workdir / "renamed_out", workdir / "renamed_temp"
+    runs = [statuses(run_ffb(SOURCE, incoming, out, temp, env=env)),
+            statuses(run_ffb(SOURCE, incoming, out, temp)), statuses(run_ffb(SOURCE, incoming, out, temp))]
+    times = decoded_times(out / "clip.mp4") if (out / "clip.mp4").exists() else None
+    ok = (runs[0][0][0] == "failed" and "changed while it was processed" in runs[0][0][1]
+          and runs[1][0][0] == "done" and runs[2][0][0] == "skipped" and times is not None and len(times) == 4)
+    return ok, f"runs {[r[0][0] for r in runs]}, output frames {None if times is None else len(times)}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", action="store_true", help="keep the work directory and print its path")
@@ -387,8 +452,13 @@ def report(workdir: Path) -> int:
     print(f"ffb verify on claimed manifests: {'WRONG: ' + '; '.join(manifests) if manifests else 'ok'}")
     multi_ok, multi_summary = multi_face_check(workdir, corpus / "plain.mp4")
     print(f"two-face source: {'ok' if multi_ok else 'WRONG'} ({multi_summary})")
+    full_ok, full_summary = output_disk_full_check(workdir)
+    print(f"output disk full mid-run: {'skipped' if full_ok is None else 'ok' if full_ok else 'WRONG'} "
+          f"({full_summary})")
+    renamed_ok, renamed_summary = renamed_over_check(workdir)
+    print(f"file renamed over a target while processed: {'ok' if renamed_ok else 'WRONG'} ({renamed_summary})")
     wrong = (sum(bool(r.problems) for r in rows) + bool(left) + bool(strays) + bool(again) + (not multi_ok)
-             + bool(marks) + bool(manifests))
+             + bool(marks) + bool(manifests) + (full_ok is False) + (not renamed_ok))
     print(f"{wrong} problem(s)")
     return 1 if wrong else 0
 

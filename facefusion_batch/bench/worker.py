@@ -108,7 +108,9 @@ def run_worker(clip: Path, source: Path, profile: Optional[Path], engine: Option
     try:
         (root / "temp").mkdir()
         (root / "targets").mkdir()
-        targets = [_link(clip, root / "targets" / f"{which}{clip.suffix}") for which in ("first", "second")]
+        # copies, not links: a run does a file once under all its names (a hard link is the same target)
+        targets = [Path(shutil.copyfile(clip, root / "targets" / f"{which}{clip.suffix}"))
+                   for which in ("first", "second")]
         resolved = load_settings(profile, os.environ,
                                  {**flags, "temp_path": root / "temp", "output_path": root / "out"})
         metrics = _measure(resolved.settings, source, targets, model_budget)
@@ -117,14 +119,6 @@ def run_worker(clip: Path, source: Path, profile: Optional[Path], engine: Option
         return metrics
     finally:
         shutil.rmtree(root, ignore_errors=True)
-
-
-def _link(clip: Path, path: Path) -> Path:
-    try:
-        os.link(clip, path)
-    except OSError:  # another file system, or no hard links there
-        shutil.copyfile(clip, path)
-    return path
 
 
 def _measure(settings: Settings, source: Path, targets: list[Path], model_budget: int) -> dict[str, Any]:

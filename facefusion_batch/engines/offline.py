@@ -25,6 +25,10 @@ from facefusion_batch.offline.mediapipe import (MODEL_FILES, Detection, MediaPip
 from facefusion_batch.settings import Settings
 
 _PRESENCE = 0.5  # face-mesh presence below this means the detection was not a face
+# A swap that changes the face (brows to chin) by less than this mean (grey levels) is not visibly the source
+# (mostly a turned face whose visible half is cut away, or a source and target much alike): the face is left
+# as it is and counted with the faces left in profile, so the summary says so.
+FAINT = 5.0
 _SOURCE_MARGIN = 0.35
 REFIT_SIZE = 0.05  # a detector box within this (log ratio) of the mesh's own box ...
 REFIT_OFFSET = 0.03  # ... and centred within this share of its size needs no second mesh fit  # keep this much context around the source face in the cached crop
@@ -72,7 +76,7 @@ class OfflineEngine:
             return GuardedSession(pool, asset_path(MODEL_FILES[role]), slots)
 
         self._frames_detected = Counter()
-        self.profiles_left = Counter()  # face-frames in strong profile left unswapped
+        self.profiles_left = Counter()  # face-frames left unswapped: strong profile, or a swap too faint to see
         self._detector = MediaPipeDetector(guard("long_range"), guard("short_range"),
                                            score_threshold=settings.face_detector_score,
                                            min_face_size=settings.face_detector_min_size or None)
@@ -153,7 +157,11 @@ class OfflineEngine:
             if abs(classic.turn(face.landmarks)) > classic.PROFILE:
                 self.profiles_left.add()  # left as it is, not mangled
                 continue
-            frame = classic.swap_face(frame, face.landmarks, texture)
+            swapped = classic.swap_face(frame, face.landmarks, texture)
+            if classic.visible_change(frame, swapped, face.landmarks) < FAINT:
+                self.profiles_left.add()  # a change nobody would see is no swap: left, and said so
+                continue
+            frame = swapped
         return frame
 
     def _texture(self, source: Record) -> classic.SourceTexture:

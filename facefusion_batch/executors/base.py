@@ -24,6 +24,7 @@ class Claim:
     target: Target
     resume_key: str | None
     content: str | None = None  # the target's sha256, when the journal computed it
+    read: tuple[int, ...] | None = None  # its identity (dev, inode, size, times) when that hash was taken
 
 
 @dataclass(frozen=True)

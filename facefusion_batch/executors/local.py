@@ -85,7 +85,11 @@ class LocalExecutor:
                             current = finishing[0]  # an interruption now cuts this one's finishing
                             work.finished(finishing[0], finishing[1].result())
                             finishing = None
-                        finishing = claim.index, finisher.submit(completion)
+                        if claim.target.kind == "video":
+                            finishing = claim.index, finisher.submit(completion)
+                        else:  # an image is finished already: said before the next claim (a full disk stops it)
+                            current = claim.index
+                            work.finished(claim.index, completion())
                         current = None
                 except BaseException:
                     if finishing is not None:  # also on Ctrl-C: the output being joined is completed
@@ -132,7 +136,7 @@ class LocalExecutor:
             return prepared
 
         return job.begin(self.processor, target, _Progress(work, claim.index), claim.resume_key, ready,
-                         lookahead.current_decoded, claim.content)
+                         lookahead.current_decoded, claim.content, claim.read)
 
     @staticmethod
     def _prepare_following(index: int, work: Work, lookahead: Lookahead) -> None:

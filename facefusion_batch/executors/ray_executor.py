@@ -30,6 +30,7 @@ from facefusion_batch.executors.base import Claim, EngineInfo, Stats, Work
 from facefusion_batch.executors.work_items import (Item, Join, Segment, StorageCheck, Whole, WorkerInfo,
                                              chunk_count, segment_length, segments, staged_name)
 from facefusion_batch.executors.ray_pool import Done, WorkerPool, connect
+from facefusion_batch.workflow.identity import Changed, Pin
 from facefusion_batch.workflow.job import profile_note
 from facefusion_batch.workflow.processor import Sources, source_paths
 from facefusion_batch.workflow.workspace import Workspace, remove_stale
@@ -71,6 +72,7 @@ class _Job:
     profiles: int = 0  # face-frames left in profile, over the finished items (segments: summed)
     done: bool = False
     info: VideoInfo | None = None  # the driver's probe of a split video, handed to its segments and join
+    pin: Pin | None = None  # the target as it was read: checked before its output is placed
 
 
 @dataclass
@@ -233,6 +235,8 @@ class RayExecutor:
         index, target, key = claim.index, claim.target, claim.resume_key
         remote = Target(Path(os.path.abspath(target.path)), target.kind, Path(os.path.abspath(target.output)))
         job = self.active[index] = _Job(index, target, remote, key or uuid.uuid4().hex[:20])
+        job.pin = (Pin(remote.path, claim.read, claim.content) if claim.read is not None
+                   else Pin.now(remote.path, claim.content))
         if target.kind == "image":
             self.work.started(index, 1)
             self.queue.append(_Task(job, Whole(remote, remote.output, key)))
@@ -298,6 +302,15 @@ class RayExecutor:
                 self.queue.appendleft(_Task(job, Join(job.remote, job.key, job.remote.output, job.info)))
             return
         assert isinstance(sent, (Whole, Join))
+        try:
+            if job.pin is not None:
+                job.pin.check()  # a file renamed over the target meanwhile does not get this output
+        except Changed as exc:
+            _discard(sent)
+            self._complete(job, Outcome(str(job.target.path), "failed", reason=str(exc), cause="changed",
+                                        seconds=time.perf_counter() - job.started))
+            self._tidy(job)
+            return
         try:
             place(sent.staged, job.remote.output)  # the one write to the output path (sidecar manifest first)
         except OSError as exc:

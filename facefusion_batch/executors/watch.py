@@ -28,13 +28,20 @@ from facefusion_batch.errors import FfbError
 from facefusion_batch.executors.base import EngineInfo, Stats, Work
 from facefusion_batch.executors.local import LocalExecutor
 from facefusion_batch.executors.watch_feed import FolderFeed
+from facefusion_batch.listing import listed
 from facefusion_batch.memory import apply_memory_limit
 from facefusion_batch.workflow.processor import FrameProcessor, Sources, load
 from facefusion_batch.settings import FIXED_SETTINGS, Settings
-from facefusion_batch.targets import Target, discover, resolved
+from facefusion_batch.targets import Target, discover, file_key, resolved
 from facefusion_batch.timing import Timings
 from facefusion_batch.workflow.output_guard import check_output_dir
 from facefusion_batch.video.ffmpeg import use_ffmpeg
+
+
+def _file_of(path: Path) -> object:
+    """The file a path names (device and inode: every name of a file gives the same), else its resolved path."""
+    return file_key(path) or resolved(path)
+
 
 class WatchExecutor:
 
@@ -66,7 +73,7 @@ class WatchExecutor:
         self._catch_hangup()
         self.feed.say, self.feed.lost_signal = work.message, self._lost_signal
         self.feed.start()
-        watching = (f"ffb watch: watching {', '.join(self.specs)} ("
+        watching = (f"ffb watch: watching {listed(self.specs)} ("
                     f"{'polling' if self.feed.poll else 'filesystem events'}; a file is taken once unchanged "
                     f"for {self.feed.settle:g} s)")
         if self.on_ray:  # this process loads no models, but joins and probes with ffmpeg
@@ -163,12 +170,13 @@ class WatchExecutor:
     def _targets(self, paths: list[Path], work: Work) -> list[Target]:
         """The targets of the settled files, named and placed as `ffb run` over the watched directories
         names and places them (so cron and watch share a journal and an output tree)."""
-        wanted = {resolved(p) for p in paths}
+        wanted = {_file_of(p) for p in paths}
         found, rejected = discover(self.specs, self.settings.output_dir)
         for refused in rejected:
-            if resolved(refused.path) in wanted:
+            if _file_of(refused.path) in wanted and refused.status == "failed":
                 work.message(f"{refused.path}: {refused.reason}")
-        return [t for t in found if resolved(t.path) in wanted]
+        # by the file, not the name: a change through one name of a file is a change of the name done
+        return [t for t in found if _file_of(t.path) in wanted]
 
     # ---- SIGHUP ----------------------------------------------------------------------------------------
 

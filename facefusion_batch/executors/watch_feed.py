@@ -123,9 +123,22 @@ class FolderFeed:
         emitters = self._observer.emitters if self._observer is not None else ()
         return any(e.watch == watch and e.should_keep_running() for e in emitters)
 
+    def _check_handed(self) -> None:
+        """Note every handed-out file whose stamp changed without an event: one written through another
+        name (a hard link outside the watched folders; inotify reports a change only below the name
+        used). A stat per file every CHECK_EVERY seconds."""
+        with self._lock:
+            handed = list(self._handed.items())
+        for path, stamp in handed:
+            now = _stamp(path)
+            if now is not None and now != stamp:
+                self.note(path)
+
     def _check_directories(self) -> None:
-        """Re-watch a directory that was removed or replaced since it was armed."""
+        """Re-watch a directory that was removed or replaced since it was armed; look at the files handed
+        out (`_check_handed`)."""
         self._checked = self._clock()
+        self._check_handed()
         for directory, (identity, watch) in list(self._watches.items()):
             now = _identity(directory)
             if now == identity and (watch is None or self._watching(watch)):

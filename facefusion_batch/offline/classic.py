@@ -18,9 +18,12 @@ import numpy as np
 FACE_OVAL = (10, 338, 297, 332, 284, 251, 389, 356, 454, 323, 361, 288, 397, 365, 379, 378, 400, 377, 152,
              148, 176, 149, 150, 136, 172, 58, 132, 93, 234, 127, 162, 21, 54, 103, 67, 109)
 INNER_LIPS = (78, 95, 88, 178, 87, 14, 317, 402, 318, 324, 308, 415, 310, 311, 312, 13, 82, 81, 80, 191)
+OUTER_LIPS = (61, 146, 91, 181, 84, 17, 314, 405, 321, 375, 291, 409, 270, 269, 267, 0, 37, 39, 40, 185)
 # The subject's right eye (image-left on a frontal face), then the left eye.
 EYES = ((33, 7, 163, 144, 145, 153, 154, 155, 133, 173, 157, 158, 159, 160, 161, 246),
         (362, 382, 381, 380, 374, 373, 390, 249, 263, 466, 388, 387, 386, 385, 384, 398))
+BROWS = ((70, 63, 105, 66, 107, 55, 65, 52, 53, 46), (300, 293, 334, 296, 336, 285, 295, 282, 283, 276))
+NOSTRILS = (98, 327, 2)
 OUTER_EYE_CORNERS = (33, 263)
 CHIN, FOREHEAD = 152, 10
 NOSE_TIP, CHEEK_LINE = 1, (234, 454)
@@ -41,15 +44,35 @@ HAIRLINE_MIN = 0.25
 RING_SHRINK = 0.96
 # Feather width as a share of the face size (distance forehead to chin).
 FEATHER = 0.06
-# Colour transfer: the low frequencies are measured on a grid this many cells across the work rect, blurred
-# over this share of it, and may change L, a, b by at most these amounts; lightness above KNEE is compressed.
+MASK_HALF = 3.0  # feathers this wide (pixels, sigma) or wider are computed at half resolution
+# Colour transfer (match_colour): the low frequencies are measured on a grid this many cells across the work
+# rect, blurred over this share of it; the lightness may move by at most LIGHTNESS_LIMIT (L units); the
+# source's highlights are scaled to the target's headroom to white (down to HEADROOM_MIN); the chroma follows
+# the lightness by the target skin's own slope (a, b per 8-bit L, at most CHROMA_SLOPE) over at most
+# CHROMA_RANGE L units; the source's chroma detail counts CHROMA_DETAIL (scaled by the skins' chroma ratio)
+# and may take at most 1 - CHROMA_KEEP of the skin's chroma away; lightness above KNEE is compressed and the
+# chroma fades out from WHITE to white.
 SHADE_GRID = 32
 SHADE_SCALE = 0.2
-SHADE_LIMIT = (20.0, 15.0, 15.0)
+LIGHTNESS_LIMIT = 40.0
+CHROMA_SLOPE = 0.6
+CHROMA_RANGE = 12.0  # L units of shading the chroma follows
+CHROMA_KEEP = 0.3
+HEADROOM_MIN = 0.5
+CHROMA_DETAIL = 1.0
 KNEE = 88.0
-HIGHLIGHT = 97.0  # source lightness at which the chroma shift has faded out completely
+WHITE = 92.0
+# Features left out of the skin the colour is measured on, grown by this share of the face size.
+FEATURE_MARGIN = 0.03
 # The warp map is computed on a grid this many cells across the face (forehead to chin), then upsampled.
 MAP_GRID = 100
+# Identity shape: the source's landmarks, turned into the target's pose (a 3-D similarity fit over the whole
+# mesh), take the place of the target's inside the face; the change fades out towards the face oval over
+# SHAPE_RIM of the face size (the outline and the mask stay the target's) and towards the lips over SHAPE_LIPS
+# (the target's mouth opening stays where its mouth is). Each eye opening moves as a whole, keeping the
+# target's shape (blinks).
+SHAPE_RIM = 0.12
+SHAPE_LIPS = 0.06
 # Faces smaller than this (pixels, forehead to chin) are left alone.
 MIN_FACE_SIZE = 8.0
 # A triangle of the band along the face oval that is more than this many times larger in the target than in
@@ -58,13 +81,13 @@ MIN_FACE_SIZE = 8.0
 # other way round (facing away in the target's pose).
 MAX_STRETCH = 2.5
 LEVEL_BLEND = 0.02  # scales this close above a pyramid level sample that level alone
-# Detail matching: the warped source is softened until its detail (gradient energy over the mask's core, on
+# Detail matching (match_detail): the warped source is softened to the target face's sharpness (measured by a
+# probe blur of DETAIL_PROBE pixels), and further until its detail (gradient energy over the mask's core, on
 # grey pre-blurred by DETAIL_PRE to leave sensor noise out) is no more than DETAIL_ALLOW times the target
-# face's (softening it all the way costs identity: sharp features are what a face is recognised by); the softening
-# is at most SOFTEN_MAX of the face size, measured on at most DETAIL_SIDE pixels across, and skipped below
-# SOFTEN_MIN pixels.
+# face's; the softening is at most SOFTEN_MAX of the face size, measured on at most DETAIL_SIDE pixels
+# across, and skipped below SOFTEN_MIN pixels.
 DETAIL_PRE = 0.7
-DETAIL_ALLOW = 1.08
+DETAIL_ALLOW = 2.0
 DETAIL_PROBE = 1.0
 DETAIL_SIDE = 128
 SOFTEN_MAX = 0.03
@@ -84,6 +107,16 @@ class SourceTexture:
     triangles: np.ndarray  # (T, 3) int32 landmark indices
     size: float  # forehead-to-chin distance in level-0 pixels
     forehead_keep: float = FOREHEAD_KEEP  # share of the forehead above the eyes that is skin, not hair
+    depth: np.ndarray | None = None  # (468,) the landmarks' depth column, same pixel scale, when known
+
+    @functools.cached_property
+    def shape_weight(self) -> np.ndarray:
+        """How much of the source's own shape each landmark takes (0 on the oval and the lips, 1 inside)."""
+        points = self.landmarks.astype(np.float32)
+        oval, lips = points[list(FACE_OVAL)], points[list(OUTER_LIPS)]
+        inside = np.array([cv2.pointPolygonTest(oval, (float(x), float(y)), True) for x, y in points])
+        off_lips = -np.array([cv2.pointPolygonTest(lips, (float(x), float(y)), True) for x, y in points])
+        return (np.clip(inside / (SHAPE_RIM * self.size), 0, 1) * np.clip(off_lips / (SHAPE_LIPS * self.size), 0, 1))
 
     @functools.cached_property
     def rim(self) -> np.ndarray:
@@ -110,7 +143,8 @@ def prepare_source(image: np.ndarray, landmarks: np.ndarray) -> SourceTexture:
     while min(levels[-1].shape[:2]) >= 64 and len(levels) < 4:
         levels.append(cv2.pyrDown(levels[-1]))
     return SourceTexture(tuple(levels), local, delaunay(local, crop.shape[1], crop.shape[0]), size,
-                         min(FOREHEAD_KEEP, max(HAIRLINE_MIN, skin_height(crop, local) - HAIRLINE_MARGIN)))
+                         min(FOREHEAD_KEEP, max(HAIRLINE_MIN, skin_height(crop, local) - HAIRLINE_MARGIN)),
+                         _depth(landmarks))
 
 
 def skin_height(image: np.ndarray, points: np.ndarray) -> float:
@@ -184,25 +218,83 @@ def swap_face(frame: np.ndarray, target_landmarks: np.ndarray, source: SourceTex
         return result
     local = points - (x0 + 0.5, y0 + 0.5)  # pixel-centre coordinates of the work rect
     depth = _depth(target_landmarks)
-    warped = warp_source(source, local, depth, (x1 - x0, y1 - y0))
+    shaped = identity_points(target_landmarks, source) - (x0 + 0.5, y0 + 0.5)
+    warped = warp_source(source, shaped, depth, (x1 - x0, y1 - y0))
     hidden = local[source.triangles[hidden_triangles(source, local)]]
     mask = face_mask(local, (y1 - y0, x1 - x0), size, keep_mouth=keep_mouth, keep_eyes=keep_eyes,
                      cut=hidden, forehead_keep=source.forehead_keep)
     target = frame[y0:y1, x0:x1]
     warped = match_detail(warped, target, mask, size)
-    result[y0:y1, x0:x1] = _blend(target, match_colour(warped, target, mask), mask)
+    shape = (y1 - y0, x1 - x0)
+    scale = min(1.0, 1 / shade_step(shape))  # drawn at the colour grid's resolution: enough, and cheap
+    coloured = match_colour(warped, target, mask, feature_weights(local, shape, size, scale),
+                            feature_weights(shaped, shape, size, scale))
+    result[y0:y1, x0:x1] = _blend(target, coloured, mask)
     return result
 
 
+def identity_points(target_landmarks: np.ndarray, source: SourceTexture) -> np.ndarray:
+    """The target's landmarks (frame pixels) with the source's own face shape inside the face: where the
+    source's eyes, brows and nose sit and how they are shaped is much of what a face is recognised by, and a
+    warp onto the target's landmarks alone would give them the target's. The source mesh is fitted to the
+    target's by a similarity (3-D when both have depth, so a turned target turns the source too) over all
+    468 points, which also makes these points steadier than the fits they come from."""
+    points = _xy(target_landmarks)
+    target_depth = _depth(target_landmarks)
+    if source.depth is not None and target_depth is not None:
+        posed = _similarity(np.column_stack([source.landmarks, source.depth]),
+                            np.column_stack([points, target_depth]))[:, :2]
+    else:
+        posed = _similarity(source.landmarks.astype(np.float64), points)
+    shift = posed - points
+    for ring in EYES:
+        shift[list(ring)] = shift[list(ring)].mean(axis=0)
+    return points + source.shape_weight[:, None] * shift
+
+
+def _similarity(source: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """``source`` points moved by the similarity (rotation, uniform scale, shift) that best fits them onto
+    ``target`` in the least-squares sense (Umeyama), in as many dimensions as the points have."""
+    source_mean, target_mean = source.mean(axis=0), target.mean(axis=0)
+    a, b = source - source_mean, target - target_mean
+    u, singular, vt = np.linalg.svd(b.T @ a)
+    sign = np.ones(len(singular))
+    sign[-1] = np.sign(np.linalg.det(u @ vt)) or 1.0
+    rotation = (u * sign) @ vt
+    scale = float((singular * sign).sum() / max(float((a * a).sum()), 1e-12))
+    return scale * a @ rotation.T + target_mean
+
+
+def visible_change(before: np.ndarray, after: np.ndarray, landmarks: np.ndarray) -> float:
+    """Mean change (grey levels, all channels) a swap made over the face's box from brows to chin (the
+    bounding box of ``mask_ring``, clipped to the frame): how much of a swap a viewer can see."""
+    low, high = _box(mask_ring(_xy(landmarks)), before.shape)
+    if high[0] <= low[0] or high[1] <= low[1]:
+        return 0.0
+    region = (slice(low[1], high[1]), slice(low[0], high[0]))
+    return float(cv2.absdiff(before[region], after[region]).mean())
+
+
+def _box(points: np.ndarray, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Bounding box of ``points`` in whole pixels, clipped to an image of ``shape``: (x0, y0), (x1, y1)."""
+    size = np.array(shape[1::-1][:2])
+    return (np.clip(np.floor(points.min(axis=0)), 0, size).astype(int),
+            np.clip(np.ceil(points.max(axis=0)), 0, size).astype(int))
+
+
 def match_detail(warped: np.ndarray, target: np.ndarray, mask: np.ndarray, size: float) -> np.ndarray:
-    """``warped`` (uint8 BGR) softened by a Gaussian blur so that it carries no more detail than the target
-    face it replaces (gradient energy over the mask's core).
+    """``warped`` (uint8 BGR) softened by a Gaussian blur so that it is no sharper than the target face it
+    replaces, and carries at most DETAIL_ALLOW times its detail (gradient energy over the mask's core).
 
     A source photo sharper than the video (a studio portrait on a soft, compressed or moving face) looks
     pasted on, and as the face moves its sharp edges (glasses rims) change from frame to frame far more than
-    the face they replace: added flicker. The blur is found from two measurements of the source's detail
-    (as is and blurred by DETAIL_PROBE), taking detail to fall as a power of the blur; it depends on this frame
-    alone (no state, so a resumed chunk is the same), and changes smoothly as the face zooms.
+    the face they replace: added flicker. Sharpness is told apart from contrast: how fast each face's detail
+    falls under a probe blur (DETAIL_PROBE) gives the blur it already has (detail falling as the inverse
+    square of the total blur, as in natural images), and the source is blurred up to the target's blur
+    only; a source with more contrast than the target (glasses, a beard) keeps its features sharp unless
+    its detail exceeds DETAIL_ALLOW times the target's (softening everything down to the target's detail cost
+    identity: sharp features are what a face is recognised by). The blur depends on this frame alone (no
+    state, so a resumed chunk is the same) and changes smoothly as the face zooms.
     """
     core = mask > 0.5
     if core.sum() < 16:
@@ -219,20 +311,29 @@ def match_detail(warped: np.ndarray, target: np.ndarray, mask: np.ndarray, size:
         core = cv2.resize(core.astype(np.uint8), small, interpolation=cv2.INTER_NEAREST).astype(bool)
         if core.sum() < 16:
             return warped
-    wanted = _detail(target_grey, core, 0.0) * DETAIL_ALLOW
-    sharp = _detail(source_grey, core, 0.0)
-    if sharp <= wanted or wanted <= 0:
+    target_detail, sharp = _detail(target_grey, core, 0.0), _detail(source_grey, core, 0.0)
+    if target_detail <= 0 or sharp <= 0:
         return warped
-    # Detail falls as a power of the total blur (natural images: about its inverse square; noise: the inverse
-    # fourth power); the power is measured from a second, probe blur.
     probed = _detail(source_grey, core, DETAIL_PROBE)
-    wider = float(np.hypot(DETAIL_PRE, DETAIL_PROBE))
-    power = np.log(sharp / max(probed, 1e-9)) / np.log(wider / DETAIL_PRE)
-    if power <= 0:
-        return warped
-    total = DETAIL_PRE * (sharp / wanted) ** (1 / power)
-    sigma = min(float(np.sqrt(max(total ** 2 - DETAIL_PRE ** 2, 0.0))) * shrink, SOFTEN_MAX * size)
+    own_blur = _own_blur(sharp, probed)
+    blur = _own_blur(target_detail, _detail(target_grey, core, DETAIL_PROBE)) ** 2 - own_blur ** 2
+    # Beyond that, the detail left may be at most DETAIL_ALLOW times the target's: detail falls as the
+    # inverse square of the total blur (including DETAIL_PRE and the source's own).
+    blurred = own_blur ** 2 + DETAIL_PRE ** 2
+    wanted = target_detail * DETAIL_ALLOW
+    blur = max(blur, blurred * (sharp / wanted) - blurred if sharp > wanted else 0.0)
+    sigma = min(float(np.sqrt(max(blur, 0.0))) * shrink, SOFTEN_MAX * size)
     return cv2.GaussianBlur(warped, (0, 0), sigma) if sigma >= SOFTEN_MIN else warped
+
+
+def _own_blur(detail: float, probed: float) -> float:
+    """The blur (pixels, beyond DETAIL_PRE) an image already has, from its detail as is and under the probe
+    blur: with detail falling as the inverse square of the total blur, the ratio of the two is
+    (own² + PRE² + PROBE²) / (own² + PRE²)."""
+    ratio = detail / max(probed, 1e-9)
+    if ratio <= 1.0:
+        return float("inf")  # no detail that blurring takes away: nothing sharp in it
+    return float(np.sqrt(max(DETAIL_PROBE ** 2 / (ratio - 1.0) - DETAIL_PRE ** 2, 0.0)))
 
 
 def _detail(grey: np.ndarray, core: np.ndarray, blur: float) -> float:
@@ -279,19 +380,29 @@ def face_mask(points: np.ndarray, shape: tuple[int, int], size: float, *, keep_m
               keep_eyes: bool = False, cut: np.ndarray | None = None,
               forehead_keep: float = FOREHEAD_KEEP) -> np.ndarray:
     """Feathered float32 mask in [0, 1]: the face oval (forehead trimmed) less the kept target features and
-    less the ``cut`` triangles ((T, 3, 2) points)."""
-    mask = np.zeros(shape, np.uint8)
-    cv2.fillPoly(mask, [_round(mask_ring(points, forehead_keep))], 255, cv2.LINE_AA)
+    less the ``cut`` triangles ((T, 3, 2) points). A feather of MASK_HALF pixels or more is drawn, eroded
+    and blurred at half resolution and brought back up (it is that smooth anyway; a third of the cost)."""
+    sigma = max(FEATHER * size / 3, 0.8)
+    scale = 0.5 if sigma >= MASK_HALF else 1.0
+    drawn = (max(1, int(np.ceil(shape[0] * scale))), max(1, int(np.ceil(shape[1] * scale))))
+
+    def at(ring: np.ndarray) -> np.ndarray:
+        return _round((ring + 0.5) * scale - 0.5)
+
+    mask = np.zeros(drawn, np.uint8)
+    cv2.fillPoly(mask, [at(mask_ring(points, forehead_keep))], 255, cv2.LINE_AA)
     holes = ([INNER_LIPS] if keep_mouth else []) + (list(EYES) if keep_eyes else [])
     if holes:
-        cv2.fillPoly(mask, [_round(points[list(ring)]) for ring in holes], 0, cv2.LINE_AA)
+        cv2.fillPoly(mask, [at(points[list(ring)]) for ring in holes], 0, cv2.LINE_AA)
     if cut is not None:
         for triangle in cut:
-            cv2.fillConvexPoly(mask, _round(triangle), 0, cv2.LINE_AA)
-    sigma = max(FEATHER * size / 3, 0.8)
-    radius = int(np.ceil(1.5 * sigma))
+            cv2.fillConvexPoly(mask, at(triangle), 0, cv2.LINE_AA)
+    radius = int(np.ceil(1.5 * sigma * scale))
     mask = cv2.erode(mask, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * radius + 1,) * 2))
-    return cv2.GaussianBlur(mask.astype(np.float32) / 255, (0, 0), sigma)
+    mask = cv2.GaussianBlur(mask.astype(np.float32) * np.float32(1 / 255), (0, 0), sigma * scale)
+    if scale == 1.0:
+        return mask
+    return cv2.resize(mask, (shape[1], shape[0]), interpolation=cv2.INTER_LINEAR)
 
 
 def mask_ring(points: np.ndarray, forehead_keep: float = FOREHEAD_KEEP) -> np.ndarray:
@@ -306,62 +417,132 @@ def mask_ring(points: np.ndarray, forehead_keep: float = FOREHEAD_KEEP) -> np.nd
     return ring - np.outer(np.maximum(height, 0) * (1 - forehead_keep), up)
 
 
-def match_colour(warped: np.ndarray, target: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """``warped`` (uint8 BGR) recoloured in LAB to the target's skin, region by region.
+def match_colour(warped: np.ndarray, target: np.ndarray, mask: np.ndarray, skin: np.ndarray | None = None,
+                 source_skin: np.ndarray | None = None) -> np.ndarray:
+    """``warped`` (uint8 BGR) recoloured in LAB to the target's skin: the target's shading and colour, the
+    source's detail.
 
-    The source's detail is kept and its low frequencies are replaced by the target's (both measured over the
-    mask's core and spread from there): the target's shading and tint stay where they are, a side-lit face
-    stays side-lit. The change is limited (SHADE_LIMIT) so that target features never paint through, and
-    lightness is compressed softly towards white instead of clipping highlights.
-
-    The offset is measured in float LAB on a small grid; the full-size pixels go through OpenCV's 8-bit LAB
-    and lookup tables (a third of the float path's cost; within 1 grey level of it but in saturated darks).
+    Both faces' low frequencies are measured over their skin (``skin`` / ``source_skin``: float weights the
+    size of the work rect, the mask's core when not given; eyes, brows, lips and nostrils left out so that
+    neither face's features count as shading) on a small grid and spread from there. The output is the
+    target's low frequencies plus the source's detail above its own: a side-lit face stays side-lit, and a
+    greyscale or differently lit source takes the target's skin colour. Around that:
+    - the source's highlights are scaled to the target's headroom to white (a studio highlight on a bright
+      face would otherwise paint a pale band onto it);
+    - the target's chroma follows the output's lightness as the target's own skin does (darker skin is
+      redder there): a source's shadow turns shaded skin, not a grey smudge, and near white it fades;
+    - the source's own chroma detail (lips, a tinted glasses rim) is kept in proportion to the two skins'
+      colourfulness and never turns the skin's hue round (no cyan fringe);
+    - chroma is computed at half resolution; lightness is compressed softly towards white, never clipped.
     """
     core = (mask > 0.5).astype(np.float32)
     if core.sum() < 16:
         return warped
     height, width = warped.shape[:2]
-    # Low frequencies on a small grid (cheap), by normalised convolution over the core only.
-    step = max(1, int(max(height, width) // SHADE_GRID))
+    step = shade_step((height, width))
     small = (max(1, width // step), max(1, height // step))
-
-    def lab_small(image: np.ndarray) -> np.ndarray:
-        shrunk = cv2.resize(image, small, interpolation=cv2.INTER_AREA)
-        return cv2.cvtColor(shrunk.astype(np.float32) * np.float32(1 / 255), cv2.COLOR_BGR2LAB)
-
-    weight = cv2.resize(core, small, interpolation=cv2.INTER_AREA)
     sigma = max(1.0, SHADE_SCALE * max(small))
-    spread = cv2.GaussianBlur(weight, (0, 0), sigma)
-    difference = (lab_small(target) - lab_small(warped)) * weight[..., None]
-    local = cv2.GaussianBlur(difference, (0, 0), sigma) / np.maximum(spread, 1e-6)[..., None]
-    overall = difference.reshape(-1, 3).sum(axis=0) / max(float(weight.sum()), 1e-6)
-    trust = np.clip(spread / 0.2, 0, 1)[..., None]  # far from the core: the overall difference
-    offset = np.clip(trust * local + (1 - trust) * overall, -np.array(SHADE_LIMIT), np.array(SHADE_LIMIT))
-    offset = cv2.resize((offset * (_L8, 1.0, 1.0)).astype(np.float32), (width, height),
-                        interpolation=cv2.INTER_LINEAR)
-    lightness, a, b = cv2.split(cv2.cvtColor(warped, cv2.COLOR_BGR2LAB))
-    shift_l, shift_a, shift_b = cv2.split(offset)
-    # Near white a chroma shift only tints the highlight (bluish shine on a nose): fade it out there.
-    fade = cv2.LUT(lightness, _FADE)
-    a = cv2.add(a, cv2.multiply(shift_a, fade), dtype=cv2.CV_8U)
-    b = cv2.add(b, cv2.multiply(shift_b, fade), dtype=cv2.CV_8U)
-    # Soft shoulder above KNEE: approaches white without reaching it (no clipped highlights).
-    lightness = cv2.LUT(cv2.add(lightness, shift_l, dtype=cv2.CV_8U), _SHOULDER)
-    return cv2.cvtColor(cv2.merge([lightness, a, b]), cv2.COLOR_LAB2BGR)
+
+    def low(image: np.ndarray, weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """Low frequencies on the small grid in 8-bit-scaled float LAB by normalised convolution over
+        ``weights`` (any size), and how the skin's chroma goes with its lightness (a, b per lightness level,
+        least squares)."""
+        weight = core_small
+        if weights is not None:
+            skin_weight = weight * cv2.resize(weights, small, interpolation=cv2.INTER_AREA)
+            if skin_weight.sum() >= 4:  # else features cover the skin (a tiny or strange face): the core alone
+                weight = skin_weight
+        shrunk = cv2.resize(image, small, interpolation=cv2.INTER_AREA)
+        lab = cv2.cvtColor(shrunk.astype(np.float32) * np.float32(1 / 255), cv2.COLOR_BGR2LAB)
+        lab *= np.float32([_L8, 1, 1])
+        spread = cv2.GaussianBlur(weight, (0, 0), sigma)
+        local = cv2.GaussianBlur(lab * weight[..., None], (0, 0), sigma) / np.maximum(spread, 1e-6)[..., None]
+        total = max(float(weight.sum()), 1e-6)
+        overall = (lab * weight[..., None]).reshape(-1, 3).sum(axis=0) / total
+        trust = np.clip(spread / 0.2, 0, 1)[..., None]  # far from the skin: its overall colour
+        centred = (lab - overall).reshape(-1, 3) * np.sqrt(weight.reshape(-1, 1))
+        variance = float(centred[:, 0] @ centred[:, 0]) + total * 4.0  # a flat skin has no slope
+        slope = np.clip(centred[:, 0] @ centred[:, 1:] / variance, -CHROMA_SLOPE, CHROMA_SLOPE)
+        return trust * local + (1 - trust) * overall, slope
+
+    core_small = cv2.resize(core, small, interpolation=cv2.INTER_AREA)
+    (target_low, slope), (source_low, _) = low(target, skin), low(warped, source_skin)
+    # Per-region factors on the small grid, brought to full size in one resize:
+    # - the source's highlights in proportion to the two skins' headroom to white: a studio highlight on a
+    #   bright face would otherwise turn into a white band. Its shadows and features keep their depth (they
+    #   carry the identity);
+    # - the source's chroma beyond its skin's in proportion to how colourful the two skins are (a red-skinned
+    #   source's amber glasses rim is less red than its skin: on a paler target that difference alone would
+    #   turn the rim cyan).
+    target_l, source_l = target_low[..., 0], source_low[..., 0]
+    damping = 1 - np.clip((255 - target_l) / np.maximum(255 - source_l, 1.0), HEADROOM_MIN, 1.0)
+    shift = np.clip(target_l - source_l, -LIGHTNESS_LIMIT * _L8, LIGHTNESS_LIMIT * _L8)
+    ratio = np.clip(np.hypot(target_low[..., 1], target_low[..., 2]) /
+                    np.maximum(np.hypot(source_low[..., 1], source_low[..., 2]), 1.0), 0, 1) * CHROMA_DETAIL
+    lab = cv2.cvtColor(warped, cv2.COLOR_BGR2LAB)
+    source_l, damping, shift = cv2.split(cv2.resize(np.dstack([source_l, damping, shift]).astype(np.float32),
+                                                    (width, height), interpolation=cv2.INTER_LINEAR))
+    lightness = lab[..., 0].astype(np.float32)
+    lightness += shift - np.maximum(lightness - source_l, 0) * damping
+    lightness = cv2.LUT(np.clip(lightness + 0.5, 0, 255).astype(np.uint8), _SHOULDER)
+    # The target's skin colour at the output's lightness (shadows on skin turn redder, highlights paler), the
+    # source's own chroma detail on top but never turning the skin's hue round, all fading out towards white.
+    # Chroma is computed at half resolution (the eye resolves colour far more coarsely than lightness).
+    half = (max(1, width // 2), max(1, height // 2))
+
+    def to_half(*maps: np.ndarray) -> list[np.ndarray]:
+        return cv2.split(cv2.resize(np.dstack(maps).astype(np.float32), half, interpolation=cv2.INTER_LINEAR))
+
+    target_l, target_a, target_b = to_half(target_l, target_low[..., 1], target_low[..., 2])
+    source_a, source_b, ratio = to_half(source_low[..., 1] + 128, source_low[..., 2] + 128, ratio)
+    half_l = cv2.resize(lightness, half, interpolation=cv2.INTER_LINEAR)
+    _, own_a, own_b = cv2.split(cv2.resize(lab, half, interpolation=cv2.INTER_LINEAR))
+    above = np.clip(half_l.astype(np.float32) - target_l, -CHROMA_RANGE * _L8, CHROMA_RANGE * _L8)
+    white = cv2.LUT(half_l, _WHITE)
+    channels = []
+    for skin_colour, own, own_low, gain in ((target_a, own_a, source_a, slope[0]),
+                                            (target_b, own_b, source_b, slope[1])):
+        skin_colour = skin_colour + above * np.float32(gain)
+        shifted = skin_colour + (own - own_low) * ratio
+        floor = skin_colour * np.float32(CHROMA_KEEP)
+        shifted = np.where(skin_colour > 0, np.maximum(shifted, floor), np.minimum(shifted, floor))
+        channels.append(cv2.resize(np.clip(shifted * white + 128.5, 0, 255).astype(np.uint8), (width, height),
+                                   interpolation=cv2.INTER_LINEAR))
+    return cv2.cvtColor(cv2.merge([lightness, *channels]), cv2.COLOR_LAB2BGR)
+
+
+def shade_step(shape: tuple[int, int]) -> int:
+    """Pixels per cell of the grid the colour transfer measures low frequencies on, for a (h, w) rect."""
+    return max(1, int(max(shape) // SHADE_GRID))
+
+
+def feature_weights(points: np.ndarray, shape: tuple[int, int], size: float, scale: float = 1.0) -> np.ndarray:
+    """Float32 weights over a (h, w) rect drawn at ``scale`` (so (h, w) * scale in size): 1 on skin, 0 on the
+    eyes, brows, lips and nostrils of the face with landmarks ``points`` (rect pixel centres), grown and
+    feathered by FEATURE_MARGIN of the face size."""
+    weights = np.ones((max(1, int(np.ceil(shape[0] * scale))), max(1, int(np.ceil(shape[1] * scale)))), np.uint8)
+    margin = max(1.0, FEATURE_MARGIN * size * scale)
+    drawn = (points + 0.5) * scale - 0.5
+    rings = [_round(drawn[list(ring)]) for ring in (*EYES, *BROWS, OUTER_LIPS)]
+    cv2.fillPoly(weights, rings, 0)
+    cv2.polylines(weights, rings, True, 0, 2 * int(round(margin)) + 1)
+    for index in NOSTRILS:
+        cv2.circle(weights, tuple(int(v) for v in _round(drawn[index])), int(round(2 * margin)), 0, -1)
+    return cv2.GaussianBlur(weights.astype(np.float32), (0, 0), margin)
 
 
 def _lightness_tables() -> tuple[np.ndarray, np.ndarray]:
-    """Lookup tables over OpenCV's 8-bit lightness: the chroma shift's fade near white, and the soft
-    shoulder above KNEE."""
+    """Lookup tables over OpenCV's 8-bit lightness: the soft shoulder above KNEE, and the share of the skin's
+    chroma kept towards white (from WHITE to 100)."""
     level = np.arange(256, dtype=np.float64) / _L8
-    fade = np.clip((HIGHLIGHT - level) / (HIGHLIGHT - KNEE + 10), 0, 1).astype(np.float32)
     over = np.maximum(level - KNEE, 0)
     shoulder = level - (over - over * (100 - KNEE) / ((100 - KNEE) + over))
-    return fade, np.clip(np.round(shoulder * _L8), 0, 255).astype(np.uint8)
+    white = np.clip((100 - level) / (100 - WHITE), 0, 1).astype(np.float32)
+    return np.clip(np.round(shoulder * _L8), 0, 255).astype(np.uint8), white
 
 
 _L8 = 255 / 100  # OpenCV's 8-bit LAB holds L * 255 / 100 (and a + 128, b + 128)
-_FADE, _SHOULDER = _lightness_tables()
+_SHOULDER, _WHITE = _lightness_tables()
 
 
 def warp_source(source: SourceTexture, points: np.ndarray, depth: np.ndarray | None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
+from facefusion_batch.listing import listed
 from facefusion_batch.models.catalog import CATALOG, CLASSIFIER, ModelSpec
 from facefusion_batch.processors.enhancer import EnhancerOptions
 from facefusion_batch.processors.masks import MaskOptions
@@ -44,9 +45,9 @@ class ProcessorConfig:
     def __post_init__(self) -> None:
         unknown = [p for p in self.processors if p not in PROCESSORS]
         if unknown or not self.processors:
-            raise ValueError(f"unknown processor {', '.join(unknown) or '(none given)'}; ffb has {', '.join(PROCESSORS)}")
+            raise ValueError(f"unknown processor {listed(unknown) or '(none given)'}; ffb has {', '.join(PROCESSORS)}")
         if len(set(self.processors)) != len(self.processors):
-            raise ValueError(f"processors listed twice: {' '.join(self.processors)}")
+            raise ValueError(f"processors listed twice: {listed(self.processors, ' ')}")
         if list(self.processors) == ["face_enhancer", "face_swapper"]:
             raise ValueError("ffb enhances the swapped face: list the processors as face_swapper face_enhancer")
         if "face_swapper" in self.processors:

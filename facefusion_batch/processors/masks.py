@@ -9,6 +9,7 @@ import cv2
 import numpy as np
 
 from facefusion_batch.faces.geometry import box_mask, hull_mask, smooth_binary_mask, smooth_model_mask
+from facefusion_batch.listing import listed
 from facefusion_batch.models.catalog import ModelSpec
 from facefusion_batch.processors.tensors import run_stacked, to_tensor
 
@@ -43,14 +44,14 @@ class MaskOptions:
     def __post_init__(self) -> None:
         unknown = [t for t in self.types if t not in MASK_TYPES]
         if unknown or not self.types:
-            raise ValueError(f"face mask types must be some of {', '.join(MASK_TYPES)} (got {', '.join(unknown) or 'none'})")
+            raise ValueError(f"face mask types must be some of {', '.join(MASK_TYPES)} (got {listed(unknown) or 'none'})")
         if not 0 <= self.blur <= 1:
             raise ValueError(f"face mask blur must be 0..1 (got {self.blur})")
         if len(self.padding) != 4 or any(not 0 <= p <= 100 for p in self.padding):
             raise ValueError(f"face mask padding is 4 percentages 0..100: top right bottom left (got {self.padding})")
         bad = [r for r in self.regions if r not in REGION_CLASSES] + [a for a in self.areas if a not in AREA_POINTS]
         if bad:
-            raise ValueError(f"unknown face mask region/area {', '.join(bad)}; regions: {', '.join(REGION_CLASSES)};"
+            raise ValueError(f"unknown face mask region/area {listed(bad)}; regions: {', '.join(REGION_CLASSES)};"
                              f" areas: {', '.join(AREA_POINTS)}")
 
 

@@ -9,6 +9,7 @@ output is kept with its metadata marking only and a note says so.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import io
 import os
@@ -35,13 +36,31 @@ def sidecar_of(path: Path) -> Path:
     return path.with_name(path.name + SIDECAR_SUFFIX)
 
 
+def sidecar_problem(output: Path) -> str | None:
+    """Why the output can't have a sidecar manifest beside it (its name plus `.c2pa` is longer than the
+    file system allows), else None."""
+    name = os.fsencode(sidecar_of(output).name)
+    try:
+        limit = os.pathconf(output.parent, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    if len(name) <= limit:
+        return None
+    return (f"its C2PA sidecar can't be named: {output.name}{SIDECAR_SUFFIX} would be {len(name)} bytes, "
+            f"the file system allows {limit}; shorten the name, write a format that holds the manifest (.mp4, "
+            ".mov, .jpg, .png, .webp), or set output_provenance = metadata")
+
+
 def place(staged: Path, output: Path) -> None:
     """Rename a finished output and its sidecar (if any) into place: the sidecar first, so an output never
     stands without the manifest it was signed with."""
     sidecar = sidecar_of(staged)
     if sidecar.is_file():
+        problem = sidecar_problem(output)
+        if problem:
+            raise MediaError(f"{output}: {problem}")
         sidecar.replace(sidecar_of(output))
-    else:
+    elif not sidecar_problem(output):  # (a name too long to exist has no stale manifest)
         sidecar_of(output).unlink(missing_ok=True)  # a manifest of an earlier output would not match
     staged.replace(output)
 
@@ -131,6 +150,12 @@ class Marker:
             place(partial, output)
             return ""
         assert self.stamp is not None and self.credential is not None
+        problem = self.output_problem(output)
+        if problem:
+            if self.on_failure != "metadata":
+                raise MediaError(f"{parent}: {problem}")
+            place(partial, output)
+            return f"warning: C2PA manifest not written ({problem}); written with metadata marking only"
         signed = _signed_name(partial)
         try:
             try:
@@ -140,6 +165,8 @@ class Marker:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure of the native signer fails the signing
                 reason = one_line(exc) or type(exc).__name__
+                if _disk_full(exc):  # not the credential's fault: the output's disk (the signed copy is there)
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(signed)) from None
                 if self.on_failure != "metadata":
                     raise MediaError(f"{parent}: C2PA signing failed ({reason}); nothing was written to "
                                      f"{output}. Fix the signing certificate, or set c2pa_on_failure = metadata "
@@ -151,6 +178,19 @@ class Marker:
         finally:  # whatever was not moved into place
             signed.unlink(missing_ok=True)
             sidecar_of(partial).unlink(missing_ok=True)
+
+    def output_problem(self, output: Path) -> str | None:
+        """Why this run can't sign `output` as it is named (a sidecar it can't name), else None."""
+        if self.mode != "c2pa" or mf.embeds(output):
+            return None
+        return sidecar_problem(output)
+
+    def check_output(self, target: Path, output: Path) -> None:
+        """Before any work: MediaError when `output` can't be signed and the run fails such outputs (with
+        c2pa_on_failure = metadata it is written with metadata marking only, and a note says so)."""
+        problem = self.output_problem(output)
+        if problem and self.on_failure != "metadata":
+            raise MediaError(f"{target}: {problem}")
 
     def _sign(self, partial: Path, signed: Path, output: Path, parent: Path, parent_sha256: str | None,
               facts: mf.Facts = mf.Facts()) -> str:
@@ -255,6 +295,12 @@ def _sign_probe(c2pa, credential: Credential, timestamp_url: str, definition: di
     with context, c2pa.Builder.from_json(definition, context=context) as builder, \
             _signer(credential, timestamp_url) as signer:
         builder.sign(signer, "image/png", io.BytesIO(png), io.BytesIO())
+
+
+def _disk_full(exc: Exception) -> bool:
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    return any(os.strerror(code) in str(exc) for code in (errno.ENOSPC, errno.EDQUOT))
 
 
 def _signed_name(partial: Path) -> Path:

@@ -115,6 +115,14 @@ def inspect(path: Path, anchors: str | None = None, output: Path | None = None,
     return finding
 
 
+def _is_file(path: Path) -> bool:
+    """Whether a file is there; False for a name the file system can't hold (the sidecar of a 251-byte name)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def _read_watermark(path: Path, finding: Finding) -> None:
     from facefusion_batch.errors import FfbError
     from facefusion_batch.provenance import watermark
@@ -154,11 +162,11 @@ def _read_manifest(path: Path, anchors: str | None, finding: Finding) -> None:
 
     config = c2pa_config(anchors)
     sidecar = sidecar_of(path)
-    if not sidecar.is_file():
+    if not _is_file(sidecar):
         sidecar = path.with_suffix(SIDECAR_SUFFIX)  # the C2PA convention for the same name
     try:
         with c2pa.Context.from_dict(config) as context, open(path, "rb") as stream:
-            if sidecar.is_file() and not mf.embeds(path):
+            if _is_file(sidecar) and not mf.embeds(path):
                 finding.c2pa = "sidecar"
                 if sidecar.stat().st_size > MAX_SIDECAR:
                     raise c2pa.C2paError(f"{sidecar.name} is {sidecar.stat().st_size >> 20} MB, not a manifest")

@@ -3,12 +3,14 @@ and state."""
 from __future__ import annotations
 
 import contextlib
+import glob
 import sqlite3
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from facefusion_batch.errors import TargetError
+from facefusion_batch.errors import OutputError, TargetError
+from facefusion_batch.media import temp_stem
 from facefusion_batch.models.store import sha256_of
 from facefusion_batch.runner.journal import FINISHED, UNREADABLE, Journal
 from facefusion_batch.runner.lock import RunLock
@@ -16,6 +18,7 @@ from facefusion_batch.runner.progress import Reporter
 from facefusion_batch.settings import Settings
 from facefusion_batch.targets import Target
 from facefusion_batch.workflow import guard
+from facefusion_batch.workflow.identity import Stamp, stamp_of
 from facefusion_batch.workflow.job import refuse_special
 from facefusion_batch.workflow.outcome import STATUSES, Outcome
 from facefusion_batch.workflow.output_guard import check_output_dir
@@ -59,7 +62,7 @@ def open_state(settings: Settings, wait: bool, reporter: Reporter) -> tuple[RunL
     lock.acquire(wait=wait, on_wait=reporter.message)
     # With an output file (-o result.mp4) its directory is not ffb's to search: only the file's own partials.
     output_file = settings.output_file
-    partials = (settings.output_dir.glob(f".{output_file.stem}.ffb-*.tmp*") if output_file
+    partials = (settings.output_dir.glob(f"{glob.escape(temp_stem(output_file))}*.tmp*") if output_file
                 else settings.output_path.rglob(".*.tmp*"))
     for partial in partials:
         if ".ffb-" in partial.name and partial.is_file():
@@ -73,11 +76,17 @@ def _when(timestamp: float) -> str:
 
 
 def claim(journal: Journal, target: Target, output_key: str, force: bool, retry_failed: bool,
-          hashed: str | None = None) -> tuple[Outcome | None, str, str]:
+          hashed: str | None = None) -> tuple[Outcome | None, str, str, Stamp | None]:
     """The journal's decision on a target: (an outcome when it is skipped or can't be read, else None; its
-    content hash; its resume key). A target to be done is recorded as `running` (the caller records the end).
-    `hashed` is the file's sha256 when it was computed ahead of time. A target that can't be read at all is
-    recorded as failed, so later runs skip it until it changes (a chmod counts)."""
+    content hash; its resume key; the file's identity when it was hashed, which is what the journal records
+    and what is checked again before its output is published). A target to be done is recorded as
+    `running` (the caller records the end). `hashed` is the file's sha256 when it was computed ahead of
+    time. A target that can't be read at all is recorded as failed, so later runs skip it until it changes
+    (a chmod counts)."""
+    try:
+        read: Stamp | None = stamp_of(target.path)  # before hashing: a change while it is hashed is seen later
+    except OSError:
+        read = None  # a broken link or a loop: the journal knows it by the link itself (see below)
     try:
         content = journal.cached_hash(target.path)
         if content is None:
@@ -85,14 +94,15 @@ def claim(journal: Journal, target: Target, output_key: str, force: bool, retry_
             content = hashed or sha256_of(target.path)
     except (TargetError, OSError) as exc:
         reason = guard.failure_reason(target.path, exc)
-        with contextlib.suppress(OSError, sqlite3.Error):  # e.g. nothing at all at that path any more
+        with contextlib.suppress(OSError, sqlite3.Error, OutputError):  # e.g. nothing at that path any more
             journal.record(target.path, target.output, UNREADABLE, output_key, "failed", reason)
-        return Outcome(str(target.path), "failed", reason=reason), UNREADABLE, ""
+        return Outcome(str(target.path), "failed", reason=reason), UNREADABLE, "", None
     skip = skip_outcome(journal, target, content, output_key, force, retry_failed)
     if skip is not None:
-        return skip, content, ""
-    journal.record(target.path, target.output, content, output_key, "running")
-    return None, content, settings_key({"content": content, "settings": output_key, "output": str(target.output)})
+        return skip, content, "", read
+    journal.record(target.path, target.output, content, output_key, "running", read=read)
+    return (None, content, settings_key({"content": content, "settings": output_key, "output": str(target.output)}),
+            read)
 
 
 def skip_outcome(journal: Journal, target: Target, content: str | None, output_key: str, force: bool,

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
+from facefusion_batch.errors import OutputFull
 from facefusion_batch.executors.base import Claim, EngineInfo, Executor, Work
 from facefusion_batch.models.licence import non_commercial_notice
 from facefusion_batch.workflow import guard
@@ -43,7 +44,7 @@ def run_batch(settings: Settings, specs: Sequence[str], executor: Executor, repo
     run.use_engine(info)
     for text in notes:
         reporter.message(text)
-    refused = [Outcome(str(r.path), "failed", reason=f"{r.path}: {r.reason}") for r in rejected]
+    refused = [Outcome(str(r.path), r.status, reason=f"{r.path}: {r.reason}") for r in rejected]
     for outcome in refused:
         reporter.message(outcome.reason)
         if on_outcome is not None:
@@ -71,6 +72,19 @@ def run_batch(settings: Settings, specs: Sequence[str], executor: Executor, repo
 class _Claimed:
     content: str  # the journal's content hash
     done: bool = False
+    read: tuple[int, ...] | None = None  # the file's identity when it was hashed (what the journal records)
+
+
+# Free bytes the output disk must gain, after it filled up, before a run starts targets there again.
+ROOM_AGAIN = 64 * 1024 ** 2
+
+
+@dataclass
+class _Full:
+    """The output disk filled up: no target is started there until it has room again."""
+
+    directory: Path
+    free: int  # bytes free when it was found full
 
 
 class _Run(Work):
@@ -79,6 +93,7 @@ class _Run(Work):
     def __init__(self, targets: list[Target], journal: Journal | None, reporter: Reporter, force: bool,
                  retry_failed: bool, ordered: bool, on_outcome: Callable[[Outcome], None] | None = None) -> None:
         self.targets = targets
+        self._full: _Full | None = None  # the output disk is full: targets are not started
         self.journal, self.reporter = journal, reporter
         self.force, self.retry_failed = force, retry_failed
         self.output_key = ""
@@ -115,6 +130,8 @@ class _Run(Work):
                 return
             if index in self._claimed or index in self.outcomes:
                 continue  # handed out by an earlier `claims` of this run
+            if self._no_room(index, target):
+                continue
             if self.journal is None:
                 self._claimed[index] = _Claimed("")
                 yield Claim(index, target, None)
@@ -122,8 +139,13 @@ class _Run(Work):
             self._claiming = index
             try:
                 hashed = hashes(target.path) if hashes else None
-                skip, content, resume = claim(self.journal, target, self.output_key, self.force,
-                                              self.retry_failed, hashed)
+                skip, content, resume, read = claim(self.journal, target, self.output_key, self.force,
+                                                    self.retry_failed, hashed)
+            except OutputFull:  # the journal can't be written: nothing is started until there is room
+                self._filled(self.journal.path.parent)
+                self._claiming = None
+                self._no_room(index, target)
+                continue
             except Exception as exc:  # noqa: BLE001 - one target's failure, whatever it is, is not the batch's
                 outcome = Outcome(str(target.path), "failed", reason=guard.failure_reason(target.path, exc))
                 self._record(index, _Claimed(UNREADABLE), "failed", outcome.reason)
@@ -133,8 +155,34 @@ class _Run(Work):
             if skip is not None:
                 self._settle(index, skip)
                 continue
-            self._claimed[index] = _Claimed(content)
-            yield Claim(index, target, resume, content)
+            self._claimed[index] = _Claimed(content, read=read)
+            yield Claim(index, target, resume, content, read)
+
+    def _filled(self, directory: Path) -> None:
+        if self._full is None:
+            self._full = _Full(directory, guard.free_space(directory))
+
+    def _no_room(self, index: int, target: Target) -> bool:
+        """While the output disk is full, settle target `index` without starting it: skipped when the
+        journal says it is finished (read only), else failed with the output disk's reason (not journaled:
+        the next run does it). False once the disk has room again (a watch goes on then)."""
+        full = self._full
+        if full is None:
+            return False
+        if guard.free_space(full.directory) >= full.free + ROOM_AGAIN:
+            self._full = None
+            self.reporter.message(f"ffb: the output disk has room again ({full.directory}); going on")
+            return False
+        skip = None
+        if self.journal is not None:
+            try:
+                cached = self.journal.cached_hash(target.path)
+                skip = skip_outcome(self.journal, target, cached, self.output_key, self.force, self.retry_failed)
+            except Exception:  # noqa: BLE001 - it is not started either way
+                skip = None
+        self._settle(index, skip or Outcome(str(target.path), "failed", cause="output-full",
+                                            reason=guard.output_full_reason(target.path, full.directory, False)))
+        return True
 
     def needs_hash(self, target: Target) -> bool:
         return needs_hash(self.journal, target)
@@ -181,8 +229,12 @@ class _Run(Work):
         if index in self.outcomes:
             return
         claimed = self._claimed.get(index)
+        if outcome.cause == "output-full":
+            self._filled(Path(outcome.output or self.targets[index].output).parent)
         if claimed is not None:
             claimed.done = True
+            if outcome.cause and outcome.status == "failed":
+                journal_status = "interrupted"  # not the target's failure: the next run does it
             self._record(index, claimed, journal_status or outcome.status, outcome.reason, outcome.frames,
                          outcome.seconds, outcome.content_gate, outcome.watermark)
         self._settle(index, outcome)
@@ -233,7 +285,12 @@ class _Run(Work):
         target = self.targets[index]
         try:
             self.journal.record(target.path, target.output, claimed.content, self.output_key, status, reason,
-                                frames, seconds, content_gate, watermark)
+                                frames, seconds, content_gate, watermark, claimed.read)
+        except OutputFull:
+            self._filled(self.journal.path.parent)
+            if status in ("done", "no_face"):  # a failure's own reason says the next run does it
+                self.reporter.message(f"{target.path}: not recorded in the journal (output disk full); the next "
+                                      "run does it again")
         except Exception as exc:  # noqa: BLE001 - the outcome is in the summary; next run redoes the target
             self.reporter.message(guard.one_line(f"{target.path}: not recorded in the journal "
                                                  f"({type(exc).__name__}: {exc}); the next run does it again"))

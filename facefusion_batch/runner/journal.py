@@ -8,12 +8,15 @@ size and mtime when it was written (an output that changed or vanished since is 
 from __future__ import annotations
 
 import dataclasses
+import errno
+import shutil
 import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from facefusion_batch.errors import OutputFull
 from facefusion_batch.models.store import sha256_of
 from facefusion_batch.targets import resolved
 
@@ -73,8 +76,13 @@ def text_of(value: object) -> str:
     return str(value).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+_SQLITE_FULL, _SQLITE_IOERR = 13, 10
+_NEARLY_FULL = 1 << 20  # bytes free below which an I/O error of the journal is its disk being full
+
+
 class Journal:
-    """Thread-compatible: one connection per instance, used from the batch's main thread."""
+    """Thread-compatible: one connection per instance, used from the batch's main thread. A write that
+    fails for lack of space raises OutputFull (SQLite leaves the journal as it was before that write)."""
 
     def __init__(self, path: Path, read_only: bool = False) -> None:
         """Open (creating it) the journal at `path`; `read_only`: an existing one, changing nothing."""
@@ -82,15 +90,38 @@ class Journal:
         if read_only:
             self._db = sqlite3.connect(path.as_uri() + "?mode=ro", uri=True)
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path), timeout=30, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.execute(_SCHEMA)
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(targets)")}
-        for column in ("ctime_ns INTEGER", "output_sha256 TEXT", "content_gate TEXT", "watermark TEXT"):
-            if column.split()[0] not in columns:  # a journal written by an older ffb
-                self._db.execute(f"ALTER TABLE targets ADD COLUMN {column}")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(path), timeout=30, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute(_SCHEMA)
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(targets)")}
+            for column in ("ctime_ns INTEGER", "output_sha256 TEXT", "content_gate TEXT", "watermark TEXT"):
+                if column.split()[0] not in columns:  # a journal written by an older ffb
+                    self._db.execute(f"ALTER TABLE targets ADD COLUMN {column}")
+        except (sqlite3.Error, OSError) as exc:
+            if self.full(exc):
+                raise OutputFull(f"{path}: output disk full: the journal can't be written; free space in "
+                                 f"{path.parent} or choose another --output") from None
+            raise
+
+    def full(self, exc: BaseException) -> bool:
+        """Whether a write of this journal failed for lack of space: SQLite says "database or disk is
+        full", or an I/O error while its disk has next to nothing free (WAL and shared-memory files)."""
+        if isinstance(exc, OSError):
+            return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+        if not isinstance(exc, sqlite3.Error):
+            return False
+        code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+        if code == _SQLITE_FULL or "is full" in str(exc):
+            return True
+        if code != _SQLITE_IOERR and "disk I/O error" not in str(exc):
+            return False
+        try:
+            return shutil.disk_usage(self.path.parent).free < _NEARLY_FULL
+        except OSError:
+            return False
 
     def close(self) -> None:
         self._db.close()
@@ -147,9 +178,12 @@ class Journal:
         return entry
 
     def record(self, target: Path, output: Path, content: str, key: str, status: str, reason: str = "",
-               frames: int = 0, seconds: float = 0.0, content_gate: str = "", watermark: str = "") -> None:
+               frames: int = 0, seconds: float = 0.0, content_gate: str = "", watermark: str = "",
+               read: tuple[int, ...] | None = None) -> None:
+        """`read` is the file's identity (dev, inode, size, mtime, ctime) when `content` was hashed: the row
+        holds what was read, so a file renamed over the target meanwhile is hashed again by the next run."""
         try:
-            size, mtime, ctime = stamp(target)
+            size, mtime, ctime = read[2:5] if read is not None else stamp(target)
         except FileNotFoundError:  # deleted while it was processed: its outcome is still recorded
             size, mtime, ctime = GONE
         out_size = out_mtime = out_hash = None
@@ -163,13 +197,18 @@ class Journal:
         previous = self.get(target)
         attempts = (previous.attempts if previous and previous.content_hash == content else 0)
         attempts += status != "running"
-        self._db.execute(
-            "INSERT OR REPLACE INTO targets (target, output, size, mtime_ns, content_hash, settings_key, status, "
-            "reason, attempts, frames, seconds, output_size, output_mtime_ns, updated, ctime_ns, output_sha256, "
-            "content_gate, watermark) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (text_of(resolved(target)), text_of(output), size, mtime, content, key, status, text_of(reason),
-             attempts, frames, seconds, out_size, out_mtime, time.time(), ctime, out_hash, content_gate or None,
-             watermark or None))
+        try:
+            self._db.execute(
+                "INSERT OR REPLACE INTO targets (target, output, size, mtime_ns, content_hash, settings_key, "
+                "status, reason, attempts, frames, seconds, output_size, output_mtime_ns, updated, ctime_ns, "
+                "output_sha256, content_gate, watermark) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (text_of(resolved(target)), text_of(output), size, mtime, content, key, status, text_of(reason),
+                 attempts, frames, seconds, out_size, out_mtime, time.time(), ctime, out_hash, content_gate or None,
+                 watermark or None))
+        except sqlite3.Error as exc:
+            if self.full(exc):
+                raise OutputFull(f"output disk full: the journal {self.path} can't be written") from None
+            raise
 
 
 def read_entries(db: sqlite3.Connection, where: str = "", params: tuple = ()) -> list[Entry]:

@@ -12,11 +12,12 @@ from typing import Callable, Protocol
 
 from facefusion_batch.errors import MediaError, TargetError
 from facefusion_batch.media import read_picture, scale_picture, temp_name, write_picture
-from facefusion_batch.workflow.outcome import NO_FACE, Outcome, failed
+from facefusion_batch.workflow.identity import Pin, Stamp
 from facefusion_batch.workflow.lookahead import Prepared
+from facefusion_batch.workflow.outcome import NO_FACE, Outcome, failed
 from facefusion_batch.workflow.output_guard import prepare_output
 from facefusion_batch.workflow.processor import FrameProcessor
-from facefusion_batch.workflow.video import encode_chunks, encode_video, finish_video, job_options, plan_video
+from facefusion_batch.workflow.video import Seal, encode_chunks, encode_video, finish_video, job_options, plan_video
 from facefusion_batch.workflow.workspace import Workspace
 from facefusion_batch.provenance.content_gate import Verdict
 from facefusion_batch.targets import Target, not_regular
@@ -35,12 +36,15 @@ class TargetProgress(Protocol):
 
 def begin(processor: FrameProcessor, target: Target, progress: TargetProgress, resume_key: str | None = None,
           ready: Callable[[], Prepared | None] | None = None, on_decoded: Callable[[], None] | None = None,
-          content: str | None = None) -> Completion:
+          content: str | None = None, read: Stamp | None = None) -> Completion:
     """Process a target's frames; returns its completion: a call (safe on another thread, and to be made
     exactly once) that finishes the output and gives the outcome. `ready` gives the video probed and its
     decoder started ahead of time (its failure is the target's); `on_decoded` is called once it is all
-    decoded. `content` is the target's sha256 when the journal has it (recorded in the output's manifest).
-    The content gate looks at the target first: a flagged one is `blocked`, with nothing written."""
+    decoded. `content` is the target's sha256 when the journal has it (recorded in the output's manifest),
+    `read` the file's identity when it was hashed (else taken now): the output is published only while the
+    target is still what was read (`identity.Pin`). The content gate looks at the target first: a flagged
+    one is `blocked`, with nothing written."""
+    pin = Pin(target.path, read, content) if read is not None else Pin.now(target.path, content)
     engine = processor.engine
     started = time.perf_counter()
     calls, profiles = engine.detector_calls(), profiles_left(engine)
@@ -70,15 +74,17 @@ def begin(processor: FrameProcessor, target: Target, progress: TargetProgress, r
                               seconds=time.perf_counter() - started, content_gate=gate)
             return lambda: blocked
         prepare_output(processor.settings.output_dir, target.output, target.path)
+        processor.marker.check_output(target.path, target.output)
         if target.kind == "image":
             progress.start(1)
-            swapped, note = process_image(processor, target, content)
+            swapped, note = process_image(processor, target, content, pin)
             progress.advance(1)
             calls_made, profiles_made = engine.detector_calls() - calls, profiles_left(engine) - profiles
             return lambda: outcome(swapped, 1, note)
         encoded = encode_video(target.path, target.output, processor, processor.tags,
                                job_options(processor.settings, processor.timings), progress.advance,
-                               progress.start, resume_key, prepared, on_decoded, processor.seal(target.path, content))
+                               progress.start, resume_key, prepared, on_decoded,
+                               checked(processor.seal(target.path, content), pin))
         calls_made, profiles_made = engine.detector_calls() - calls, profiles_left(engine) - profiles
     except Exception as exc:  # noqa: BLE001 - whatever one target raises is its failure, not the batch's
         result = failed_with(exc)
@@ -122,22 +128,36 @@ def gate_verdict(processor: FrameProcessor, target: Target, prepared: Prepared |
 
 
 def profiles_left(engine: object) -> int:
-    """Face-frames the engine has left as they are so far because they were turned too far to swap well
-    (the offline engine counts them; an engine without the count: 0)."""
+    """Face-frames the engine has left as they are so far because they were turned too far to swap well, or
+    their swap would have been too faint to show the source (the offline engine counts them; an engine
+    without the count: 0)."""
     counter = getattr(engine, "profiles_left", None)
     return int(counter.value) if counter is not None else 0
 
 
 def profile_note(count: int) -> str:
-    """The summary's note for `count` face-frames left unswapped in strong profile ('' for none)."""
+    """The summary's note for `count` face-frames left unswapped in strong profile or as too faint a swap
+    ('' for none)."""
     if count <= 0:
         return ""
-    return f"{count} face-frame{'s' if count != 1 else ''} turned too far to swap (near profile) left as they are"
+    return (f"{count} face-frame{'s' if count != 1 else ''} turned too far to swap (near profile, or too faint "
+            "a change to show the source) left as they are")
 
 
-def process_image(processor: FrameProcessor, target: Target, content: str | None = None) -> tuple[int, str]:
+def checked(seal: Seal, pin: Pin) -> Seal:
+    """`seal`, once `pin` has found the target still what was read (else `identity.Changed`, nothing placed)."""
+    def place(partial: Path, output: Path, modified: bool) -> str:
+        pin.check()
+        return seal(partial, output, modified)
+    return place
+
+
+def process_image(processor: FrameProcessor, target: Target, content: str | None = None,
+                  pin: Pin | None = None) -> tuple[int, str]:
     """Swap the faces of a picture (every frame of an animated one; alpha kept, see media) into its output
-    (a copy when it has none); returns (faces swapped, note for the summary)."""
+    (a copy when it has none); returns (faces swapped, note for the summary). `pin`: what was read, checked
+    before the output is placed."""
+    pin = pin or Pin.now(target.path, content)
     picture = read_picture(target.path, error=MediaError)
     frames, swapped = [], 0
     for frame in picture.frames:
@@ -147,17 +167,22 @@ def process_image(processor: FrameProcessor, target: Target, content: str | None
     notes: list[str] = []
     scale = processor.settings.output_image_scale
     if swapped:
-        seal = processor.seal(target.path, content)
+        seal = checked(processor.seal(target.path, content), pin)
         write_picture(scale_picture(picture.with_frames(frames), scale), target.output,
                       processor.settings.output_image_quality, processor.tags or None,
                       lambda partial, output: notes.append(seal(partial, output, True)))
     elif scale != 1.0:  # no face: unchanged but for its size, as FaceFusion writes it (nothing swapped: no mark)
-        write_picture(scale_picture(picture, scale), target.output, processor.settings.output_image_quality, None)
+        write_picture(scale_picture(picture, scale), target.output, processor.settings.output_image_quality, None,
+                      lambda partial, output: (pin.check(), partial.replace(output)))
     else:
         partial = temp_name(target.output)
         partial.unlink(missing_ok=True)  # copyfile would write through a link planted there
-        shutil.copyfile(target.path, partial)
-        partial.replace(target.output)
+        try:
+            shutil.copyfile(target.path, partial)
+            pin.check()
+            partial.replace(target.output)
+        finally:
+            partial.unlink(missing_ok=True)
     return swapped, "; ".join(filter(None, notes))
 
 
@@ -186,12 +211,12 @@ def segment(processor: FrameProcessor, item: SegmentItem, shared: Workspace,
     encode its chunks in a scratch workspace on this node's temp_path (spooled frames stay on local disk),
     and publish the finished chunks to the shared workspace. Chunks another attempt already published are
     not done again; a retry on the same node also reuses the scratch's finished chunks."""
-    processor = processor.for_target(item.target.path)  # the same watermark as a whole target's
     engine, settings = processor.engine, processor.settings
     started, calls, profiles = time.perf_counter(), engine.detector_calls(), profiles_left(engine)
     target = item.target
     scratch = Workspace.scratch(settings.temp_path, item.key, item.first)
     try:
+        processor = processor.for_target(target.path)  # the same watermark as a whole target's
         plan = plan_video(target.path, target.output, job_options(settings, processor.timings), item.info)
         size = plan.options.chunk_size
         done = shared.make().resume(size, item.first, item.last)
@@ -219,11 +244,11 @@ def join(processor: FrameProcessor, item: JoinItem, shared: Workspace) -> Outcom
     """The join of a video split across Ray workers: its segments' chunks and the original audio joined into
     `item.staged`, verified and sealed. The content gate looks at the video first (its segments were swapped
     on several workers at once, so a flagged video is caught here: blocked, nothing written)."""
-    processor = processor.for_target(item.target.path)
     started = time.perf_counter()
     target = item.target
     gate = processor.gate_record
     try:
+        processor = processor.for_target(target.path)  # the watermark the segments carry, named in the manifest
         verdict = gate_verdict(processor, target)
         if verdict.flagged:
             return Outcome(str(target.path), "blocked", reason=f"{target.path}: {verdict.reason}",

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from facefusion_batch.models.store import sha256_of
+from facefusion_batch.workflow.identity import Stamp, stamp_of
 from facefusion_batch.targets import not_regular
 from facefusion_batch.video.decoder import Decoder
 from facefusion_batch.video.probe import VideoInfo, probe
@@ -21,18 +22,18 @@ class Prepared:
     decoder: Decoder | None = None
 
 
-def _stamp(path: Path) -> tuple[int, int] | None:
+def _stamp(path: Path) -> Stamp | None:
+    """The file's identity: another file renamed over it (a new inode) is not what was prepared."""
     try:
-        stat = path.stat()
+        return stamp_of(path)
     except OSError:
         return None
-    return stat.st_size, stat.st_mtime_ns
 
 
 @dataclass
 class _Pending:
     path: Path
-    stamp: tuple[int, int] | None
+    stamp: Stamp | None
     probe: Future
     content: Future | None
     decoder: Future | None = None
@@ -67,9 +68,10 @@ class Lookahead:
         self._drop(pending)
         if not_regular(path):
             return
+        stamp = _stamp(path)  # before hashing: a change while it is hashed makes the hash unused
         content = self._worker.submit(sha256_of, path, self._closing) if hash_content else None
         with self._lock:
-            self._pending = _Pending(path, _stamp(path), self._worker.submit(probe, path), content)
+            self._pending = _Pending(path, stamp, self._worker.submit(probe, path), content)
 
     def current_decoded(self) -> None:
         """The running video has been decoded to its end: start the prepared video's decoder."""

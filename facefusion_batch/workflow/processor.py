@@ -69,7 +69,8 @@ class FrameProcessor:
         if not self.watermarks:
             return self
         content = content or sha256_of(target)
-        return dataclasses.replace(self, watermark=Watermarker(payload_of(f"{content}|{self.source_sha256}")))
+        sources = ",".join(sorted(self.source_sha256.split(",")))  # one identity whatever the order of -s
+        return dataclasses.replace(self, watermark=Watermarker(payload_of(f"{content}|{sources}")))
 
     @property
     def gate_record(self) -> str:

@@ -30,8 +30,9 @@ from typing import IO, Callable, Iterator, Protocol
 import numpy as np
 
 from facefusion_batch.concurrency import concurrency_of
-from facefusion_batch.errors import MediaError, TargetError
+from facefusion_batch.errors import MediaError, NoSpace, TargetError
 from facefusion_batch.faces.tracking import Handover
+from facefusion_batch.listing import listed
 from facefusion_batch.media import temp_name
 from facefusion_batch.workflow.analysis import MotionGate, Reference, TrackState
 from facefusion_batch.workflow.frames import Spool, load, ordered_map
@@ -100,10 +101,14 @@ def size_text(size: float) -> str:
     return f"{size / 1e6:.0f} MB" if size >= 1e6 else f"{size / 1e3:.0f} kB"
 
 
-def check_space(directory: Path, needed: int, what: str, fix: str) -> None:
+def check_space(directory: Path, needed: int, what: str, fix: str, disk: str = "temp") -> None:
     free = shutil.disk_usage(directory).free
-    if free < needed:
-        raise TargetError(f"{what}: needs ~{size_text(needed)} free in {directory}, has {size_text(free)}; {fix}")
+    if free >= needed:
+        return
+    if disk == "output":
+        raise NoSpace(f"{what}: output disk full ({directory}): needs ~{size_text(needed)} free, has "
+                      f"{size_text(free)}; {fix}", disk)
+    raise NoSpace(f"{what}: needs ~{size_text(needed)} free in {directory}, has {size_text(free)}; {fix}", disk)
 
 
 SPOOL_BYTES = 512 * 1024 ** 2  # decoded frames waiting on disk, at most (a few frames for 4K)
@@ -161,7 +166,8 @@ def plan_video(path: Path, out: Path, options: JobOptions, info: VideoInfo | Non
     temp_need, out_need = estimate(info, options)
     options.temp_root.mkdir(parents=True, exist_ok=True)
     check_space(options.temp_root, temp_need, str(path), "set temp_path to a larger disk or lower chunk_size")
-    check_space(out.parent, out_need, str(path), "free space in the output directory")
+    check_space(out.parent, out_need, str(path), "free space there or choose another --output; the next run does "
+                "it", "output")
     return VideoPlan(info, out, container, options, ffmpeg.output_colour(info.colour, encoder))
 
 
@@ -293,7 +299,7 @@ def finish_video(plan: VideoPlan, workspace: Workspace, tags: dict[str, str], se
                 notes.append(f"only the first video stream was processed; {info.other_videos} more not kept")
             dropped = ffmpeg.subtitle_args(plan.container, info.subtitle_codecs)[1]
             if dropped:
-                notes.append(f"subtitles not kept: .{plan.container} can't hold {', '.join(dropped)}; "
+                notes.append(f"subtitles not kept: .{plan.container} can't hold {listed(dropped)}; "
                              "write .mkv to keep them")
             note = "; ".join(notes)
         if seal is None:

@@ -278,7 +278,7 @@ def test_content_gate_blocks_whole_and_split_targets(env_with, neural_models, tm
     make_clip(inputs / "explicit.mp4", frames=30, image=explicit)
     make_clip(inputs / "face.mp4", frames=8)
     code, summary, err = run(["-q", "-s", str(source_image), "-t", str(inputs), "-o", str(env / "out"),
-                              "--chunk-size", "10"], capsys, "ray")
+                              "--chunk-size", "10", "--watermark"], capsys, "ray")
     assert code == 0, err
     outcomes = by_name(summary)
     assert outcomes["explicit.png"]["status"] == outcomes["explicit.mp4"]["status"] == "blocked", outcomes

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -16,6 +17,7 @@ import numpy as np
 import pytest
 
 from conftest import decode_all, make_clip
+from hostile_media import RENAME_OVER
 from prometheus_helpers import free_port, needs_prometheus, prometheus_server
 from facefusion_batch.runner.journal import Journal, text_of
 from facefusion_batch.targets import resolved
@@ -210,7 +212,8 @@ def test_sigterm_mid_video_then_restart_resumes_and_loses_nothing(env, source_im
     incoming = env / "in"
     incoming.mkdir()
     target = incoming / "long.mp4"
-    os.replace(make_clip(env / "copy.mp4", frames=160), target)
+    shutil.copyfile(clip, env / "copy.mp4")  # the same bytes: the same watermark payload as the whole run's
+    os.replace(env / "copy.mp4", target)
     first = watches(env, source_image, incoming, "--chunk-size", "20", name="first")
     first.wait_for(lambda: any((env / "tmp").glob("ffb-*/chunk_00001.json")), "the second chunk finished")
     code, summary = first.stop()
@@ -277,11 +280,16 @@ def test_the_idle_watcher_uses_almost_no_cpu(env, source_image, watches, poll):
         fields = Path(f"/proc/{watch.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
-    time.sleep(1.0)  # let the start-up's last threads wind down
-    before, began = cpu_seconds(), time.monotonic()
-    time.sleep(4.0)
-    share = (cpu_seconds() - before) / (time.monotonic() - began)
-    assert share < 0.10, f"idle watcher used {share:.1%} of a core"
+    # Start-up (models, the content gate) may still be winding down on a loaded machine: an idle watcher has a
+    # quiet 3 s window within 30 s; one that polls or spins busily never has one.
+    shares = []
+    for _ in range(10):
+        before, began = cpu_seconds(), time.monotonic()
+        time.sleep(3.0)
+        shares.append((cpu_seconds() - before) / (time.monotonic() - began))
+        if shares[-1] < 0.10:
+            break
+    assert shares[-1] < 0.10, f"idle watcher used {', '.join(f'{s:.1%}' for s in shares)} of a core"
     code, _ = watch.stop()
     assert code == 0
 
@@ -331,7 +339,36 @@ def test_prometheus_scrapes_a_watch(env, source_image, watches, tmp_path):
     with prometheus_server(tmp_path, "ffb-watch", port) as prometheus:
         answer = prometheus.poll('ffb_targets_total{job="ffb-watch"}', "status", deadline=DEADLINE,
                                  until=lambda answer: (answer.get("done"), answer.get("failed")) == (1.0, 1.0))
-        assert answer == {"done": 1.0, "failed": 1.0, "no_face": 0.0, "skipped": 0.0}
+        assert answer == {"done": 1.0, "failed": 1.0, "no_face": 0.0, "skipped": 0.0, "blocked": 0.0}
         assert prometheus.values('ffb_backlog_targets{job="ffb-watch"}', "job") == {"ffb-watch": 0.0}
     code, summary = watch.stop()
     assert code == 0 and summary["counts"]["done"] == 1 and summary["counts"]["failed"] == 1
+
+
+def test_a_file_renamed_over_the_target_while_it_is_processed(env, source_image, watches, monkeypatch, capsys):
+    """Issue 26, class 1: the old content's output is never published as the new file's; the new file is
+    done once it settles, and a cron run then skips it (fault injected into the watch process: the rename
+    lands after the frames are processed, before the output is published)."""
+    inject = env / "inject"
+    inject.mkdir()
+    (inject / "sitecustomize.py").write_text(RENAME_OVER)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(inject), os.environ.get("PYTHONPATH", "")]))
+    upload = make_clip(env / "upload.mp4", frames=4)
+    monkeypatch.setenv("FFB_TEST_UPLOAD", str(upload))
+    incoming = env / "in"
+    incoming.mkdir()
+    target = make_clip(incoming / "clip.mp4", frames=12)
+    watch = watches(env, source_image, incoming).ready()
+    watch.wait_for(lambda: not upload.exists() and finished(env, target)(), "the new file done")
+    code, summary = watch.stop()
+    assert code == 0
+    outcomes = outcomes_of(summary, target)
+    assert [o["status"] for o in outcomes] == ["failed", "done"]
+    assert "changed while it was processed" in outcomes[0]["reason"]
+    assert decode_all(env / "out" / "clip.mp4").shape[0] == 4, "the output published is the new file's"
+    assert journal_entry(env, target).size == target.stat().st_size
+    monkeypatch.setenv("PYTHONPATH", os.environ["PYTHONPATH"].split(os.pathsep, 1)[1])
+    from facefusion_batch.cli import main
+
+    code = main(["run", "--json", "-q", "-s", str(source_image), "-t", str(incoming), "-o", str(env / "out")])
+    assert code == 0 and json.loads(capsys.readouterr().out)["outcomes"][0]["status"] == "skipped"

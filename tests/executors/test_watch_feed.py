@@ -206,3 +206,16 @@ def test_a_signal_whose_keyboardinterrupt_was_swallowed_still_ends_a_waiting_fee
             timer.cancel()
         with signals.held():
             signals.raise_lost()  # where no KeyboardInterrupt may land, it raises nothing
+
+
+def test_a_watched_file_changed_through_a_hard_link_elsewhere_is_seen(tmp_path):
+    watched, elsewhere = tmp_path / "watched", tmp_path / "elsewhere"
+    watched.mkdir()
+    elsewhere.mkdir()
+    (watched / "a.mp4").write_bytes(b"first")
+    os.link(watched / "a.mp4", elsewhere / "a.mp4")
+    with FolderFeed([watched], settle=SETTLE) as feed:
+        assert collect(feed, 1) == [watched / "a.mp4"]
+        with open(elsewhere / "a.mp4", "ab") as handle:  # no event in the watched folder
+            handle.write(b" and more")
+        assert collect(feed, 1) == [watched / "a.mp4"], "seen at the feed's next look (every few seconds)"

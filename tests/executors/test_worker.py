@@ -125,7 +125,7 @@ def test_a_split_video_on_ray_reports_the_faces_left_in_profile_as_a_whole_one(e
         executor._done(Done(None, dispatch, outcome))
     whole = work.outcomes[0]
     assert whole.status == "done" and whole.profiles_left == 25
-    assert "25 face-frames turned too far to swap (near profile) left as they are" in whole.reason
+    assert "25 face-frames turned too far to swap (near profile, or too faint a change to show the source) left as they are" in whole.reason
     assert main(["run", "--engine", "offline", "-s", str(source_image), "-t", str(clip), "-o", str(env / "whole"),
                  "--chunk-size", "10", "-q", "--json"]) == 0
     local = json.loads(capsys.readouterr().out)["outcomes"][0]
@@ -142,7 +142,8 @@ def test_a_whole_target_on_ray_keeps_its_own_profile_note(env, source_image, mon
     (env / "out").mkdir()
     staged = env / "out" / ".p.staged.png"
     staged.write_bytes(b"png")
-    note = "1 face-frame turned too far to swap (near profile) left as they are"
+    note = ("1 face-frame turned too far to swap (near profile, or too faint a change to show the source) left as "
+            "they are")
     executor = ray_executor.RayExecutor(settings, source_image)
     work = executor._work = _Finished()
     job = ray_executor._Job(0, target, target, "k")
@@ -150,3 +151,30 @@ def test_a_whole_target_on_ray_keeps_its_own_profile_note(env, source_image, mon
     executor.attempts[0] = ray_executor._Task(job, item, sent=item, dispatch=0)
     executor._done(Done(None, 0, Outcome(str(target.path), "done", str(staged), note, 1, profiles_left=1)))
     assert (work.outcomes[0].reason, work.outcomes[0].profiles_left) == (note, 1)
+
+
+def test_a_ray_output_is_not_placed_when_its_target_was_replaced_meanwhile(env, source_image):
+    """Issue 26, class 1: the driver checks the target is still what was read before it places the staged
+    output a worker made."""
+    from facefusion_batch.executors import ray_executor
+    from facefusion_batch.executors.plan import Whole
+    from facefusion_batch.executors.ray_pool import Done
+    from facefusion_batch.workflow.identity import Pin
+
+    settings = load_settings(None, os.environ, {"output_path": env / "out"}).settings
+    target = Target(env / "p.png", "image", env / "out" / "p.png")
+    target.path.write_bytes(b"the picture that was read")
+    (env / "out").mkdir()
+    staged = env / "out" / ".p.staged.png"
+    staged.write_bytes(b"png")
+    executor = ray_executor.RayExecutor(settings, source_image)
+    work = executor._work = _Finished()
+    job = ray_executor._Job(0, target, target, "k", pin=Pin.now(target.path, "0" * 64))
+    (env / "upload.png").write_bytes(b"another picture, renamed over it")
+    os.replace(env / "upload.png", target.path)
+    item = Whole(target, staged, "k")
+    executor.attempts[0] = ray_executor._Task(job, item, sent=item, dispatch=0)
+    executor._done(Done(None, 0, Outcome(str(target.path), "done", str(staged), "", 1)))
+    outcome = work.outcomes[0]
+    assert outcome.status == "failed" and "changed while it was processed" in outcome.reason
+    assert outcome.cause == "changed" and not target.output.exists() and not staged.exists()

@@ -106,9 +106,18 @@ def test_pixels_outside_the_face_rect_are_untouched(target, swapped):
     assert np.array_equal(swapped[outside], frame[outside])
 
 
+def skin_only(frame: np.ndarray, landmarks: np.ndarray, source: classic.SourceTexture) -> np.ndarray:
+    """The face's core less the target's features and the source's (where the swap draws them)."""
+    size = float(np.linalg.norm(landmarks[classic.FOREHEAD, :2] - landmarks[classic.CHIN, :2]))
+    shape = frame.shape[:2]
+    bare = (classic.feature_weights(landmarks[:, :2] - 0.5, shape, size) > 0.99) & (
+        classic.feature_weights(classic.identity_points(landmarks, source) - 0.5, shape, size) > 0.99)
+    return skin(frame, landmarks) & bare
+
+
 def test_swapped_face_takes_the_target_skin_tone(target, swapped, source):
     frame, landmarks = target
-    core = skin(frame, landmarks)
+    core = skin_only(frame, landmarks, source)
     target_lab, result_lab = mean_lab(frame, core), mean_lab(swapped, core)
     # Without colour transfer the source's redder, darker skin would be far off; with it, close.
     plain = classic.warp_source(source, landmarks[:, :2] - 0.5, None, frame.shape[1::-1])
@@ -139,7 +148,8 @@ def test_two_dimensional_landmarks_work(target, source, swapped):
     frame, landmarks = target
     flat = classic.swap_face(frame, landmarks[:, :2], source)
     core = skin(frame, landmarks)
-    assert np.abs(flat[core].astype(int) - swapped[core].astype(int)).mean() < 3
+    # (Without depth the source's shape is fitted in 2-D, so a slightly turned face differs a little more.)
+    assert np.abs(flat[core].astype(int) - swapped[core].astype(int)).mean() < 4
 
 
 def test_face_partly_outside_the_frame_is_swapped_where_visible(source, mesh):
@@ -290,7 +300,7 @@ def test_a_source_sharper_than_the_target_is_softened_to_its_detail(soft_target,
     swapped = classic.swap_face(frame, landmarks, source)
     monkeypatch.setattr(classic, "match_detail", lambda warped, *a: warped)
     unmatched = classic.swap_face(frame, landmarks, source)
-    assert detail(unmatched, core) > 1.7 * detail(frame, core), "the premise: the source photo is sharper"
+    assert detail(unmatched, core) > 1.5 * detail(frame, core), "the premise: the source photo is sharper"
     assert detail(swapped, core) < 1.3 * detail(frame, core)
     assert np.abs(swapped[core].astype(int) - frame[core].astype(int)).mean() > 10, "still swapped"
 
@@ -337,3 +347,104 @@ def test_a_sharp_source_on_a_panning_soft_face_adds_little_flicker(soft_target, 
     matched = added_flicker()
     monkeypatch.setattr(classic, "match_detail", lambda warped, *a: warped)
     assert matched < 0.6 * added_flicker()
+
+
+# ---- identity and colour on real faces (issue 21): a warm-lit target, a greyscale source, tinted glasses
+
+def warm(frame: np.ndarray, gain: float) -> np.ndarray:
+    """The frame with its chroma (LAB a, b) multiplied by `gain`: a face under warm light."""
+    lab = cv2.cvtColor(frame, cv2.COLOR_BGR2LAB).astype(np.float32)
+    lab[..., 1:] = (lab[..., 1:] - 128) * gain + 128
+    return cv2.cvtColor(np.clip(lab, 0, 255).astype(np.uint8), cv2.COLOR_LAB2BGR)
+
+
+def half_turned(frame: np.ndarray, nose_x: int = 226, squeeze: float = 0.45) -> np.ndarray:
+    """The frame with the part left of `nose_x` squeezed horizontally (the far half of a turned head)."""
+    height, width = frame.shape[:2]
+    xs = np.arange(width, dtype=np.float32)
+    left = nose_x - 120 * squeeze
+    map_x = np.where(xs >= nose_x, xs, np.where(xs >= left, nose_x - (nose_x - xs) / squeeze, xs - left + nose_x - 120))
+    map_x = np.repeat(map_x[None].astype(np.float32), height, axis=0)
+    map_y = np.repeat(np.arange(height, dtype=np.float32)[:, None], width, axis=1)
+    return cv2.remap(frame, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT101)
+
+
+@pytest.fixture(scope="module", params=["frontal", "turned"])
+def warm_target(request, mesh) -> tuple[np.ndarray, np.ndarray]:
+    astronaut = np.ascontiguousarray(skimage_data.astronaut()[:, :, ::-1])
+    frame = warm(astronaut, 1.8) if request.param == "frontal" else half_turned(warm(astronaut, 1.4))
+    return frame, mesh(frame)
+
+
+@pytest.fixture(scope="module")
+def grey_source(mesh) -> classic.SourceTexture:
+    image = cv2.cvtColor(cv2.cvtColor(cv2.imread(str(SOURCE_IMAGE)), cv2.COLOR_BGR2GRAY), cv2.COLOR_GRAY2BGR)
+    return classic.prepare_source(image, mesh(image))
+
+
+def face_core(frame: np.ndarray, landmarks: np.ndarray) -> np.ndarray:
+    """The trimmed oval, a little inside: where the swap draws the source."""
+    return polygon_mask(frame, classic.mask_ring(landmarks[:, :2]), erode=3)
+
+
+def chroma(frame: np.ndarray, where: np.ndarray) -> np.ndarray:
+    lab = cv2.cvtColor(frame, cv2.COLOR_BGR2LAB).astype(np.float64)[where]
+    return np.hypot(lab[:, 1] - 128, lab[:, 2] - 128)
+
+
+def test_a_greyscale_source_takes_the_targets_skin_colour(warm_target, grey_source):
+    frame, landmarks = warm_target
+    swapped = classic.swap_face(frame, landmarks, grey_source)
+    core = skin_only(frame, landmarks, grey_source)
+    assert classic.visible_change(frame, swapped, landmarks) > 10, "swapped: the source's features"
+    # The grey photo has no colour to give: the face keeps the target's skin colour, not a grey mask
+    # (before: 22.6 against the target's 34.4).
+    assert chroma(swapped, core).mean() > 0.85 * chroma(frame, core).mean()
+    assert np.mean(chroma(swapped, core) < 10) <= np.mean(chroma(frame, core) < 10) + 0.005, "no grey smudge"
+
+
+def test_a_studio_source_paints_no_pale_highlight_band(warm_target, source):
+    # Grace Hopper's studio portrait is lit brightly from the front; on the warm target its highlights
+    # once pushed the face's bright end 7 levels above the target's own (a pale band across cheeks and nose).
+    frame, landmarks = warm_target
+    swapped = classic.swap_face(frame, landmarks, source)
+    core = face_core(frame, landmarks)
+    lightness = cv2.cvtColor(swapped, cv2.COLOR_BGR2LAB)[..., 0][core]
+    target = cv2.cvtColor(frame, cv2.COLOR_BGR2LAB)[..., 0][core]
+    assert np.percentile(lightness, 95) <= np.percentile(target, 95) + 3
+    assert np.percentile(lightness, 99.5) <= np.percentile(target, 99.5) + 3
+
+
+def test_amber_glasses_get_no_cyan_rims(warm_target, source):
+    # Her amber rims are less red than her skin: carried over as a difference from that skin onto a paler
+    # target, they turned cyan-blue (a or b below neutral) on 0.8 % of the face.
+    frame, landmarks = warm_target
+    swapped = classic.swap_face(frame, landmarks, source)
+    core = face_core(frame, landmarks)
+    lab = cv2.cvtColor(swapped, cv2.COLOR_BGR2LAB)[core].astype(int)
+    target = cv2.cvtColor(frame, cv2.COLOR_BGR2LAB)[core].astype(int)
+    cold = lambda values: np.mean((values[:, 1] < 127) | (values[:, 2] < 127))  # noqa: E731
+    assert cold(lab) <= cold(target) + 0.002
+
+
+def test_identity_points_carry_the_sources_shape_and_steady_the_features(source, mesh):
+    landmarks = mesh(np.ascontiguousarray(skimage_data.astronaut()[:, :, ::-1]))
+    moved = classic.identity_points(landmarks, source)
+    source_points = source.landmarks.astype(np.float64)
+
+    def spans(points: np.ndarray) -> np.ndarray:  # eye corners and brows apart, in face sizes
+        size = np.linalg.norm(points[classic.FOREHEAD] - points[classic.CHIN])
+        return np.array([np.linalg.norm(points[a] - points[b]) for a, b in ((33, 263), (105, 334))]) / size
+
+    wanted, had, got = spans(source_points), spans(landmarks[:, :2]), spans(moved)
+    assert (np.abs(wanted - had) > 0.02).all(), "the premise: the two faces are shaped differently"
+    # Well on the way to the source's shape (the face size is the target's: its outline stays).
+    assert (np.abs(got - wanted) < 0.6 * np.abs(had - wanted)).all()
+    assert np.allclose(moved[list(classic.FACE_OVAL)], landmarks[list(classic.FACE_OVAL), :2], atol=0.5)
+    assert np.allclose(moved[list(classic.INNER_LIPS)], landmarks[list(classic.INNER_LIPS), :2], atol=0.5)
+    # Fitted over the whole mesh, the features shake less than the fits they come from.
+    rng = np.random.default_rng(5)
+    noisy = [landmarks + rng.normal(0, 1.0, landmarks.shape).astype(landmarks.dtype) for _ in range(12)]
+    nose = [classic.identity_points(points, source)[classic.NOSE_TIP] for points in noisy]
+    raw = [points[classic.NOSE_TIP, :2] for points in noisy]
+    assert np.std(nose, axis=0).mean() < 0.5 * np.std(raw, axis=0).mean()

@@ -129,3 +129,26 @@ def test_faces_left_in_profile_are_counted_in_the_summary(env, capsys, monkeypat
     assert "1 face-frame turned too far to swap" in reasons["b.png"]
     assert main(["run", "-s", str(source), "-t", str(tmp_path / "frontal.png"), "-o", str(tmp_path / "o3")]) == 0
     assert "1 face-frame turned too far to swap" in capsys.readouterr().out, "the human summary says it too"
+
+
+def test_a_swap_too_faint_to_see_is_left_and_counted(env, capsys, monkeypatch):
+    """A face the swap would change by less than FAINT (mean grey levels, brows to chin) is no swap a viewer
+    sees: it is left exactly as it was and counted with the faces left, so the summary says so."""
+    from facefusion_batch.engines import offline
+
+    tmp_path, source = env
+    photo = tmp_path / "p.png"
+    cv2.imwrite(str(photo), face_frame())
+    assert main(["run", "-s", str(source), "-t", str(photo), "-o", str(tmp_path / "o1"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["outcomes"][0].get("profiles_left", 0) == 0, "a clear swap is kept"
+    monkeypatch.setattr(offline, "FAINT", 1e9)  # no swap is visible enough
+    assert main(["run", "-s", str(source), "-t", str(photo), "-o", str(tmp_path / "o2"), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    outcome = summary["outcomes"][0]
+    assert outcome["profiles_left"] == 1 and "1 face-frame" in outcome["reason"]
+    # Left as it was: the face changes no more than the rest of the picture (the output's own colour handling).
+    change = np.abs(cv2.imread(str(tmp_path / "o2" / "p.png")).astype(int) - face_frame()).mean(axis=-1)
+    x1, y1, x2, y2 = FACE_BOX.astype(int)
+    outside = np.ones(change.shape, bool)
+    outside[y1:y2, x1:x2] = False
+    assert change[y1:y2, x1:x2].mean() < change[outside].mean() + 0.5

@@ -63,7 +63,7 @@ def source(tmp_path) -> Path:
 
 
 def run(capsys, *args: str) -> tuple[int, dict, str]:
-    code = main(["run", "--json", "-q", *args])
+    code = main(["run", "--json", "-q", "--no-watermark", *args])  # pixels outside the hull must stay exact
     captured = capsys.readouterr()
     out = captured.out.strip()
     return code, json.loads(out) if out.startswith("{") else {}, captured.err

@@ -18,7 +18,9 @@ from facefusion_batch.processors.config import ProcessorConfig
 from facefusion_batch.processors.swapper import Swapper, SwapperOptions
 from facefusion_batch.video.probe import probe
 
-CHAIN = ["--processors", "face_swapper", "face_enhancer", "--face-mask-types", "box", "occlusion", "region"]
+# the invisible watermark is off: these tests measure what the chain's paste leaves of the background
+CHAIN = ["--processors", "face_swapper", "face_enhancer", "--face-mask-types", "box", "occlusion", "region",
+         "--no-watermark"]
 BACKGROUND_MARGIN = 60  # px around the face box: every model's crop (and its box mask) lies within it
 
 
@@ -255,7 +257,7 @@ def test_micro_batched_chain_gives_the_same_frames(ff_env, clip, source, capsys,
 def test_enhancer_alone(ff_env, picture, source, capsys):
     """FaceFusion's `--processors face_enhancer`: the faces are enhanced, not swapped."""
     code, summary, err = run(capsys, "--processors", "face_enhancer", "--face-enhancer-model", "gpen_bfr_512",
-                             "-s", str(source), "-t", str(picture), "-o", str(ff_env / "out"))
+                             "--no-watermark", "-s", str(source), "-t", str(picture), "-o", str(ff_env / "out"))
     assert code == 0, err
     assert "gpen_bfr_512" in summary["models"] and not any("swap" in m for m in summary["models"])
     before, after = cv2.imread(str(picture)), cv2.imread(str(ff_env / "out" / "portrait.png"))

@@ -26,15 +26,15 @@ def test_choices_are_the_catalog_and_processor_lists():
 
     assert set(settings_module.choices("face_swapper_model")) == set(family("swapper"))
     assert settings_module.choices("face_enhancer_model") == family("enhancer")
-    assert settings_module.choices("face_occluder_model") == family("occluder")
+    assert settings_module.choices("face_occluder_model") == ("many", *family("occluder"))  # many: all three
     assert settings_module.choices("face_parser_model") == family("parser")
     assert settings_module.choices("processors") == PROCESSORS
     assert settings_module.choices("face_mask_types") == MASK_TYPES
     assert settings_module.choices("face_mask_regions") == tuple(REGION_CLASSES)
     assert settings_module.choices("face_mask_areas") == tuple(AREA_POINTS)
     assert settings_module.choices("face_selector_order") == ORDERS
-    assert settings_module.choices("face_selector_gender") == GENDERS
-    assert settings_module.choices("face_selector_race") == RACES
+    assert settings_module.choices("face_selector_gender") == ("auto", *GENDERS)  # auto: the source face's
+    assert settings_module.choices("face_selector_race") == ("auto", *RACES)
     sizes = {size for spec in CATALOG.values() for size in spec.boost_sizes}
     assert sizes <= set(settings_module.PIXEL_BOOST_SIZES)
 

@@ -122,9 +122,10 @@ def marked_run(tmp_path_factory):
     import os
 
     root = tmp_path_factory.mktemp("wm")
-    env = {**os.environ, "FFB_ENGINE": "offline", "FFB_MODELS_PATH": str(root / "no-models"),
-           "FFB_CACHE_PATH": str(root / "cache"),
-           "FFB_TEMP_PATH": str(root / "tmp")}
+    # models_path left at its default, empty (set, it would ask for the neural engine)
+    env = {**{k: v for k, v in os.environ.items() if k != "FFB_MODELS_PATH"}, "XDG_CACHE_HOME": str(root / "xdg"),
+           "FFB_CACHE_PATH": str(root / "cache"), "FFB_TEMP_PATH": str(root / "tmp"),
+           "FFB_OUTPUT_WATERMARK": "true"}
     inputs = root / "in"
     inputs.mkdir()
     frame = real_frame(640, 360)

@@ -50,8 +50,8 @@ def _inject(stage: str, error: BaseException, monkeypatch) -> None:
         patch(video_job, "probe", _named)
         patch(lookahead_module, "probe", _named)
     elif stage == "decode":
-        patch(video_job, "Decoder", lambda info, *a: info.path.name == VICTIM)
-        patch(lookahead_module, "Decoder", lambda info, *a: info.path.name == VICTIM)
+        patch(video_job, "Decoder", lambda info, *a, **k: info.path.name == VICTIM)
+        patch(lookahead_module, "Decoder", lambda info, *a, **k: info.path.name == VICTIM)
     elif stage == "analyse":
         patch(FrameProcessor, "analyse", lambda self, frame, *a: frame.shape == VICTIM_SHAPE)
     elif stage == "swap":
@@ -59,13 +59,13 @@ def _inject(stage: str, error: BaseException, monkeypatch) -> None:
     elif stage == "encode":
         patch(video_job._Encoder, "write", lambda self, *a: self._path.name == VICTIM)
     elif stage == "join":
-        patch(video_job, "_mux", lambda info, *a: info.path.name == VICTIM)
+        patch(video_job, "_mux", lambda plan, *a, **k: plan.info.path.name == VICTIM)
     elif stage == "verify":
         patch(video_job, "_verify", lambda partial, info, *a: info.path.name == VICTIM)
     elif stage == "rename":
         patch(pathlib.Path, "replace", lambda self, target: Path(target).name == VICTIM)
     elif stage == "journal":
-        patch(Journal, "record", lambda self, target, *a: Path(target).name == VICTIM)
+        patch(Journal, "record", lambda self, target, *a, **k: Path(target).name == VICTIM)
     elif stage == "progress":
         patch(PlainReporter, "start", lambda self, name, *a: name.endswith(VICTIM))
     elif stage == "deleted":  # the target vanishes while its frames are processed

@@ -23,13 +23,16 @@ def _frames(path):
         return out
 
 
-@pytest.mark.parametrize("name", ["animated.gif", "animated.webp", "animated.png", "rgba.png", "rgba.webp"])
+@pytest.mark.parametrize("name", ["animated.gif", "animated.webp", "animated.png", "rgba.png", "rgba.webp",
+                                  "zero_delay.gif", "zero_delay.png"])
 def test_every_frame_swapped_alpha_and_timing_kept(tmp_path, capsys, monkeypatch, name):
     monkeypatch.setenv("FFB_CACHE_PATH", str(tmp_path / "cache"))
     monkeypatch.setenv("FFB_MODELS_PATH", str(tmp_path / "no-models"))
     target = tmp_path / "in" / name
     target.parent.mkdir()
-    (hostile_media._animated if name.startswith("animated") else hostile_media._rgba)(target)
+    builders = {"animated": hostile_media._animated, "rgba": hostile_media._rgba,
+                "zero_delay": hostile_media._zero_delays}
+    builders[name.split(".")[0]](target)
     source = Path(__file__).resolve().parents[2] / "examples" / "source.jpg"
     assert main(["run", "--engine", "offline", "-s", str(source), "-t", str(target), "-o", str(tmp_path / "out"),
                  "--json", "-q"]) == 0
@@ -41,7 +44,18 @@ def test_every_frame_swapped_alpha_and_timing_kept(tmp_path, capsys, monkeypatch
         assert np.array_equal(old[:, :, 3] < 128, new[:, :, 3] < 128), "transparency kept"
         changed = np.abs(old[:, :, :3] - new[:, :, :3]).max(axis=2) > 30
         assert changed.mean() > 0.003, "the face in this frame was swapped"
-        assert new_duration == old_duration
+        assert (new_duration or 0) == (old_duration or 0)  # a GIF frame without a delay: 0 (issue 26)
+
+
+@pytest.mark.parametrize("name", ["zero_delay.gif", "zero_delay.png", "zero_delay.webp"])
+def test_zero_duration_frames_stay_zero(tmp_path, name):
+    """A frame the file shows for 0 ms is written with 0 ms, in every animated format (issue 26)."""
+    target = tmp_path / name
+    hostile_media._zero_delays(target)
+    picture = read_picture(target)
+    assert picture.durations == tuple(hostile_media.ZERO_DELAYS)
+    write_picture(picture, tmp_path / f"out-{name}", 90, None)
+    assert [duration or 0 for _, duration in _frames(tmp_path / f"out-{name}")] == hostile_media.ZERO_DELAYS
 
 
 def test_jpeg_output_of_a_transparent_picture_keeps_the_colour(tmp_path):

@@ -69,7 +69,8 @@ def offline(tmp_path, monkeypatch):
 
 def encode(settings, processor, clip: Path, workspace: Workspace, last: int | None = None) -> np.ndarray:
     plan = video_job.plan_video(clip, clip.with_suffix(".out.mp4"), job_options(settings))
-    video_job.encode_chunks(plan, workspace.make(), processor, lambda n: None, last=last)
+    # the processor for this target, as job.begin and the Ray worker use it (with the target's watermark)
+    video_job.encode_chunks(plan, workspace.make(), processor.for_target(clip), lambda n: None, last=last)
     chunks = range(-(-plan.info.frame_count // CHUNK))
     return np.concatenate([decode_all(workspace.chunk(i)) for i in chunks if workspace.finished(i)])
 

@@ -54,7 +54,7 @@ def test_disk_full_reported_by_ffmpeg_names_the_right_disk(tmp_path):
     encoding = MediaError(f"{video}: encoding failed (Error writing trailer: No space left on device)")
     joining = MediaError(f"{video}: joining chunks and audio: No space left on device")
     assert "temp disk full" in disk_full_reason(video, encoding, temp, output)
-    assert disk_full_reason(video, joining, temp, output).startswith(f"{video}: output disk full while writing")
+    assert disk_full_reason(video, joining, temp, output).startswith(f"{video}: output disk full ({output.parent})")
     quota = OSError(errno.EDQUOT, os.strerror(errno.EDQUOT), str(output.parent / ".v.tmp.mp4"))
     assert "output disk full" in disk_full_reason(video, quota, temp, output)
     assert disk_full_reason(video, MediaError(f"{video}: damaged"), temp, output) is None

@@ -201,8 +201,9 @@ def test_reference_mode_swaps_only_matching_faces(env, source_image, capsys, tmp
 def test_print_settings_and_usage_errors(env, capsys):
     assert main(["run", "--print-settings", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert {"section": "execution", "key": "execution_thread_count", "value": "2",
-            "origin": "environment", "role": "engine"} in rows
+    row = next(row for row in rows if row["key"] == "execution_thread_count")
+    assert row == {"section": "execution", "key": "execution_thread_count", "value": "2", "origin": "environment",
+                   "role": "engine"}
     assert main(["run", "-t", "x"]) == 2
     assert "--source" in capsys.readouterr().err
 
@@ -229,10 +230,11 @@ def test_strict_memory_strategy_reloads_sessions_per_target(env, source_image):
         cv2.imwrite(str(env / name), face_frame())
         images.append(str(env / name))
     # tolerant: detector, recogniser, swapper once. strict: detector + recogniser for the source, the
-    # swapper for target 1, then everything is dropped and target 2 reloads detector and swapper.
+    # swapper for target 1, then everything is dropped and target 2 reloads detector and swapper (the content
+    # gate, off here, would add its own model's session to the same pool).
     for strategy, loads in (("tolerant", 3), ("strict", 5)):
         settings = load_settings(None, os.environ, {"engine": "neural", "video_memory_strategy": strategy,
-                                                    "output_path": env / strategy}).settings
+                                                    "output_path": env / strategy, "content_gate": "off"}).settings
         processor = prepare(settings, source_image, print)
         assert run_local(settings, source_image, images, processor=processor).failed == 0
         assert processor.engine.pool.loads == loads
