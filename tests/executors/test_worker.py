@@ -157,7 +157,7 @@ def test_a_ray_output_is_not_placed_when_its_target_was_replaced_meanwhile(env, 
     """Issue 26, class 1: the driver checks the target is still what was read before it places the staged
     output a worker made."""
     from facefusion_batch.executors import ray_executor
-    from facefusion_batch.executors.plan import Whole
+    from facefusion_batch.executors.work_items import Whole
     from facefusion_batch.executors.ray_pool import Done
     from facefusion_batch.workflow.identity import Pin
 
