@@ -552,7 +552,7 @@ def _watch(settings, reload, source_path: Path | list[Path], target: list[str], 
                                    metrics=metrics, reload=reload, lost_signal=signals.raise_lost,
                                    on_outcome=_watch_line(stamp) if as_json else None)
         except KeyboardInterrupt:  # before the watch began (e.g. while waiting for the lock)
-            result = BatchResult(str(settings.engine), [], [], [Outcome("(batch)", "failed", reason=INTERRUPTED)],
+            result = BatchResult(str(settings.engine), [], [], [Outcome("(batch)", "interrupted", reason=INTERRUPTED)],
                                  interrupted=True)
         finally:
             with signals.held():
@@ -599,7 +599,7 @@ def _run(settings, source_path: Path | list[Path], target: list[str], wait: bool
         result = run_batch(source_path, target, settings=settings, force=force, retry_failed=retry_failed,
                            wait=wait, reporter=reporter, metrics=metrics, lost_signal=signals.raise_lost)
     except KeyboardInterrupt:
-        result = BatchResult(str(settings.engine), [], [], [Outcome("(batch)", "failed", reason=INTERRUPTED)],
+        result = BatchResult(str(settings.engine), [], [], [Outcome("(batch)", "interrupted", reason=INTERRUPTED)],
                              interrupted=True)
     finally:
         with signals.held():
@@ -714,7 +714,8 @@ def _summary_table(result) -> None:
                 line=lambda r: f"{r[0]}: {r[1]}, {r[2]} frames, {r[3]} s" + (f": {r[4]}" if r[4] else ""))
     counts = result.to_dict()["counts"]
     print_line(f"done {counts['done']}, no face {counts['no_face']}, skipped {counts['skipped']}, "
-               + (f"blocked {counts['blocked']}, " if counts['blocked'] else "") + f"failed {counts['failed']}")
+               + (f"blocked {counts['blocked']}, " if counts['blocked'] else "") + f"failed {counts['failed']}"
+               + (f", interrupted {counts['interrupted']}" if counts['interrupted'] else ""))
 
 
 _RUN_SIGNATURE = inspect.signature(run.__wrapped__, eval_str=True)

@@ -238,6 +238,9 @@ def test_interrupt_names_the_target(env, source_image, tmp_path):
     assert proc.returncode == 130 and line["exit_code"] == 130
     assert [o["target"] for o in line["outcomes"]] == [str(clip)]
     assert "interrupted" in line["outcomes"][0]["reason"]
+    # counted as interrupted, not failed: a signal is no fault of the target's
+    assert line["outcomes"][0]["status"] == "interrupted"
+    assert line["counts"]["interrupted"] == 1 and line["counts"]["failed"] == 0
 
 
 @pytest.mark.parametrize("args", [["--engine", "bogus"], ["--execution-thread-count", "abc"], ["--no-such-flag"]])

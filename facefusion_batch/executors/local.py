@@ -113,6 +113,7 @@ class LocalExecutor:
         outcome = future.result()
         if outcome.status == "failed":
             outcome.reason += " (while the run was interrupted: the next run tries again)"
+            outcome.status = "interrupted"
             work.finished(index, outcome, "interrupted")
         else:
             work.finished(index, outcome)

@@ -61,7 +61,7 @@ def run_batch(settings: Settings, specs: Sequence[str], executor: Executor, repo
     result.outcomes = refused + [run.outcomes[i] for i in range(len(run.targets)) if i in run.outcomes]
     if stopped:
         result.interrupted = True
-        result.outcomes += [Outcome(name, "failed", reason=INTERRUPTED) for name in stopped]
+        result.outcomes += [Outcome(name, "interrupted", reason=INTERRUPTED) for name in stopped]
     result.source_embeddings_computed = stats.source_embeddings_computed
     result.detector_calls = (sum(o.detector_calls for o in result.outcomes) if stats.detector_calls is None
                              else stats.detector_calls)
@@ -274,7 +274,7 @@ class _Run(Work):
             self._display.complete(index, outcome)
             return
         self.reporter.finish(outcome.status, outcome.target)
-        if outcome.status == "failed":
+        if outcome.status in ("failed", "interrupted"):
             self.reporter.message(outcome.reason)
 
     def _record(self, index: int, claimed: _Claimed, status: str, reason: str, frames: int = 0,
@@ -342,17 +342,17 @@ class OrderedProgress:
             if not self._started:
                 if not shown.begun and shown.outcome is None:
                     return  # its turn, but nothing is known about it yet
-                if shown.begun and (shown.total or shown.outcome is None or shown.outcome.status != "failed"):
+                if shown.begun and (shown.total or shown.outcome is None or shown.outcome.status not in ("failed", "interrupted")):
                     self._reporter.start(shown.name, shown.total)
                     self._reporter.advance(shown.frames)
                 self._started = True
             if shown.outcome is None:
                 return
             outcome = shown.outcome
-            if outcome.status != "failed":
+            if outcome.status not in ("failed", "interrupted"):
                 self._reporter.advance(max(0, outcome.frames - shown.frames))
             self._reporter.finish(outcome.status, shown.name)
-            if outcome.status == "failed":
+            if outcome.status in ("failed", "interrupted"):
                 self._reporter.message(outcome.reason)
             self._cursor += 1
             self._started = False

@@ -89,7 +89,7 @@ class BatchCount:
         """'30/33 targets, 2 failed, ETA 0:05:12, 25.1 fps, 1172 frames': what matters most first."""
         parts = [f"{self.finished}/{self.total} targets" if self.total else f"{self.finished} targets"]
         parts += [f"{count} {status.replace('_', ' ')}" for status, count in self.ended.items()
-                  if status in ("failed", "no_face", "skipped") and count]
+                  if status in ("failed", "interrupted", "no_face", "skipped") and count]
         left = self.seconds_left(now, running)
         if left is not None:
             parts.append(f"ETA {clock(left)}")
@@ -226,7 +226,7 @@ class RichReporter:
         line.append(": ")
         line.append(status.replace("_", " "), style=_STYLES.get(status, ""))
         if running is not None:
-            frames = f"{running.done}/{running.total}" if status == "failed" else f"{running.done}"
+            frames = f"{running.done}/{running.total}" if status in ("failed", "interrupted") else f"{running.done}"
             line.append(f" ({frames} frames, {time.monotonic() - running.began:.1f} s)")
         self._console.print(line, soft_wrap=True)
         self._live.refresh()
@@ -271,7 +271,7 @@ class RichReporter:
             return grid
 
 
-_STYLES = {"done": "green", "failed": "bold red", "no_face": "yellow", "blocked": "magenta"}
+_STYLES = {"done": "green", "failed": "bold red", "interrupted": "red", "no_face": "yellow", "blocked": "magenta"}
 
 
 def _tail(name: str, width: int) -> str:

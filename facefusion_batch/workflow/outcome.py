@@ -9,14 +9,15 @@ from facefusion_batch.targets import Target
 from facefusion_batch.workflow import guard
 from facefusion_batch.workflow.identity import Changed
 
-STATUSES = ("done", "no_face", "skipped", "blocked", "failed")
+# interrupted: a signal stopped the run while the target was in hand (not its failure: the next run does it)
+STATUSES = ("done", "no_face", "skipped", "blocked", "failed", "interrupted")
 NO_FACE = "no face found; copied through unchanged"
 
 
 @dataclass
 class Outcome:
     target: str
-    status: str  # done | no_face | skipped | blocked | failed
+    status: str  # done | no_face | skipped | blocked | failed | interrupted
     output: str | None = None
     reason: str = ""
     frames: int = 0

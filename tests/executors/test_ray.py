@@ -66,7 +66,8 @@ def test_batch_of_clips_equals_the_thread_executor(ray_env, source_image, capsys
            {k: (o["status"], o["frames"]) for k, o in by_name(local).items()}, \
         [(k, o["reason"]) for k, o in by_name(distributed).items() if o["status"] == "failed"]
     assert by_name(distributed)["bad.mp4"]["reason"] == by_name(local)["bad.mp4"]["reason"]
-    assert distributed["counts"] == {"done": 4, "no_face": 0, "skipped": 0, "blocked": 0, "failed": 1}
+    assert distributed["counts"] == {"done": 4, "no_face": 0, "skipped": 0, "blocked": 0, "failed": 1,
+                                     "interrupted": 0}
     for name in ("a.mp4", "sub/b.mp4", "c.mov"):
         mine, theirs = ray_env / "ray" / name, ray_env / "local" / name
         assert np.array_equal(decode_all(mine), decode_all(theirs)), name

@@ -339,7 +339,8 @@ def test_prometheus_scrapes_a_watch(env, source_image, watches, tmp_path):
     with prometheus_server(tmp_path, "ffb-watch", port) as prometheus:
         answer = prometheus.poll('ffb_targets_total{job="ffb-watch"}', "status", deadline=DEADLINE,
                                  until=lambda answer: (answer.get("done"), answer.get("failed")) == (1.0, 1.0))
-        assert answer == {"done": 1.0, "failed": 1.0, "no_face": 0.0, "skipped": 0.0, "blocked": 0.0}
+        assert answer == {"done": 1.0, "failed": 1.0, "no_face": 0.0, "skipped": 0.0, "blocked": 0.0,
+                          "interrupted": 0.0}
         assert prometheus.values('ffb_backlog_targets{job="ffb-watch"}', "job") == {"ffb-watch": 0.0}
     code, summary = watch.stop()
     assert code == 0 and summary["counts"]["done"] == 1 and summary["counts"]["failed"] == 1

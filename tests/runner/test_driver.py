@@ -141,7 +141,8 @@ def test_an_interruption_journals_what_was_claimed_and_not_finished(tree):
     executor = FakeExecutor(stop_after=2)
     result = run_batch(settings, [str(folder)], executor, Recorder(), journal)
     # the summary names the target whose work was cut (claimed, not finished), not "(batch)"
-    assert result.interrupted and statuses(result)[-1] == ("bad.png", "failed")
+    assert result.interrupted and statuses(result)[-1] == ("bad.png", "interrupted")
+    assert result.failed == 0 and result.to_dict()["counts"]["interrupted"] == 1, "a signal is no failure"
     assert statuses(result)[:-1] == [("a.png", "done")]
     assert journal.get(folder / "bad.png").status == "interrupted"
     assert journal.get(folder / "c.png") is None, "never claimed"

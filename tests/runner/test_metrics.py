@@ -70,7 +70,8 @@ def test_run_metrics_file_matches_the_summary(offline, capsys):
     args = ["-s", str(SOURCE), "-t", str(CLIP), "-t", str(offline / "old.wmv"), "-o", str(offline / "out"),
             "--metrics-file", str(prom)]
     code, summary = run_json(capsys, *args)
-    assert code == 1 and summary["counts"] == {"done": 1, "no_face": 0, "skipped": 0, "blocked": 0, "failed": 1}
+    assert code == 1 and summary["counts"] == {"done": 1, "no_face": 0, "skipped": 0, "blocked": 0, "failed": 1,
+                                               "interrupted": 0}
     text = prom.read_text()
     promtool_check(text)
     found = samples(text)

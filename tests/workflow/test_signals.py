@@ -137,6 +137,7 @@ def test_sigterm_at_any_moment_ends_the_run_with_130(env, source_image, moment, 
     assert process.returncode == 130, err.decode()[-2000:]
     summary = json.loads(out)
     assert summary["interrupted"] is True and summary["ok"] is False
+    assert summary["counts"]["failed"] == 0, "an interrupted target is counted interrupted, not failed"
     assert "Traceback" not in err.decode()
     assert not (env / "out" / "b.mp4").exists(), "the interrupted video has no output, whole or partial"
 
@@ -181,6 +182,7 @@ def test_a_failure_during_an_interruption_is_tried_again_next_run(env, source_im
     assert main(args) == 130
     summary = json.loads(capsys.readouterr().out)
     assert summary["interrupted"] and "the next run tries again" in summary["outcomes"][0]["reason"]
+    assert summary["counts"]["failed"] == 0 and summary["counts"]["interrupted"] == 2, summary["outcomes"]
     journal = Journal(env / "out" / ".ffb" / "journal.sqlite")
     assert journal.get(first).status == "interrupted"
     journal.close()
