@@ -302,6 +302,14 @@ def run(
     metrics_file: Optional[Path] = typer.Option(None, "--metrics-file", help="Write Prometheus metrics to this "
                                                 "file every 15 s and at the end, atomically: for node_exporter's "
                                                 "textfile collector, a *.prom file in its directory."),
+    # FaceFusion 3.8.1's trim, frame-rate, scale and reference-frame options (kept together: see RUN_HELP_PANELS)
+    trim_frame_start: Optional[int] = typer.Option(None, help="Videos: first frame kept (from 0); the output is "
+                                                   "the part kept, its audio cut to match."),
+    trim_frame_end: Optional[int] = typer.Option(None, help="Videos: the part kept ends before this frame."),
+    output_video_fps: Optional[float] = typer.Option(None, help="1..60: frame rate of video outputs (default: "
+                                                     "the target's)."),
+    output_video_scale: Optional[float] = typer.Option(None, help="0.25..8: video outputs at this multiple of "
+                                                       "the target's size (default 1)."),
 ) -> int:
     """Swap the source face into every target video and image.
 
@@ -345,6 +353,8 @@ def run(
         "visible_label_position": visible_label_position, "visible_label_size": visible_label_size,
         "visible_label_opacity": visible_label_opacity, "output_watermark": True if watermark else False if no_watermark else None,
         "content_gate": content_gate,
+        "trim_frame_start": trim_frame_start, "trim_frame_end": trim_frame_end,
+        "output_video_fps": output_video_fps, "output_video_scale": output_video_scale,
     }
     if reference_face and not (many_faces or face_selector_mode):
         flags["face_selector_mode"] = "reference"
@@ -420,6 +430,8 @@ RUN_HELP_PANELS: dict[str, tuple[str, ...]] = {
                   "frame_transport", "cache_path", "state_path", "shared_path"),
     "Output": ("output_video_encoder", "output_video_preset", "output_video_quality", "output_image_quality",
                "output_image_scale"),
+    "Trim, frame rate, size (FaceFusion's flags)": ("trim_frame_start", "trim_frame_end", "output_video_fps",
+                                                    "output_video_scale"),
     "Marking and provenance": ("no_marking", "output_provenance", "c2pa_certificate", "c2pa_private_key",
                                "c2pa_timestamp_url",
                                "visible_label", "visible_label_position", "visible_label_size",

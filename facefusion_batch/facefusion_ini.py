@@ -70,8 +70,7 @@ class Unsupported:
 
 
 _AUDIO = "ffb keeps each target's audio as it is, copied where the container takes it"
-_SIZE = "ffb keeps each target's resolution; scale the output afterwards"
-_TRIM = "ffb processes whole videos; trim them first with ffmpeg -ss/-to"
+_SIZE = "FaceFusion 3.3 replaced it by output_video_scale and output_image_scale, which ffb has: set those"
 _NO_UI = "ffb has no UI"
 
 # FaceFusion options (ini key; the flag is --key-with-dashes) that ffb has no setting for.
@@ -90,14 +89,10 @@ UNSUPPORTED: dict[str, Unsupported] = {
         1, ("0",), "ffb's reference is a photo, not a frame of each target: save that frame with ffmpeg -ss "
         "SECONDS -i VIDEO -frames:v 1 face.png and pass --reference-face face.png"),
     "voice_extractor_model": Unsupported(1, None, "only FaceFusion's lip syncer uses it"),
-    "trim_frame_start": Unsupported(1, ("0",), _TRIM),
-    "trim_frame_end": Unsupported(1, (), _TRIM),
     "keep_temp": Unsupported(0, None, "ffb keeps a video's finished chunks until it is done, to resume"),
-    "output_video_scale": Unsupported(1, ("1", "1.0"), _SIZE),
     "output_video_resolution": Unsupported(1, (), _SIZE),  # FaceFusion 3.0-3.2's, still in scripts
     "output_image_resolution": Unsupported(1, (), _SIZE),
     "skip_audio": Unsupported(0, ("false",), "ffb keeps each target's audio; remove it afterwards"),
-    "output_video_fps": Unsupported(1, (), "ffb keeps each target's frame rate; convert the output afterwards"),
     "output_audio_encoder": Unsupported(1, None, _AUDIO),
     "output_audio_quality": Unsupported(1, None, _AUDIO),
     "output_audio_volume": Unsupported(1, ("100",), _AUDIO),

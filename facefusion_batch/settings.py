@@ -277,6 +277,14 @@ class Settings:
         "output_creation", "Size of image targets' outputs as a multiple of the target's, 0.25..8 (FaceFusion's; "
         "sides rounded to even pixels as FaceFusion does); 1: the target's size.", 1.0,
         role="output-unless-default", range=(0.25, 8.0))
+    output_video_fps: float | None = _spec(
+        "output_creation", "Frame rate of video outputs, 1..60: frames dropped, or repeated to raise it, the "
+        "duration kept (FaceFusion's); unset: the target's.", None,
+        role="output-unless-default", range=(1.0, 60.0))
+    output_video_scale: float = _spec(
+        "output_creation", "Size of video outputs as a multiple of the target's, 0.25..8 (FaceFusion's; sides "
+        "rounded to even pixels; frames are processed at the target's size); 1: the target's size.", 1.0,
+        role="output-unless-default", range=(0.25, 8.0))
     output_marking: bool = _spec("output_creation", "Mark outputs as AI-modified at all (false, or --no-marking: "
                                  "no metadata, no C2PA, whatever output_provenance says).", True,
                                  role="output")
@@ -320,6 +328,14 @@ class Settings:
         "there, else the bundled open_nsfw model; off: no check (recorded in each output).", "auto",
         role="output-unless-default")
 
+    trim_frame_start: int | None = _spec(
+        "frame_extraction", "Videos: the first frame kept (from 0); the output is the part kept, its audio cut "
+        "to match (FaceFusion's); unset: the first.", None,
+        role="output-unless-default", range=(0, 10 ** 9))
+    trim_frame_end: int | None = _spec(
+        "frame_extraction", "Videos: the frame the part kept ends before (FaceFusion's, exclusive); unset: the "
+        "end.", None,
+        role="output-unless-default", range=(0, 10 ** 9))
     chunk_size: int = _spec("frame_extraction", "Frames extracted and encoded per chunk (bounds temp disk).",
                             240,
                             role="output", range=(1, 100000))
@@ -868,6 +884,10 @@ def _check_processors(settings: Settings) -> None:
     start, end = settings.face_selector_age_start, settings.face_selector_age_end
     if start is not None and end is not None and start > end:
         raise SettingsError(f"face_selector_age_start {start} is above face_selector_age_end {end}; swap them")
+    start, end = settings.trim_frame_start, settings.trim_frame_end
+    if start is not None and end is not None and start >= end:
+        raise SettingsError(f"trim_frame_start {start} is not below trim_frame_end {end}: the part kept would be "
+                            "empty (the end is exclusive); set trim_frame_end above trim_frame_start")
 
 
 def _check_ray(settings: Settings) -> None:

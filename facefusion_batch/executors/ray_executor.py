@@ -33,6 +33,7 @@ from facefusion_batch.executors.ray_pool import Done, WorkerPool, connect
 from facefusion_batch.workflow.identity import Changed, Pin
 from facefusion_batch.workflow.job import profile_note
 from facefusion_batch.workflow.processor import Sources, source_paths
+from facefusion_batch.workflow.video import reshape_of
 from facefusion_batch.workflow.workspace import Workspace, remove_stale
 from facefusion_batch.provenance.sign import place
 from facefusion_batch.workflow import guard
@@ -246,9 +247,10 @@ class RayExecutor:
         except (FfbError, OSError) as exc:
             self._fail(job, str(exc) if isinstance(exc, FfbError) else guard.os_reason(target.path, exc))
             return
-        self.work.started(index, info.frame_count)
+        frames = reshape_of(self.settings).applied(info).frame_count  # those kept (trim, frame rate)
+        self.work.started(index, frames)
         job.info = info
-        chunks = chunk_count(info.frame_count, self.settings.chunk_size)
+        chunks = chunk_count(frames, self.settings.chunk_size)
         length = segment_length(chunks, self.settings.ray_segment_chunks, self.pool.free())
         parts = segments(chunks, length)
         if len(parts) == 1:

@@ -153,14 +153,14 @@ class Yuv420Converter:
 
 class Decoder:
     """One ffmpeg process decoding the first video stream of `info.path` (rotation applied, one frame per
-    source frame, HDR tone-mapped to SDR when `tone_map`); its messages go to an unnamed file in `log_dir`,
-    read by `messages()`."""
+    source frame or those the `select` filter keeps, HDR tone-mapped to SDR when `tone_map`); its messages
+    go to an unnamed file in `log_dir`, read by `messages()`."""
 
-    def __init__(self, info: VideoInfo, log_dir: Path, tone_map: bool = False) -> None:
-        self.info, self.tone_map = info, tone_map
+    def __init__(self, info: VideoInfo, log_dir: Path, tone_map: bool = False, select: str | None = None) -> None:
+        self.info, self.tone_map, self.select = info, tone_map, select
         self.pixel_format = raw_format(info, tone_map)
         self._log = tempfile.TemporaryFile(dir=log_dir, prefix=".ffb-decode-")
-        self._process = subprocess.Popen(ffmpeg.decode_command(info.path, self.pixel_format, tone_map),
+        self._process = subprocess.Popen(ffmpeg.decode_command(info.path, self.pixel_format, tone_map, select),
                                          stdout=subprocess.PIPE, stderr=self._log)
         self._messages: bytes | None = None
 

@@ -268,10 +268,13 @@ def split_levels(stderr: bytes) -> tuple[str, bytes]:
     return "\n".join(info), "\n".join(errors).encode()
 
 
-def decode_command(path: Path, pixel_format: str = "bgr24", tone_map: bool = False) -> list[str]:
+def decode_command(path: Path, pixel_format: str = "bgr24", tone_map: bool = False, select: str | None = None
+                   ) -> list[str]:
     """Raw frames (`pixel_format`) of the first video stream on stdout, rotation applied, one per source
-    frame; HDR tone-mapped to SDR BT.709 when `tone_map` (see tone_map_filter)."""
-    filters = ["-vf", tone_map_filter()] if tone_map else []
+    frame (or those the `select` filter keeps: a trim, a frame rate); HDR tone-mapped to SDR BT.709 when
+    `tone_map` (see tone_map_filter)."""
+    chain = [f for f in (select, tone_map_filter() if tone_map else None) if f]
+    filters = ["-vf", ",".join(chain)] if chain else []
     return [ffmpeg_binary(), "-v", "error", "-nostdin", "-i", local(path), "-map", VIDEO_STREAM, *SWS_FLAGS,
             *filters, "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", pixel_format, "pipe:1"]
 
@@ -348,10 +351,10 @@ def setparams_filter(colour: Colour) -> str | None:
     return "setparams=" + ":".join(params) if params else None
 
 
-def video_filters(colour: Colour, picture: Picture) -> list[str]:
-    """The encoder's one filter chain: RGB back to YUV with the source's matrix and range, the source's
-    colour tags and its sample aspect ratio."""
-    filters = []
+def video_filters(colour: Colour, picture: Picture, size: tuple[int, int] | None = None) -> list[str]:
+    """The encoder's one filter chain: the output `size` when scaled, RGB back to YUV with the source's
+    matrix and range, the source's colour tags and its sample aspect ratio."""
+    filters = [f"scale={size[0]}:{size[1]}"] if size else []
     if colour.matrix in _COLOUR_MATRICES:
         out_range = "full" if colour.range == "pc" else "limited"
         filters.append(f"scale=out_color_matrix={colour.matrix}:out_range={out_range}")
@@ -428,14 +431,14 @@ def resolve_encoder(encoder: str, container: str, colour: Colour = Colour()) -> 
 
 def encode_command(out: Path, width: int, height: int, fps: Fraction, options: EncodeOptions,
                    colour: Colour, pixel_format: str, container: str, picture: Picture = Picture(),
-                   input_format: str = "bgr24") -> list[str]:
-    """Encode raw BGR frames (`input_format`: bgr24, or bgr48le for HDR) from stdin into a video-only file
-    bound for `container`."""
+                   input_format: str = "bgr24", size: tuple[int, int] | None = None) -> list[str]:
+    """Encode raw BGR frames (`input_format`: bgr24, or bgr48le for HDR) of width x height from stdin into a
+    video-only file bound for `container`, scaled to `size` when given."""
     # AVI has no presentation timestamps: B-frames would show every frame late.
     no_bframes = ["-bf", "0"] if container == "avi" else []
     return [ffmpeg_binary(), "-v", "error", "-nostdin", "-y",
             "-f", "rawvideo", "-pix_fmt", input_format, "-s", f"{width}x{height}", "-r", str(fps), "-i", "pipe:0",
-            *SWS_FLAGS, *video_filters(colour, picture), *colour_args(colour), "-c:v", options.encoder,
+            *SWS_FLAGS, *video_filters(colour, picture, size), *colour_args(colour), "-c:v", options.encoder,
             *options.rate_args(), *no_bframes, *field_args(options.encoder, picture),
             *hdr_args(options.encoder, colour), "-pix_fmt", pixel_format, local(out)]
 
@@ -524,14 +527,16 @@ def cover_args(container: str, covers: Sequence[int], tagged: bool) -> list[str]
 def mux_command(list_file: Path, original: Path, out: Path, container: str, audio_codec: str | None,
                 tags: Mapping[str, str], subtitles: Sequence[str] = (), video_start: float = 0.0,
                 video_tags: Sequence[str] = (), timecode: str | None = None,
-                audio_codecs: Sequence[str] = (), covers: Sequence[int] = ()) -> list[str]:
+                audio_codecs: Sequence[str] = (), covers: Sequence[int] = (),
+                window: tuple[float, float] | None = None) -> list[str]:
     """Join encoded chunks, add the original's audio, the `subtitles` (codecs of its subtitle streams) the
     container holds, its attachments (Matroska: the fonts of styled subtitles) and metadata plus `tags`,
     write `out`. The video starts at `video_start` seconds, as in the original, so that it stays in sync
     with the audio and subtitles; `video_tags` (see stream_tags) describe it; a `timecode` becomes the
     output's (a timecode track in MOV/MP4). `audio_codecs` (every track's) choose copy or conversion per
     track; without them `audio_codec` decides for all. `covers` (stream indexes of the original's cover
-    pictures) are kept where the container holds them as such (see cover_args)."""
+    pictures) are kept where the container holds them as such (see cover_args). A `window` (start, length in
+    seconds) takes the original's audio and subtitles from there only: a trimmed video's (starting at 0)."""
     metadata: list[str] = []
     for key, value in tags.items():
         metadata += ["-metadata", f"{key}={value}"]
@@ -540,11 +545,12 @@ def mux_command(list_file: Path, original: Path, out: Path, container: str, audi
     flags = ["-movflags", "+faststart" if covered else "+faststart+use_metadata_tags"] \
         if container in ("mp4", "mov") else []
     fmt = {"mkv": "matroska"}.get(container, container)
-    offset = ["-itsoffset", f"{video_start:.6f}"] if video_start else []
+    offset = ["-itsoffset", f"{video_start:.6f}"] if video_start and window is None else []
+    seek = ["-ss", f"{window[0]:.6f}", "-t", f"{window[1]:.6f}"] if window is not None else []
     if timecode:
         metadata += ["-timecode", timecode]
     return [ffmpeg_binary(), "-v", "error", "-nostdin", "-y",
-            *offset, "-f", "concat", "-safe", "0", "-i", local(list_file), "-i", local(original),
+            *offset, "-f", "concat", "-safe", "0", "-i", local(list_file), *seek, "-i", local(original),
             "-map", "0:v:0", "-map", "1:a?", "-map_metadata", "1", "-c:v", "copy", *video_tags,
             *(audio_track_args(container, audio_codecs) if audio_codecs else audio_args(container, audio_codec)),
             *subtitle_args(container, subtitles)[0],

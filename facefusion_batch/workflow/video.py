@@ -44,6 +44,7 @@ from facefusion_batch.video import ffmpeg
 from facefusion_batch.video.decoder import DEEP, Decoder, deepen
 from facefusion_batch.video.ffmpeg import Colour, EncodeOptions
 from facefusion_batch.video.probe import VideoInfo, probe
+from facefusion_batch.video.reshape import Reshape
 
 # Moves a finished hidden output (partial, output, modified) into place, signing it first where the run
 # signs; returns a note for the summary. Without one the partial is just renamed.
@@ -82,6 +83,7 @@ class JobOptions:
     encode: EncodeOptions
     transport: str = "temp"
     timings: Timings | None = None  # stage times go here when set (ffb benchmark)
+    reshape: Reshape = Reshape()  # the frames, rate and size the output keeps
 
 
 def job_options(settings: Settings, timings: Timings | None = None) -> JobOptions:
@@ -91,7 +93,14 @@ def job_options(settings: Settings, timings: Timings | None = None) -> JobOption
                       frame_format=settings.temp_frame_format, threads=concurrency.frame_threads,
                       in_flight=concurrency.frames_in_flight, transport=settings.frame_transport,
                       encode=EncodeOptions(settings.output_video_encoder, settings.output_video_preset,
-                                           settings.output_video_quality), timings=timings)
+                                           settings.output_video_quality), timings=timings,
+                      reshape=reshape_of(settings))
+
+
+def reshape_of(settings: Settings) -> Reshape:
+    """The part, rate and size of the targets a video output keeps (FaceFusion's trim and output options)."""
+    return Reshape(settings.trim_frame_start, settings.trim_frame_end, settings.output_video_fps,
+                   settings.output_video_scale)
 
 
 def size_text(size: float) -> str:
@@ -137,13 +146,25 @@ def estimate(info: VideoInfo, options: JobOptions) -> tuple[int, int]:
 class VideoPlan:
     """A probed video, its output, the job options with the encoder resolved for the container, and the
     colour the output is written in (the source's, or SDR when HDR is tone-mapped for an encoder that
-    can't keep it)."""
+    can't keep it). `info` is the video as its frames reach processing (trimmed, at the output rate; see
+    video.reshape), `source` the target as probed."""
 
     info: VideoInfo
     out: Path
     container: str
     options: JobOptions
     colour: Colour
+    source: VideoInfo | None = None
+
+    @property
+    def select(self) -> str | None:
+        """The decoder's filter choosing the frames processed (None: all of them)."""
+        return self.options.reshape.frame_filter(self.source or self.info)
+
+    @property
+    def size(self) -> tuple[int, int] | None:
+        """The output's size when it is scaled."""
+        return self.options.reshape.size(self.info)
 
     @property
     def tone_mapped(self) -> bool:
@@ -163,12 +184,17 @@ def plan_video(path: Path, out: Path, options: JobOptions, info: VideoInfo | Non
     if reason:
         raise TargetError(f"{path}: {reason}")
     options = dataclasses.replace(options, encode=encode)
+    source, info = info, options.reshape.applied(info)
+    if info.frame_count <= 0 and options.reshape.trims:
+        start, end = options.reshape.window(source.frame_count)
+        raise TargetError(f"{path}: trim_frame_start {start} .. trim_frame_end {end} keeps no frame of its "
+                          f"{source.frame_count}; set a range within the video")
     temp_need, out_need = estimate(info, options)
     options.temp_root.mkdir(parents=True, exist_ok=True)
     check_space(options.temp_root, temp_need, str(path), "set temp_path to a larger disk or lower chunk_size")
     check_space(out.parent, out_need, str(path), "free space there or choose another --output; the next run does "
                 "it", "output")
-    return VideoPlan(info, out, container, options, ffmpeg.output_colour(info.colour, encoder))
+    return VideoPlan(info, out, container, options, ffmpeg.output_colour(info.colour, encoder), source)
 
 
 @dataclass
@@ -215,7 +241,7 @@ def encode_video(path: Path, out: Path, frame_fn: FrameFunction, tags: dict[str,
     decoder = prepared.decoder if prepared else None
     try:
         plan = plan_video(path, out, options, prepared.info if prepared else None)
-        if decoder is not None and decoder.tone_map != plan.tone_mapped:  # started before the plan said
+        if decoder is not None and (decoder.tone_map, decoder.select) != (plan.tone_mapped, plan.select):
             decoder.stop(kill=True)
             decoder = None
         on_start(plan.info.frame_count)
@@ -277,8 +303,12 @@ def finish_video(plan: VideoPlan, workspace: Workspace, tags: dict[str, str], se
     note = ""
     modified = any(m["faces"] for m in metas)
     try:
-        if not modified:
+        if not modified and plan.options.reshape.identity:
             shutil.copyfile(info.path, partial)  # nothing to swap: the original goes through untouched
+        elif not modified:  # nothing swapped, but cut, re-timed or scaled as asked: no AI marking
+            with timed(plan.options.timings, "encode"):
+                _mux(plan, chunks, workspace, partial, {})
+            _verify(partial, info, total)
         else:
             with timed(plan.options.timings, "encode"):
                 _mux(plan, chunks, workspace, partial, tags)
@@ -321,10 +351,10 @@ def _transcode(plan: VideoPlan, workspace: Workspace, frame_fn: FrameFunction, o
     info, options = plan.info, plan.options
     start = first * options.chunk_size
     stop = None if last is None else last * options.chunk_size
-    decoder = decoder or Decoder(info, options.temp_root, tone_map=plan.tone_mapped)
+    decoder = decoder or Decoder(info, options.temp_root, tone_map=plan.tone_mapped, select=plan.select)
     # HDR kept: the frames are processed at 8 bits; their 16-bit pixels, decoded again, go to the encoder
     # wherever processing left a pixel as it was.
-    deep = Decoder(info, options.temp_root) if plan.colour.hdr else None
+    deep = Decoder(info, options.temp_root, select=plan.select) if plan.colour.hdr else None
     spool = _spool(plan, workspace, decoder, start, stop, on_decoded)
     stages = _FrameStages(plan, frame_fn, handover)
     writer = _ChunkWriter(plan, workspace, start, on_frames, stages.handover,
@@ -474,7 +504,8 @@ class _ChunkWriter:
                 if self._encoder:
                     self._encoder.close()
                 self._encoder = _Encoder(self._workspace, self.index // options.chunk_size, self._plan.info,
-                                         options.encode, self._plan.container, self._plan.colour, self._handover)
+                                         options.encode, self._plan.container, self._plan.colour, self._handover,
+                                         self._plan.size)
             assert self._encoder is not None
             if self._deep is not None:
                 precise = next(self._deep, None)
@@ -527,19 +558,20 @@ class _Encoder:
     count as finished for a resumed run."""
 
     def __init__(self, workspace: Workspace, index: int, info: VideoInfo, options: EncodeOptions,
-                 container: str, colour: Colour, handover: Callable[[int], dict | None] = lambda chunk: None
-                 ) -> None:
+                 container: str, colour: Colour, handover: Callable[[int], dict | None] = lambda chunk: None,
+                 size: tuple[int, int] | None = None) -> None:
         self._path, self._handover = info.path, handover
         self._workspace, self._index = workspace, index
         self._out = out = workspace.chunk(index)
         self._part = out.with_name(f"{out.stem}.part{out.suffix}")
         self._frames = self._faces = 0
         self._log_path = workspace.path / f"{out.stem}.log"
-        pixel_format = ffmpeg.output_pixel_format(info.width, info.height, info.pixel_format, ten_bit=colour.hdr)
+        width, height = size or (info.width, info.height)
+        pixel_format = ffmpeg.output_pixel_format(width, height, info.pixel_format, ten_bit=colour.hdr)
         with open(self._log_path, "wb") as log:
             command = ffmpeg.encode_command(self._part, info.width, info.height, info.fps, options, colour,
                                             pixel_format, container, info.picture,
-                                            DEEP if colour.hdr else "bgr24")
+                                            DEEP if colour.hdr else "bgr24", size)
             self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stderr=log)
         self._stdin: IO[bytes] = self._process.stdin  # type: ignore[assignment]
 
@@ -579,7 +611,8 @@ def _mux(plan: VideoPlan, chunks: list[Path], workspace: Workspace, partial: Pat
                                                                                        container)
     ffmpeg.run(ffmpeg.mux_command(listing, info.path, partial, container, info.audio_codec, tags,
                                   info.subtitle_codecs, info.start_time, video_tags, info.timecode,
-                                  info.audio_codecs, info.covers),
+                                  info.audio_codecs, info.covers,
+                                  plan.options.reshape.audio_window(plan.source or info)),
                f"{info.path}: joining chunks and audio")
 
 
