@@ -310,6 +310,11 @@ def run(
                                                      "the target's)."),
     output_video_scale: Optional[float] = typer.Option(None, help="0.25..8: video outputs at this multiple of "
                                                        "the target's size (default 1)."),
+    reference_frame_number: Optional[int] = typer.Option(None, help="Reference mode without --reference-face: "
+                                                         "the frame of each video whose face is replaced "
+                                                         "(default 0)."),
+    reference_face_position: Optional[int] = typer.Option(None, help="Which face of that frame, from 0 in "
+                                                          "--face-selector-order (default 0)."),
 ) -> int:
     """Swap the source face into every target video and image.
 
@@ -355,6 +360,7 @@ def run(
         "content_gate": content_gate,
         "trim_frame_start": trim_frame_start, "trim_frame_end": trim_frame_end,
         "output_video_fps": output_video_fps, "output_video_scale": output_video_scale,
+        "reference_frame_number": reference_frame_number, "reference_face_position": reference_face_position,
     }
     if reference_face and not (many_faces or face_selector_mode):
         flags["face_selector_mode"] = "reference"
@@ -430,8 +436,9 @@ RUN_HELP_PANELS: dict[str, tuple[str, ...]] = {
                   "frame_transport", "cache_path", "state_path", "shared_path"),
     "Output": ("output_video_encoder", "output_video_preset", "output_video_quality", "output_image_quality",
                "output_image_scale"),
-    "Trim, frame rate, size (FaceFusion's flags)": ("trim_frame_start", "trim_frame_end", "output_video_fps",
-                                                    "output_video_scale"),
+    "Trim, frame rate, size, reference frame (FaceFusion's flags)": (
+        "trim_frame_start", "trim_frame_end", "output_video_fps", "output_video_scale", "reference_frame_number",
+        "reference_face_position"),
     "Marking and provenance": ("no_marking", "output_provenance", "c2pa_certificate", "c2pa_private_key",
                                "c2pa_timestamp_url",
                                "visible_label", "visible_label_position", "visible_label_size",

@@ -83,11 +83,6 @@ UNSUPPORTED: dict[str, Unsupported] = {
     "jobs_path": Unsupported(1, None, "ffb keeps its journal in <output>/.ffb"),
     "face_detector_margin": Unsupported("+", ("0", "0 0 0 0"), "ffb has no detector margin; drop it"),
     "face_detector_angles": Unsupported("+", ("0",), "ffb detects upright faces only; rotate the video first"),
-    "reference_face_position": Unsupported(
-        1, ("0",), "ffb's reference is a photo: pass --reference-face with a photo or crop of that one face"),
-    "reference_frame_number": Unsupported(
-        1, ("0",), "ffb's reference is a photo, not a frame of each target: save that frame with ffmpeg -ss "
-        "SECONDS -i VIDEO -frames:v 1 face.png and pass --reference-face face.png"),
     "voice_extractor_model": Unsupported(1, None, "only FaceFusion's lip syncer uses it"),
     "keep_temp": Unsupported(0, None, "ffb keeps a video's finished chunks until it is done, to resume"),
     "output_video_resolution": Unsupported(1, (), _SIZE),  # FaceFusion 3.0-3.2's, still in scripts

@@ -209,6 +209,14 @@ class Settings:
         "face_selector", "How unlike the reference face a face may be and still be swapped, 0..1 (lower is "
         "stricter): FaceFusion's scale, half the cosine distance of the face embeddings.", 0.3,
         role="output", keyed="reference_face_distance", range=(0.0, 1.0))
+    reference_frame_number: int = _spec(
+        "face_selector", "Reference mode without --reference-face: the frame of each video target (from 0) whose "
+        "face at reference_face_position is the face to replace (an image target: the image), as FaceFusion.", 0,
+        role="output-unless-default", range=(0, 10 ** 9))
+    reference_face_position: int = _spec(
+        "face_selector", "Which face of the reference frame, counted from 0 in face_selector_order (the last when "
+        "there are fewer), as FaceFusion.", 0,
+        role="output-unless-default", range=(0, 10 ** 6))
     face_selector_order: FaceSelectorOrder = _spec(
         "face_selector", "Order of the faces of a frame; mode one takes the first (large-small: the largest).",
         "large-small",
@@ -782,10 +790,6 @@ def load_settings(
             origins[key] = origin
     settings = Settings(**values)
     settings, engine_notes = _engine_request(settings, origins)
-    if settings.face_selector_mode == "reference" and settings.reference_face_path is None:
-        raise SettingsError("face_selector_mode is reference but no reference face: pass --reference-face IMAGE, "
-                            "a photo of the face to replace (FaceFusion takes a frame of the target instead: save "
-                            "it with ffmpeg -ss SECONDS -i VIDEO -frames:v 1 face.png)")
     if settings.executor == "ray":
         _check_ray(settings)
     _check_provenance(settings)

@@ -65,7 +65,6 @@ def test_filled_facefusion_ini_is_used_in_facefusion_formats():
 IGNORED = {"paths": ("jobs_path", "source_paths", "target_path"),
            "patterns": ("source_pattern", "target_pattern", "output_pattern"),
            "face_detector": ("face_detector_margin", "face_detector_angles"),
-           "face_selector": ("reference_face_position", "reference_frame_number"),
            "face_tracker": ("face_tracker_score",), "voice_extractor": ("voice_extractor_model",),
            "frame_extraction": ("temp_pixel_format",),
            "frame_distribution": ("target_frame_amount",),
@@ -92,7 +91,7 @@ def test_filled_facefusion_ini_lists_what_ffb_ignores_once_in_one_warning():
                  "face_swapper_pixel_boost", "face_mask_padding", "face_mask_regions", "face_parser_model",
                  "face_landmarker_model", "face_landmarker_score", "workflow_strategy", "face_selector_gender",
                  "output_image_scale", "trim_frame_start", "trim_frame_end", "output_video_fps",
-                 "output_video_scale"):
+                 "output_video_scale", "reference_face_position", "reference_frame_number"):
         assert used not in text, used
 
 

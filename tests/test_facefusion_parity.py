@@ -79,7 +79,7 @@ CASES: list[tuple[str, str, Any]] = [
     ("face_mask_padding", "101", Refused("give 1 to 4 percentages")),
     ("face_selector_mode", "many", Uses("face_selector_mode", "many")),
     ("face_selector_mode", "one", Uses("face_selector_mode", "one")),
-    ("face_selector_mode", "reference", Refused("pass --reference-face IMAGE")),
+    ("face_selector_mode", "reference", Uses("face_selector_mode", "reference")),
     *[("face_selector_order", order, Uses("face_selector_order", order)) for order in ORDERS],
     ("face_selector_age_start", "20", Uses("face_selector_age_start", "20")),
     ("face_selector_age_end", "60", Uses("face_selector_age_end", "60")),
@@ -88,10 +88,11 @@ CASES: list[tuple[str, str, Any]] = [
     *[("face_selector_race", race, Uses("face_selector_race", race)) for race in ("auto", *RACES)],
     ("reference_face_distance", "0.3", Uses("reference_face_distance", "0.3")),
     ("reference_face_distance", "1.2", Refused("out of range 0.0..1.0")),
-    ("reference_face_position", "0", Ignored()),
-    ("reference_face_position", "2", Refused("pass --reference-face with a photo")),
-    ("reference_frame_number", "0", Ignored()),
-    ("reference_frame_number", "120", Refused("save that frame")),
+    ("reference_face_position", "0", Uses("reference_face_position", "0")),
+    ("reference_face_position", "2", Uses("reference_face_position", "2")),
+    ("reference_frame_number", "0", Uses("reference_frame_number", "0")),
+    ("reference_frame_number", "120", Uses("reference_frame_number", "120")),
+    ("reference_frame_number", "-1", Refused("out of range 0..")),
     ("face_detector_model", "yolo_face", Uses("face_detector_model", "yoloface")),
     ("face_detector_model", "scrfd", Uses("face_detector_model", "scrfd")),
     ("face_detector_model", "retinaface", Refused("'retinaface' is not one of: scrfd, yoloface")),
@@ -298,11 +299,11 @@ def test_a_facefusion_headless_run_line_runs(env, capsys, tmp_path):
                  "yolo_face", "--face-detector-size", "640x640", "--face-mask-types", "box", "--execution-providers",
                  "cpu", "--execution-thread-count", "2", "--video-memory-strategy", "tolerant",
                  "--output-video-encoder", "libx264", "--output-video-quality", "85", "--output-video-preset",
-                 "veryfast", "--reference-frame-number", "0", "--log-level", "info", "--keep-temp", "--json", "-q"])
+                 "veryfast", "--face-tracker-score", "0.25", "--log-level", "info", "--keep-temp", "--json", "-q"])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert json.loads(captured.out.strip().splitlines()[-1])["counts"]["done"] == 1 and out.is_file()
-    assert "--reference-frame-number 0" in captured.err and "--keep-temp" in captured.err
+    assert "--face-tracker-score 0.25" in captured.err and "--keep-temp" in captured.err
 
 
 def test_every_unsupported_option_says_what_to_do():

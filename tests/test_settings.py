@@ -89,9 +89,11 @@ def test_flag_errors_name_the_flag():
         load_settings(None, {}, {"execution_thread_count": 0})
 
 
-def test_reference_mode_needs_reference_face():
-    with pytest.raises(SettingsError, match="--reference-face"):
-        load_settings(None, {}, {"face_selector_mode": "reference"})
+def test_reference_mode_without_a_photo_takes_each_targets_frame():
+    """As FaceFusion: reference mode needs no photo; each target's reference_frame_number gives the face."""
+    settings = load_settings(None, {}, {"face_selector_mode": "reference", "reference_frame_number": "12"}).settings
+    assert (settings.reference_face_path, settings.reference_frame_number, settings.reference_face_position) == \
+        (None, 12, 0)
 
 
 def test_settings_are_frozen_and_described():

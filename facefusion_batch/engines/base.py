@@ -6,6 +6,7 @@ protocol, so the neural (`engines.neural`) and offline (`engines.offline`) engin
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
@@ -87,6 +88,23 @@ class Selection:
     order: str = "large-small"
     keep: Callable[[np.ndarray, list[Face]], list[Face]] | None = None
 
+    @property
+    def per_target(self) -> bool:
+        """Reference mode without a reference photo: each target's own frame gives the reference face."""
+        return self.mode == "reference" and self.reference is None
+
+    def referring_to(self, frame: np.ndarray, position: int, engine: FaceEngine) -> Selection | None:
+        """This selection with the reference face taken from `frame`, as FaceFusion takes it from the target's
+        reference_frame_number: the frame's faces in `order`, after the filters, the one at `position` (the
+        last when there are fewer); None when the frame has no such face."""
+        faces = engine.detect(frame)
+        if faces and self.keep is not None:
+            faces = self.keep(frame, faces)
+        if not faces:
+            return None
+        face = sort_faces(faces, self.order)[min(position, len(faces) - 1)]
+        return dataclasses.replace(self, reference=engine.embed(frame, [face])[0])
+
     def pick(self, frame: np.ndarray, faces: list[Face], engine: FaceEngine) -> list[Face]:
         if faces and self.keep is not None:
             faces = self.keep(frame, faces)
@@ -156,10 +174,12 @@ def _majority(votes: list[bool]) -> bool:
 def refuse_offline_reference(settings: Settings) -> None:
     """Reference mode tells faces apart by the neural engine's face recogniser: one line saying what to do."""
     if settings.face_selector_mode == "reference":
-        raise SettingsError("--reference-face needs the neural engine (it tells faces apart with the neural face "
+        what = ("--reference-face" if settings.reference_face_path is not None
+                else "face_selector_mode reference (its reference face from each target's reference_frame_number)")
+        raise SettingsError(f"{what} needs the neural engine (it tells faces apart with the neural face "
                             "recogniser), not the offline one: run `ffb models download` for its models (or pass "
-                            "--models-path at FaceFusion's .assets/models), or drop --reference-face to swap the "
-                            "largest face (--many-faces: every face)")
+                            "--models-path at FaceFusion's .assets/models), or set face_selector_mode one to swap "
+                            "the largest face (--many-faces: every face)")
 
 
 def build_selection(settings: Settings, engine: FaceEngine, source: Record | None = None) -> Selection:
@@ -169,8 +189,9 @@ def build_selection(settings: Settings, engine: FaceEngine, source: Record | Non
         return Selection(settings.face_selector_mode, order=order, keep=keep)
     if engine.name != "neural":
         refuse_offline_reference(settings)
-    assert settings.reference_face_path is not None
-    image, face, _ = source_face(settings.reference_face_path, engine)
     # FaceFusion's reference_face_distance is the cosine distance (0..2) mapped onto 0..1
     cosine = 2.0 * settings.reference_face_distance
+    if settings.reference_face_path is None:  # each target's reference frame gives it (see Selection.per_target)
+        return Selection("reference", None, cosine, order, keep)
+    image, face, _ = source_face(settings.reference_face_path, engine)
     return Selection("reference", engine.embed(image, [face])[0], cosine, order, keep)

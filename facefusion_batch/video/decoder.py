@@ -213,6 +213,25 @@ class Decoder:
         return self._log.read()
 
 
+def frame_at(info: VideoInfo, index: int, log_dir: Path) -> np.ndarray:
+    """Frame `index` (from 0, as decoded: rotation applied) of the video, as a BGR array; MediaError when the
+    video has no such frame."""
+    if not 0 <= index < info.frame_count:
+        raise MediaError(f"{info.path}: has no frame {index} (its frames are 0..{info.frame_count - 1})")
+    log_dir.mkdir(parents=True, exist_ok=True)
+    select = f"trim=start_frame={index}:end_frame={index + 1}"
+    decoder = Decoder(info, log_dir, tone_map=info.colour.hdr, select=select)
+    try:
+        frame = next(iter(decoder.frames(1)), None)
+        frame = None if frame is None else frame.copy()
+    finally:
+        decoder.stop(kill=True)
+    if frame is None:
+        raise MediaError(f"{info.path}: frame {index} could not be decoded "
+                         f"({ffmpeg.error_line(decoder.messages())})")
+    return frame
+
+
 def sampled_frames(path: Path, step: int, width: int, height: int) -> Iterator[np.ndarray]:
     """Every `step`-th frame of the video's first stream (from frame 0), as BGR at width x height; a
     decoding failure raises MediaError once the frames that could be read are read."""

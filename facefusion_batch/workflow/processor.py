@@ -20,7 +20,8 @@ from facefusion_batch import __version__
 from facefusion_batch.engines import build_engine
 from facefusion_batch.engines.base import FaceEngine, Selection, build_selection
 from facefusion_batch.engines.source_cache import Record
-from facefusion_batch.media import read_image
+from facefusion_batch.errors import MediaError, TargetError
+from facefusion_batch.media import kind_of, read_image
 from facefusion_batch.memory import apply_memory_limit
 from facefusion_batch.models.store import sha256_of
 from facefusion_batch.workflow.analysis import MotionGate, Reference, TrackState, face_patches, track
@@ -31,7 +32,9 @@ from facefusion_batch.provenance.sign import Marker, mode_of
 from facefusion_batch.provenance.watermark import Watermarker, payload_of
 from facefusion_batch.settings import DECLARED, FIELDS, Settings, engine_changed, with_role
 from facefusion_batch.timing import Timings, timed
+from facefusion_batch.video.decoder import frame_at
 from facefusion_batch.video.ffmpeg import use_ffmpeg
+from facefusion_batch.video.probe import probe
 
 
 @dataclass(frozen=True, eq=False)
@@ -66,11 +69,35 @@ class FrameProcessor:
         """The processor for one target's frames: with that output's watermark, whose payload is a hash of
         the target's content (`content`: its sha256 when known) and the source face(s): what the output is
         made of, the same in every run and executor that swaps this face into this target."""
+        processor = self
+        if self.selection.per_target:
+            processor = dataclasses.replace(self, selection=self._reference_of(target))
         if not self.watermarks:
-            return self
+            return processor
         content = content or sha256_of(target)
         sources = ",".join(sorted(self.source_sha256.split(",")))  # one identity whatever the order of -s
-        return dataclasses.replace(self, watermark=Watermarker(payload_of(f"{content}|{sources}")))
+        return dataclasses.replace(processor, watermark=Watermarker(payload_of(f"{content}|{sources}")))
+
+    def _reference_of(self, target: Path) -> Selection:
+        """Reference mode without a reference photo: the selection whose reference face is the target's own,
+        from its frame reference_frame_number (an image: the image), as FaceFusion takes it; TargetError when
+        that frame has no face to take."""
+        number, position = self.settings.reference_frame_number, self.settings.reference_face_position
+        with timed(self.timings, "detect"):
+            if kind_of(target) == "video":
+                info = probe(target)
+                if number >= info.frame_count:
+                    raise TargetError(f"{target}: reference_frame_number {number} is past its {info.frame_count} "
+                                      "frames; set it to a frame showing the face to replace")
+                frame, where = frame_at(info, number, self.settings.temp_path), f"frame {number}"
+            else:
+                frame, where = read_image(target, MediaError), "the image"
+            selection = self.selection.referring_to(frame, position, self.engine)
+        if selection is None:
+            raise TargetError(f"{target}: no face in {where} to take as the reference face (reference mode "
+                              "without --reference-face); set reference_frame_number to a frame showing the face "
+                              "to replace, or pass --reference-face PHOTO")
+        return selection
 
     @property
     def gate_record(self) -> str:
