@@ -172,7 +172,8 @@ def run(
     models_path: Optional[Path] = typer.Option(None, help="Directory of .onnx models (a FaceFusion .assets/models "
                                                "directory works)."),
     face_detector_model: Optional[str] = typer.Option(None, metavar="MODEL", help="Neural face detector: "
-                                                      + ", ".join(choices("face_detector_model")) + " (FaceFusion's "
+                                                      + ", ".join(choices("face_detector_model")) + " (many: "
+                                                      "retinaface, scrfd and yoloface at once; FaceFusion's "
                                                       "yolo_face works too)."),
     face_detector_size: Optional[str] = typer.Option(None, metavar="SIZE", help="Detector input size: 640 or "
                                                      "FaceFusion's 640x640 (square)."),
@@ -315,6 +316,11 @@ def run(
                                                          "(default 0)."),
     reference_face_position: Optional[int] = typer.Option(None, help="Which face of that frame, from 0 in "
                                                           "--face-selector-order (default 0)."),
+    face_detector_angles: Optional[str] = typer.Option(None, metavar="ANGLE...", help="Also detect with the "
+                                                       "frame turned: 0 90 180 270 (default 0)."),
+    face_detector_margin: Optional[str] = typer.Option(None, metavar="PERCENT...", help="Black margin around "
+                                                       "the frame while detecting, 1 to 4 percentages: top right "
+                                                       "bottom left (default 0)."),
 ) -> int:
     """Swap the source face into every target video and image.
 
@@ -361,6 +367,7 @@ def run(
         "trim_frame_start": trim_frame_start, "trim_frame_end": trim_frame_end,
         "output_video_fps": output_video_fps, "output_video_scale": output_video_scale,
         "reference_frame_number": reference_frame_number, "reference_face_position": reference_face_position,
+        "face_detector_angles": face_detector_angles, "face_detector_margin": face_detector_margin,
     }
     if reference_face and not (many_faces or face_selector_mode):
         flags["face_selector_mode"] = "reference"
@@ -436,9 +443,9 @@ RUN_HELP_PANELS: dict[str, tuple[str, ...]] = {
                   "frame_transport", "cache_path", "state_path", "shared_path"),
     "Output": ("output_video_encoder", "output_video_preset", "output_video_quality", "output_image_quality",
                "output_image_scale"),
-    "Trim, frame rate, size, reference frame (FaceFusion's flags)": (
+    "FaceFusion's trim, rate, size, reference frame, detection": (
         "trim_frame_start", "trim_frame_end", "output_video_fps", "output_video_scale", "reference_frame_number",
-        "reference_face_position"),
+        "reference_face_position", "face_detector_angles", "face_detector_margin"),
     "Marking and provenance": ("no_marking", "output_provenance", "c2pa_certificate", "c2pa_private_key",
                                "c2pa_timestamp_url",
                                "visible_label", "visible_label_position", "visible_label_size",
@@ -801,6 +808,7 @@ def _report_models(profile: Optional[Path], models_path: Optional[Path], as_json
 _ROLES = {"swapper": "face_swapper", "enhancer": "face_enhancer", "occluder": "face_occluder",
           "parser": "face_parser", "classifier": "face_classifier", "embedding_converter": "embedding_converter",
           "recognizer": "face_recognizer", "detector_scrfd": "face_detector", "detector_yolo": "face_detector",
+          "detector_retinaface": "face_detector", "detector_yunet": "face_detector",
           "landmarker": "face_landmarker", "landmarker_68_5": "face_landmarker"}
 
 
@@ -1228,7 +1236,7 @@ def _own_flags(args: list[str], valued: bool = False) -> frozenset[str]:
 
 # `ffb run` flags that take several values after one flag, as FaceFusion's (argparse nargs='+').
 MULTI_VALUE_FLAGS = ("--processors", "--face-mask-types", "--face-mask-padding", "--face-mask-regions",
-                     "--face-mask-areas", "--execution-providers")
+                     "--face-mask-areas", "--execution-providers", "--face-detector-angles", "--face-detector-margin")
 
 
 def join_multi_values(args: list[str]) -> list[str]:

@@ -81,8 +81,6 @@ UNSUPPORTED: dict[str, Unsupported] = {
     "target_pattern": Unsupported(1, None, "pass --target with a glob"),
     "output_pattern": Unsupported(1, None, "outputs mirror the target tree under --output"),
     "jobs_path": Unsupported(1, None, "ffb keeps its journal in <output>/.ffb"),
-    "face_detector_margin": Unsupported("+", ("0", "0 0 0 0"), "ffb has no detector margin; drop it"),
-    "face_detector_angles": Unsupported("+", ("0",), "ffb detects upright faces only; rotate the video first"),
     "voice_extractor_model": Unsupported(1, None, "only FaceFusion's lip syncer uses it"),
     "keep_temp": Unsupported(0, None, "ffb keeps a video's finished chunks until it is done, to resume"),
     "output_video_resolution": Unsupported(1, (), _SIZE),  # FaceFusion 3.0-3.2's, still in scripts

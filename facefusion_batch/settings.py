@@ -31,7 +31,7 @@ else:  # pragma: no cover - exercised on Python < 3.11 only
 
 Engine = Literal["auto", "neural", "offline"]
 ExecutionProvider = Literal["cpu", "cuda", "tensorrt"]
-FaceDetectorModel = Literal["scrfd", "yoloface"]
+FaceDetectorModel = Literal["scrfd", "yoloface", "retinaface", "yunet", "many"]  # many: the first three at once
 FaceSelectorMode = Literal["many", "one", "reference"]
 # Processor choices: FaceFusion 3.8.1's names (a test checks them against models.catalog and processors/).
 Processor = Literal["face_swapper", "face_enhancer"]
@@ -183,6 +183,15 @@ class Settings:
                                     role="output", engine=True, range=(64, 2048))
     face_detector_score: float = _spec("face_detector", "Minimum detection score, 0..1.", 0.5,
                                        role="output", engine=True, range=(0.0, 1.0))
+    face_detector_angles: tuple[int, ...] = _spec(
+        "face_detector", "Angles the frame is also turned to before detecting (0 90 180 270; each one more "
+        "detector run) to find faces lying on their side or upside down, as FaceFusion.", (0,),
+        role="output-unless-default", engine=True)
+    face_detector_margin: tuple[int, ...] = _spec(
+        "face_detector", "Black margin around the frame while detecting, top right bottom left in percent of "
+        "the frame's side (1 to 4 numbers 0..100, as CSS; 100: half the side), as FaceFusion: finds faces cut "
+        "by the frame's edge.", (0, 0, 0, 0),
+        role="output-unless-default", engine=True)
     face_detector_min_size: int = _spec(
         "face_detector", "Offline engine: also find faces down to this many pixels by scanning tiles "
         "(slower; 0: faces under ~1/20 of the frame's long side are missed).", 0,
@@ -483,8 +492,12 @@ def parse_value(name: str, raw: Any, where: str) -> Any:
         low, high = _RANGES[name]
         if not low <= value <= high:
             raise SettingsError(f"{where}: {value} is out of range {low}..{high}{_range_hint(name, value)}")
-    if name == "face_mask_padding":
+    if name in ("face_mask_padding", "face_detector_margin"):
         value = _padding(value, where)
+    if name == "face_detector_angles" and any(angle not in (0, 90, 180, 270) for angle in value):
+        raise SettingsError(f"{where}: {' '.join(map(str, value))}: give angles among 0 90 180 270 (FaceFusion's)")
+    if name == "face_detector_angles":
+        value = tuple(dict.fromkeys(value))
     if name == "face_detector_size" and value % 32:  # the detectors' coarsest stride
         raise SettingsError(f"{where}: {value}: give a multiple of 32 (FaceFusion's sizes: 160x160, 320x320, "
                             "480x480, 512x512, 640x640)")

@@ -70,6 +70,8 @@ def neural_models(tmp_path_factory) -> Path:
     standins.build_arcface(directory / "arcface_w600k_r50.onnx")
     standins.build_scrfd(directory / "scrfd_2.5g.onnx", detector_faces(scale))
     standins.build_yoloface(directory / "yoloface_8n.onnx", detector_faces(scale))
+    standins.build_retinaface(directory / "retinaface_10g.onnx", detector_faces(scale))
+    standins.build_yunet(directory / "yunet_2023_mar.onnx", detector_faces(scale))
     # what FaceFusion's filled-in ini asks for (processors face_swapper face_enhancer, mask box occlusion)
     standins.build_gfpgan(directory / "gfpgan_1.4.onnx")
     standins.build_occluder(directory / "xseg_1.onnx", np.ones((256, 256), np.float32))

@@ -105,6 +105,49 @@ def _texture_gate(input_name: str, faces: list, nodes: list, inits: list) -> str
     return 'gate'
 
 
+# What the pre-processing gate expects of the faces' region (face_frame's astronaut: red over blue by ~31 grey
+# levels, mean ~128): per normalisation, the input units of one grey level and the region's mean.
+_PREPROCESSING = {'bgr_pm1': (1 / 128, 0.0), 'bgr_255': (1.0, 128.0)}
+
+
+def _preprocessing_gate(input_name: str, faces: list, kind: str, gate: str, nodes: list, inits: list) -> str:
+    """Multiply `gate` by 1 only when the input is pre-processed as the real model wants (else ~0): channel 2
+    must be red (BGR order: red over blue by at least ~10 grey levels in the faces' region) and the region's
+    mean must be where the normalisation puts it (within ~30 grey levels). So a detector fed RGB, or scaled
+    to another range, finds nothing, as the real model would find little."""
+    unit, mean = _PREPROCESSING[kind]
+    boxes = np.array([box for box, _ in faces]) if faces else np.zeros((1, 4))
+    x1, y1 = np.floor(boxes[:, :2].min(0)).astype(int)
+    x2, y2 = np.ceil(boxes[:, 2:].max(0)).astype(int)
+    inits += [_init('pre_starts', np.array([y1, x1], np.int64)), _init('pre_ends', np.array([y2, x2], np.int64)),
+              _init('pre_axes', np.array([2, 3], np.int64)),
+              _init('pre_red', np.array([2], np.int64)), _init('pre_blue', np.array([0], np.int64)),
+              _init('pre_order_gain', np.array(1 / (10 * unit), np.float32)),
+              _init('pre_mean', np.array(mean, np.float32)),
+              _init('pre_range', np.array(30 * unit, np.float32)),
+              _init('pre_range_gain', np.array(1 / (10 * unit), np.float32)),
+              _init('pre_zero', np.array(0.0, np.float32)), _init('pre_one', np.array(1.0, np.float32))]
+    nodes += [
+        helper.make_node('Slice', [input_name, 'pre_starts', 'pre_ends', 'pre_axes'], ['pre_crop']),
+        helper.make_node('Gather', ['pre_crop', 'pre_red'], ['pre_r'], axis=1),
+        helper.make_node('Gather', ['pre_crop', 'pre_blue'], ['pre_b'], axis=1),
+        helper.make_node('ReduceMean', ['pre_r'], ['pre_rm'], keepdims=0),
+        helper.make_node('ReduceMean', ['pre_b'], ['pre_bm'], keepdims=0),
+        helper.make_node('Sub', ['pre_rm', 'pre_bm'], ['pre_rb']),
+        helper.make_node('Mul', ['pre_rb', 'pre_order_gain'], ['pre_order_raw']),
+        helper.make_node('Clip', ['pre_order_raw', 'pre_zero', 'pre_one'], ['pre_order']),
+        helper.make_node('ReduceMean', ['pre_crop'], ['pre_cm'], keepdims=0),
+        helper.make_node('Sub', ['pre_cm', 'pre_mean'], ['pre_off']),
+        helper.make_node('Abs', ['pre_off'], ['pre_abs']),
+        helper.make_node('Sub', ['pre_range', 'pre_abs'], ['pre_room']),
+        helper.make_node('Mul', ['pre_room', 'pre_range_gain'], ['pre_in_raw']),
+        helper.make_node('Clip', ['pre_in_raw', 'pre_zero', 'pre_one'], ['pre_in']),
+        helper.make_node('Mul', ['pre_order', 'pre_in'], ['pre_gate']),
+        helper.make_node('Mul', [gate, 'pre_gate'], ['pre_gated']),
+    ]
+    return 'pre_gated'
+
+
 def _as_faces(faces: Iterable) -> list[tuple[np.ndarray, np.ndarray]]:
     out = []
     for box, kps in faces:
@@ -294,6 +337,11 @@ def build_scrfd(path: PathLike, faces: Sequence, size: int = 640) -> None:
     plus ``0*ReduceMean(input)``; scores are multiplied by a texture gate, so a
     flat image region where the faces would be detects nothing.
     """
+    _scrfd_graph(path, faces, size, *_scrfd_tables(faces, size), 'scrfd_2.5g_standin')
+
+
+def _scrfd_tables(faces: Sequence, size: int) -> tuple[dict, dict, dict]:
+    """SCRFD's score, box-distance and keypoint tables per stride, each face on its anchor (see build_scrfd)."""
     if size % 32:
         raise ValueError(f'size must be a multiple of 32, got {size}')
     centres = {s: scrfd_anchor_centers(size, s).astype(np.float64) for s in SCRFD_STRIDES}
@@ -314,10 +362,17 @@ def build_scrfd(path: PathLike, faces: Sequence, size: int = 640) -> None:
         scores[s][idx, 0] = SCRFD_FACE_SCORE
         bboxes[s][idx] = np.array([cx - box[0], cy - box[1], box[2] - cx, box[3] - cy]) / s
         kpss[s][idx] = ((kps - np.array([cx, cy])) / s).reshape(10)
+    return scores, bboxes, kpss
+
+
+def _scrfd_graph(path: PathLike, faces: Sequence, size: int, scores: dict, bboxes: dict, kpss: dict, title: str,
+                 preprocessing: str | None = None) -> None:
     nodes: list = []
     inits: list = []
     dep = _depends_on_input('input', nodes, inits)
     gate = _texture_gate('input', _as_faces(faces), nodes, inits)
+    if preprocessing is not None:
+        gate = _preprocessing_gate('input', _as_faces(faces), preprocessing, gate, nodes, inits)
     outputs = []
     constants = ([scores[s] for s in SCRFD_STRIDES]
                  + [bboxes[s] for s in SCRFD_STRIDES]
@@ -331,11 +386,79 @@ def build_scrfd(path: PathLike, faces: Sequence, size: int = 640) -> None:
             nodes.append(helper.make_node('Add', [f'const_{name}', dep], [name]))
         outputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(const.shape)))
     graph = helper.make_graph(
-        nodes, 'scrfd_2.5g_standin',
+        nodes, title,
         inputs=[helper.make_tensor_value_info('input', TensorProto.FLOAT, [1, 3, size, size])],
         outputs=outputs,
         initializer=inits,
     )
+    _save(graph, path)
+
+
+def build_retinaface(path: PathLike, faces: Sequence, size: int = 640) -> None:
+    """RetinaFace 10g stand-in (FaceFusion's retinaface_10g.onnx): SCRFD's input ``input`` [1,3,size,size]
+    (BGR, (x-127.5)/128), nine outputs and decoding (see :func:`build_scrfd`), whose scores are also gated on
+    that pre-processing (:func:`_preprocessing_gate`)."""
+    _scrfd_graph(path, faces, size, *_scrfd_tables(faces, size), 'retinaface_10g_standin',
+                 preprocessing='bgr_pm1')
+
+
+YUNET_STRIDES = (8, 16, 32)
+
+
+def build_yunet(path: PathLike, faces: Sequence, size: int = 640) -> None:
+    """YuNet 2023mar stand-in (FaceFusion's yunet_2023_mar.onnx) that "detects" exactly ``faces``.
+
+    Input ``input`` [1,3,size,size]: BGR pixel values as they are (0..255). Twelve outputs, OpenCV's names and
+    order: cls_8/16/32, obj_8/16/32 (1,K,1), bbox_8/16/32 (1,K,4), kps_8/16/32 (1,K,10), K = (size/s)^2, one
+    anchor per cell at its corner (x*s, y*s), row-major (y outer). A face goes on the free anchor nearest its
+    box centre (stride chosen as for SCRFD) with cls = obj = 0.95 (others 0.01), and decodes, as FaceFusion's
+    detect_with_yunet does, with
+
+        centre = bbox[:2] * s + anchor, size = exp(bbox[2:4]) * s, kp_k = kps[2k:2k+2] * s + anchor
+
+    The cls scores are gated on texture and on the pre-processing (:func:`_preprocessing_gate`)."""
+    if size % 32:
+        raise ValueError(f'size must be a multiple of 32, got {size}')
+    anchors = {}
+    for s in YUNET_STRIDES:
+        cells = size // s
+        ys, xs = np.mgrid[:cells, :cells]
+        anchors[s] = np.stack([xs, ys], axis=-1).reshape(-1, 2).astype(np.float64) * s
+    cls = {s: np.full((1, len(a), 1), 0.01, np.float32) for s, a in anchors.items()}
+    obj = {s: np.full((1, len(a), 1), 0.01, np.float32) for s, a in anchors.items()}
+    bbox = {s: np.zeros((1, len(a), 4), np.float32) for s, a in anchors.items()}
+    kpss = {s: np.zeros((1, len(a), 10), np.float32) for s, a in anchors.items()}
+    used: dict[int, set[int]] = {s: set() for s in YUNET_STRIDES}
+    for box, kps in _as_faces(faces):
+        s = _stride_for_box(box)
+        centre = np.array([(box[0] + box[2]) / 2, (box[1] + box[3]) / 2])
+        order = np.argsort(np.linalg.norm(anchors[s] + s / 2 - centre, axis=1), kind='stable')
+        idx = next(int(i) for i in order if int(i) not in used[s])
+        used[s].add(idx)
+        anchor = anchors[s][idx]
+        cls[s][0, idx, 0] = obj[s][0, idx, 0] = 0.95
+        bbox[s][0, idx] = [*((centre - anchor) / s), np.log((box[2] - box[0]) / s), np.log((box[3] - box[1]) / s)]
+        kpss[s][0, idx] = ((kps - anchor) / s).reshape(10)
+    nodes: list = []
+    inits: list = []
+    dep = _depends_on_input('input', nodes, inits)
+    gate = _texture_gate('input', _as_faces(faces), nodes, inits)
+    gate = _preprocessing_gate('input', _as_faces(faces), 'bgr_255', gate, nodes, inits)
+    outputs = []
+    for kind, table in (('cls', cls), ('obj', obj), ('bbox', bbox), ('kps', kpss)):
+        for s in YUNET_STRIDES:
+            name, const = f'{kind}_{s}', table[s]
+            inits.append(_init(f'const_{name}', const))
+            if kind == 'cls':
+                nodes.append(helper.make_node('Mul', [f'const_{name}', gate], [f'gated_{name}']))
+                nodes.append(helper.make_node('Add', [f'gated_{name}', dep], [name]))
+            else:
+                nodes.append(helper.make_node('Add', [f'const_{name}', dep], [name]))
+            outputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(const.shape)))
+    graph = helper.make_graph(
+        nodes, 'yunet_2023_mar_standin',
+        inputs=[helper.make_tensor_value_info('input', TensorProto.FLOAT, [1, 3, size, size])],
+        outputs=outputs, initializer=inits)
     _save(graph, path)
 
 

@@ -64,7 +64,6 @@ def test_filled_facefusion_ini_is_used_in_facefusion_formats():
 # Keys of the filled file ffb has no setting for, with a value that changes nothing: listed once, by section.
 IGNORED = {"paths": ("jobs_path", "source_paths", "target_path"),
            "patterns": ("source_pattern", "target_pattern", "output_pattern"),
-           "face_detector": ("face_detector_margin", "face_detector_angles"),
            "face_tracker": ("face_tracker_score",), "voice_extractor": ("voice_extractor_model",),
            "frame_extraction": ("temp_pixel_format",),
            "frame_distribution": ("target_frame_amount",),
@@ -91,7 +90,8 @@ def test_filled_facefusion_ini_lists_what_ffb_ignores_once_in_one_warning():
                  "face_swapper_pixel_boost", "face_mask_padding", "face_mask_regions", "face_parser_model",
                  "face_landmarker_model", "face_landmarker_score", "workflow_strategy", "face_selector_gender",
                  "output_image_scale", "trim_frame_start", "trim_frame_end", "output_video_fps",
-                 "output_video_scale", "reference_face_position", "reference_frame_number"):
+                 "output_video_scale", "reference_face_position", "reference_frame_number",
+                 "face_detector_margin", "face_detector_angles"):
         assert used not in text, used
 
 
@@ -182,7 +182,7 @@ def test_every_facefusion_key_is_recognised_in_its_section(tmp_path):
     ("[face_detector]\nface_detector_size = 640x480\n", "[face_detector] face_detector_size: '640x480': the "
                                                         "detectors take a square input"),
     ("[execution]\nexecution_device_ids = 0 1\n", "[execution] execution_device_ids: '0 1': one run uses one GPU"),
-    ("[face_detector]\nface_detector_model = retinaface\n", "'retinaface' is not one of: scrfd, yoloface"),
+    ("[face_detector]\nface_detector_model = dlib\n", "'dlib' is not one of: scrfd, yoloface"),
     ("[misc]\nlog_level = loud\n", "[misc] log_level: 'loud' is not one of"),
 ])
 def test_facefusion_values_ffb_cannot_honour_are_errors(tmp_path, text, expected):

@@ -77,7 +77,8 @@ def test_every_output_setting_is_in_the_key(monkeypatch):
                "face_selector_race": "asian", "face_selector_age_start": 10, "face_selector_age_end": 90,
                "visible_label": "AI", "reference_face_distance": 0.2, "face_detector_size": 320,
                "trim_frame_start": 5, "trim_frame_end": 50, "output_video_fps": 30,
-               "reference_frame_number": 3, "reference_face_position": 1}
+               "reference_frame_number": 3, "reference_face_position": 1, "face_detector_angles": "0 90",
+               "face_detector_margin": "5"}
     base = _key({}, monkeypatch)
     for name in with_role("output", "output-unless-default"):
         if DECLARED[name].keyed is not None and name != "reference_face_distance":

@@ -19,12 +19,13 @@ from facefusion_batch.engines.base import source_face
 from facefusion_batch.engines.inswapper import InSwapper, read_emap
 from facefusion_batch.engines.source_cache import Record, SourceCache
 from facefusion_batch.errors import ModelError, SettingsError
-from facefusion_batch.faces.detectors import ScrfdDetector, YoloFaceDetector
+from facefusion_batch.faces.detectors import (FaceDetection, RetinaFaceDetector, ScrfdDetector, YoloFaceDetector,
+                                              YunetDetector)
 from facefusion_batch.faces.recognizer import ArcFaceRecognizer
 from facefusion_batch.faces.types import Face
 from facefusion_batch.models import store
 from facefusion_batch.models.batcher import MicroBatcher
-from facefusion_batch.models.catalog import CATALOG, CLASSIFIER, DETECTOR_FOR, RECOGNIZER
+from facefusion_batch.models.catalog import CATALOG, CLASSIFIER, DETECTORS_FOR, RECOGNIZER
 from facefusion_batch.models.dynamic_batch import dynamic_batch_model
 from facefusion_batch.models.sessions import GuardedSession, SessionPool
 from facefusion_batch.models.signature import check_model
@@ -98,7 +99,7 @@ def neural_model_names(settings: Settings) -> list[str]:
     """Every model file the neural engine loads under these settings: the processors', the landmarker's, then
     recogniser and detector."""
     names = (processor_config(settings).models() + landmarker_names(settings)
-             + [RECOGNIZER, DETECTOR_FOR[settings.face_detector_model]])
+             + [RECOGNIZER, *DETECTORS_FOR[settings.face_detector_model]])
     return list(dict.fromkeys(names))
 
 
@@ -158,12 +159,7 @@ class NeuralEngine:
         by_name = {state.spec.name: state for state in states}
         self._concurrency = concurrency_of(settings)
         self._slots = slots
-        detector_state = by_name[DETECTOR_FOR[settings.face_detector_model]]
-        detector = GuardedSession(pool, detector_state.path, slots)
-        detector_class = ScrfdDetector if settings.face_detector_model == "scrfd" else YoloFaceDetector
-        self._detector_session = detector
-        self._detector = detector_class(detector, detector_state.spec, settings.face_detector_size,
-                                        settings.face_detector_score)
+        self._detector = self._face_detection(settings, by_name, slots)
         recognizer_state = by_name[RECOGNIZER]
         self._recognizer = ArcFaceRecognizer(GuardedSession(pool, recognizer_state.path, slots),
                                              recognizer_state.spec)
@@ -181,6 +177,23 @@ class NeuralEngine:
         self._weighted = (self._processors is not None and self._processors.swapper is not None
                           and settings.face_swapper_weight != 0.5
                           and CATALOG[settings.face_swapper_model].kind not in _IMAGE_SOURCE)
+
+    def _face_detection(self, settings: Settings, by_name: dict[str, store.ModelState],
+                        slots: threading.Semaphore) -> FaceDetection:
+        """The detector(s) of face_detector_model (many: three), at face_detector_angles, with its margin."""
+        adapters = {"detector_scrfd": ScrfdDetector, "detector_yolo": YoloFaceDetector,
+                    "detector_retinaface": RetinaFaceDetector, "detector_yunet": YunetDetector}
+        detectors = []
+        for name in DETECTORS_FOR[settings.face_detector_model]:
+            state = by_name[name]
+            session = GuardedSession(self.pool, state.path, slots)
+            detectors.append(adapters[state.spec.family](session, state.spec, settings.face_detector_size,
+                                                         settings.face_detector_score))
+            if len(detectors) == 1:
+                self._detector_session = session  # one call per frame and angle: detector_calls counts frames
+        self._detection_runs = len(settings.face_detector_angles)
+        return FaceDetection(detectors, settings.face_detector_angles,
+                             settings.face_detector_margin)  # type: ignore[arg-type]
 
     def _face_landmarker(self, settings: Settings, by_name: dict[str, store.ModelState]) -> FaceLandmarker | None:
         names = landmarker_names(settings)
@@ -314,7 +327,7 @@ class NeuralEngine:
 
     def detector_calls(self) -> int:
         """Frames on which detection ran (the neural detectors take one frame per call)."""
-        return self._detector_session.calls.value
+        return self._detector_session.calls.value // self._detection_runs
 
     def close(self) -> None:
         if self._swapper is not None:

@@ -12,7 +12,8 @@ from typing import Literal
 
 import numpy as np
 
-Family = Literal["swapper", "recognizer", "detector_scrfd", "detector_yolo", "enhancer", "embedding_converter",
+Family = Literal["swapper", "recognizer", "detector_scrfd", "detector_yolo", "detector_retinaface", "detector_yunet",
+                 "enhancer", "embedding_converter",
                  "occluder", "parser", "classifier", "landmarker", "landmarker_68_5", "content_analyser"]
 # How a swapper takes its source identity and returns its crop (FaceFusion's model `type`).
 SwapperKind = Literal["inswapper", "hyperswap", "ghost", "simswap", "hififace", "blendswap", "uniface"]
@@ -97,6 +98,14 @@ _SIGNATURES: dict[Family, tuple[tuple[TensorSpec, ...], tuple[TensorSpec, ...]]]
     "recognizer": ((TensorSpec("input.1", (1, 3, 112, 112)),), (TensorSpec("embedding", (1, 512)),)),
     "detector_scrfd": ((TensorSpec("input.1", (1, 3, None, None)),), _scrfd_outputs()),
     "detector_yolo": ((TensorSpec("images", (1, 3, None, None)),), (TensorSpec("output0", (1, 20, None)),)),
+    # RetinaFace 10g: SCRFD's nine outputs (scores, box distances, keypoints per stride 8/16/32, two anchors)
+    "detector_retinaface": ((TensorSpec("input", (1, 3, None, None)),), _scrfd_outputs()),
+    # YuNet (OpenCV, 2023mar): per stride 8/16/32 class and objectness scores (1, K, 1), box (1, K, 4: centre
+    # offset, log size), keypoints (1, K, 10); one anchor per cell
+    "detector_yunet": ((TensorSpec("input", (1, 3, None, None)),),
+                       tuple(TensorSpec(f"{kind}_{stride}", (1, None, width))
+                             for kind, width in (("cls", 1), ("obj", 1), ("bbox", 4), ("kps", 10))
+                             for stride in (8, 16, 32))),
     "enhancer": ((TensorSpec("input", (1, 3, 512, 512)),), (TensorSpec("output", (1, 3, 512, 512)),)),
 }
 
@@ -114,9 +123,18 @@ CATALOG: dict[str, ModelSpec] = {spec.name: spec for spec in [
     _facefusion("scrfd_2.5g", "detector_scrfd", 640, None, 0.5, 128 / 255, False, _NON_COMMERCIAL),
     # YOLOFace takes RGB as x / 255
     _facefusion("yoloface_8n", "detector_yolo", 640, None, 0.0, 1.0, True, "GPL-3.0 (derronqi)"),
+    # RetinaFace takes BGR as (x - 127.5) / 128, as SCRFD; YuNet takes BGR pixel values as they are (0..255)
+    _facefusion("retinaface_10g", "detector_retinaface", 640, None, 0.5, 128 / 255, False, _NON_COMMERCIAL),
+    replace(_facefusion("yunet_2023_mar", "detector_yunet", 640, None, 0.0, 1 / 255, False, "MIT (OpenCV)"),
+            url=_RELEASE.replace("models-3.0.0", "models-3.4.0") + "yunet_2023_mar.onnx",
+            hash_url=_RELEASE.replace("models-3.0.0", "models-3.4.0") + "yunet_2023_mar.hash", commercial=True),
 ]}
 
-DETECTOR_FOR = {"scrfd": "scrfd_2.5g", "yoloface": "yoloface_8n"}
+# face_detector_model -> its model files (FaceFusion 3.8.1's face_detector.py: many runs RetinaFace, SCRFD and
+# YOLOFace and keeps the best of their overlapping boxes; YuNet only alone)
+DETECTORS_FOR: dict[str, tuple[str, ...]] = {
+    "scrfd": ("scrfd_2.5g",), "yoloface": ("yoloface_8n",), "retinaface": ("retinaface_10g",),
+    "yunet": ("yunet_2023_mar",), "many": ("retinaface_10g", "scrfd_2.5g", "yoloface_8n")}
 RECOGNIZER = "arcface_w600k_r50"
 
 
@@ -218,7 +236,7 @@ CONTENT_ANALYSERS: tuple[ModelSpec, ...] = (
 CATALOG.update({spec.name: spec for spec in PROCESSOR_MODELS + CONTENT_ANALYSERS})
 for _name in ("inswapper_128", "inswapper_128_fp16"):
     CATALOG[_name] = replace(CATALOG[_name], kind="inswapper", boost_sizes=_BOOST_128, commercial=False)
-for _name in ("arcface_w600k_r50", "scrfd_2.5g"):
+for _name in ("arcface_w600k_r50", "scrfd_2.5g", "retinaface_10g"):
     CATALOG[_name] = replace(CATALOG[_name], commercial=False)
 CATALOG["yoloface_8n"] = replace(CATALOG["yoloface_8n"], commercial=None)
 

@@ -19,10 +19,13 @@ BUILDERS = {
     "arcface_w600k_r50": standins.build_arcface,
     "scrfd_2.5g": lambda path: standins.build_scrfd(path, detector_faces(1.0)),
     "yoloface_8n": lambda path: standins.build_yoloface(path, detector_faces(1.0)),
+    "retinaface_10g": lambda path: standins.build_retinaface(path, detector_faces(1.0)),
+    "yunet_2023_mar": lambda path: standins.build_yunet(path, detector_faces(1.0)),
 }
 # A valid model of another kind for each: what a mixed-up download folder holds.
 IMPOSTOR = {"inswapper_128": "arcface_w600k_r50", "inswapper_128_fp16": "scrfd_2.5g",
-            "arcface_w600k_r50": "inswapper_128", "scrfd_2.5g": "yoloface_8n", "yoloface_8n": "scrfd_2.5g"}
+            "arcface_w600k_r50": "inswapper_128", "scrfd_2.5g": "yoloface_8n", "yoloface_8n": "scrfd_2.5g",
+            "retinaface_10g": "yunet_2023_mar", "yunet_2023_mar": "retinaface_10g"}
 
 
 # The engine's own models carry a full signature; the processor models (issue 14) are checked for damage
