@@ -321,6 +321,9 @@ def run(
     face_detector_margin: Optional[str] = typer.Option(None, metavar="PERCENT...", help="Black margin around "
                                                        "the frame while detecting, 1 to 4 percentages: top right "
                                                        "bottom left (default 0)."),
+    output_pattern: Optional[str] = typer.Option(None, metavar="PATTERN", help="Output file names from "
+                                                 "{target_name} and {target_extension} (default: the target's "
+                                                 "name)."),
 ) -> int:
     """Swap the source face into every target video and image.
 
@@ -368,6 +371,7 @@ def run(
         "output_video_fps": output_video_fps, "output_video_scale": output_video_scale,
         "reference_frame_number": reference_frame_number, "reference_face_position": reference_face_position,
         "face_detector_angles": face_detector_angles, "face_detector_margin": face_detector_margin,
+        "output_pattern": output_pattern,
     }
     if reference_face and not (many_faces or face_selector_mode):
         flags["face_selector_mode"] = "reference"
@@ -445,7 +449,7 @@ RUN_HELP_PANELS: dict[str, tuple[str, ...]] = {
                "output_image_scale"),
     "FaceFusion's trim, rate, size, reference frame, detection": (
         "trim_frame_start", "trim_frame_end", "output_video_fps", "output_video_scale", "reference_frame_number",
-        "reference_face_position", "face_detector_angles", "face_detector_margin"),
+        "reference_face_position", "face_detector_angles", "face_detector_margin", "output_pattern"),
     "Marking and provenance": ("no_marking", "output_provenance", "c2pa_certificate", "c2pa_private_key",
                                "c2pa_timestamp_url",
                                "visible_label", "visible_label_position", "visible_label_size",

@@ -79,7 +79,6 @@ UNSUPPORTED: dict[str, Unsupported] = {
     "target_path": Unsupported(1, None, "pass --target"),
     "source_pattern": Unsupported(1, None, "pass --source"),
     "target_pattern": Unsupported(1, None, "pass --target with a glob"),
-    "output_pattern": Unsupported(1, None, "outputs mirror the target tree under --output"),
     "jobs_path": Unsupported(1, None, "ffb keeps its journal in <output>/.ffb"),
     "voice_extractor_model": Unsupported(1, None, "only FaceFusion's lip syncer uses it"),
     "keep_temp": Unsupported(0, None, "ffb keeps a video's finished chunks until it is done, to resume"),

@@ -12,6 +12,7 @@ import configparser
 import dataclasses
 import difflib
 import os
+import string
 import sys
 import tempfile
 import types
@@ -302,6 +303,11 @@ class Settings:
         "output_creation", "Size of video outputs as a multiple of the target's, 0.25..8 (FaceFusion's; sides "
         "rounded to even pixels; frames are processed at the target's size); 1: the target's size.", 1.0,
         role="output-unless-default", range=(0.25, 8.0))
+    output_pattern: str = _spec(
+        "patterns", "Name of each output in its directory, from FaceFusion's placeholders {target_name} (the "
+        "target's name without extension) and {target_extension} (its extension, with the dot), e.g. "
+        "{target_name}-swapped{target_extension}; may hold subdirectories. Empty: the target's own name.", "",
+        role="output-unless-default", fixed=True)
     output_marking: bool = _spec("output_creation", "Mark outputs as AI-modified at all (false, or --no-marking: "
                                  "no metadata, no C2PA, whatever output_provenance says).", True,
                                  role="output")
@@ -498,10 +504,31 @@ def parse_value(name: str, raw: Any, where: str) -> Any:
         raise SettingsError(f"{where}: {' '.join(map(str, value))}: give angles among 0 90 180 270 (FaceFusion's)")
     if name == "face_detector_angles":
         value = tuple(dict.fromkeys(value))
+    if name == "output_pattern":
+        _check_pattern(value, where)
     if name == "face_detector_size" and value % 32:  # the detectors' coarsest stride
         raise SettingsError(f"{where}: {value}: give a multiple of 32 (FaceFusion's sizes: 160x160, 320x320, "
                             "480x480, 512x512, 640x640)")
     return value
+
+
+def _check_pattern(pattern: str, where: str) -> None:
+    """An output_pattern names a file below the output directory from the target's name alone."""
+    from facefusion_batch.targets import PATTERN_FIELDS
+
+    fields = {field for _, field, _, _ in string.Formatter().parse(pattern) if field is not None}
+    if fields & {"index", "source_name"}:
+        raise SettingsError(f"{where}: {pattern!r}: {{index}} and {{source_name}} number and name the jobs of "
+                            "FaceFusion's batch-run; ffb names each output after its target, so that a re-run finds "
+                            "it: use {target_name} and {target_extension}")
+    unknown = sorted(fields - set(PATTERN_FIELDS))
+    if unknown or "{}" in pattern:
+        raise SettingsError(f"{where}: {pattern!r}: unknown placeholder {{{(unknown or [''])[0]}}}; use "
+                            "{target_name} and {target_extension}")
+    name = Path(pattern.format(target_name="x", target_extension=".mp4"))
+    if name.is_absolute() or ".." in name.parts or not name.name or pattern.endswith(("/", "\\")):
+        raise SettingsError(f"{where}: {pattern!r}: give a file name below the output directory (no absolute path, "
+                            "no ..), e.g. {target_name}-swapped{target_extension}")
 
 
 def _padding(value: tuple[int, ...], where: str) -> tuple[int, int, int, int]:

@@ -46,7 +46,20 @@ def _unprocessed(directory: Path, skip: Path) -> list[Rejected]:
     return found
 
 
-def discover(specs: Sequence[str], output_dir: Path, output_file: Path | None = None
+# FaceFusion 3.8.1's output_pattern placeholders that name an output after its target (core.process_batch);
+# its {index} and {source_name} number and name a batch-run's jobs, which ffb has not (see settings).
+PATTERN_FIELDS = ("target_name", "target_extension")
+
+
+def pattern_name(pattern: str, target: Path) -> str:
+    """The output file name `pattern` gives `target`: FaceFusion's {target_name} (the name without its
+    extension) and {target_extension} (the extension, lower case, with its dot); "" keeps the target's name."""
+    if not pattern:
+        return target.name
+    return pattern.format(target_name=target.stem, target_extension=target.suffix.lower())
+
+
+def discover(specs: Sequence[str], output_dir: Path, output_file: Path | None = None, pattern: str = ""
              ) -> tuple[list[Target], list[Rejected]]:
     """Expand target specs into targets with output paths; explain every spec that yields nothing usable.
 
@@ -54,7 +67,9 @@ def discover(specs: Sequence[str], output_dir: Path, output_file: Path | None = 
     glob, so `up/**/*.mp4` gives out/a/x.mp4 and out/b/x.mp4, not two out/x.mp4. A file named on its own
     keeps only its name. Files in the output directory are never targets of a directory or glob (a re-run
     of `-t 'clips/**' -o clips/out` must not take its own outputs as inputs).
-    With `output_file` (-o result.mp4) the one target is written there (several would all claim it).
+    With `output_file` (-o result.mp4) the one target is written there (several would all claim it); else
+    `pattern` (output_pattern) names each output in its directory, and an output of another kind than its
+    target (a video named .png) is refused.
     """
     targets: list[Target] = []
     rejected: list[Rejected] = []
@@ -91,6 +106,12 @@ def discover(specs: Sequence[str], output_dir: Path, output_file: Path | None = 
             rejected.append(Rejected(Path(spec), "pattern matches no video or image files"))
     if output_file is not None:
         targets = [Target(t.path, t.kind, output_file) for t in targets]
+    elif pattern:
+        named = [Target(t.path, t.kind, t.output.parent / pattern_name(pattern, t.path)) for t in targets]
+        rejected += [Rejected(t.path, f"output_pattern names its output {t.output.name}, not a {t.kind} file "
+                                      "name; keep {target_extension} or an extension of its kind")
+                     for t in named if kind_of(t.output) != t.kind]
+        targets = [t for t in named if kind_of(t.output) == t.kind]
     kept, rejected = _deduplicate(targets, rejected)
     return _one_name_per_file(kept, rejected)
 

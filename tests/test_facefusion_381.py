@@ -51,7 +51,8 @@ def test_filled_facefusion_ini_runs_as_is(env_with, filled_models, source_image,
     assert len(ignored) == 1 and "ffb: error" not in captured.err
     from facefusion_batch.video.probe import probe
 
-    output = probe(tmp_path / "out" / "a.mp4")  # trim_frame_start 0, trim_frame_end 3, output_video_fps 30
+    output = probe(tmp_path / "out" / "a-swapped.mp4")  # output_pattern {target_name}-swapped{target_extension}
+    # trim_frame_start 0, trim_frame_end 3, output_video_fps 30
     assert (output.fps, output.frame_count) == (30, 4), "3 frames at 25 fps are 0.12 s: 4 frames at 30 fps"
 
 

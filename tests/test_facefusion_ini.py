@@ -63,7 +63,7 @@ def test_filled_facefusion_ini_is_used_in_facefusion_formats():
 
 # Keys of the filled file ffb has no setting for, with a value that changes nothing: listed once, by section.
 IGNORED = {"paths": ("jobs_path", "source_paths", "target_path"),
-           "patterns": ("source_pattern", "target_pattern", "output_pattern"),
+           "patterns": ("source_pattern", "target_pattern"),
            "face_tracker": ("face_tracker_score",), "voice_extractor": ("voice_extractor_model",),
            "frame_extraction": ("temp_pixel_format",),
            "frame_distribution": ("target_frame_amount",),
@@ -91,7 +91,7 @@ def test_filled_facefusion_ini_lists_what_ffb_ignores_once_in_one_warning():
                  "face_landmarker_model", "face_landmarker_score", "workflow_strategy", "face_selector_gender",
                  "output_image_scale", "trim_frame_start", "trim_frame_end", "output_video_fps",
                  "output_video_scale", "reference_face_position", "reference_frame_number",
-                 "face_detector_margin", "face_detector_angles"):
+                 "face_detector_margin", "face_detector_angles", "output_pattern"):
         assert used not in text, used
 
 

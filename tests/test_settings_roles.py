@@ -78,7 +78,7 @@ def test_every_output_setting_is_in_the_key(monkeypatch):
                "visible_label": "AI", "reference_face_distance": 0.2, "face_detector_size": 320,
                "trim_frame_start": 5, "trim_frame_end": 50, "output_video_fps": 30,
                "reference_frame_number": 3, "reference_face_position": 1, "face_detector_angles": "0 90",
-               "face_detector_margin": "5"}
+               "face_detector_margin": "5", "output_pattern": "{target_name}-x{target_extension}"}
     base = _key({}, monkeypatch)
     for name in with_role("output", "output-unless-default"):
         if DECLARED[name].keyed is not None and name != "reference_face_distance":

@@ -171,7 +171,7 @@ class WatchExecutor:
         """The targets of the settled files, named and placed as `ffb run` over the watched directories
         names and places them (so cron and watch share a journal and an output tree)."""
         wanted = {_file_of(p) for p in paths}
-        found, rejected = discover(self.specs, self.settings.output_dir)
+        found, rejected = discover(self.specs, self.settings.output_dir, pattern=self.settings.output_pattern)
         for refused in rejected:
             if _file_of(refused.path) in wanted and refused.status == "failed":
                 work.message(f"{refused.path}: {refused.reason}")

@@ -35,7 +35,7 @@ def run_batch(settings: Settings, specs: Sequence[str], executor: Executor, repo
     names the target whose work was cut. `notes` are said after the engine line. `on_outcome` is given each
     target's outcome as it is settled (in the order they finish, on the thread that runs the batch: a watch's
     --json line per file, `FaceSwapper.process`)."""
-    targets, rejected = discover(specs, settings.output_dir, settings.output_file)
+    targets, rejected = discover(specs, settings.output_dir, settings.output_file, settings.output_pattern)
     run = _Run(targets, journal, reporter, force, retry_failed, executor.concurrent_targets, on_outcome)
     info = executor.start(targets, run)
     for text in info.messages:
