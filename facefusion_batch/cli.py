@@ -1191,6 +1191,7 @@ def _main(args: list[str], as_json: bool) -> int:
     except typer.TyperException as exc:  # usage: an unknown flag, a value not among the choices
         if not hasattr(exc, "format_message"):
             raise
+        _suggest_choice(exc)
         if not as_json or not _stderr_is_stdout():
             _show_usage_error(exc)
         if as_json:
@@ -1333,6 +1334,20 @@ def several_sources(args: list[str]) -> str | None:
                     f"(-s {args[index + 1]} -s {args[index + 2]}) to average them into one identity; if "
                     f"{args[index + 2]} is a target, pass it with -t")
     return None
+
+
+def _suggest_choice(exc: Any) -> None:
+    """A misspelt choice (`'inswaper_128' is not one of 'a', 'b', ...`) gets a did-you-mean."""
+    import difflib
+    import re
+
+    message = getattr(exc, "message", None)
+    found = re.search(r"'([^']*)' is not one of (.*)", message or "", re.DOTALL)
+    if not found:
+        return
+    close = difflib.get_close_matches(found.group(1), re.findall(r"'([^']*)'", found.group(2)), n=1, cutoff=0.6)
+    if close:
+        exc.message = f"{message.rstrip().rstrip('.')} (did you mean {close[0]}?)"
 
 
 def _show_usage_error(exc: Any) -> None:

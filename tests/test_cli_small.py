@@ -49,6 +49,14 @@ def test_a_misspelt_model_name_gets_did_you_mean(capsys, tmp_path):
     assert err.count(",") < 5, "no list of every model name"
 
 
+@pytest.mark.parametrize("flag, value, meant", [("--face-swapper-model", "inswaper_128", "inswapper_128"),
+                                                ("--face-selector-order", "large-smal", "large-small")])
+def test_a_misspelt_choice_flag_gets_did_you_mean(capsys, monkeypatch, flag, value, meant):
+    monkeypatch.setenv("COLUMNS", "400")
+    assert main(["run", flag, value]) == 2
+    assert f"(did you mean {meant}?)" in capsys.readouterr().err
+
+
 def test_download_without_network_names_every_missing_file(capsys, tmp_path, monkeypatch):
     """Nothing listens on the mirror: every file not there is named once, with the three ways out."""
     monkeypatch.setenv("FFB_DOWNLOAD_MIRROR", "http://127.0.0.1:9/models")
