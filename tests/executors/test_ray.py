@@ -219,7 +219,7 @@ def test_several_sources_are_averaged_as_with_the_thread_executor(ray_env, sourc
     code, distributed, err = run(both + ["-o", str(ray_env / "ray")], capsys, "ray")
     assert code == 0, err
     assert distributed["counts"] == local["counts"] == {"done": 2, "no_face": 0, "skipped": 0, "blocked": 0,
-                                                        "failed": 0}
+                                                        "failed": 0, "interrupted": 0}
     assert np.array_equal(decode_all(ray_env / "ray" / "a.mp4"), decode_all(ray_env / "local" / "a.mp4"))
     averaged = cv2.imread(str(ray_env / "ray" / "d.png"))
     assert np.array_equal(averaged, cv2.imread(str(ray_env / "local" / "d.png")))

@@ -152,7 +152,8 @@ def test_flagged_targets_are_blocked_journaled_and_rechecked(gated_env, source_i
     code, summary = run(["-s", str(source_image), "-t", str(inputs), "-o", str(out)], capsys)
     assert code == 0, summary  # blocked is the gate's decision, not a failure
     outcomes = {Path(o["target"]).name: o for o in summary["outcomes"]}
-    assert summary["counts"] == {"done": 1, "no_face": 0, "skipped": 0, "blocked": 2, "failed": 0}
+    assert summary["counts"] == {"done": 1, "no_face": 0, "skipped": 0, "blocked": 2, "failed": 0,
+                                 "interrupted": 0}
     assert outcomes["a_explicit.jpg"]["status"] == "blocked"
     assert "the image is flagged as explicit" in outcomes["a_explicit.jpg"]["reason"]
     assert "sampled frames flagged as explicit" in outcomes["b_explicit.mp4"]["reason"]

@@ -49,7 +49,8 @@ def test_video_end_to_end(env, source_image, capsys):
     assert inside > 20, "the face region must change"
     assert outside < 3.0, "pixels away from the face must stay within encode noise"
     assert abs(inside_outside(decode_all(clip), decode_all(out), signed=True)[1]) < 0.5, "no colour shift"
-    assert summary["counts"] == {"done": 1, "no_face": 0, "skipped": 0, "blocked": 0, "failed": 0}
+    assert summary["counts"] == {"done": 1, "no_face": 0, "skipped": 0, "blocked": 0, "failed": 0,
+                                 "interrupted": 0}
     assert not list((env / "tmp").iterdir()), "temp files are removed"
     assert [p.name for p in (env / "out").iterdir() if p.name.startswith(".")] == [".ffb"], "no partial outputs"
 
