@@ -125,7 +125,7 @@ def test_the_cron_recipe_log_holds_json_lines_only(offline_env, tmp_path):
     cv2.imwrite(str(tmp_path / "face.png"), face_frame())
     cv2.imwrite(str(tmp_path / "target.png"), face_frame())
     profile = tmp_path / "facefusion.ini"
-    profile.write_text("[face_detector]\nface_detector_margin = 0 0 0 0\n")
+    profile.write_text("[frame_distribution]\ntarget_frame_amount = 2\n")
     log = tmp_path / "ffb.log"
     for attempt in ("ok", "error"):
         source = "face.png" if attempt == "ok" else "missing.png"
@@ -135,7 +135,7 @@ def test_the_cron_recipe_log_holds_json_lines_only(offline_env, tmp_path):
     ok, error = check_convention(log.read_text())
     assert ok["ok"] is True and error["ok"] is False and error["exit_code"] == 4
     warnings = " | ".join(ok["warnings"])
-    assert "--face-tracker-score 0.2" in warnings and "face_detector_margin" in warnings
+    assert "--face-tracker-score 0.2" in warnings and "target_frame_amount" in warnings
     assert "engine auto: offline" in warnings
     assert "--face-tracker-score 0.2" in " ".join(error["warnings"])
 

@@ -52,6 +52,8 @@ def refuse_neural_only(settings: Settings) -> None:
     if any(v is not None for v in (settings.face_selector_gender, settings.face_selector_race,
                                    settings.face_selector_age_start, settings.face_selector_age_end)):
         asked.append("face selector gender/race/age filters")
+    if settings.face_detector_angles != (0,) or settings.face_detector_margin != (0, 0, 0, 0):
+        asked.append("face_detector_angles / face_detector_margin")
     if not asked:
         return
     names = [s.spec.name for s in neural_model_states(settings) if not store.usable(s)]

@@ -137,3 +137,9 @@ def test_runs_with_each(env, source_image, capsys, args, models):
     assert code == 0 and summary["counts"]["done"] == 1, captured.err
     assert models <= set(summary["models"])
     assert summary["outcomes"][0]["detector_calls"] >= 1
+
+
+def test_the_offline_engine_refuses_angles_and_margin(offline_env, source_image, capsys):
+    code = main(["run", "--engine", "offline", "-s", str(source_image), "-t", str(source_image), "-o",
+                 str(offline_env / "o"), "--face-detector-angles", "0", "90"])
+    assert code == 2 and "can't do face_detector_angles / face_detector_margin" in capsys.readouterr().err
