@@ -136,7 +136,8 @@ def _resize_periodic(tile: np.ndarray, size: int) -> np.ndarray:
 
 MASK_FLOOR = 0.35  # the mark's gain on flat areas: ~0.6 grey levels RMS, below what shows on a smooth wall
 MASK_CEIL = 4.0  # its gain in busy texture (hair, fabric, foliage), which hides it
-MASK_REF = 1.5  # mean local detail (grey levels, at half size) at which the gain is 1 (the mark at STRENGTH)
+MASK_REF = 1.5  # mean local detail (grey levels, see strength_of) at which the gain is 1 (the mark at STRENGTH)
+DETAIL_STEP = 4  # the detail is measured on every DETAIL_STEP-th pixel and row
 MAX_RMS = 1.85  # the most the mark may add over a whole frame, RMS in grey levels (PSNR ~42.6 dB at worst)
 MASK_BLOCK = 8  # block side of the strength map at 720p (scaled with the tile above)
 GAIN_ONE = 32  # fixed point of the gain map (uint8: up to 7.9)
@@ -165,22 +166,24 @@ _scratch = _Scratch()
 
 def strength_of(frame: np.ndarray) -> np.ndarray:
     """How strong the mark may be in each block of a frame (uint8, gain x GAIN_ONE, one value per block of
-    `_block_for` pixels): the picture's fine detail there (mean |luma - its 3x3 mean| on the frame taken at
-    half size; from the least busy of the 3x3 blocks around, so a flat area beside texture stays flat) over
+    `_block_for` pixels): the picture's detail there (mean |luma - its 3x3 mean| on every 4th pixel of every
+    4th row; from the least busy of the 3x3 blocks around, so a flat area beside texture stays flat) over
     MASK_REF, within MASK_FLOOR..MASK_CEIL, then lowered as a whole where the mark would exceed MAX_RMS."""
     import cv2
 
     height, width = frame.shape[:2]
-    half = (max(1, width // 2), max(1, height // 2))
-    small = cv2.resize(frame, half, dst=_scratch.get("half", (half[1], half[0], *frame.shape[2:])),
+    size = (max(1, width // DETAIL_STEP), max(1, height // DETAIL_STEP))
+    # nearest: every 4th pixel, a quarter of the cost of reading the frame (texture finer than that still
+    # shows as differences between neighbouring samples)
+    small = cv2.resize(frame, size, dst=_scratch.get("small", (size[1], size[0], *frame.shape[2:])),
                        interpolation=cv2.INTER_NEAREST)
-    gray = small if small.ndim == 2 else cv2.cvtColor(small, cv2.COLOR_BGR2GRAY, dst=_scratch.get("gray", half[::-1]))
-    detail = cv2.absdiff(gray, cv2.blur(gray, (3, 3), dst=_scratch.get("blur", half[::-1])),
-                         dst=_scratch.get("detail", half[::-1]))
+    gray = small if small.ndim == 2 else cv2.cvtColor(small, cv2.COLOR_BGR2GRAY, dst=_scratch.get("gray", size[::-1]))
+    detail = cv2.absdiff(gray, cv2.blur(gray, (3, 3), dst=_scratch.get("blur", size[::-1])),
+                         dst=_scratch.get("detail", size[::-1]))
     block = _block_for(height, width)
     blocks = cv2.resize(detail, (max(1, width // block), max(1, height // block)), interpolation=cv2.INTER_AREA)
     local = cv2.blur(cv2.erode(blocks.astype(np.float32), _CROSS), (3, 3))
-    gain = np.clip(local / MASK_REF, MASK_FLOOR, MASK_CEIL)
+    gain = np.clip(local * (1 / MASK_REF), MASK_FLOOR, MASK_CEIL)
     rms = STRENGTH * float(np.sqrt(np.mean(gain * gain)))
     if rms > MAX_RMS:
         gain *= MAX_RMS / rms
