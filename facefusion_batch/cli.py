@@ -26,7 +26,7 @@ import typer
 from facefusion_batch import __version__, interrupts, jsonlines
 from facefusion_batch.errors import FfbError, SettingsError, SourceError
 from facefusion_batch.listing import capped, listed
-from facefusion_batch.settings import (Engine, Executor, FaceEnhancerModel, FaceOccluderModel,
+from facefusion_batch.settings import (Engine, ExecutorKind, FaceEnhancerModel, FaceOccluderModel,
                                        FaceParserModel, FaceSelectorGender, FaceSelectorMode, FaceSelectorOrder,
                                        FaceLandmarkerModel, FaceSelectorRace, FaceSwapperModel, FrameTransport,
                                        LabelPosition,
@@ -283,7 +283,7 @@ def run(
     content_gate: Optional[ContentGate] = typer.Option(None, help="auto: check the source and each target for "
                                                        "explicit content and block flagged targets (default); "
                                                        "off: no check (recorded in every output)."),
-    executor: Optional[Executor] = typer.Option(None, help="local: this process; ray: spread the batch over a Ray "
+    executor: Optional[ExecutorKind] = typer.Option(None, help="local: this process; ray: spread the batch over a Ray "
                                                 "cluster (needs the ray extra of facefusion-batch)."),
     ray_address: Optional[str] = typer.Option(None, help="Ray cluster to join: auto or ray://host:10001 (implies "
                                               "--executor ray); without it Ray starts on this machine."),
@@ -351,9 +351,9 @@ def run(
     settings = resolved.settings
     use_ffmpeg(settings.ffmpeg_path)
     if print_settings:
-        from facefusion_batch.concurrency import plan
+        from facefusion_batch.concurrency import concurrency_of
 
-        rows = describe(resolved) + plan(resolved.settings).rows() + _ffmpeg_rows(resolved)
+        rows = describe(resolved) + concurrency_of(resolved.settings).rows() + _ffmpeg_rows(resolved)
         if as_json:
             _print_json(rows)
         else:
@@ -380,7 +380,7 @@ def run(
     _check_targets_exist(target)
     metrics = None
     if metrics_file:
-        from facefusion_batch.metrics import FileMetrics
+        from facefusion_batch.runner.metrics import FileMetrics
 
         # A path it can't write fails here, before anything starts; the output tells several jobs' files apart.
         metrics = FileMetrics(metrics_file, {"output": str(settings.output_path)})
@@ -530,9 +530,10 @@ def _watch(settings, reload, source_path: Path | list[Path], target: list[str], 
     """`ffb watch` once `run` has checked the options: until a signal. Exit 0 on SIGTERM (a service stopped),
     130 on SIGINT; an error before the watch began: its code."""
     from facefusion_batch.api import watch as watch_folders
-    from facefusion_batch.metrics import RunMetrics, serve
-    from facefusion_batch.pipeline.batch import INTERRUPTED, BatchResult, Outcome
-    from facefusion_batch.pipeline.progress import make_reporter
+    from facefusion_batch.runner.metrics import RunMetrics, serve
+    from facefusion_batch.runner.batch import INTERRUPTED, BatchResult
+    from facefusion_batch.workflow.outcome import Outcome
+    from facefusion_batch.runner.progress import make_reporter
 
     if settings.output_file is not None:
         raise SettingsError(f"--output {settings.output_file}: ffb watch writes into an output directory; "
@@ -586,8 +587,9 @@ def _run(settings, source_path: Path | list[Path], target: list[str], wait: bool
     """The batch's result (through the public API); a signal before the batch began gives an interrupted
     result with no targets."""
     from facefusion_batch.api import run as run_batch
-    from facefusion_batch.pipeline.batch import INTERRUPTED, BatchResult, Outcome
-    from facefusion_batch.pipeline.progress import make_reporter
+    from facefusion_batch.runner.batch import INTERRUPTED, BatchResult
+    from facefusion_batch.workflow.outcome import Outcome
+    from facefusion_batch.runner.progress import make_reporter
 
     reporter = make_reporter(quiet=quiet or settings.log_level == "error")
     reporter = metrics.reporter(reporter) if metrics else reporter
@@ -867,8 +869,8 @@ def status(
     as_json: bool = typer.Option(False, "--json", help="JSON on stdout."),
 ) -> int:
     """Show the journal of an output directory: every target's status, attempts, time and last error."""
-    from facefusion_batch.pipeline.batch import state_dir
-    from facefusion_batch.pipeline.journal import Journal
+    from facefusion_batch.runner.batch import state_dir
+    from facefusion_batch.runner.journal import Journal
 
     settings = _load(profile, {"output_path": output}).settings
     path = state_dir(settings) / "journal.sqlite"
@@ -1012,12 +1014,13 @@ def verify(
 
     Exits 1 when any file claims a manifest that does not validate, else 0.
     """
+    from facefusion_batch.runner.journal import lookup
     from facefusion_batch.provenance import verify as checker
 
     anchors = "".join(checker.trust_anchors(path) or "" for path in trust or []) or None
     findings = []
     for path in checker.files_of(paths):
-        findings.append(checker.inspect(path, anchors, output))
+        findings.append(checker.inspect(path, anchors, output, lookup))
         if not as_json:
             _print_finding(findings[-1])
     if as_json:

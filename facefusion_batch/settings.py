@@ -61,7 +61,7 @@ TempFrameFormat = Literal["bmp", "png", "jpg", "tiff"]
 FrameTransport = Literal["temp", "memory"]
 VideoMemoryStrategy = Literal["strict", "moderate", "tolerant"]
 LogLevel = Literal["error", "info"]
-Executor = Literal["local", "ray"]
+ExecutorKind = Literal["local", "ray"]
 OutputProvenance = Literal["c2pa", "metadata", "off"]
 C2paOnFailure = Literal["fail", "metadata"]
 LabelPosition = Literal["bottom-right", "bottom-left", "top-right", "top-left"]
@@ -351,7 +351,7 @@ class Settings:
                             role="engine", range=(0, 256))
     batch_wait_ms: float = _spec("execution", "How long a model call waits for more crops to fill a batch.", 2.0,
                                  role="engine", range=(0.0, 1000.0))
-    executor: Executor = _spec("execution", "local: this process; ray: spread the batch over a Ray cluster "
+    executor: ExecutorKind = _spec("execution", "local: this process; ray: spread the batch over a Ray cluster "
                                             "(pip install 'facefusion-batch[ray]').", "local",
                                role="run", fixed=True)
     ray_address: str = _spec("execution", "Ray cluster to join: auto (the one this machine belongs to) or "

@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from facefusion_batch.concurrency import plan
+from facefusion_batch.concurrency import concurrency_of
 from facefusion_batch.engines.base import source_face
 from facefusion_batch.engines.source_cache import Record, SourceCache
 from facefusion_batch.errors import SettingsError
@@ -82,7 +82,7 @@ class OfflineEngine:
                                            min_face_size=settings.face_detector_min_size or None)
         self._landmarker = MediaPipeLandmarker(guard("landmarks"))
         # The detectors take a batch of frames: frames from all worker threads share one call.
-        concurrency = plan(settings)
+        concurrency = concurrency_of(settings)
         batch = concurrency.micro_batch
         self._detect_batcher = (MicroBatcher(self._detector.detect, batch, settings.batch_wait_ms / 1000,
                                              "ffb-detect-batcher", concurrency.batcher_producers)
