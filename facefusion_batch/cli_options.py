@@ -42,8 +42,8 @@ PANEL_OF_SECTION: dict[str, str] = {
     "frame_extraction": PATHS, "download": PATHS, "execution": EXECUTION, "memory": EXECUTION,
     "output_creation": OUTPUT, "provenance": MARKING, "misc": BATCH,
 }
-PANELS: tuple[str, ...] = (FILES, SELECTOR, PROCESSORS, MASKS, ENGINE, TRACKING, SWITCHES, PATHS, EXECUTION, OUTPUT,
-                           MARKING, BATCH, WATCH)
+PANELS: tuple[str, ...] = (FILES, WATCH, SELECTOR, PROCESSORS, MASKS, ENGINE, TRACKING, SWITCHES, PATHS, EXECUTION,
+                           OUTPUT, MARKING, BATCH)
 
 # Settings whose flag is an option below, named for what a user does (the reason each has no flag of its own).
 NO_FLAG_OF_ITS_OWN: dict[str, str] = {
