@@ -133,7 +133,7 @@ def encoder_floor(frames: list[np.ndarray], source: Path, settings, work: Path) 
 def run_ffb(jobs: list[tuple[str, str, Path, Path]], sources: dict[str, Path], engine: str, work: Path,
             use_cli: bool, watermark: bool) -> dict[Path, tuple[float, int]]:
     """Run each (source, mode, target, output dir); returns (seconds, profiles_left) per output dir. Without
-    `watermark`, ffb's invisible watermark (on by default, up to ~1.85 grey levels RMS over the frame) is off, so
+    `watermark`, ffb's invisible watermark (on by default, ~1.8 grey levels over the whole frame) is off, so
     the background metric measures the swap alone."""
     done = {}
     if use_cli:

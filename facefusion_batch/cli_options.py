@@ -93,7 +93,7 @@ class Shared:
     no_marking: bool = _option(False, "--no-marking", panel=MARKING, help="Don't mark outputs as AI-modified at "
                                "all: no metadata, no C2PA (not advised).")
     watermark: bool = _option(False, "--watermark", panel=MARKING, help="Invisible watermark: the output's id in "
-                              "every swapped frame (off by default: costs ~7 % of a 720p run, see "
+                              "every swapped frame (off by default: shows as grain on flat areas, see "
                               "docs/provenance.md).")
     no_watermark: bool = _option(False, "--no-watermark", panel=MARKING, help="No invisible watermark (the "
                                  "default; overrides a profile's output_watermark = true).")

@@ -311,9 +311,8 @@ class Settings:
                                          role="output", range=(0.05, 1.0))
     output_watermark: bool = _spec(
         "provenance", "Embed an invisible watermark carrying the output's 32-bit id in every frame of a swapped "
-        "output (survives re-encoding, scaling and cropping; faint on flat areas, stronger in texture; off with "
-        "marking off too). Off by default: it costs ~7 % of a 720p run, over its 5 % budget (docs/provenance.md).",
-        False,
+        "output (survives re-encoding, scaling and cropping; off with marking off too). Off by default: at its "
+        "robust strength it shows as grain on flat areas (docs/provenance.md).", False,
         role="output-unless-default")
     content_gate: ContentGate = _spec(
         "provenance", "Check the source image and sampled frames of each target for explicit content before any "

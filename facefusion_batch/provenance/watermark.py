@@ -124,6 +124,16 @@ def period_for(height: int, width: int) -> int:
     return max(TILE, round(TILE * min(height, width) / 720))
 
 
+def frame_delta(payload: int, height: int, width: int) -> np.ndarray:
+    """The mark for a whole frame: the tile at the frame's period, repeated, rounded to whole grey levels."""
+    tile = tile_of(payload)
+    period = period_for(height, width)
+    if period != TILE:
+        tile = _resize_periodic(tile, period)
+    reps = (-(-height // period), -(-width // period))
+    return np.rint(np.tile(tile, reps)[:height, :width]).astype(np.int16)
+
+
 def _resize_periodic(tile: np.ndarray, size: int) -> np.ndarray:
     """Resize a periodic tile exactly (Fourier zero-padding keeps it periodic and band-limited)."""
     spectrum = np.fft.fftshift(np.fft.fft2(tile))
@@ -134,106 +144,33 @@ def _resize_periodic(tile: np.ndarray, size: int) -> np.ndarray:
     return out.astype(np.float32)
 
 
-MASK_FLOOR = 0.35  # the mark's gain on flat areas: ~0.6 grey levels RMS, below what shows on a smooth wall
-MASK_CEIL = 4.0  # its gain in busy texture (hair, fabric, foliage), which hides it
-MASK_REF = 1.5  # mean local detail (grey levels, see strength_of) at which the gain is 1 (the mark at STRENGTH)
-DETAIL_STEP = 4  # the detail is measured on every DETAIL_STEP-th pixel and row
-MAX_RMS = 1.85  # the most the mark may add over a whole frame, RMS in grey levels (PSNR ~42.6 dB at worst)
-MASK_BLOCK = 8  # block side of the strength map at 720p (scaled with the tile above)
-GAIN_ONE = 32  # fixed point of the gain map (uint8: up to 7.9)
-TILE_ONE = 16  # fixed point of the tile planes (uint8: up to 15.9 grey levels)
-_CROSS = np.ones((3, 3), np.uint8)
-
-
-def _block_for(height: int, width: int) -> int:
-    return max(MASK_BLOCK, round(MASK_BLOCK * period_for(height, width) / TILE))
-
-
-class _Scratch(threading.local):
-    """Per-thread buffers of one frame size: fresh frame-sized arrays every frame would cost more in page
-    faults than the arithmetic itself."""
-
-    def get(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
-        buffers = self.__dict__.setdefault("buffers", {})
-        buffer = buffers.get(name)
-        if buffer is None or buffer.shape != shape:
-            buffer = buffers[name] = np.empty(shape, np.uint8)
-        return buffer
-
-
-_scratch = _Scratch()
-
-
-def strength_of(frame: np.ndarray) -> np.ndarray:
-    """How strong the mark may be in each block of a frame (uint8, gain x GAIN_ONE, one value per block of
-    `_block_for` pixels): the picture's detail there (mean |luma - its 3x3 mean| on every 4th pixel of every
-    4th row; from the least busy of the 3x3 blocks around, so a flat area beside texture stays flat) over
-    MASK_REF, within MASK_FLOOR..MASK_CEIL, then lowered as a whole where the mark would exceed MAX_RMS."""
-    import cv2
-
-    height, width = frame.shape[:2]
-    size = (max(1, width // DETAIL_STEP), max(1, height // DETAIL_STEP))
-    # nearest: every 4th pixel, a quarter of the cost of reading the frame (texture finer than that still
-    # shows as differences between neighbouring samples)
-    small = cv2.resize(frame, size, dst=_scratch.get("small", (size[1], size[0], *frame.shape[2:])),
-                       interpolation=cv2.INTER_NEAREST)
-    gray = small if small.ndim == 2 else cv2.cvtColor(small, cv2.COLOR_BGR2GRAY, dst=_scratch.get("gray", size[::-1]))
-    detail = cv2.absdiff(gray, cv2.blur(gray, (3, 3), dst=_scratch.get("blur", size[::-1])),
-                         dst=_scratch.get("detail", size[::-1]))
-    block = _block_for(height, width)
-    blocks = cv2.resize(detail, (max(1, width // block), max(1, height // block)), interpolation=cv2.INTER_AREA)
-    local = cv2.blur(cv2.erode(blocks.astype(np.float32), _CROSS), (3, 3))
-    gain = np.clip(local * (1 / MASK_REF), MASK_FLOOR, MASK_CEIL)
-    rms = STRENGTH * float(np.sqrt(np.mean(gain * gain)))
-    if rms > MAX_RMS:
-        gain *= MAX_RMS / rms
-    return np.rint(gain * GAIN_ONE).astype(np.uint8)
-
-
 class Watermarker:
-    """Adds one output's mark to frames, as strong as each area's texture allows (see `strength_of`); the
-    pattern is built once per frame size. Thread-safe."""
+    """Adds one output's mark to frames; the pattern is built once per frame size. Thread-safe."""
 
     def __init__(self, payload: int) -> None:
         self.payload = payload
-        self._planes: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._planes: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] = {}
         self._lock = threading.Lock()
 
     @property
     def hex(self) -> str:
         return payload_hex(self.payload)
 
-    def _planes_for(self, height: int, width: int) -> tuple[np.ndarray, np.ndarray]:
-        """(what to add, what to subtract) at gain 1, uint8 in TILE_ONE fixed point, one plane each."""
-        key = (height, width)
+    def _planes_for(self, height: int, width: int, channels: int) -> tuple[np.ndarray, np.ndarray]:
+        """(what to add, what to subtract) as uint8 planes of the frame's shape: two saturating passes."""
+        key = (height, width, channels)
         planes = self._planes.get(key)
         if planes is None:
             with self._lock:
                 planes = self._planes.get(key)
                 if planes is None:
-                    tile = tile_of(self.payload)
-                    period = period_for(height, width)
-                    if period != TILE:
-                        tile = _resize_periodic(tile, period)
-                    reps = (-(-height // period), -(-width // period))
-                    delta = np.tile(tile, reps)[:height, :width] * TILE_ONE
-                    planes = tuple(np.ascontiguousarray(np.clip(np.rint(d), 0, 255).astype(np.uint8))
-                                   for d in (delta, -delta))
+                    delta = frame_delta(self.payload, height, width)
+                    up, down = np.clip(delta, 0, 255).astype(np.uint8), np.clip(-delta, 0, 255).astype(np.uint8)
+                    if channels:
+                        up, down = (np.repeat(p[:, :, None], channels, axis=2) for p in (up, down))
+                    planes = (np.ascontiguousarray(up), np.ascontiguousarray(down))
                     self._planes[key] = planes
         return planes
-
-    def delta(self, frame: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(what to add, what to subtract) to this frame's luma in whole grey levels: uint8 planes, valid until
-        the thread's next call."""
-        import cv2
-
-        height, width = frame.shape[:2]
-        up, down = self._planes_for(height, width)
-        gain = cv2.resize(strength_of(frame), (width, height), dst=_scratch.get("gain", (height, width)),
-                          interpolation=cv2.INTER_LINEAR)
-        scale = 1.0 / (TILE_ONE * GAIN_ONE)
-        return (cv2.multiply(up, gain, scale=scale, dst=_scratch.get("up", (height, width))),
-                cv2.multiply(down, gain, scale=scale, dst=_scratch.get("down", (height, width))))
 
     def mark(self, frame: np.ndarray) -> np.ndarray:
         """The frame with the mark added, in place when it is writable (colour channels only; an alpha channel
@@ -242,21 +179,17 @@ class Watermarker:
 
         if frame.dtype != np.uint8:
             return frame
+        height, width = frame.shape[:2]
         if frame.ndim == 3 and frame.shape[2] == 4:
             colour = np.ascontiguousarray(frame[:, :, :3])
             out = frame.copy()
             out[:, :, :3] = self.mark(colour)
             return out
-        if frame.ndim == 3 and frame.shape[2] == 1:
-            return self.mark(frame[:, :, 0].copy())[:, :, None]
-        up, down = self.delta(frame)
-        if frame.ndim == 3:
-            shape = frame.shape
-            up = cv2.merge([up] * shape[2], dst=_scratch.get("up3", shape))
-            down = cv2.merge([down] * shape[2], dst=_scratch.get("down3", shape))
+        channels = frame.shape[2] if frame.ndim == 3 else 0
+        up, down = self._planes_for(height, width, channels)
         if not (frame.flags.writeable and frame.flags.c_contiguous):
             return cv2.subtract(cv2.add(frame, up), down)
-        cv2.add(frame, up, dst=frame)  # in place: no new frame-sized buffers
+        cv2.add(frame, up, dst=frame)  # in place: no new frame-sized buffers (half the cost)
         return cv2.subtract(frame, down, dst=frame)
 
 

@@ -59,8 +59,8 @@ def test_mark_is_imperceptible_and_keeps_alpha():
     assert marked.shape == frame.shape and marked.dtype == np.uint8
     assert psnr(marked, frame) >= 42.0
     difference = marked.astype(int) - frame
-    assert np.abs(difference).max() <= 20  # no pixel moves far, even in the busiest texture
-    inside = np.all((frame >= 20) & (frame <= 235), axis=2)  # away from 0 and 255, where values saturate
+    assert np.abs(difference).max() <= 8  # no pixel moves far
+    inside = np.all((frame >= 8) & (frame <= 247), axis=2)  # away from 0 and 255, where values saturate
     assert np.array_equal(difference[..., 0][inside], difference[..., 1][inside])  # the same on B, G and R
     assert np.array_equal(difference[..., 0][inside], difference[..., 2][inside])
     rgba = np.dstack([frame, np.full(frame.shape[:2], 77, np.uint8)])
@@ -73,26 +73,6 @@ def test_mark_is_imperceptible_and_keeps_alpha():
     assert np.array_equal(wm.Watermarker(PAYLOAD).mark(read_only), marked)  # a new frame, the input untouched
     writable = frame.copy()
     assert wm.Watermarker(PAYLOAD).mark(writable) is writable and np.array_equal(writable, marked)  # in place
-
-
-def test_mark_follows_the_pictures_texture():
-    """Weak where the picture is flat (a smooth wall, where a flat-spectrum mark showed as grain), strong in
-    texture; a frame that is texture everywhere is still held to PSNR 42 dB."""
-    rng = np.random.default_rng(7)
-    height, width = 720, 1280
-    ramp = np.linspace(90, 170, width, dtype=np.float32)[None, :].repeat(height, 0)  # smooth, like a backdrop
-    frame = np.repeat(ramp[:, :, None], 3, axis=2)
-    texture = cv2.GaussianBlur(rng.normal(0, 40, (height, width // 2)).astype(np.float32), (0, 0), 1.2)
-    frame[:, width // 2:] += texture[:, :, None]
-    frame = np.clip(frame, 0, 255).astype(np.uint8)
-    difference = wm.Watermarker(PAYLOAD).mark(frame.copy()).astype(np.float64) - frame
-    flat = difference[40:-40, 40:width // 2 - 40]  # away from the border with the texture
-    busy = difference[40:-40, width // 2 + 40:-40]
-    assert np.sqrt(np.mean(flat ** 2)) < 0.75 and np.abs(flat).max() <= 3
-    assert np.sqrt(np.mean(busy ** 2)) > 4 * np.sqrt(np.mean(flat ** 2))
-    noise = rng.integers(0, 256, (height, width, 3), dtype=np.uint8)  # texture everywhere
-    assert psnr(wm.Watermarker(PAYLOAD).mark(noise.copy()), noise) >= 42.0
-    assert wm.read_frames([jpeg(wm.Watermarker(PAYLOAD).mark(frame.copy()), 75)]).payload == PAYLOAD
 
 
 @pytest.mark.parametrize("transform", ["none", "jpeg75", "half", "crop10", "crop_corner", "scale_1080_to_720"])
