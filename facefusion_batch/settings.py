@@ -305,8 +305,8 @@ class Settings:
         role="output-unless-default", range=(0.25, 8.0))
     output_pattern: str = _spec(
         "patterns", "Name of each output in its directory, from FaceFusion's placeholders {target_name} (the "
-        "target's name without extension) and {target_extension} (its extension, with the dot), e.g. "
-        "{target_name}-swapped{target_extension}; may hold subdirectories. Empty: the target's own name.", "",
+        "target's name without extension) and {target_extension} (its extension, with the dot); may hold "
+        "subdirectories. Empty: the target's own name.", "",
         role="output-unless-default", fixed=True)
     output_marking: bool = _spec("output_creation", "Mark outputs as AI-modified at all (false, or --no-marking: "
                                  "no metadata, no C2PA, whatever output_provenance says).", True,
@@ -513,8 +513,11 @@ def parse_value(name: str, raw: Any, where: str) -> Any:
 
 
 def _check_pattern(pattern: str, where: str) -> None:
-    """An output_pattern names a file below the output directory from the target's name alone."""
+    """An output_pattern names a file below the output directory from the target's name alone ("": its own)."""
     from facefusion_batch.targets import PATTERN_FIELDS
+
+    if not pattern:
+        return
 
     fields = {field for _, field, _, _ in string.Formatter().parse(pattern) if field is not None}
     if fields & {"index", "source_name"}:
@@ -548,6 +551,18 @@ _FACEFUSION_VALUES = {
     "log_level": {"warn": "info", "debug": "info"},
     "frame_transport": {"disk": "temp"},  # FaceFusion's workflow_strategy: disk spools frames, memory does not
 }
+
+
+def facefusion_spellings(name: str) -> tuple[str, ...] | None:
+    """FaceFusion's ways of writing a value of this setting that ffb's own name for it also takes (a flag of it
+    then takes text that `parse_value` reads); None when its values have one form."""
+    if name in ("face_detector_size", "face_swapper_pixel_boost"):
+        return ("640x640",) if name == "face_detector_size" else ()
+    if name == "execution_device_id":
+        return ()  # FaceFusion's list of ids, when it holds one
+    if name in _FACEFUSION_VALUES and DECLARED[name].facefusion is None:  # else its FaceFusion key's flag takes them
+        return tuple(_FACEFUSION_VALUES[name])
+    return None
 
 
 def _facefusion_form(name: str, raw: Any) -> Any:
