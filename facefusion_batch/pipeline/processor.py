@@ -115,6 +115,8 @@ class FrameProcessor:
             refits = self.engine.refit(frame, missing) if missing else []
             tracked = tracker.update(index, faces, detected, thumb, refits)
             chosen = self.selection.pick_tracked(frame, tracked, tracker, detected, self.engine)
+            if chosen:
+                chosen = self.engine.settle(frame, chosen, self.source, index)
         return self.swap_faces(frame, chosen)
 
     def _faces(self, frame: np.ndarray, reference: Reference, is_new: bool) -> tuple[list, bool]:
