@@ -106,6 +106,15 @@ class OfflineEngine:
             detections = self._detect_batcher(frame)
         else:
             detections = self._detector.detect([frame])[0]
+        return self._fitted(frame, detections)
+
+    def sweep(self, frame: np.ndarray, faces: Sequence[Face]) -> list[Face]:
+        """Faces the whole-frame detectors missed (small ones), looked for on tiles of the frame: several
+        detector inputs, so the pipeline asks now and then (pipeline/analysis.py `MotionGate`)."""
+        return self._fitted(frame, self._detector.sweep(frame, [face.box for face in faces]))
+
+    def _fitted(self, frame: np.ndarray, detections: Sequence[Detection]) -> list[Face]:
+        """The face mesh fitted on each detection; those the mesh says are no face are dropped."""
         if not detections:
             return []
         mesh = self._landmarker.predict(frame, detections)

@@ -86,6 +86,8 @@ class FrameProcessor:
         try:
             with timed(self.timings, "detect"):
                 faces = self.engine.detect(frame)
+                if reference.sweep:
+                    faces = faces + self.engine.sweep(frame, faces)
             with timed(self.timings, "track"):
                 patches = face_patches(frame, faces) if self.settings.keypoint_reuse else []
         except BaseException as exc:
@@ -137,6 +139,7 @@ class FrameProcessor:
         """Process a single picture: detect, select, swap."""
         with timed(self.timings, "detect"):
             faces = self.engine.detect(frame)
+            faces = faces + self.engine.sweep(frame, faces)
         return self.swap(frame, faces)
 
     def swap(self, frame: np.ndarray, faces: list) -> tuple[np.ndarray, int]:
