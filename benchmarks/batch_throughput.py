@@ -19,10 +19,10 @@ import time
 from pathlib import Path
 
 from facefusion_batch.bench import clips
-from facefusion_batch.driver import run_batch
+from facefusion_batch.runner.driver import run_batch
 from facefusion_batch.executors.local import LocalExecutor
-from facefusion_batch.pipeline.processor import prepare
-from facefusion_batch.pipeline.progress import QuietReporter
+from facefusion_batch.workflow.processor import prepare
+from facefusion_batch.runner.progress import QuietReporter
 from facefusion_batch.settings import load_settings
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from facefusion_batch.bench.worker import decode_frames  # noqa: E402
 from facefusion_batch.models.sessions import SessionPool  # noqa: E402
-from facefusion_batch.pipeline.processor import prepare  # noqa: E402
+from facefusion_batch.workflow.processor import prepare  # noqa: E402
 from facefusion_batch.settings import load_settings  # noqa: E402
 from facefusion_batch.timing import Timings  # noqa: E402
 from facefusion_batch.video.probe import probe  # noqa: E402

@@ -16,7 +16,7 @@ import argparse
 import statistics
 import time
 
-from facefusion_batch.metrics import RunMetrics
+from facefusion_batch.runner.metrics import RunMetrics
 from facefusion_batch.timing import Timings, timed, timed_iter
 
 

@@ -147,11 +147,11 @@ def run_ffb(jobs: list[tuple[str, str, Path, Path]], sources: dict[str, Path], e
             outcomes = json.loads(result.stdout).get("outcomes", [{}])
             done[out] = (time.perf_counter() - started, int(outcomes[0].get("profiles_left", 0)))
         return done
-    from facefusion_batch.driver import run_batch
+    from facefusion_batch.runner.driver import run_batch
     from facefusion_batch.engines import build_engine
     from facefusion_batch.executors.local import LocalExecutor
-    from facefusion_batch.pipeline.processor import prepare
-    from facefusion_batch.pipeline.progress import QuietReporter
+    from facefusion_batch.workflow.processor import prepare
+    from facefusion_batch.runner.progress import QuietReporter
     from facefusion_batch.settings import load_settings
 
     def settings_for(mode: str, out: Path):

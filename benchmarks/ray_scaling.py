@@ -24,10 +24,10 @@ from typing import Any
 
 from facefusion_batch.bench import clips
 from facefusion_batch.bench.runner import default_source
-from facefusion_batch.driver import run_batch
+from facefusion_batch.runner.driver import run_batch
 from facefusion_batch.executors.local import LocalExecutor
 from facefusion_batch.executors.ray_executor import RayExecutor
-from facefusion_batch.pipeline.progress import QuietReporter
+from facefusion_batch.runner.progress import QuietReporter
 from facefusion_batch.settings import load_settings
 
 

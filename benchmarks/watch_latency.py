@@ -74,7 +74,7 @@ def one_way(work: Path, clip: Path, source: Path, engine: str, settle: float, id
         if process.poll() is None:
             process.kill()
             process.wait()
-    from facefusion_batch.pipeline.journal import Journal
+    from facefusion_batch.runner.journal import Journal
 
     journal = Journal(out / ".ffb" / "journal.sqlite")
     processing = [e.seconds for e in journal.entries()]

@@ -1,6 +1,6 @@
 """How much runs at once, derived in one place from the settings and the machine.
 
-Every thread pool, semaphore, session and batcher takes its width from `plan(settings)`, and
+Every thread pool, semaphore, session and batcher takes its width from `concurrency_of(settings)`, and
 `ffb run --print-settings` shows the same figures, so what runs is what is shown.
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ class Concurrency:
 
 
 @functools.lru_cache(maxsize=32)
-def plan(settings: Settings, cpus: int | None = None) -> Concurrency:
+def concurrency_of(settings: Settings, cpus: int | None = None) -> Concurrency:
     """The concurrency of a run with these settings on a machine with `cpus` processors (default: this one)."""
     cpus = cpus or os.cpu_count() or 1
     gpu = any(p != "cpu" for p in settings.execution_providers)

@@ -61,7 +61,7 @@ TempFrameFormat = Literal["bmp", "png", "jpg", "tiff"]
 FrameTransport = Literal["temp", "memory"]
 VideoMemoryStrategy = Literal["strict", "moderate", "tolerant"]
 LogLevel = Literal["error", "info"]
-Executor = Literal["local", "ray"]
+ExecutorKind = Literal["local", "ray"]
 OutputProvenance = Literal["c2pa", "metadata", "off"]
 C2paOnFailure = Literal["fail", "metadata"]
 LabelPosition = Literal["bottom-right", "bottom-left", "top-right", "top-left"]
@@ -351,7 +351,7 @@ class Settings:
                             role="engine", range=(0, 256))
     batch_wait_ms: float = _spec("execution", "How long a model call waits for more crops to fill a batch.", 2.0,
                                  role="engine", range=(0.0, 1000.0))
-    executor: Executor = _spec("execution", "local: this process; ray: spread the batch over a Ray cluster "
+    executor: ExecutorKind = _spec("execution", "local: this process; ray: spread the batch over a Ray cluster "
                                             "(pip install 'facefusion-batch[ray]').", "local",
                                role="run", fixed=True)
     ray_address: str = _spec("execution", "Ray cluster to join: auto (the one this machine belongs to) or "
@@ -484,6 +484,18 @@ _FACEFUSION_VALUES = {
     "log_level": {"warn": "info", "debug": "info"},
     "frame_transport": {"disk": "temp"},  # FaceFusion's workflow_strategy: disk spools frames, memory does not
 }
+
+
+def facefusion_spellings(name: str) -> tuple[str, ...] | None:
+    """FaceFusion's ways of writing a value of this setting that ffb's own name for it also takes (a flag of it
+    then takes text that `parse_value` reads); None when its values have one form."""
+    if name in ("face_detector_size", "face_swapper_pixel_boost"):
+        return ("640x640",) if name == "face_detector_size" else ()
+    if name == "execution_device_id":
+        return ()  # FaceFusion's list of ids, when it holds one
+    if name in _FACEFUSION_VALUES and DECLARED[name].facefusion is None:  # else its FaceFusion key's flag takes them
+        return tuple(_FACEFUSION_VALUES[name])
+    return None
 
 
 def _facefusion_form(name: str, raw: Any) -> Any:

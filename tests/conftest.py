@@ -150,9 +150,9 @@ def source_image(tmp_path) -> Path:
 
 def run_local(settings, source: Path, specs: list[str], reporter=None, journal=None, processor=None, **options):
     """One batch on the local executor without the output lock (what `facefusion_batch.run` adds)."""
-    from facefusion_batch.driver import run_batch
+    from facefusion_batch.runner.driver import run_batch
     from facefusion_batch.executors.local import LocalExecutor
-    from facefusion_batch.pipeline.progress import QuietReporter
+    from facefusion_batch.runner.progress import QuietReporter
 
-    with LocalExecutor(settings, source, journal, processor=processor) as executor:
+    with LocalExecutor(settings, source, processor=processor) as executor:
         return run_batch(settings, specs, executor, reporter or QuietReporter(), journal, **options)

@@ -632,7 +632,7 @@ RENAME_OVER = '''
 import os
 from pathlib import Path
 
-from facefusion_batch.pipeline import job
+from facefusion_batch.workflow import job
 
 _real = job.encode_video
 

@@ -162,7 +162,7 @@ def test_json_summary_is_one_line_per_run_with_time_and_id(env, source_image, ca
 def test_json_error_object_on_every_early_exit(env, source_image, capsys, setup, args, code):
     clip = make_clip(env / "a.mp4", frames=2, audio=False)
     if setup == "lock":
-        from facefusion_batch.pipeline.lock import RunLock
+        from facefusion_batch.runner.lock import RunLock
 
         lock = RunLock(env / "out" / ".ffb" / "lock")
         lock.acquire(wait=False, on_wait=print)

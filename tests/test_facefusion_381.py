@@ -194,7 +194,7 @@ def test_occluder_many_takes_the_strictest_of_every_xseg():
     """FaceFusion's face_occluder_model many: the minimum of xseg_1, xseg_2 and xseg_3's masks."""
     from facefusion_batch.models.catalog import CATALOG
     from facefusion_batch.processors.masks import Occluder
-    from facefusion_batch.processors.plan import ProcessorPlan
+    from facefusion_batch.processors.config import ProcessorConfig
     from facefusion_batch.processors.masks import MaskOptions
 
     class Session:
@@ -217,5 +217,5 @@ def test_occluder_many_takes_the_strictest_of_every_xseg():
                     (Session(np.ones((256, 256), np.float32)), CATALOG["xseg_3"])).masks(crops)[0]
     assert one[100, 20] < 0.05 and one[20, 100] > 0.95  # left hidden, top right shown
     assert many[100, 20] < 0.05 and many[20, 100] < 0.05 and many[110, 110] > 0.95
-    plan = ProcessorPlan(masks=MaskOptions(("box", "occlusion")), occluder="many")
+    plan = ProcessorConfig(masks=MaskOptions(("box", "occlusion")), occluder="many")
     assert [n for n in plan.models() if n.startswith("xseg")] == ["xseg_1", "xseg_2", "xseg_3"]

@@ -14,9 +14,9 @@ import pytest
 
 from conftest import decode_all, face_frame, make_clip
 from facefusion_batch.cli import main
-from facefusion_batch.pipeline import job
-from facefusion_batch.pipeline.identity import Pin
-from facefusion_batch.pipeline.lookahead import Lookahead
+from facefusion_batch.workflow import job
+from facefusion_batch.workflow.identity import Pin
+from facefusion_batch.workflow.lookahead import Lookahead
 
 CHANGED = "changed while it was processed"
 

@@ -15,7 +15,7 @@ from facefusion_batch.cli import main
 from facefusion_batch.errors import SourceError
 from facefusion_batch.listing import capped, listed
 from facefusion_batch.media import read_image, temp_name, temp_stem
-from facefusion_batch.pipeline import guard
+from facefusion_batch.workflow import guard
 
 SOURCE = Path(__file__).resolve().parents[1] / "examples" / "source.jpg"
 

@@ -13,7 +13,7 @@ import pytest
 from facefusion_batch import settings as settings_module
 from facefusion_batch.cli import main
 from facefusion_batch.errors import SettingsError
-from facefusion_batch.pipeline import processor
+from facefusion_batch.workflow import processor
 from facefusion_batch.settings import (DECLARED, FIELDS, ROLES, Settings, engine_changed, load_settings,
                                        parse_value, with_role)
 
@@ -125,7 +125,7 @@ def test_what_the_engine_reads_of_the_settings_is_declared_engine():
         for name in re.findall(r"(?:settings|_settings|\bs)\.([a-z_0-9]+)", path.read_text()):
             if name in FIELDS:
                 read.setdefault(name, set()).add(str(path.relative_to(PACKAGE)))
-    # concurrency.plan, as the engine uses it (slots, intra-op and OpenCV threads, the micro-batch)
+    # concurrency_of, as the engine uses it (slots, intra-op and OpenCV threads, the micro-batch)
     read.update({n: {"concurrency.py"} for n in ("execution_providers", "execution_thread_count",
                                                 "execution_inference_slots", "batch_size")})
     assert len(read) > 20

@@ -3,8 +3,8 @@
     python tools/import_graph.py            # the report; exit 1 when a rule is broken
     python tools/import_graph.py --json     # the same as JSON (edges, floors, cycles, upward imports)
 
-Floors, top to bottom, as DESIGN.md draws the flow (cli → run driver → executors → pipeline → engines →
-models / faces / video → foundations). A module may import its own floor or any floor below it. Imports
+Floors, top to bottom, as docs/development.md draws the flow (cli → api → runner → executors → workflow →
+engines → models / faces / video → foundations). A module may import its own floor or any floor below it. Imports
 inside functions count too (a lazy import is still a dependency); `if TYPE_CHECKING:` imports do not.
 """
 from __future__ import annotations
@@ -18,22 +18,20 @@ from pathlib import Path
 PACKAGE = "facefusion_batch"
 
 # The package's face (`facefusion_batch/__init__.py`) hands on the public API: it stands on the API's floor.
-PACKAGE_FLOOR = 7
+PACKAGE_FLOOR = 8
 
 # First matching prefix wins; the number is the floor (higher = closer to the user).
 FLOORS: tuple[tuple[str, int], ...] = (
-    ("facefusion_batch.__main__", 9),
-    ("facefusion_batch.launch", 9),  # the `ffb` entry point: signal handlers first, then the CLI
-    ("facefusion_batch.cli", 8),
-    ("facefusion_batch.bench", 7),
-    ("facefusion_batch.watch", 7),
-    ("facefusion_batch.api", 7),
-    ("facefusion_batch.run", 7),
-    ("facefusion_batch.driver", 7),
+    ("facefusion_batch.__main__", 10),
+    ("facefusion_batch.launch", 10),  # the `ffb` entry point: signal handlers first, then the CLI
+    ("facefusion_batch.cli", 9),
+    ("facefusion_batch.cli_options", 9),  # the flags of run and watch, made from the settings' declarations
+    ("facefusion_batch.bench", 8),
+    ("facefusion_batch.api", 8),
+    ("facefusion_batch.runner", 7),  # one run's bookkeeping: driver, journal, lock, progress, summary, metrics
     ("facefusion_batch.executors", 6),
     ("facefusion_batch.provenance", 5),
-    ("facefusion_batch.pipeline", 5),
-    ("facefusion_batch.metrics", 5),
+    ("facefusion_batch.workflow", 5),  # one target: processor, image and video phases, workspace, outcome
     ("facefusion_batch.engines", 4),
     ("facefusion_batch.processors", 4),
     ("facefusion_batch.hardware", 3),

@@ -10,7 +10,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from facefusion_batch.pipeline.processor import prepare
+from facefusion_batch.workflow.processor import prepare
 from facefusion_batch.settings import load_settings
 from facefusion_batch.video.ffmpeg import SWS_FLAGS, ffmpeg_binary
 

@@ -26,18 +26,18 @@ import numpy as np
 
 from facefusion_batch.bench.measure import DiskSampler, cpu_seconds, peak_rss_bytes
 from facefusion_batch.bench.model_times import model_times
-from facefusion_batch.concurrency import plan as concurrency_plan
+from facefusion_batch.concurrency import concurrency_of
 from facefusion_batch.errors import FfbError, MediaError
-from facefusion_batch.pipeline.analysis import Reference, thumbnail
-from facefusion_batch.driver import run_batch
+from facefusion_batch.workflow.analysis import Reference, thumbnail
+from facefusion_batch.runner.driver import run_batch
 from facefusion_batch.executors.base import Claim, Work
 from facefusion_batch.executors.local import LocalExecutor
-from facefusion_batch.pipeline.batch import job_options
-from facefusion_batch.pipeline.job import Completion
-from facefusion_batch.pipeline.lookahead import Lookahead
-from facefusion_batch.pipeline.processor import FrameProcessor, prepare
-from facefusion_batch.pipeline.frames import ordered_map
-from facefusion_batch.pipeline.progress import QuietReporter
+from facefusion_batch.workflow.video import job_options
+from facefusion_batch.workflow.job import Completion
+from facefusion_batch.workflow.lookahead import Lookahead
+from facefusion_batch.workflow.processor import FrameProcessor, load
+from facefusion_batch.workflow.frames import ordered_map
+from facefusion_batch.runner.progress import QuietReporter
 from facefusion_batch.settings import Settings, describe, load_settings
 from facefusion_batch.timing import Timings, delta
 from facefusion_batch.video.decoder import Decoder
@@ -124,7 +124,7 @@ def run_worker(clip: Path, source: Path, profile: Optional[Path], engine: Option
 def _measure(settings: Settings, source: Path, targets: list[Path], model_budget: int) -> dict[str, Any]:
     timings = Timings()
     started = time.perf_counter()
-    plain = prepare(settings, source, _Messages().message)
+    plain = load(settings, source, _Messages().message)
     processor = _ObservedProcessor(**{**{f.name: getattr(plain, f.name) for f in dataclasses.fields(plain)},
                                       "timings": timings})
     startup = time.perf_counter() - started
@@ -156,7 +156,7 @@ def _measure(settings: Settings, source: Path, targets: list[Path], model_budget
     finally:
         plain.engine.close()
     second = processor.targets[1]
-    concurrency = concurrency_plan(settings)
+    concurrency = concurrency_of(settings)
     per_model = model_times(model_timings.snapshot(), frames, faces, concurrency.inference_slots,
                             concurrency.intra_op_threads, os.cpu_count() or 1, model_cpu.snapshot())
     metrics: dict[str, Any] = {
@@ -216,7 +216,7 @@ def model_bound(processor: FrameProcessor, clip: Path, settings: Settings, budge
     gate = processor.new_gate()
     calls = processor.engine.detector_calls()
     started, cpu_before = time.perf_counter(), cpu_seconds()
-    planned = ((frame, *gate.plan(index, thumb, info.width), index)
+    planned = ((frame, *gate.reference_for(index, thumb, info.width), index)
                for index, (frame, thumb) in enumerate(zip(frames, thumbs)))
     with ThreadPoolExecutor(options.threads, thread_name_prefix="ffb-frame") as pool:
         done = sum(1 for _ in ordered_map(pool, processor, planned, options.in_flight))

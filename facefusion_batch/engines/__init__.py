@@ -8,7 +8,7 @@ import threading
 
 import cv2
 
-from facefusion_batch.concurrency import plan
+from facefusion_batch.concurrency import concurrency_of
 from facefusion_batch.engines.base import FaceEngine
 from facefusion_batch.engines.source_cache import SourceCache
 from facefusion_batch.models import store
@@ -21,10 +21,10 @@ def build_engine(settings: Settings, slots: threading.Semaphore | None = None) -
     # OpenCV splits each warp, blur and resize over its own threads; when the frame threads already keep every
     # core busy that only adds hand-offs (measured: ~3 ms/frame more CPU for the same chain on 2 cores), so it
     # gets the cores the frame threads leave. OpenCV's setting is process-wide, set with the engine (once).
-    cv2.setNumThreads(plan(settings).opencv_threads)
+    cv2.setNumThreads(concurrency_of(settings).opencv_threads)
     pool = SessionPool(settings)
     cache = SourceCache(settings.cache_path)
-    slots = slots or threading.Semaphore(plan(settings).inference_slots)
+    slots = slots or threading.Semaphore(concurrency_of(settings).inference_slots)
     from facefusion_batch.engines.neural import NeuralEngine, neural_model_states
     from facefusion_batch.engines.offline import OfflineEngine
 
@@ -44,12 +44,12 @@ def preflight(settings: Settings) -> None:
     """The engine's refusals that need no model loaded (ModelError: a model file missing or damaged;
     SettingsError: what the engine can't do), said before a run takes its output lock or writes anything."""
     from facefusion_batch.engines.base import refuse_offline_reference
-    from facefusion_batch.engines.neural import check_states, neural_model_states, processor_plan
+    from facefusion_batch.engines.neural import check_states, neural_model_states, processor_config
     from facefusion_batch.engines.offline import refuse_neural_only
 
     states = neural_model_states(settings) if settings.engine != "offline" else []
     if settings.engine == "neural" or any(s.status != "missing" for s in states):
-        processor_plan(settings)
+        processor_config(settings)
         check_states(states)
         return
     refuse_neural_only(settings)

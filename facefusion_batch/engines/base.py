@@ -59,7 +59,7 @@ class FaceEngine(Protocol):
 
     def settle(self, frame: np.ndarray, faces: Sequence[Face], source: Record, index: int) -> list[Face]:
         """A video frame's faces to swap, as their tracks decide in frame order (called in the frame's turn, see
-        pipeline/analysis.py `TrackState`): faces marked `leave` are left as they are by `swap`."""
+        workflow/analysis.py `TrackState`): faces marked `leave` are left as they are by `swap`."""
         ...
 
     def detector_calls(self) -> int: ...

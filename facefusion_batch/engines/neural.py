@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from facefusion_batch.concurrency import plan
+from facefusion_batch.concurrency import concurrency_of
 from facefusion_batch.engines.base import source_face
 from facefusion_batch.engines.inswapper import InSwapper, read_emap
 from facefusion_batch.engines.source_cache import Record, SourceCache
@@ -36,7 +36,7 @@ from facefusion_batch.processors.enhancer import EnhancerOptions
 from facefusion_batch.processors.landmarker import (ESTIMATOR, Estimator68From5, FaceLandmarker, Fan2dLandmarker,
                                                     LandmarkerOptions, PeppaWutzLandmarker, landmarker_models)
 from facefusion_batch.processors.masks import MaskOptions
-from facefusion_batch.processors.plan import ProcessorPlan
+from facefusion_batch.processors.config import ProcessorConfig
 from facefusion_batch.processors.swapper import SwapperOptions, average_identity
 from facefusion_batch.processors.tensors import MergedRuns, batch_allowed
 from facefusion_batch.settings import Settings
@@ -45,7 +45,7 @@ from facefusion_batch.settings import Settings
 _IMAGE_SOURCE = ("blendswap", "uniface")
 
 
-def processor_plan(settings: Settings) -> ProcessorPlan:
+def processor_config(settings: Settings) -> ProcessorConfig:
     """The processors the settings ask for, checked (SettingsError naming the setting)."""
     boost = None
     if settings.face_swapper_pixel_boost:
@@ -55,7 +55,7 @@ def processor_plan(settings: Settings) -> ProcessorPlan:
         except ValueError as exc:
             raise SettingsError(f"face_swapper_pixel_boost: {exc}") from None
     try:
-        return ProcessorPlan(
+        return ProcessorConfig(
             settings.processors,
             SwapperOptions(settings.face_swapper_model, settings.face_swapper_weight, boost),
             EnhancerOptions(settings.face_enhancer_model, settings.face_enhancer_blend, settings.face_enhancer_weight),
@@ -97,7 +97,7 @@ def landmarker_names(settings: Settings) -> list[str]:
 def neural_model_names(settings: Settings) -> list[str]:
     """Every model file the neural engine loads under these settings: the processors', the landmarker's, then
     recogniser and detector."""
-    names = (processor_plan(settings).models() + landmarker_names(settings)
+    names = (processor_config(settings).models() + landmarker_names(settings)
              + [RECOGNIZER, DETECTOR_FOR[settings.face_detector_model]])
     return list(dict.fromkeys(names))
 
@@ -146,8 +146,8 @@ class NeuralEngine:
             raise
 
     def _load(self, settings: Settings, slots: threading.Semaphore) -> None:
-        self.plan = processor_plan(settings)
-        self.warnings = tuple(self.plan.ignored_settings())
+        self.config = processor_config(settings)
+        self.warnings = tuple(self.config.ignored_settings())
         states = neural_model_states(settings)
         check_states(states)
         for state in states:
@@ -156,7 +156,7 @@ class NeuralEngine:
         self.models = tuple(state.spec.name for state in states)
         self.model_files = tuple(state.path for state in states)
         by_name = {state.spec.name: state for state in states}
-        self._concurrency = plan(settings)
+        self._concurrency = concurrency_of(settings)
         self._slots = slots
         detector_state = by_name[DETECTOR_FOR[settings.face_detector_model]]
         detector = GuardedSession(pool, detector_state.path, slots)
@@ -172,10 +172,10 @@ class NeuralEngine:
         self._landmarker = self._face_landmarker(settings, by_name)
         if uses_earlier_path(settings):
             self._swapper = self._inswapper(by_name[settings.face_swapper_model])
-            if self.plan.classify:
+            if self.config.classify:
                 self._classifier = FaceClassifier(self._open(by_name[CLASSIFIER]), CATALOG[CLASSIFIER])
         else:
-            self._processors = build_processors(self.plan, lambda name: self._open(by_name[name]),
+            self._processors = build_processors(self.config, lambda name: self._open(by_name[name]),
                                                 lambda name: read_emap(by_name[name].path))
             self._classifier = self._processors.classifier
         self._weighted = (self._processors is not None and self._processors.swapper is not None

@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-from facefusion_batch.concurrency import plan
+from facefusion_batch.concurrency import concurrency_of
 from facefusion_batch.engines.base import source_face
 from facefusion_batch.engines.source_cache import Record, SourceCache
 from facefusion_batch.errors import SettingsError
@@ -92,7 +92,7 @@ class OfflineEngine:
                                            min_face_size=settings.face_detector_min_size or None)
         self._landmarker = MediaPipeLandmarker(guard("landmarks"))
         # The detectors take a batch of frames: frames from all worker threads share one call.
-        concurrency = plan(settings)
+        concurrency = concurrency_of(settings)
         batch = concurrency.micro_batch
         self._detect_batcher = (MicroBatcher(self._detector.detect, batch, settings.batch_wait_ms / 1000,
                                              "ffb-detect-batcher", concurrency.batcher_producers)
@@ -110,7 +110,7 @@ class OfflineEngine:
 
     def sweep(self, frame: np.ndarray, faces: Sequence[Face]) -> list[Face]:
         """Faces the whole-frame detectors missed (small ones), looked for on tiles of the frame: several
-        detector inputs, so the pipeline asks now and then (pipeline/analysis.py `MotionGate`)."""
+        detector inputs, so the pipeline asks now and then (workflow/analysis.py `MotionGate`)."""
         return self._fitted(frame, self._detector.sweep(frame, [face.box for face in faces]))
 
     def _fitted(self, frame: np.ndarray, detections: Sequence[Detection]) -> list[Face]:

@@ -1,6 +1,6 @@
 """The executor protocol: how the run driver hands targets to an executor and hears back.
 
-The driver (`facefusion_batch.driver`) owns the run: the output lock, the journal's claims and records, the
+The driver (`facefusion_batch.runner.driver`) owns the run: the output lock, the journal's claims and records, the
 progress display, the summary and the exit code. An executor only turns claimed targets into outcomes: it
 pulls claims from the `Work` it is given (lazily, when it has room: pulling is what claims a target in the
 journal) and tells the `Work` what became of each. A new executor implements `Executor`; the driver needs no
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
-from facefusion_batch.pipeline.batch import Outcome
+from facefusion_batch.workflow.outcome import Outcome
 from facefusion_batch.targets import Target
 
 
@@ -62,6 +62,9 @@ class Work(Protocol):
     def claims(self, hashes: Callable[[Path], str | None] | None = None) -> Iterator[Claim]:
         """The targets to process, claimed one by one as they are pulled (skipped ones are settled by the
         driver and not handed out). `hashes` gives a file's content hash when it was computed ahead."""
+
+    def needs_hash(self, target: Target) -> bool:
+        """Whether claiming `target` will have to hash its content (the journal has no current value)."""
 
     def upcoming(self, after: int) -> tuple[Target, bool] | None:
         """The next video after target `after` that a claim is expected to hand out (judged without hashing

@@ -12,16 +12,14 @@ from typing import Callable, Sequence
 
 from facefusion_batch.engines.base import FaceEngine
 from facefusion_batch.executors.base import Claim, EngineInfo, Stats, Work
-from facefusion_batch.memory import apply_memory_limit
-from facefusion_batch.pipeline import guard, job
-from facefusion_batch.pipeline.batch import Outcome, check_output_dir, needs_hash
-from facefusion_batch.pipeline.journal import Journal
-from facefusion_batch.pipeline.lookahead import Lookahead, Prepared
-from facefusion_batch.pipeline.processor import FrameProcessor, prepare
+from facefusion_batch.workflow import guard, job
+from facefusion_batch.workflow.lookahead import Lookahead, Prepared
+from facefusion_batch.workflow.processor import FrameProcessor, load
 from facefusion_batch.settings import Settings
+from facefusion_batch.workflow.outcome import Outcome
+from facefusion_batch.workflow.output_guard import check_output_dir
 from facefusion_batch.targets import Target
 from facefusion_batch.timing import Timings
-from facefusion_batch.video.ffmpeg import use_ffmpeg
 
 
 class _Progress:
@@ -40,13 +38,12 @@ class _Progress:
 class LocalExecutor:
     concurrent_targets = False
 
-    def __init__(self, settings: Settings, source: Path, journal: Journal | None = None,
+    def __init__(self, settings: Settings, source: Path,
                  processor: FrameProcessor | None = None, timings: Timings | None = None,
                  on_engine: Callable[[FaceEngine], None] | None = None) -> None:
-        """`journal` only lets the first video be hashed ahead (the driver does the claiming); `processor`
-        is one already prepared (its engine is then the caller's to close); `timings` collects stage times;
+        """`processor` is one already prepared (its engine is then the caller's to close); `timings` collects stage times;
         `on_engine` is told the engine once it is loaded (metrics time its model calls)."""
-        self.settings, self.source, self._journal = settings, source, journal
+        self.settings, self.source = settings, source
         self.processor = processor
         self._owns_engine = processor is None
         self._timings, self._on_engine = timings, on_engine
@@ -56,16 +53,14 @@ class LocalExecutor:
 
     def start(self, targets: Sequence[Target], work: Work) -> EngineInfo:
         check_output_dir(self.settings.output_dir)
-        use_ffmpeg(self.settings.ffmpeg_path)  # this process's ffmpeg (a benchmark worker's too)
-        apply_memory_limit(self.settings.system_memory_limit)
         self._lookahead = Lookahead(self.settings.temp_path)
         first = next((t for t in targets if t.kind == "video"), None)
         if first is not None:  # prepared while the models load
-            self._lookahead.prepare(first.path, hash_content=needs_hash(self._journal, first))
+            self._lookahead.prepare(first.path, hash_content=work.needs_hash(first))
             self._lookahead.current_decoded()  # no decoder runs yet
         messages: list[str] = []
         if self.processor is None:
-            self.processor = prepare(self.settings, self.source, messages.append)
+            self.processor = load(self.settings, self.source, messages.append)
         if self._timings is not None:
             self.processor = self.processor.timed_by(self._timings)
         engine = self.processor.engine

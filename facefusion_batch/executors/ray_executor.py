@@ -1,6 +1,6 @@
 """The Ray executor: one batch spread over a Ray cluster.
 
-The run driver (`facefusion_batch.driver`, in this process) holds the output tree's lock and journal and
+The run driver (`facefusion_batch.runner.driver`, in this process) holds the output tree's lock and journal and
 decides what to do with each target; this executor pulls the claimed targets as workers get free and hands
 work items to the Ray actors of a `WorkerPool`, each of which loads the engine once. Ray places the actors
 by their CPU/GPU requests and restarts one whose process or node died; the item lost with it goes to another
@@ -27,15 +27,16 @@ from typing import Callable, Iterator, Sequence
 from facefusion_batch.errors import FfbError
 from facefusion_batch.executors import require_ray
 from facefusion_batch.executors.base import Claim, EngineInfo, Stats, Work
-from facefusion_batch.executors.plan import (Item, Join, Segment, StorageCheck, Whole, WorkerInfo,
+from facefusion_batch.executors.work_items import (Item, Join, Segment, StorageCheck, Whole, WorkerInfo,
                                              chunk_count, segment_length, segments, staged_name)
 from facefusion_batch.executors.ray_pool import Done, WorkerPool, connect
-from facefusion_batch.pipeline.batch import Outcome, os_reason
-from facefusion_batch.pipeline.identity import Changed, Pin
-from facefusion_batch.pipeline.job import profile_note
-from facefusion_batch.pipeline.processor import Sources, source_paths
-from facefusion_batch.pipeline.workspace import Workspace, remove_stale
+from facefusion_batch.workflow.identity import Changed, Pin
+from facefusion_batch.workflow.job import profile_note
+from facefusion_batch.workflow.processor import Sources, source_paths
+from facefusion_batch.workflow.workspace import Workspace, remove_stale
 from facefusion_batch.provenance.sign import place
+from facefusion_batch.workflow import guard
+from facefusion_batch.workflow.outcome import Outcome
 from facefusion_batch.settings import Settings
 from facefusion_batch.targets import Target
 from facefusion_batch.video.probe import VideoInfo, probe
@@ -243,7 +244,7 @@ class RayExecutor:
         try:
             info = probe(remote.path)
         except (FfbError, OSError) as exc:
-            self._fail(job, str(exc) if isinstance(exc, FfbError) else os_reason(target, exc))
+            self._fail(job, str(exc) if isinstance(exc, FfbError) else guard.os_reason(target.path, exc))
             return
         self.work.started(index, info.frame_count)
         job.info = info

@@ -18,12 +18,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
-from facefusion_batch.concurrency import plan
+from facefusion_batch.concurrency import concurrency_of
 from facefusion_batch.errors import FfbError, SettingsError
-from facefusion_batch.executors.plan import Item, StorageCheck, WorkerInfo
+from facefusion_batch.executors.work_items import Item, StorageCheck, WorkerInfo
 from facefusion_batch.executors.worker import FfbWorker, ProgressBox
-from facefusion_batch.pipeline.batch import Outcome
-from facefusion_batch.pipeline.processor import Sources
+from facefusion_batch.workflow.outcome import Outcome
+from facefusion_batch.workflow.processor import Sources
 from facefusion_batch.settings import Settings
 
 WORKER_WAIT_S = 600.0  # with no worker started for this long, the pool gives up
@@ -64,7 +64,7 @@ def worker_count(settings: Settings, cpus: float, gpus: float) -> int:
         return settings.ray_workers
     if settings.ray_num_gpus:
         return int(gpus // settings.ray_num_gpus)
-    return max(1, int(cpus // plan(settings).frame_threads))
+    return max(1, int(cpus // concurrency_of(settings).frame_threads))
 
 
 @dataclass

@@ -30,12 +30,11 @@ from facefusion_batch.executors.local import LocalExecutor
 from facefusion_batch.executors.watch_feed import FolderFeed
 from facefusion_batch.listing import listed
 from facefusion_batch.memory import apply_memory_limit
-from facefusion_batch.pipeline.batch import check_output_dir
-from facefusion_batch.pipeline.journal import Journal
-from facefusion_batch.pipeline.processor import FrameProcessor, Sources, prepare
-from facefusion_batch.settings import FIXED_SETTINGS, Settings, engine_changed
+from facefusion_batch.workflow.processor import FrameProcessor, Sources, load
+from facefusion_batch.settings import FIXED_SETTINGS, Settings
 from facefusion_batch.targets import Target, discover, file_key, resolved
 from facefusion_batch.timing import Timings
+from facefusion_batch.workflow.output_guard import check_output_dir
 from facefusion_batch.video.ffmpeg import use_ffmpeg
 
 
@@ -46,7 +45,7 @@ def _file_of(path: Path) -> object:
 
 class WatchExecutor:
 
-    def __init__(self, settings: Settings, source: Sources, journal: Optional[Journal], feed: FolderFeed,
+    def __init__(self, settings: Settings, source: Sources, feed: FolderFeed,
                  specs: Sequence[str], reload: Optional[Callable[[], Settings]] = None,
                  timings: Optional[Timings] = None,
                  on_engine: Optional[Callable[[FaceEngine], None]] = None,
@@ -54,7 +53,7 @@ class WatchExecutor:
         """`specs`: the watched directories as the user gave them (outputs and journal records are named as
         `ffb run` with the same targets names them); `reload` gives the settings again (on SIGHUP);
         `lost_signal` raises KeyboardInterrupt when a signal came but its own was lost, called while waiting."""
-        self.settings, self.source, self._journal = settings, source, journal
+        self.settings, self.source = settings, source
         self.feed, self.specs = feed, list(specs)
         self._reload, self._timings, self._on_engine = reload, timings, on_engine
         self._lost_signal = lost_signal or (lambda: None)
@@ -71,19 +70,19 @@ class WatchExecutor:
     def start(self, targets: Sequence[Target], work: Work) -> EngineInfo:
         """Watch first (what lands while the models load is seen), then load the engine and the source."""
         check_output_dir(self.settings.output_dir)
-        use_ffmpeg(self.settings.ffmpeg_path)
-        apply_memory_limit(self.settings.system_memory_limit)
         self._catch_hangup()
         self.feed.say, self.feed.lost_signal = work.message, self._lost_signal
         self.feed.start()
         watching = (f"ffb watch: watching {listed(self.specs)} ("
                     f"{'polling' if self.feed.poll else 'filesystem events'}; a file is taken once unchanged "
                     f"for {self.feed.settle:g} s)")
-        if self.on_ray:
+        if self.on_ray:  # this process loads no models, but joins and probes with ffmpeg
+            use_ffmpeg(self.settings.ffmpeg_path)
+            apply_memory_limit(self.settings.system_memory_limit)
             info = self._start_ray(work)
             return dataclasses.replace(info, messages=(*info.messages, watching))
         messages: list[str] = []
-        self.processor = prepare(self.settings, self.source, messages.append)
+        self.processor = load(self.settings, self.source, messages.append)
         self._engine_loaded(self.processor.engine)
         engine = self.processor.engine
         messages.append(watching)
@@ -147,7 +146,7 @@ class WatchExecutor:
         if self.on_ray:
             self._process_on_ray(work, targets)
             return
-        with LocalExecutor(self.settings, self.source, self._journal, processor=self.processor,
+        with LocalExecutor(self.settings, self.source, processor=self.processor,
                            timings=self._timings) as local:
             local.start(targets, work)
             local.run(work)
@@ -205,14 +204,13 @@ class WatchExecutor:
             return
         if self.on_ray:  # each lot's workers load the engine from the settings in use
             self.settings = settings
-            use_ffmpeg(settings.ffmpeg_path)
+            use_ffmpeg(settings.ffmpeg_path)  # this process's joins
             work.message("ffb watch: SIGHUP: settings reloaded; they apply to the files that come next")
             return
         assert self.processor is not None
         old = self.processor.engine
-        rebuild = engine_changed(self.settings, settings)
         try:
-            processor = prepare(settings, self.source, work.message, engine=None if rebuild else old)
+            processor, rebuild = self.processor.reloaded(settings, work.message)
         except FfbError as exc:
             work.message(f"ffb watch: SIGHUP: new settings not applied ({exc}); going on with those in use")
             return
@@ -220,7 +218,6 @@ class WatchExecutor:
         if rebuild:
             old.close()
             self._engine_loaded(processor.engine)
-        use_ffmpeg(settings.ffmpeg_path)
         engine = processor.engine
         rebuilt = f" (engine rebuilt: {engine.name} ({', '.join(engine.models)}))" if rebuild else ""
         work.message(f"ffb watch: SIGHUP: settings reloaded{rebuilt}; they apply to the files that come next")

@@ -11,20 +11,15 @@ import os
 import socket
 import threading
 import time
-from pathlib import Path
-from typing import Callable
 
 from facefusion_batch.errors import SettingsError
-from facefusion_batch.executors.plan import Item, Join, Segment, StorageCheck, WorkerInfo, Whole
-from facefusion_batch.memory import apply_memory_limit
-from facefusion_batch.pipeline import job
-from facefusion_batch.pipeline.batch import NO_FACE, Outcome, check_output_dir, failed_outcome, job_options
-from facefusion_batch.pipeline.processor import FrameProcessor, Sources, prepare
-from facefusion_batch.pipeline.video_job import encode_chunks, finish_video, plan_video
-from facefusion_batch.pipeline.workspace import Workspace, remove_stale
+from facefusion_batch.executors.work_items import Item, Segment, StorageCheck, WorkerInfo, Whole
+from facefusion_batch.workflow import job
+from facefusion_batch.workflow.outcome import Outcome
+from facefusion_batch.workflow.output_guard import check_output_dir
+from facefusion_batch.workflow.processor import FrameProcessor, Sources, load
+from facefusion_batch.workflow.workspace import Workspace, remove_stale
 from facefusion_batch.settings import Settings
-from facefusion_batch.targets import Target
-from facefusion_batch.video.ffmpeg import use_ffmpeg
 
 
 
@@ -142,9 +137,7 @@ class FfbWorker:
             check_storage(self._check, self._node)
             remove_stale(self._settings.temp_path)
             check_output_dir(self._settings.output_dir)
-            use_ffmpeg(self._settings.ffmpeg_path)  # this worker's ffmpeg
-            apply_memory_limit(self._settings.system_memory_limit)
-            self._processor = prepare(self._settings, self._source, self._reporter.message)
+            self._processor = load(self._settings, self._source, self._reporter.message)
         return self._processor
 
     def run(self, item: Item, dispatch: int) -> Outcome:
@@ -157,71 +150,7 @@ class FfbWorker:
                 return job.begin(processor, staged, self._reporter, item.resume_key)()
             shared = Workspace.of(self._check.shared, item.key)
             if isinstance(item, Segment):
-                return encode_segment(processor, item, shared, self._reporter.advance)
-            return join_segments(processor, item, shared)
+                return job.segment(processor, item, shared, self._reporter.advance)
+            return job.join(processor, item, shared)
         finally:
             self._reporter.flush()
-
-
-def _failed(processor: FrameProcessor, target: Target, exc: Exception, started: float) -> Outcome:
-    """The same one-line failure the local executor gives (`pipeline.guard`), for a segment or a join."""
-    return failed_outcome(target, exc, processor.settings.temp_path, time.perf_counter() - started)
-
-
-def encode_segment(processor: FrameProcessor, item: Segment, shared: Workspace, on_frames: Callable[[int], None]) -> Outcome:
-    """Encode a segment's chunks in a scratch workspace on this node's temp_path (spooled frames stay on
-    local disk), then publish the finished chunks to the shared workspace. Chunks another attempt already
-    published are not done again; a retry on the same node also reuses the scratch's finished chunks."""
-    engine, settings = processor.engine, processor.settings
-    started, calls, profiles = time.perf_counter(), engine.detector_calls(), job.profiles_left(engine)
-    target = item.target
-    scratch = Workspace.scratch(settings.temp_path, item.key, item.first)
-    try:
-        processor = processor.for_target(target.path)  # the same watermark as the local executor's
-        plan = plan_video(target.path, target.output, job_options(settings, processor.timings), item.info)
-        size = plan.options.chunk_size
-        done = shared.make().resume(size, item.first, item.last)
-        on_frames(done.frames)
-        frames = done.frames
-        if not done.done:
-            # Mode `one` continues its choice from this segment's own chunk before the resume point only:
-            # the segment before may or may not have published its last chunk yet, and an output must not
-            # depend on which node finished first. A segment's first chunk chooses afresh.
-            own = shared if done.index > item.first else None
-            frames += encode_chunks(plan, scratch.make(), processor, on_frames, done.index, item.last,
-                                    before=own).frames
-            scratch.publish(shared, size, done.index, item.last)
-    except Exception as exc:  # noqa: BLE001 - one target's failure, whatever it is, is not the batch's
-        return _failed(processor, target, exc, started)
-    finally:
-        engine.pool.after_target()
-    scratch.remove()
-    return Outcome(str(target.path), "done", frames=frames, seconds=time.perf_counter() - started,
-                   detector_calls=engine.detector_calls() - calls,
-                   profiles_left=job.profiles_left(engine) - profiles)
-
-
-def join_segments(processor: FrameProcessor, item: Join, shared: Workspace) -> Outcome:
-    """Join the shared workspace's chunks with the original audio into `item.staged` and verify it. The
-    content gate looks at the video first (its segments were swapped on several workers at once, so a
-    flagged video is caught here: blocked, nothing written)."""
-    started = time.perf_counter()
-    target = item.target
-    gate = processor.gate_record
-    try:
-        processor = processor.for_target(target.path)  # the watermark the segments carry, named in the manifest
-        verdict = job.gate_verdict(processor, target)
-        if verdict.flagged:
-            return Outcome(str(target.path), "blocked", reason=f"{target.path}: {verdict.reason}",
-                           seconds=time.perf_counter() - started, content_gate=gate)
-        plan = plan_video(target.path, target.output, job_options(processor.settings, processor.timings),
-                          item.info)
-        note = finish_video(dataclasses.replace(plan, out=item.staged), shared, processor.tags,
-                            processor.seal(target.path))
-        frames, faces = shared.totals(plan.options.chunk_size)
-    except Exception as exc:  # noqa: BLE001 - as in encode_segment
-        return _failed(processor, target, exc, started)
-    status, reason = ("done", note) if faces else ("no_face", NO_FACE)
-    mark = processor.watermark.hex if faces and processor.watermark else ""
-    return Outcome(str(target.path), status, str(item.staged), reason, frames, time.perf_counter() - started,
-                   content_gate=gate, watermark=mark)

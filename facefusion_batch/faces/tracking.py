@@ -1,7 +1,7 @@
 """Face tracks across frames: association, coasting through short misses, shot cuts, landmark smoothing.
 
 Pure and single-threaded: the pipeline feeds `Tracker.update` the faces of each frame in frame order (see
-pipeline/analysis.py `TrackState`), and swaps the faces it returns. A fresh tracker starts at every chunk,
+workflow/analysis.py `TrackState`), and swaps the faces it returns. A fresh tracker starts at every chunk,
 so a resumed run, which analyses each chunk alone, makes the same choices as an uninterrupted one. Only mode
 `one`'s choice crosses a chunk boundary, as a `Handover` recorded with the finished chunk (see its docstring).
 
@@ -194,7 +194,7 @@ class Handover:
     hands over in memory (that one goes through `to_json` too)."""
 
     box: tuple[float, float, float, float]
-    thumb: np.ndarray  # grey, float32 of whole grey levels (pipeline/analysis.py `thumbnail`)
+    thumb: np.ndarray  # grey, float32 of whole grey levels (workflow/analysis.py `thumbnail`)
 
     def to_json(self) -> dict:
         grey = np.clip(np.rint(self.thumb), 0, 255).astype(np.uint8)

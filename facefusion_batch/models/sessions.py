@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from facefusion_batch.concurrency import plan
+from facefusion_batch.concurrency import concurrency_of
 from facefusion_batch.errors import ModelError
 from facefusion_batch.models.providers import check_providers, fix_for, ort  # ort: imported from here by others
 from facefusion_batch.settings import Settings
@@ -104,7 +104,7 @@ class SessionPool:
         options = rt.SessionOptions()
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.add_session_config_entry("session.inter_op.allow_spinning", "0")
-        options.intra_op_num_threads = plan(self._settings).intra_op_threads
+        options.intra_op_num_threads = concurrency_of(self._settings).intra_op_threads
         options.graph_optimization_level = rt.GraphOptimizationLevel.ORT_ENABLE_ALL
         if self._settings.video_memory_strategy == "strict":
             options.enable_cpu_mem_arena = False

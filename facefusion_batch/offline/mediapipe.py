@@ -553,7 +553,7 @@ class MediaPipeDetector:
         """Faces on overlapping tiles of the frame (SWEEP_SPLIT across its long side) that none of the `known`
         boxes covers: on the whole frame the full-range model finds faces down to about 1/20 of its long side
         (see `_recheck_small`), on a tile down to about 1/22 of the tile's (a 640 px frame: ~22 px against
-        ~36). Several inputs per call: run now and then (every few dozen frames, see pipeline/analysis.py
+        ~36). Several inputs per call: run now and then (every few dozen frames, see workflow/analysis.py
         `MotionGate`), tracks keep the faces it finds in between."""
         height, width = frame.shape[:2]
         side = max(16, round(max(width, height) / SWEEP_SPLIT))

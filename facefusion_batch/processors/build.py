@@ -1,4 +1,4 @@
-"""Adapters for a ProcessorPlan from one session opener: what an engine calls once per process."""
+"""Adapters for a ProcessorConfig from one session opener: what an engine calls once per process."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,7 +11,7 @@ from facefusion_batch.processors.chain import ProcessorChain
 from facefusion_batch.processors.classifier import FaceClassifier
 from facefusion_batch.processors.enhancer import Enhancer
 from facefusion_batch.processors.masks import Occluder, Parser
-from facefusion_batch.processors.plan import ProcessorPlan, occluder_models
+from facefusion_batch.processors.config import ProcessorConfig, occluder_models
 from facefusion_batch.processors.swapper import Swapper
 
 
@@ -25,7 +25,7 @@ class Processors:
     classifier: FaceClassifier | None
 
 
-def build_processors(plan: ProcessorPlan, open_session: Callable[[str], Any],
+def build_processors(plan: ProcessorConfig, open_session: Callable[[str], Any],
                      read_emap: Callable[[str], np.ndarray] | None = None) -> Processors:
     """`open_session(name)` returns the session of catalog model `name` (the engine's pool decides how:
     guarded, merged across threads, ...); `read_emap(name)` inswapper's embedding map."""

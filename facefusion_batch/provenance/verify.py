@@ -1,15 +1,15 @@
 """`ffb verify`: what a file says about its own making. For each file: ffb's metadata mark, the C2PA
 manifest (embedded, or the sidecar `<name>.c2pa`) and whether it validates, the digital source type, the
-tool and model, and the journal record when the file lies in an ffb output tree (<output>/.ffb/journal.sqlite).
+tool and model, and the journal record when the file lies in an ffb output tree (looked up by the caller:
+`runner.journal.lookup`).
 """
 from __future__ import annotations
 
 import contextlib
 import os
-import sqlite3
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 from facefusion_batch.errors import SettingsError
 from facefusion_batch.provenance.metadata import read_mark
@@ -20,6 +20,10 @@ from facefusion_batch.provenance.sign import SIDECAR_SUFFIX, c2pa_config, load_c
 
 UNTRUSTED = "signingCredential.untrusted"
 MAX_SIDECAR = 64 << 20  # a manifest is kilobytes; a sidecar beyond this is not one
+
+
+# (file, its watermark payload or None, an output tree to look in or None) -> the journal's record, or None
+JournalLookup = Callable[[Path, Optional[str], Optional[Path]], Optional[dict[str, Any]]]
 
 
 @dataclass
@@ -94,19 +98,20 @@ def files_of(paths: Sequence[Path]) -> Iterator[Path]:
                     yield path_
 
 
-def inspect(path: Path, anchors: str | None = None, output: Path | None = None) -> Finding:
-    """Everything `ffb verify` says about one file. `output`: an ffb output tree whose journal a copy found
-    elsewhere (renamed, stripped, re-encoded) is linked to by its watermark."""
+def inspect(path: Path, anchors: str | None = None, output: Path | None = None,
+            journal: JournalLookup | None = None) -> Finding:
+    """Everything `ffb verify` says about one file. `journal` finds the journal entry that wrote it (the
+    run's journal API, `runner.journal.lookup`), given the file, its watermark payload and `output`: an ffb
+    output tree whose journal a copy found elsewhere (renamed, stripped, re-encoded) is linked to by it."""
     finding = Finding(str(path))
     if not path.is_file():  # a FIFO or device would block the readers
         finding.problems.append("not a regular file; skipped")
         return finding
     finding.metadata_mark = read_mark(path) is not None
     _read_manifest(path, anchors, finding)
-    finding.journal = journal_record(path)
     _read_watermark(path, finding)
-    if finding.journal is None and finding.watermark:
-        finding.journal = journal_by_watermark(path, finding.watermark, output)
+    if journal is not None:
+        finding.journal = journal(path, finding.watermark or None, output)
     return finding
 
 
@@ -150,34 +155,6 @@ def frames_of(path: Path) -> Iterator[Any]:
     info = probe(path)
     step = max(1, info.frame_count // WATERMARK_FRAMES)
     yield from sampled_frames(path, step, info.width, info.height)
-
-
-def journal_by_watermark(path: Path, payload: str, output: Path | None) -> dict[str, Any] | None:
-    """The journal entry whose output carries `payload`: in `output`'s journal when given, else in the
-    journal of an output tree that encloses `path`."""
-    from facefusion_batch.pipeline.journal import read_entries
-
-    trees = [output] if output is not None else list(path.resolve().parents)
-    for tree in trees:
-        journal = tree / ".ffb" / "journal.sqlite"
-        if not journal.is_file():
-            continue
-        try:
-            with contextlib.closing(sqlite3.connect(journal.as_uri() + "?mode=ro", uri=True)) as db:
-                columns = [row[1] for row in db.execute("PRAGMA table_info(targets)")]
-                if "watermark" not in columns:
-                    return None
-                rows = read_entries(db, "WHERE watermark = ?", (payload,))
-        except sqlite3.Error:
-            return None
-        if not rows:
-            return None
-        entry = rows[0]
-        return {"journal": str(journal), "target": entry.target, "status": entry.status,
-                "content_hash": entry.content_hash, "frames": entry.frames, "seconds": round(entry.seconds, 2),
-                "updated": entry.updated, "output": entry.output, "matched_by": "watermark",
-                "output_unchanged": False}
-    return None
 
 
 def _read_manifest(path: Path, anchors: str | None, finding: Finding) -> None:
@@ -265,46 +242,3 @@ def _describe(reader, finding: Finding) -> None:
             finding.target_sha256 = data.get("target_sha256", "")
     parents = [i for i in active.get("ingredients", []) if i.get("relationship") == "parentOf"]
     finding.parent = parents[0].get("title", "") if parents else ""
-
-
-def journal_record(path: Path) -> dict[str, Any] | None:
-    """The journal entry that wrote `path`, from the nearest enclosing `<output>/.ffb/journal.sqlite`."""
-    from facefusion_batch.pipeline.journal import read_entries
-
-    resolved = path.resolve()
-    for tree in resolved.parents:
-        journal = tree / ".ffb" / "journal.sqlite"
-        if not journal.is_file():
-            continue
-        try:
-            with contextlib.closing(sqlite3.connect(journal.as_uri() + "?mode=ro", uri=True)) as db:
-                entries = read_entries(db)
-        except sqlite3.Error:
-            return None
-        relative = resolved.relative_to(tree).parts
-        exact = [e for e in entries if Path(e.output).is_absolute() and Path(e.output).resolve() == resolved]
-        # A relative output is relative to where that run started, an absolute one may name the tree before
-        # it was copied or moved: match it by its path inside the tree, when only one entry has it.
-        tail = [e for e in entries if Path(e.output).parts[-len(relative):] == relative]
-        matches = exact or (tail if len(tail) == 1 else [])
-        if not matches:
-            return None
-        entry = matches[0]
-        return {"journal": str(journal), "target": entry.target, "status": entry.status,
-                "content_hash": entry.content_hash, "frames": entry.frames, "seconds": round(entry.seconds, 2),
-                "updated": entry.updated, "output_unchanged": _unchanged(path, entry)}
-    return None
-
-
-def _unchanged(path: Path, entry) -> bool:
-    """Whether `path` holds the bytes the journal's run wrote: by their sha256 (a copy keeps them, not its
-    mtime); rows of an ffb that recorded no output hash by size and mtime."""
-    from facefusion_batch.models.store import sha256_of
-
-    if entry.output_sha256:
-        try:
-            return sha256_of(path) == entry.output_sha256
-        except OSError:
-            return False
-    stat = path.stat()
-    return (stat.st_size, stat.st_mtime_ns) == (entry.output_size, entry.output_mtime_ns)

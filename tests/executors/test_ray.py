@@ -231,8 +231,8 @@ def test_a_signal_whose_keyboardinterrupt_was_lost_still_ends_a_ray_run(ray_env,
     """Ray's actor handles swallow a KeyboardInterrupt raised in their __del__: the executor's waiting loop
     asks `lost_signal` each turn, so the run ends as interrupted instead of going on to the end."""
     from facefusion_batch import api
-    from facefusion_batch.pipeline.journal import Journal
-    from facefusion_batch.pipeline.progress import QuietReporter
+    from facefusion_batch.runner.journal import Journal
+    from facefusion_batch.runner.progress import QuietReporter
     from facefusion_batch.settings import load_settings
 
     clip = make_clip(ray_env / "a.mp4", frames=60)

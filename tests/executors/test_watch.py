@@ -19,7 +19,7 @@ import pytest
 from conftest import decode_all, make_clip
 from hostile_media import RENAME_OVER
 from prometheus_helpers import free_port, needs_prometheus, prometheus_server
-from facefusion_batch.pipeline.journal import Journal, text_of
+from facefusion_batch.runner.journal import Journal, text_of
 from facefusion_batch.targets import resolved
 
 DEADLINE = 120.0  # seconds, for a loaded machine; the condition ends every wait

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from facefusion_batch.executors.watch_feed import FolderFeed
-from facefusion_batch.metrics import RunMetrics
+from facefusion_batch.runner.metrics import RunMetrics
 
 SETTLE = 0.3
 DEADLINE = 60.0

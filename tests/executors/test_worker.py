@@ -10,13 +10,13 @@ import pytest
 
 from conftest import decode_all, make_clip
 from facefusion_batch.cli import main
-from facefusion_batch.executors.plan import Join, Segment
-from facefusion_batch.executors import worker
-from facefusion_batch.executors.worker import encode_segment, join_segments
-from facefusion_batch.pipeline import video_job
-from facefusion_batch.pipeline.batch import Outcome
-from facefusion_batch.pipeline.processor import prepare
-from facefusion_batch.pipeline.workspace import Workspace
+from facefusion_batch.executors.work_items import Join, Segment
+from facefusion_batch.workflow import job
+from facefusion_batch.workflow.job import join as join_segments, segment as encode_segment
+from facefusion_batch.workflow import video as video_job
+from facefusion_batch.workflow.outcome import Outcome
+from facefusion_batch.workflow.processor import prepare
+from facefusion_batch.workflow.workspace import Workspace
 from facefusion_batch.settings import load_settings
 from facefusion_batch.targets import Target
 from facefusion_batch.video.probe import probe
@@ -65,11 +65,11 @@ def test_a_worker_item_failure_of_any_kind_is_that_items_one_line(env, source_im
     def fail(*args, **kwargs):
         raise error
 
-    monkeypatch.setattr(worker, "encode_chunks", fail)
+    monkeypatch.setattr(job, "encode_chunks", fail)
     outcome = encode_segment(batch, Segment(target, "k", 0, None, info), shared, lambda n: None)
     assert outcome.status == "failed" and says in outcome.reason and str(target.path) in outcome.reason
     assert "\n" not in outcome.reason
-    monkeypatch.setattr(worker, "finish_video", fail)
+    monkeypatch.setattr(job, "finish_video", fail)
     outcome = join_segments(batch, Join(target, "k", env / "out" / ".v.staged.mp4", info), shared)
     assert outcome.status == "failed" and says in outcome.reason
 
@@ -81,7 +81,7 @@ def test_a_worker_never_swallows_an_interruption(env, source_image, monkeypatch,
     def interrupt(*args, **kwargs):
         raise signal_like()
 
-    monkeypatch.setattr(worker, "encode_chunks", interrupt)
+    monkeypatch.setattr(job, "encode_chunks", interrupt)
     with pytest.raises(signal_like):
         encode_segment(batch, Segment(target, "k", 0, None, info), shared, lambda n: None)
 
@@ -134,7 +134,7 @@ def test_a_split_video_on_ray_reports_the_faces_left_in_profile_as_a_whole_one(e
 
 def test_a_whole_target_on_ray_keeps_its_own_profile_note(env, source_image, monkeypatch):
     from facefusion_batch.executors import ray_executor
-    from facefusion_batch.executors.plan import Whole
+    from facefusion_batch.executors.work_items import Whole
     from facefusion_batch.executors.ray_pool import Done
 
     settings = load_settings(None, os.environ, {"output_path": env / "out"}).settings
@@ -157,9 +157,9 @@ def test_a_ray_output_is_not_placed_when_its_target_was_replaced_meanwhile(env, 
     """Issue 26, class 1: the driver checks the target is still what was read before it places the staged
     output a worker made."""
     from facefusion_batch.executors import ray_executor
-    from facefusion_batch.executors.plan import Whole
+    from facefusion_batch.executors.work_items import Whole
     from facefusion_batch.executors.ray_pool import Done
-    from facefusion_batch.pipeline.identity import Pin
+    from facefusion_batch.workflow.identity import Pin
 
     settings = load_settings(None, os.environ, {"output_path": env / "out"}).settings
     target = Target(env / "p.png", "image", env / "out" / "p.png")

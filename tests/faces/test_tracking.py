@@ -10,7 +10,7 @@ import pytest
 from facefusion_batch.faces import tracking
 from facefusion_batch.faces.tracking import Tracker, blend_weight, is_cut, shape_residual
 from facefusion_batch.faces.types import Face
-from facefusion_batch.pipeline.analysis import MotionGate, TrackState
+from facefusion_batch.workflow.analysis import MotionGate, TrackState
 
 
 def face(x: float, y: float, size: float = 100.0, mesh: np.ndarray | None = None) -> Face:
@@ -135,7 +135,7 @@ def test_shape_residual_ignores_position_scale_and_rotation():
 def test_turns_are_taken_in_frame_order_whatever_order_threads_arrive_in():
     gate = MotionGate(False, 4.0, 12, TrackState())
     thumb = np.zeros((54, 96), np.float32)
-    references = [gate.plan(index, thumb, 96)[0] for index in range(10, 16)]
+    references = [gate.reference_for(index, thumb, 96)[0] for index in range(10, 16)]
     order: list[int] = []
 
     def take(index: int, reference) -> None:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from conftest import grace_hopper, make_clip
-from facefusion_batch.concurrency import plan
+from facefusion_batch.concurrency import concurrency_of
 from facefusion_batch.models import providers
 from facefusion_batch.cli import main
 from facefusion_batch.models.sessions import GuardedSession, SessionPool, ort, usable_settings
@@ -47,7 +47,7 @@ def test_a_pool_asked_for_cuda_runs_on_cpu_under_every_memory_strategy(cuda_fail
 def test_usable_settings_drop_cuda_with_one_line_naming_the_fix(cuda_fails):
     usable, lines = usable_settings(settings(execution_providers="cuda cpu"))
     assert usable.execution_providers == ("cpu",)
-    assert plan(usable).inference_slots == usable.execution_thread_count  # CPU concurrency, not one GPU slot
+    assert concurrency_of(usable).inference_slots == usable.execution_thread_count  # CPU concurrency, not one GPU slot
     [line] = lines
     assert line.startswith("cuda does not load") and line.endswith("running on cpu")
     if "cannot open shared object file" in cuda_fails:  # onnxruntime-gpu without its CUDA libraries

@@ -2,7 +2,7 @@ import zlib
 
 import pytest
 
-from facefusion_batch.concurrency import plan
+from facefusion_batch.concurrency import concurrency_of
 from facefusion_batch.models import store
 from facefusion_batch.models.catalog import CATALOG
 from facefusion_batch.models.sessions import SessionPool, provider_list
@@ -54,9 +54,9 @@ def test_provider_list_orders_and_falls_back_to_cpu(tmp_path):
 
 
 def test_inference_slots_default():
-    assert plan(settings(execution_providers="cpu", execution_thread_count=4)).inference_slots == 4
-    assert plan(settings(execution_providers="cuda cpu")).inference_slots == 2
-    assert plan(settings(execution_inference_slots=3)).inference_slots == 3
+    assert concurrency_of(settings(execution_providers="cpu", execution_thread_count=4)).inference_slots == 4
+    assert concurrency_of(settings(execution_providers="cuda cpu")).inference_slots == 2
+    assert concurrency_of(settings(execution_inference_slots=3)).inference_slots == 3
 
 
 def test_pool_loads_each_model_once_and_reports_real_provider(neural_models):

@@ -156,22 +156,22 @@ def test_selector_orders_and_filters():
         filter_faces(faces, attrs, gender="other")
 
 
-def test_processor_plan_names_models_and_licences():
-    from facefusion_batch.processors.plan import ProcessorPlan
+def test_processor_config_names_models_and_licences():
+    from facefusion_batch.processors.config import ProcessorConfig
 
-    plan = ProcessorPlan(("face_swapper", "face_enhancer"), SwapperOptions("ghost_2_256"),
+    plan = ProcessorConfig(("face_swapper", "face_enhancer"), SwapperOptions("ghost_2_256"),
                          EnhancerOptions("codeformer"), MaskOptions(("box", "occlusion", "region")), classify=True)
     assert plan.models() == ["ghost_2_256", "crossface_ghost", "xseg_1", "bisenet_resnet_34", "codeformer", "fairface"]
     assert [s.name for s in plan.not_for_commercial_use()] == ["crossface_ghost", "xseg_1", "bisenet_resnet_34",
                                                                "codeformer"]
     with pytest.raises(ValueError, match="unknown processor frame_enhancer; ffb has face_swapper, face_enhancer"):
-        ProcessorPlan(("face_swapper", "frame_enhancer"))
+        ProcessorConfig(("face_swapper", "frame_enhancer"))
     with pytest.raises(ValueError, match="list the processors as face_swapper face_enhancer"):
-        ProcessorPlan(("face_enhancer", "face_swapper"))
+        ProcessorConfig(("face_enhancer", "face_swapper"))
     with pytest.raises(ValueError, match="unknown face swapper model 'gfpgan_1.4'; ffb has inswapper_128"):
-        ProcessorPlan(swapper=SwapperOptions("gfpgan_1.4"))
+        ProcessorConfig(swapper=SwapperOptions("gfpgan_1.4"))
     with pytest.raises(ValueError, match="unknown face occluder model"):
-        ProcessorPlan(masks=MaskOptions(("occlusion",)), occluder="xseg_9")
+        ProcessorConfig(masks=MaskOptions(("occlusion",)), occluder="xseg_9")
 
 
 def test_no_faces_touch_nothing_and_call_no_model(tmp_path):
@@ -185,7 +185,7 @@ def test_no_faces_touch_nothing_and_call_no_model(tmp_path):
 
 def test_build_processors_opens_exactly_the_plans_models(tmp_path):
     from facefusion_batch.processors.build import build_processors
-    from facefusion_batch.processors.plan import ProcessorPlan
+    from facefusion_batch.processors.config import ProcessorConfig
 
     files = {
         "ghost_1_256": standins.build_swapper(tmp_path / "g.onnx", 256, mode="mean", dynamic_batch=True),
@@ -200,7 +200,7 @@ def test_build_processors_opens_exactly_the_plans_models(tmp_path):
         opened.append(name)
         return Recorder(files[name])
 
-    plan = ProcessorPlan(("face_swapper", "face_enhancer"), SwapperOptions("ghost_1_256", boost=512),
+    plan = ProcessorConfig(("face_swapper", "face_enhancer"), SwapperOptions("ghost_1_256", boost=512),
                          EnhancerOptions("gpen_bfr_512"), MaskOptions(("box", "occlusion")), occluder="xseg_2",
                          classify=True)
     built = build_processors(plan, open_session)
@@ -211,7 +211,7 @@ def test_build_processors_opens_exactly_the_plans_models(tmp_path):
     assert (out != frame).any(2).sum() > 5000
     assert built.classifier.classify(frame, [_face(KPS)])[0].gender in ("female", "male")
     with pytest.raises(ValueError, match="read_emap"):
-        build_processors(ProcessorPlan(swapper=SwapperOptions("inswapper_128")), open_session)
+        build_processors(ProcessorConfig(swapper=SwapperOptions("inswapper_128")), open_session)
 
 
 def test_overlapping_small_faces_each_see_the_others_swap_like_facefusion(tmp_path):

@@ -14,7 +14,7 @@ import standins
 from conftest import FACE_BOX, FRAME_H, FRAME_W, decode_all, detector_faces, face_frame, make_clip
 from facefusion_batch.cli import main
 from facefusion_batch.models.catalog import CATALOG, ENHANCERS, SWAPPERS
-from facefusion_batch.processors.plan import ProcessorPlan
+from facefusion_batch.processors.config import ProcessorConfig
 from facefusion_batch.processors.swapper import Swapper, SwapperOptions
 from facefusion_batch.video.probe import probe
 
@@ -315,15 +315,15 @@ def test_swapper_weight_warning_only_where_the_model_ignores_the_weight(swapper)
         swapped.options = SwapperOptions(swapper, weight)
         source = np.ones((1, *_source_shape(swapper)), np.float32)
         rows.append(swapped.balance(source, np.full((1, 512), 2.0, np.float32), 1))
-    ignored = ProcessorPlan(swapper=SwapperOptions(swapper, 0.3)).ignored_settings()
+    ignored = ProcessorConfig(swapper=SwapperOptions(swapper, 0.3)).ignored_settings()
     assert bool(ignored) == np.array_equal(*rows)
     assert bool(ignored) == (swapper in ("blendswap_256", "uniface_256"))
     if ignored:
         assert ignored == [f"{WEIGHT_IGNORED} {swapper}: it takes the source face as an image, not an identity to "
                            "weigh (as in FaceFusion); use another face_swapper_model, e.g. hyperswap_1a_256, for the "
                            "weight to apply"]
-    assert ProcessorPlan(swapper=SwapperOptions(swapper, 0.5)).ignored_settings() == []
-    assert ProcessorPlan(("face_enhancer",), swapper=SwapperOptions(swapper, 0.3)).ignored_settings() == []
+    assert ProcessorConfig(swapper=SwapperOptions(swapper, 0.5)).ignored_settings() == []
+    assert ProcessorConfig(("face_enhancer",), swapper=SwapperOptions(swapper, 0.3)).ignored_settings() == []
 
 
 def test_swapper_weight_ignored_is_said_once_under_quiet_and_in_json(ff_env, clip, picture, source, capsys):
@@ -363,7 +363,7 @@ def test_a_ray_worker_hands_the_swapper_weight_warning_to_the_driver(ff_env, sou
     """`--executor ray`: the workers load the engine, so its warnings come back in their start-up report."""
     import os
 
-    from facefusion_batch.executors.plan import StorageCheck
+    from facefusion_batch.executors.work_items import StorageCheck
     from facefusion_batch.executors.worker import FfbWorker
     from facefusion_batch.settings import load_settings
 

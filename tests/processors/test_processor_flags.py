@@ -11,7 +11,7 @@ from facefusion_batch.cli import join_multi_values, main
 from facefusion_batch.models.catalog import CATALOG
 from facefusion_batch.processors.classifier import GENDERS, ORDERS, RACES
 from facefusion_batch.processors.masks import AREA_POINTS, MASK_TYPES, REGION_CLASSES
-from facefusion_batch.processors.plan import PROCESSORS
+from facefusion_batch.processors.config import PROCESSORS
 
 
 def settings_rows(capsys, *args: str) -> dict[str, str]:

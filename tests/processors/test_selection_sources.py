@@ -14,7 +14,7 @@ from facefusion_batch.cli import main
 from facefusion_batch.engines.base import Selection
 from facefusion_batch.faces.tracking import Tracker
 from facefusion_batch.faces.types import Face
-from facefusion_batch.pipeline import processor
+from facefusion_batch.workflow import processor
 from facefusion_batch.processors.swapper import average_identity
 from facefusion_batch.settings import FIELDS, with_role
 

@@ -329,7 +329,7 @@ def test_journal_columns_added_in_another_order_are_read_by_name(tmp_path):
     output_sha256) gives every field its own value, and one opened read-only without the newer columns too."""
     import sqlite3
 
-    from facefusion_batch.pipeline.journal import Journal, read_entries
+    from facefusion_batch.runner.journal import Journal, read_entries
 
     path = tmp_path / "journal.sqlite"
     with sqlite3.connect(path) as db:

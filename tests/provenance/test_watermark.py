@@ -13,6 +13,7 @@ import pytest
 from conftest import grace_hopper, make_clip
 from facefusion_batch.cli import main
 from facefusion_batch.provenance import verify, watermark as wm
+from facefusion_batch.runner.journal import lookup
 from facefusion_batch.video.ffmpeg import ffmpeg_binary
 
 PAYLOAD = 0x5EED1234
@@ -150,7 +151,7 @@ def test_run_marks_every_output_and_records_the_payload(marked_run):
     for name in ("clip.mp4", "still.jpg"):
         outcome = outcomes[name]
         assert outcome["status"] == "done" and len(outcome["watermark"]) == 8
-        finding = verify.inspect(root / "out" / name)
+        finding = verify.inspect(root / "out" / name, journal=lookup)
         assert finding.watermark == outcome["watermark"] == finding.soft_binding  # frames and manifest agree
         assert finding.journal["status"] == "done"
     assert outcomes["clip.mp4"]["watermark"] != outcomes["still.jpg"]["watermark"]

@@ -29,15 +29,15 @@ def test_finds_a_cycle_through_a_lazy_import_and_an_upward_import(tmp_path):
     root = _package(tmp_path, {
         "__init__.py": "",
         "errors.py": "",
-        "pipeline/__init__.py": "",
-        "pipeline/engine.py": "from facefusion_batch.engines import neural\n",
+        "workflow/__init__.py": "",
+        "workflow/engine.py": "from facefusion_batch.engines import neural\n",
         "engines/__init__.py": "",
-        "engines/neural.py": "def f():\n    from facefusion_batch.pipeline import engine\n",
+        "engines/neural.py": "def f():\n    from facefusion_batch.workflow import engine\n",
     })
     edges = graph_tool.graph(root)
-    assert edges["facefusion_batch.engines.neural"] == {"facefusion_batch.pipeline.engine"}
-    assert graph_tool.cycles(edges) == [["facefusion_batch.engines.neural", "facefusion_batch.pipeline.engine"]]
-    assert graph_tool.upward(edges) == [("facefusion_batch.engines.neural", "facefusion_batch.pipeline.engine")]
+    assert edges["facefusion_batch.engines.neural"] == {"facefusion_batch.workflow.engine"}
+    assert graph_tool.cycles(edges) == [["facefusion_batch.engines.neural", "facefusion_batch.workflow.engine"]]
+    assert graph_tool.upward(edges) == [("facefusion_batch.engines.neural", "facefusion_batch.workflow.engine")]
 
 
 def test_relative_and_type_checking_imports(tmp_path):
@@ -46,10 +46,10 @@ def test_relative_and_type_checking_imports(tmp_path):
         "errors.py": "",
         "models/__init__.py": "",
         "models/sessions.py": "from . import catalog\nfrom typing import TYPE_CHECKING\n"
-                              "if TYPE_CHECKING:\n    from facefusion_batch.pipeline import batch\n",
+                              "if TYPE_CHECKING:\n    from facefusion_batch.workflow import batch\n",
         "models/catalog.py": "from ..errors import X\n",
-        "pipeline/__init__.py": "",
-        "pipeline/batch.py": "",
+        "workflow/__init__.py": "",
+        "runner/batch.py": "",
     })
     edges = graph_tool.graph(root)
     assert edges["facefusion_batch.models.sessions"] == {"facefusion_batch.models.catalog"}

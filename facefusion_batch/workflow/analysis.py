@@ -1,0 +1,259 @@
+"""Work avoided: faces found on a reference frame are reused, tracked by translation, while the picture
+around them barely changes; detection runs again on motion, on a scene cut and every `redetect_interval`.
+
+The decision is made in frame order by the dispatcher from tiny grey thumbnails (cheap, computed by the
+reader thread); detection and tracking run on the worker threads. A frame that reuses a reference waits on
+that reference's detection, which was submitted earlier to the same FIFO pool, so it never deadlocks.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import threading
+from concurrent.futures import CancelledError, Future
+from dataclasses import dataclass, field
+
+import cv2
+import numpy as np
+
+from facefusion_batch.faces.tracking import Handover, Tracker
+from facefusion_batch.faces.types import Face
+
+THUMB_WIDTH = 96
+TRACK_WIDTH = 192  # face patches for tracking are at most this wide
+# Every this many frames a reference frame also sweeps the frame for small faces (the engine's `sweep`: several
+# detector inputs), and so does the reference right after it (a face found once starts a track that the next
+# frame must confirm); tracks keep what it finds in between.
+SWEEP = 24
+SCENE_CUT = 6.0  # a reference is dropped when the whole thumbnail changes this many times the threshold
+MIN_RESPONSE = 0.08  # phase correlation peaks weaker than this are not trusted
+MAX_SHIFT = 0.25  # of the face's size: larger jumps mean detect anew
+
+
+def thumbnail(frame: np.ndarray) -> np.ndarray:
+    """Small grey float32 image for motion checks."""
+    step = max(1, frame.shape[1] // (THUMB_WIDTH * 4))
+    small = frame[::step, ::step]
+    height = max(1, round(small.shape[0] * THUMB_WIDTH / small.shape[1]))
+    grey = cv2.cvtColor(cv2.resize(small, (THUMB_WIDTH, height), interpolation=cv2.INTER_AREA),
+                        cv2.COLOR_BGR2GRAY)
+    return grey.astype(np.float32)
+
+
+def motion(thumb: np.ndarray, reference: np.ndarray, boxes: np.ndarray | None, frame_width: int) -> float:
+    """Mean absolute grey change between thumbnails around `boxes` (frame pixels), or everywhere."""
+    diff = np.abs(thumb - reference)
+    if boxes is None or len(boxes) == 0:
+        return float(diff.mean())
+    scale = thumb.shape[1] / frame_width
+    mask = np.zeros(diff.shape, bool)
+    for x1, y1, x2, y2 in boxes * scale:
+        pad_x, pad_y = (x2 - x1) * 0.25, (y2 - y1) * 0.25
+        mask[max(0, int(y1 - pad_y)):int(np.ceil(y2 + pad_y)) + 1,
+             max(0, int(x1 - pad_x)):int(np.ceil(x2 + pad_x)) + 1] = True
+    return float(diff[mask].mean()) if mask.any() else float(diff.mean())
+
+
+@dataclass
+class Reference:
+    """A frame whose faces were (or are being) detected; later frames track from it."""
+
+    index: int
+    thumb: np.ndarray
+    result: Future = field(default_factory=Future)  # -> (faces, their patches)
+    ahead: bool = False  # analysed by a task of its own, ahead of its frame's turn
+    tracks: TrackState | None = None  # the face tracks of its gate's frames
+    sweep: bool = False  # also look for small faces the whole-frame detectors miss (see SWEEP)
+
+
+class TrackState:
+    """The face tracks of one gate's (one chunk's) frames, updated strictly in frame order.
+
+    Frames are processed on several threads; each finds its faces in parallel, then takes its `turn`, which
+    waits until the frame before it had its turn. A frame's predecessors were submitted to the same FIFO
+    pool before it, so they are running or done and the wait always ends (a failed frame still takes its
+    turn, see `skip`).
+    """
+
+    def __init__(self, smooth: bool = True) -> None:
+        self._smooth = smooth
+        self._next: int | None = None
+        self._done = threading.Condition()
+        self._abandoned = False
+        self.tracker: Tracker | None = None
+        self._handover: Handover | None = None  # from the chunk before, recorded with it
+        self._before: tuple[TrackState, int] | None = None  # ... or its tracks, done once frame `end` - 1 is
+
+    def follow(self, before: TrackState | Handover | None, start: int) -> None:
+        """This gate's frames start at `start` and continue the chunk before: its tracks (processed in this
+        run, done with frame `start` - 1) or its recorded handover (None: a fresh start). Only mode `one`'s
+        choice is carried over (faces/tracking.py `Handover`)."""
+        if isinstance(before, TrackState):
+            self._before = (before, start)
+        else:
+            self._handover = before
+
+    def handover(self) -> Handover | None:
+        """What the next chunk needs from this one's tracks, once its last frame had its turn."""
+        handover = self.tracker.handover() if self.tracker is not None else None
+        # Through its record even in memory: an uninterrupted run hands over exactly what a resumed one reads.
+        return Handover.from_json(handover.to_json()) if handover is not None else None
+
+    def _inherited(self) -> Handover | None:
+        if self._before is None:
+            return self._handover
+        before, end = self._before
+        with before._done:
+            before._done.wait_for(lambda: before._abandoned or (before._next is not None and before._next >= end))
+            if before._next is None or before._next < end:
+                raise CancelledError(f"frame {end}: the video stopped before the chunk before it was done")
+        return before.handover()
+
+    @contextlib.contextmanager
+    def turn(self, index: int, shape: tuple[int, ...] | None):
+        """Hold frame `index`'s turn; yields the tracker (made for frames of `shape` on the first turn).
+        CancelledError when the video was stopped before the frames ahead of it took theirs."""
+        with self._done:
+            self._done.wait_for(lambda: self._abandoned or (self._next is not None and self._next >= index))
+            if self._abandoned and (self._next is None or self._next < index):
+                raise CancelledError(f"frame {index}: the video stopped before its turn")
+        try:
+            if self.tracker is None and shape is not None:
+                self.tracker = Tracker(shape[1], shape[0], self._smooth, self._inherited())
+            yield self.tracker
+        finally:
+            with self._done:
+                self._next = index + 1
+                self._done.notify_all()
+
+    def begin(self, index: int) -> None:
+        """The gate's first frame is `index` (set when it is planned, before any frame can take a turn)."""
+        with self._done:
+            if self._next is None:
+                self._next = index
+                self._done.notify_all()
+
+    def skip(self, index: int) -> None:
+        """Frame `index` failed: let the frames after it have their turns."""
+        with contextlib.suppress(CancelledError), self.turn(index, None):
+            pass
+
+    def abandon(self) -> None:
+        """The video stopped: frames still waiting for a turn (one before them will never come) give up."""
+        with self._done:
+            self._abandoned = True
+            self._done.notify_all()
+
+
+@dataclass(frozen=True)
+class Patch:
+    """The grey neighbourhood of one face on a reference frame, downscaled for phase correlation."""
+
+    region: tuple[int, int, int, int]  # left, top, right, bottom in frame pixels
+    size: tuple[int, int]  # (width, height) after downscaling, both even
+    grey: np.ndarray
+
+
+def _grey(frame: np.ndarray, region: tuple[int, int, int, int], size: tuple[int, int]) -> np.ndarray:
+    left, top, right, bottom = region
+    crop = frame[top:bottom, left:right]
+    step = max(1, int(crop.shape[1] / size[0] / 2))  # cheap pre-thinning for large downscales
+    small = cv2.resize(crop[::step, ::step], size, interpolation=cv2.INTER_AREA)
+    return cv2.cvtColor(small, cv2.COLOR_BGR2GRAY).astype(np.float32)
+
+
+def face_patches(frame: np.ndarray, faces: list[Face]) -> list[Patch]:
+    """Patches to track `faces` from: only the faces' surroundings are converted, never the whole frame."""
+    height, width = frame.shape[:2]
+    patches = []
+    for face in faces:
+        x1, y1, x2, y2 = face.box
+        pad_x, pad_y = (x2 - x1) * 0.3, (y2 - y1) * 0.3
+        left, top = max(0, int(x1 - pad_x)), max(0, int(y1 - pad_y))
+        right, bottom = min(width, int(x2 + pad_x) + 1), min(height, int(y2 + pad_y) + 1)
+        scale = min(1.0, TRACK_WIDTH / max(1, right - left))
+        # Even sizes: odd ones bias OpenCV's phase-correlation peak.
+        size = (max(8, int((right - left) * scale) // 2 * 2), max(8, int((bottom - top) * scale) // 2 * 2))
+        region = (left, top, right, bottom)
+        patches.append(Patch(region, size, _grey(frame, region, size)))
+    return patches
+
+
+def shift_face(face: Face, dx: float, dy: float) -> Face:
+    offset = np.array([dx, dy], np.float32)
+    landmarks = None
+    if face.landmarks is not None:
+        landmarks = face.landmarks.copy()
+        landmarks[:, :2] += offset
+    return dataclasses.replace(face, box=face.box + np.tile(offset, 2), kps=face.kps + offset, landmarks=landmarks)
+
+
+def track(faces: list[Face], patches: list[Patch], frame: np.ndarray) -> list[Face] | None:
+    """Faces moved by the translation phase correlation finds around each; None if any can't be trusted."""
+    moved = []
+    for face, patch in zip(faces, patches):
+        left, top, right, bottom = patch.region
+        if right - left < 8 or bottom - top < 8:
+            return None
+        window = cv2.createHanningWindow(patch.size, cv2.CV_32F)
+        # A copy: OpenCV's phaseCorrelate writes into arrays it is given (the shared reference!).
+        (dx, dy), response = cv2.phaseCorrelate(patch.grey.copy(), _grey(frame, patch.region, patch.size), window)
+        dx, dy = dx * (right - left) / patch.size[0], dy * (bottom - top) / patch.size[1]
+        size = max(face.box[2] - face.box[0], face.box[3] - face.box[1])
+        if response < MIN_RESPONSE or max(abs(dx), abs(dy)) > MAX_SHIFT * size:
+            return None
+        moved.append(shift_face(face, dx, dy))
+    return moved
+
+
+class MotionGate:
+    """Decides, frame by frame in order, whether a frame starts a new reference or reuses the last one.
+
+    Motion is measured around the faces of the reference *before* the current one: that detection has
+    usually finished, so the decision never depends on thread timing and a re-run makes the same choices.
+    Its faces are waited for only when a later frame's motion is measured (never when reuse is off), so
+    planning a new reference does not wait for the one before it.
+    """
+
+    def __init__(self, enabled: bool, threshold: float, interval: int, tracks: TrackState | None = None) -> None:
+        self._enabled, self._threshold, self._interval = enabled, threshold, interval
+        self.tracks = tracks
+        self._reference: Reference | None = None
+        self._previous: Reference | None = None  # whose faces `_boxes` will be, not fetched yet
+        self._boxes: np.ndarray | None = None  # faces of the previous reference; None: look everywhere
+        self.references = 0
+        self._swept: int | None = None  # the frame of the latest sweep
+
+    def reference_for(self, index: int, thumb: np.ndarray, frame_width: int) -> tuple[Reference, bool]:
+        """(reference to use, whether this frame is a new reference and must be detected)."""
+        ref = self._reference
+        if ref is None or not self._enabled or self._needs_detection(index, thumb, ref, frame_width):
+            self._previous, self._boxes = (ref if self._enabled else None), None
+            sweep = self._swept is None or index - self._swept >= SWEEP or index == self._swept + 1
+            if sweep and (self._swept is None or index != self._swept + 1):
+                self._swept = index
+            ref = self._reference = Reference(index, thumb, tracks=self.tracks, sweep=sweep)
+            if self.tracks is not None:
+                self.tracks.begin(index)
+            self.references += 1
+            return ref, True
+        return ref, False
+
+    def _needs_detection(self, index: int, thumb: np.ndarray, ref: Reference, frame_width: int) -> bool:
+        if index - ref.index >= self._interval or thumb.shape != ref.thumb.shape:
+            return True
+        if motion(thumb, ref.thumb, None, frame_width) > SCENE_CUT * self._threshold:
+            return True
+        if self._previous is not None:
+            self._boxes, self._previous = _boxes_of(self._previous), None
+        return motion(thumb, ref.thumb, self._boxes, frame_width) > self._threshold
+
+
+def _boxes_of(reference: Reference | None) -> np.ndarray | None:
+    if reference is None:
+        return None
+    try:
+        faces = reference.result.result()[0]
+    except Exception:  # noqa: BLE001 - the reference's own frame raises it and fails the video; never a signal
+        return None
+    return np.array([f.box for f in faces], np.float32).reshape(-1, 4)

@@ -1,0 +1,268 @@
+"""The frame processor: what one batch does to every frame, with nothing that changes while it runs.
+
+A `FrameProcessor` holds the engine, the prepared source, the face selection and the output tags. It keeps
+no per-run or per-target state (that lives in the executor's run and in each video's gate and references),
+so the local executor, the Ray worker and the benchmark share one, and any number of threads call it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence, Union
+
+import numpy as np
+
+from facefusion_batch import __version__
+from facefusion_batch.engines import build_engine
+from facefusion_batch.engines.base import FaceEngine, Selection, build_selection
+from facefusion_batch.engines.source_cache import Record
+from facefusion_batch.media import read_image
+from facefusion_batch.memory import apply_memory_limit
+from facefusion_batch.models.store import sha256_of
+from facefusion_batch.workflow.analysis import MotionGate, Reference, TrackState, face_patches, track
+from facefusion_batch.workflow.video import Seal
+from facefusion_batch.provenance.content_gate import ContentGate, build_gate
+from facefusion_batch.provenance.label import VisibleLabel
+from facefusion_batch.provenance.sign import Marker, mode_of
+from facefusion_batch.provenance.watermark import Watermarker, payload_of
+from facefusion_batch.settings import DECLARED, FIELDS, Settings, engine_changed, with_role
+from facefusion_batch.timing import Timings, timed
+from facefusion_batch.video.ffmpeg import use_ffmpeg
+
+
+@dataclass(frozen=True, eq=False)
+class FrameProcessor:
+    """Frame in, frame out: detect or track, select, swap, label. `marker` marks and signs the outputs;
+    `timings` (ffb benchmark) collects stage times."""
+
+    settings: Settings
+    engine: FaceEngine
+    source: Record
+    selection: Selection
+    marker: Marker
+    label: VisibleLabel | None
+    output_key: str  # the journal's key for everything an output depends on besides the target
+    sources: tuple[Path, ...] = ()  # the source image(s) the prepared face comes from
+    timings: Timings | None = None
+    gate: ContentGate | None = None  # the content gate (None: not asked, e.g. a benchmark's own processor)
+    source_sha256: str = ""  # of the source image(s), comma-separated
+    watermark: Watermarker | None = None  # set per target by `for_target`
+
+    @property
+    def tags(self) -> dict[str, str]:
+        """Metadata tags every output carries."""
+        return self.marker.tags
+
+    @property
+    def watermarks(self) -> bool:
+        """Whether this run puts the invisible watermark in its outputs' frames."""
+        return self.settings.output_watermark and mode_of(self.settings) != "off"
+
+    def for_target(self, target: Path, content: str | None = None) -> FrameProcessor:
+        """The processor for one target's frames: with that output's watermark, whose payload is a hash of
+        the target's content (`content`: its sha256 when known) and the source face(s): what the output is
+        made of, the same in every run and executor that swaps this face into this target."""
+        if not self.watermarks:
+            return self
+        content = content or sha256_of(target)
+        sources = ",".join(sorted(self.source_sha256.split(",")))  # one identity whatever the order of -s
+        return dataclasses.replace(self, watermark=Watermarker(payload_of(f"{content}|{sources}")))
+
+    @property
+    def gate_record(self) -> str:
+        return self.gate.record if self.gate is not None else ""
+
+    def timed_by(self, timings: Timings | None) -> FrameProcessor:
+        """The same processor, with its stage times going to `timings`."""
+        return dataclasses.replace(self, timings=timings)
+
+    def new_gate(self) -> MotionGate:
+        s = self.settings
+        return MotionGate(s.keypoint_reuse, s.reuse_motion_threshold, s.redetect_interval, TrackState())
+
+    def analyse(self, frame: np.ndarray, reference: Reference) -> None:
+        """Detect the faces of a new reference frame and keep what tracking needs; frames waiting on the
+        reference get the result, or the failure."""
+        try:
+            with timed(self.timings, "detect"):
+                faces = self.engine.detect(frame)
+                if reference.sweep:
+                    faces = faces + self.engine.sweep(frame, faces)
+            with timed(self.timings, "track"):
+                patches = face_patches(frame, faces) if self.settings.keypoint_reuse else []
+        except BaseException as exc:
+            reference.result.set_exception(exc)
+            raise
+        reference.result.set_result((faces, patches))
+
+    def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool, index: int | None = None
+                 ) -> tuple[np.ndarray, int]:
+        """Process frame `index` of a video: a new reference is analysed (unless that was done ahead), any
+        other frame tracks the reference's faces; the faces then join their face tracks (in frame order)."""
+        tracks = reference.tracks if index is not None else None
+        # Cuts are looked for on reference frames only: the gate makes every frame that changed that much a
+        # new reference, and has its thumbnail already.
+        thumb = reference.thumb if is_new else None
+        try:
+            faces, detected = self._faces(frame, reference, is_new)
+        except BaseException:
+            if tracks is not None:
+                tracks.skip(index)
+            raise
+        if tracks is None:
+            return self.swap(frame, faces)
+        with tracks.turn(index, frame.shape) as tracker, timed(self.timings, "track"):
+            # Look again where a tracked face should be before declaring it gone.
+            missing = [] if thumb is not None and tracker.cut(thumb) else tracker.missing(index, faces)
+            refits = self.engine.refit(frame, missing) if missing else []
+            tracked = tracker.update(index, faces, detected, thumb, refits)
+            chosen = self.selection.pick_tracked(frame, tracked, tracker, detected, self.engine)
+            if chosen:
+                chosen = self.engine.settle(frame, chosen, self.source, index)
+        return self.swap_faces(frame, chosen)
+
+    def _faces(self, frame: np.ndarray, reference: Reference, is_new: bool) -> tuple[list, bool]:
+        """The frame's faces, and whether they were detected on it (not moved from a reference)."""
+        if is_new:
+            if not reference.ahead:
+                self.analyse(frame, reference)
+            return reference.result.result()[0], True
+        ref_faces, patches = reference.result.result()
+        with timed(self.timings, "track"):
+            faces = track(ref_faces, patches, frame) if ref_faces else []
+        if faces is None:
+            with timed(self.timings, "detect"):
+                return self.engine.detect(frame), True
+        return faces, False
+
+    def frame(self, frame: np.ndarray) -> tuple[np.ndarray, int]:
+        """Process a single picture: detect, select, swap."""
+        with timed(self.timings, "detect"):
+            faces = self.engine.detect(frame)
+            faces = faces + self.engine.sweep(frame, faces)
+        return self.swap(frame, faces)
+
+    def swap(self, frame: np.ndarray, faces: list) -> tuple[np.ndarray, int]:
+        with timed(self.timings, "swap"):
+            faces = self.selection.pick(frame, faces, self.engine)
+        return self.swap_faces(frame, faces)
+
+    def swap_faces(self, frame: np.ndarray, faces: list) -> tuple[np.ndarray, int]:
+        with timed(self.timings, "swap"):
+            if faces:
+                frame = self.engine.swap(frame, faces, self.source)
+        if faces and self.timings is not None:
+            self.timings.count("faces", len(faces))
+        if self.label is not None:
+            frame = self.label.draw(frame)
+        if self.watermark is not None:
+            with timed(self.timings, "watermark"):
+                frame = self.watermark.mark(frame)
+        return frame, len(faces)
+
+    def close(self) -> None:
+        """Close the engine (its sessions, batchers and threads)."""
+        self.engine.close()
+
+    def reloaded(self, settings: Settings, on_message: Callable[[str], None]) -> tuple[FrameProcessor, bool]:
+        """A processor for new `settings` on the same engine unless a setting it is built from changed
+        (then on a new one; this one's engine is the caller's to close), and whether the engine is new. Only
+        once it is ready does this process take the new settings' ffmpeg and memory limit."""
+        rebuild = engine_changed(self.settings, settings)
+        processor = prepare(settings, self.sources, on_message, engine=None if rebuild else self.engine)
+        _use_process_settings(settings)
+        return processor, rebuild
+
+    def seal(self, target: Path, content: str | None = None) -> Seal:
+        """How a finished output of `target` is moved into place: signed first where this run signs
+        (`content` is the target's sha256 when known)."""
+        return functools.partial(self.marker.place, parent=target, parent_sha256=content or None,
+                                 watermark=self.watermark.hex if self.watermark else "", content_gate=self.gate_record)
+
+
+def settings_key(parts: dict[str, Any]) -> str:
+    """A short stable hash of everything that shapes an output."""
+    text = json.dumps(parts, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+Sources = Union[Path, Sequence[Path]]
+
+
+def source_paths(source: Sources) -> tuple[Path, ...]:
+    """One source path, or several (photos of one person, averaged into one identity)."""
+    return (Path(source),) if isinstance(source, (str, Path)) else tuple(Path(p) for p in source)
+
+
+def load(settings: Settings, source: Sources, on_message: Callable[[str], None],
+         engine: FaceEngine | None = None) -> FrameProcessor:
+    """What a process needs before its first target, done once: this process's ffmpeg and memory limit, the
+    engine (unless given), the source face(s) and the selection. Every executor, the benchmark and the
+    public `facefusion_batch.FaceSwapper` load through here; close the result (its engine) when done."""
+    _use_process_settings(settings)
+    return prepare(settings, source, on_message, engine)
+
+
+def _use_process_settings(settings: Settings) -> None:
+    """This process's ffmpeg and memory limit."""
+    use_ffmpeg(settings.ffmpeg_path)
+    apply_memory_limit(settings.system_memory_limit)
+
+
+def prepare(settings: Settings, source: Sources, on_message: Callable[[str], None],
+            engine: FaceEngine | None = None) -> FrameProcessor:
+    """Load the engine (unless given), prepare the source face(s) and the selection."""
+    sources = source_paths(source)
+    owned = engine is None
+    engine = engine or build_engine(settings)
+    try:
+        gate = build_gate(settings, engine.pool)
+        for path in sources:  # a flagged source stops the run before any swap: no target could use it
+            if gate.status == "checked":
+                gate.check_source(path, read_image(path))
+        records = []
+        for path in sources:
+            record = engine.prepare_source(path)
+            faces_in_source = int(record.get("faces", 1))
+            if faces_in_source > 1:
+                on_message(f"{path}: {faces_in_source} faces in the source image; using the largest")
+            records.append(record)
+        record = engine.merge_sources(records)
+        selection = build_selection(settings, engine, record)
+    except BaseException:
+        if owned:
+            engine.close()
+        raise
+    source_sha256 = ",".join(sha256_of(path) for path in sources)
+    marker = Marker.for_run(settings, engine.name, engine.models, source_sha256)
+    label = (VisibleLabel(settings.visible_label, settings.visible_label_position, settings.visible_label_size,
+                          settings.visible_label_opacity) if settings.visible_label else None)
+    return FrameProcessor(settings, engine, record, selection, marker, label,
+                          output_key(settings, source_sha256, engine, marker), sources=sources, gate=gate,
+                          source_sha256=source_sha256)
+
+
+def output_key(settings: Settings, source_sha256: str, engine: FaceEngine, marker: Marker) -> str:
+    """The journal's settings key: everything an output depends on besides the target itself. Built from
+    the settings' declared roles (settings.ROLES); the entries below hold the engine and what an output
+    setting declared `keyed` stands for."""
+    models = [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in engine.model_files]
+    reference = settings.reference_face_path
+    keyed = {
+        "version": __version__, "engine": engine.name, "models": models, "source": source_sha256,
+        "reference": sha256_of(reference) if reference else None,  # reference_face_path
+        "provenance": marker.key,  # c2pa_certificate, c2pa_private_key: the signer
+        # Keyed as the cosine distance ffb used before it took FaceFusion's half scale (exact: a doubling), so
+        # journals from then still match and their finished targets are not redone.
+        "reference_face_distance": 2.0 * settings.reference_face_distance,
+    }
+    return settings_key({
+        **{name: getattr(settings, name) for name in with_role("output") if DECLARED[name].keyed is None},
+        **keyed,
+        **{name: getattr(settings, name) for name in with_role("output-unless-default")
+           if getattr(settings, name) != FIELDS[name].default},
+    })
