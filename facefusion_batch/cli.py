@@ -227,8 +227,10 @@ def run(
     execution_providers: Optional[str] = typer.Option(None, metavar="PROVIDER...", help="Providers in order "
                                                       "of preference: cpu, cuda, tensorrt, e.g. "
                                                       "--execution-providers cuda cpu."),
-    execution_device_id: Optional[str] = typer.Option(None, metavar="ID", help="GPU index (FaceFusion's "
-                                                      "--execution-device-ids works too, with one id)."),
+    execution_device_id: Optional[str] = typer.Option(None, metavar="ID...", help="GPU indices, e.g. "
+                                                      "--execution-device-id '0 1' (FaceFusion's "
+                                                      "--execution-device-ids 0 1 works too); several need "
+                                                      "--executor processes."),
     execution_thread_count: Optional[int] = typer.Option(None, help="Frame worker threads."),
     execution_queue_count: Optional[int] = typer.Option(None, help="Frames in flight per worker thread."),
     execution_inference_slots: Optional[int] = typer.Option(None, help="Model calls allowed at once (0: 1 on a "
@@ -284,8 +286,11 @@ def run(
     content_gate: Optional[ContentGate] = typer.Option(None, help="auto: check the source and each target for "
                                                        "explicit content and block flagged targets (default); "
                                                        "off: no check (recorded in every output)."),
-    executor: Optional[ExecutorKind] = typer.Option(None, help="local: this process; ray: spread the batch over a Ray "
-                                                "cluster (needs the ray extra of facefusion-batch)."),
+    executor: Optional[ExecutorKind] = typer.Option(None, help="local: this process; processes: worker processes "
+                                                "on this machine, spread over the GPUs; ray: spread the batch over "
+                                                "a Ray cluster (needs the ray extra of facefusion-batch)."),
+    workers: Optional[int] = typer.Option(None, help="Worker processes of --executor processes (0: planned from "
+                                          "cores, GPUs and GPU memory)."),
     ray_address: Optional[str] = typer.Option(None, help="Ray cluster to join: auto or ray://host:10001 (implies "
                                               "--executor ray); without it Ray starts on this machine."),
     force: bool = typer.Option(False, "--force", help="Redo targets the journal says are finished and unchanged."),
@@ -328,7 +333,7 @@ def run(
         "face_selector_race": face_selector_race, "face_selector_age_start": face_selector_age_start,
         "face_selector_age_end": face_selector_age_end,
         "execution_providers": execution_providers,
-        "execution_device_id": execution_device_id, "execution_thread_count": execution_thread_count,
+        "execution_device_ids": execution_device_id, "execution_thread_count": execution_thread_count,
         "execution_queue_count": execution_queue_count, "execution_inference_slots": execution_inference_slots,
         "ffmpeg_path": ffmpeg_path,
         "output_video_encoder": output_video_encoder, "output_video_preset": output_video_preset,
@@ -338,7 +343,7 @@ def run(
         "video_memory_strategy": video_memory_strategy, "system_memory_limit": system_memory_limit,
         "face_selector_mode": "many" if many_faces else face_selector_mode,
         "reference_face_path": reference_face, "output_marking": False if no_marking else None,
-        "executor": executor or ("ray" if ray_address else None), "ray_address": ray_address,
+        "executor": executor or ("ray" if ray_address else None), "ray_address": ray_address, "workers": workers,
         "output_provenance": output_provenance, "c2pa_certificate": c2pa_certificate,
         "c2pa_private_key": c2pa_private_key, "c2pa_timestamp_url": c2pa_timestamp_url,
         "visible_label": visible_label,
@@ -424,7 +429,7 @@ RUN_HELP_PANELS: dict[str, tuple[str, ...]] = {
                                "c2pa_timestamp_url",
                                "visible_label", "visible_label_position", "visible_label_size",
                                "visible_label_opacity", "watermark", "no_watermark", "content_gate"),
-    "Batch": ("executor", "ray_address", "force", "retry_failed", "wait", "print_settings", "as_json", "quiet",
+    "Batch": ("executor", "workers", "ray_address", "force", "retry_failed", "wait", "print_settings", "as_json", "quiet",
               "log_level", "metrics_file"),
 }
 
