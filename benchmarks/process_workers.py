@@ -2,21 +2,24 @@
 
     python benchmarks/process_workers.py [--clips 6] [--seconds 2] [--long-seconds 12] [--resolution 360p]
                                          [--workers 2] [--engines offline neural] [--ray] [--json]
+                                         [--providers 'cuda cpu'] [--threads N] [--convs 3 --channels 32]
 
 For each engine (offline; neural: the stand-ins of benchmarks/standin_models.py, built into a temp dir),
 runs two batches on fresh output and temp dirs: `--clips` short clips (copies of ffb benchmark's cached
 clip of a real face) and one long clip of `--long-seconds`. Each batch goes through the local executor with
 one thread per core (`threads`), then through `--executor processes` with `--workers` workers of
 cores/workers threads each (`processes`), and with `--ray` through Ray on this machine with as many workers of
-as many threads (`ray`; on CPU: no fractional GPUs here). Reports wall time, start-up (until the first
-target starts: engine loads, worker spawns), frames per second over the wall and after start-up, and the
+as many threads (`ray`, fractional GPUs on a GPU: 1/workers each; Ray is started by the executor for
+each run and shut down after it, as `ffb run --executor ray` does). Reports wall time, start-up (until the
+first target starts: Ray's own start, worker spawns, engine loads), frames per second over the wall and after start-up, and the
 ratio processes/threads (above 1: processes faster). Progress on stderr, the table (or --json) on stdout.
+On a GPU: `--providers 'cuda cpu'` and `--threads` (frame threads of each worker; the thread run gets
+workers x threads), stand-ins of a real model's size with `--convs 4 --channels 64`.
 """
 from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import shutil
 import subprocess
@@ -47,9 +50,10 @@ class _FirstStart(QuietReporter):
         self.first = self.first or time.perf_counter()
 
 
-def run_once(kind: str, flags: dict[str, Any], spec: Path, source: Path, work: Path) -> dict[str, Any]:
+def run_once(kind: str, flags: dict[str, Any], spec: Path, source: Path, work: Path,
+             profile: Path | None = None) -> dict[str, Any]:
     shutil.rmtree(work, ignore_errors=True)
-    settings = load_settings(None, {}, {**flags, "output_path": work / "out", "temp_path": work / "temp"}).settings
+    settings = load_settings(profile, {}, {**flags, "output_path": work / "out", "temp_path": work / "temp"}).settings
     reporter = _FirstStart()
     started = time.perf_counter()
     cpu_before = _children_cpu()
@@ -79,11 +83,11 @@ def _children_cpu() -> float:
     return usage.children_user + usage.children_system
 
 
-def build_standins(directory: Path, source: Path) -> Path:
+def build_standins(directory: Path, source: Path, convs: int, channels: int) -> Path:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import standin_models
 
-    standin_models.build(directory, standin_models.bench_face(source))
+    standin_models.build(directory, standin_models.bench_face(source), convs, channels)
     return directory
 
 
@@ -97,12 +101,17 @@ def main() -> None:
     parser.add_argument("--engines", nargs="+", default=["offline", "neural"], choices=["offline", "neural"])
     parser.add_argument("--ray", action="store_true", help="also Ray on this machine, same workers and threads")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--providers", default="cpu", help="execution_providers of every run, e.g. 'cuda cpu'")
+    parser.add_argument("--threads", type=int, default=0, help="frame threads per worker (0: cores / workers)")
+    parser.add_argument("--convs", type=int, default=3)
+    parser.add_argument("--channels", type=int, default=32)
+    parser.add_argument("--profile", type=Path, help="settings for every run (processors, masks)")
     args = parser.parse_args()
     source = default_source()
     if source is None:
         raise SystemExit("run from the ffb repository (needs examples/source.jpg)")
     cores = os.cpu_count() or 1
-    per_worker = max(1, cores // args.workers)
+    per_worker = args.threads or max(1, cores // args.workers)
     cache = load_settings(None, {}, {}).settings.cache_path / "bench"
     short, _ = clips.ensure_clip(cache, args.resolution, args.seconds, source, True)
     long, _ = clips.ensure_clip(cache, args.resolution, args.long_seconds, source, True)
@@ -114,32 +123,26 @@ def main() -> None:
         batch.mkdir()
         for index in range(args.clips):
             shutil.copyfile(short, batch / f"clip{index}.mp4")  # copies: hard links are one target
-        if args.ray:
-            import ray
-
-            ray.init(num_cpus=cores, include_dashboard=False, logging_level=logging.WARNING)
-        try:
-            for engine in args.engines:
-                flags: dict[str, Any] = {"engine": engine}
-                if engine == "neural":
-                    flags["models_path"] = build_standins(root / "models", source)
-                for label, spec in (("short clips", batch), ("long clip", long)):
-                    for kind in kinds:
-                        threads = cores if kind == "threads" else per_worker
-                        run_flags = {**flags, "execution_thread_count": threads, "workers": args.workers,
-                                     "ray_workers": args.workers,
-                                     "executor": {"threads": "local"}.get(kind, kind)}
-                        print(f"process_workers: {engine}, {label}, {kind}", file=sys.stderr)
-                        row = run_once("local" if kind == "threads" else kind, run_flags, spec, source, root / "work")
-                        row.update(engine=engine, batch=label, executor=kind,
-                                   layout=f"1x{threads}" if kind == "threads" else f"{args.workers}x{threads}")
-                        rows.append(row)
-                        print(f"process_workers: {row}", file=sys.stderr)
-        finally:
-            if args.ray:
-                import ray
-
-                ray.shutdown()
+        for engine in args.engines:
+            flags: dict[str, Any] = {"engine": engine, "execution_providers": args.providers}
+            if engine == "neural":
+                flags["models_path"] = build_standins(root / "models", source, args.convs, args.channels)
+            for label, spec in (("short clips", batch), ("long clip", long)):
+                for kind in kinds:
+                    threads = (args.threads * args.workers if args.threads else cores) if kind == "threads" \
+                        else per_worker
+                    run_flags = {**flags, "execution_thread_count": threads, "workers": args.workers,
+                                 "ray_workers": args.workers, "ray_num_cpus": per_worker / 2,
+                                 # fractional GPUs: the workers share the GPU as the processes do
+                                 "ray_num_gpus": 0 if args.providers == "cpu" else round(1 / args.workers, 3),
+                                 "executor": {"threads": "local"}.get(kind, kind)}
+                    print(f"process_workers: {engine}, {label}, {kind}", file=sys.stderr)
+                    row = run_once("local" if kind == "threads" else kind, run_flags, spec, source, root / "work",
+                                   args.profile)
+                    row.update(engine=engine, batch=label, executor=kind,
+                               layout=f"1x{threads}" if kind == "threads" else f"{args.workers}x{threads}")
+                    rows.append(row)
+                    print(f"process_workers: {row}", file=sys.stderr)
     ratios = {}
     for engine in args.engines:
         for label in ("short clips", "long clip"):
@@ -148,7 +151,7 @@ def main() -> None:
                 ratios[f"{engine}, {label}: {kind}/threads"] = {
                     "wall": round(got["threads"]["wall_s"] / got[kind]["wall_s"], 2),
                     "after_startup": round(got[kind]["items_fps"] / got["threads"]["items_fps"], 2)}
-    report = {"cores": cores, "resolution": args.resolution, "clips": args.clips, "seconds": args.seconds,
+    report = {"cores": cores, "providers": args.providers, "resolution": args.resolution, "clips": args.clips, "seconds": args.seconds,
               "long_seconds": args.long_seconds, "workers": args.workers, "ffmpeg": _ffmpeg_version(),
               "runs": rows, "ratios": ratios}
     if args.json:

@@ -239,7 +239,7 @@ def model_bound(processor: FrameProcessor, clip: Path, settings: Settings, budge
 
 class _Passthrough:
     """A frame function that leaves every frame as it is: the pipeline's decode, frame threads and encode with
-    no processing (the motion gate plans references as in a real run; nothing is analysed)."""
+    no processing (the motion gate plans references as in a real run; each is analysed as having no face)."""
 
     def __init__(self, processor: FrameProcessor) -> None:
         self._processor = processor
@@ -248,7 +248,7 @@ class _Passthrough:
         return self._processor.new_gate()
 
     def analyse(self, frame: np.ndarray, reference: Reference) -> None:
-        pass
+        reference.result.set_result(([], []))  # frames after a reference wait for its analysis
 
     def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool, index: int | None = None
                  ) -> tuple[np.ndarray, int]:

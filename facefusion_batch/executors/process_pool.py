@@ -185,7 +185,10 @@ class ProcessPool:
         for slot in self.slots:
             if slot.process is not None:
                 with contextlib.suppress(OSError):
-                    os.killpg(slot.process.pid, signal.SIGKILL)  # its ffmpeg processes, and itself if still there
+                    if hasattr(os, "killpg"):
+                        os.killpg(slot.process.pid, signal.SIGKILL)  # its ffmpeg processes, and itself if still there
+                    elif slot.process.is_alive():
+                        slot.process.kill()
                 slot.process.join(STOP_S)
                 _close(slot)
             slot.state = "gone"
@@ -201,7 +204,8 @@ def _close(slot: ProcSlot) -> None:
 
 def serve(conn: Connection, settings: Settings, source: Sources, check: StorageCheck) -> None:
     """A worker process's life: load once, then run the items the driver sends until the pipe closes."""
-    os.setpgrp()  # Ctrl-C in the terminal is the driver's to handle
+    if hasattr(os, "setpgrp"):  # POSIX: Ctrl-C in the terminal is the driver's to handle
+        os.setpgrp()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _interrupt)
     lock = threading.Lock()
@@ -257,6 +261,8 @@ def _watch_driver(driver: int) -> None:
     def watch() -> None:
         while os.getppid() == driver:
             time.sleep(ORPHAN_POLL_S)
-        os.killpg(0, signal.SIGKILL)
+        if hasattr(os, "killpg"):
+            os.killpg(0, signal.SIGKILL)
+        os._exit(1)
 
     threading.Thread(target=watch, name="ffb-driver-watch", daemon=True).start()
