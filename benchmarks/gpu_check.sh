@@ -29,6 +29,8 @@ CHANNELS=${CHANNELS:-64}
 SIZES=${SIZES:-1080p 4k}  # the first is also the size of the workers step
 SECS=${SECS:-2}  # seconds of each clip
 FACEFUSION_PYTHON=${FACEFUSION_PYTHON:-$PY}
+PROVIDER=${PROVIDER:-cuda}  # cpu: a smoke run of this script on a machine without a GPU
+FFB_PROVIDERS=$PROVIDER; [ "$PROVIDER" = cpu ] || FFB_PROVIDERS="$PROVIDER cpu"
 status=0
 step() { echo "== $(date -u +%T) $*"; }
 wants() { [[ " $STEPS " == *" $1 "* ]]; }
@@ -82,7 +84,7 @@ fi
 if wants workers; then
   step "process workers vs threads at 1080p, CUDA (4 workers x 4 threads)"
   ray=$("$PY" -c "import ray" 2>/dev/null && echo --ray)
-  timeout 150 "$PY" benchmarks/process_workers.py --engines neural --providers "cuda cpu" --resolution "${SIZES%% *}" \
+  timeout 150 "$PY" benchmarks/process_workers.py --engines neural --providers "$FFB_PROVIDERS" --resolution "${SIZES%% *}" \
     --clips 8 --seconds "$SECS" --long-seconds $((SECS * 4)) --workers 4 --threads 4 --convs "$CONVS" --channels "$CHANNELS" \
     --profile benchmarks/profiles/swap_cuda.ini $ray --json > "$REPORT/workers.json" || status=1
   cat "$REPORT/workers.json" | "$PY" -c "import json,sys; r=json.load(sys.stdin); [print(k, v) for k, v in r['ratios'].items()]" || true
@@ -97,7 +99,7 @@ if wants facefusion; then
       for flags in "" "--executor processes"; do
         step "ffb ($flags) vs FaceFusion 3.8.1 at $size, CUDA, 8 threads"
         timeout 150 "$PY" benchmarks/facefusion_baseline.py --facefusion "$FACEFUSION" --facefusion-python "$FACEFUSION_PYTHON" \
-          --resolution "$size" --seconds "$SECS" --rounds 1 --threads 8 --providers cuda --convs "$CONVS" \
+          --resolution "$size" --seconds "$SECS" --rounds 1 --threads 8 --providers "$PROVIDER" --convs "$CONVS" \
           --channels "$CHANNELS" --masks box --ffb-args "$flags" --workdir "$work/ff-$size" --json \
           | tee -a "$REPORT/facefusion.txt" || status=1
         [ "$size" != "${SIZES%% *}" ] && break  # past the first size the thread run only: device time is short
