@@ -6,15 +6,16 @@
 #   there:  bash benchmarks/gpu_check.sh "$OUT"   (the last of those calls)
 # Elsewhere (ffb installed with onnxruntime-gpu, ffmpeg and ffprobe on PATH) it runs as it is:
 #   bash benchmarks/gpu_check.sh [REPORT_DIR]; FACEFUSION=CHECKOUT for the FaceFusion comparison.
-# Steps (STEPS, default all but tests; each under its own time limit so the whole fits one 10-minute command):
+# Steps (STEPS, in order; default all but tests; each under its own time limit, all within BUDGET seconds, so
+# that the whole fits one 10-minute command; what is cut says so):
 #   detect     ffb detect-gpus (the GPU, the providers, the advice: --executor processes over several GPUs)
 #   bench      ffb benchmark 1080p 4k: swap-only (profiles/swap_cuda.ini) and swapper+enhancer (chain_cuda.ini)
 #              on stand-ins of the real models' size: end-to-end, model-bound and decode+encode-only fps, GPU
 #              busy % and memory (NVML), cores busy, the bound, the decoder and encoder used, NVDEC/NVENC
+#   facefusion benchmarks/facefusion_baseline.py: ffb (threads, then --executor processes) vs FaceFusion 3.8.1
+#              on the same stand-ins, clip and ffmpeg, CUDA, FaceFusion's default 8 threads; 1080p, then 4k
 #   workers    benchmarks/process_workers.py at 1080p: threads vs --executor processes (4 workers x 4 threads)
 #              (vs Ray with fractional GPUs when Ray is importable) on short clips and one long clip
-#   facefusion benchmarks/facefusion_baseline.py: ffb (threads, then --executor processes) vs FaceFusion 3.8.1
-#              on the same stand-ins and clip, CUDA, FaceFusion's default 8 threads, 1080p and 4k
 #   tests      tests/models/test_cuda.py and the neural end-to-end tests on CUDA (long; not in the default)
 # Stand-ins: benchmarks/standin_models.py with CONVS=4 CHANNELS=64 (the enhancer ~40 GFLOPs a face at 512,
 # GFPGAN 1.4 ~45): ratios and bounds are what to read, not absolute speeds of the real models.
@@ -23,7 +24,8 @@ REPORT=${1:-gpu-report}
 mkdir -p "$REPORT"
 exec > >(tee -a "$REPORT/log.txt") 2>&1
 PY=${PYTHON:-python3}
-STEPS=${STEPS:-detect bench workers facefusion}
+STEPS=${STEPS:-detect bench facefusion workers}  # in this order; tests: also the CUDA tests (long)
+BUDGET=${BUDGET:-570}  # seconds for the whole script: a step that would run past it is cut or skipped
 CONVS=${CONVS:-4}
 CHANNELS=${CHANNELS:-64}
 SIZES=${SIZES:-1080p 4k}  # the first is also the size of the workers step
@@ -33,7 +35,6 @@ PROVIDER=${PROVIDER:-cuda}  # cpu: a smoke run of this script on a machine witho
 FFB_PROVIDERS=$PROVIDER; [ "$PROVIDER" = cpu ] || FFB_PROVIDERS="$PROVIDER cpu"
 status=0
 step() { echo "== $(date -u +%T) $*"; }
-wants() { [[ " $STEPS " == *" $1 "* ]]; }
 export PYTHONUNBUFFERED=1
 
 step "set-up from carried files (.gpu/)"
@@ -50,7 +51,10 @@ if [ -d .gpu/ort ]; then
 fi
 if [ -d .gpu/bin ]; then
   mkdir -p /tmp/bin
-  for tool in ffmpeg ffprobe; do xz -dc ".gpu/bin/$tool.xz" > "/tmp/bin/$tool" && chmod +x "/tmp/bin/$tool"; done
+  for tool in ffmpeg ffprobe; do
+    "$PY" -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], 'wb'))" \
+      ".gpu/bin/$tool.xz" "/tmp/bin/$tool" && chmod +x "/tmp/bin/$tool"
+  done
   export PATH=/tmp/bin:$PATH
 fi
 [ -d .gpu/facefusion ] && FACEFUSION=${FACEFUSION:-$PWD/.gpu/facefusion}
@@ -66,55 +70,78 @@ work=$(mktemp -d)
 models=$work/models
 "$PY" benchmarks/standin_models.py "$models" --convs "$CONVS" --channels "$CHANNELS" | tail -1
 
-if wants detect; then
+budget() {  # seconds a step may take: its own cap, within what is left of BUDGET (the device command's 600 s)
+  local left=$((BUDGET - SECONDS))
+  [ "$left" -lt 30 ] && { echo "gpu_check: ${FUNCNAME[1]} skipped: ${left}s of BUDGET left" >&2; return 1; }
+  echo $(( $1 < left ? $1 : left ))
+}
+
+run_detect() {
   step "detect-gpus"
   ffb detect-gpus
   ffb detect-gpus --json > "$REPORT/detect-gpus.json" || status=1
-fi
+}
 
-if wants bench; then
-  step "benchmark 1080p 4k: swap-only (base) vs swapper+enhancer (compare), CUDA"
-  FFB_MODELS_PATH=$models timeout 240 "$PY" -m facefusion_batch benchmark $SIZES --engine neural --seconds "$SECS" \
-    --profile benchmarks/profiles/swap_cuda.ini --compare benchmarks/profiles/chain_cuda.ini --json \
-    > "$REPORT/benchmark.json" || status=1
-  "$PY" -c "import json,sys; from facefusion_batch.bench.runner import render; print(render(json.load(open(sys.argv[1]))))" \
-    "$REPORT/benchmark.json" || true
-fi
+run_bench() {
+  local limit; limit=$(budget 220) || return 0
+  step "benchmark $SIZES: swap-only (base) vs swapper+enhancer (compare), $PROVIDER (${limit}s at most)"
+  FFB_MODELS_PATH=$models timeout "$limit" "$PY" -m facefusion_batch benchmark $SIZES --engine neural \
+    --seconds "$SECS" --profile "$work/swap.ini" --compare "$work/chain.ini" --json > "$REPORT/benchmark.json" \
+    || status=1
+  "$PY" -c "import json,sys; from facefusion_batch.bench.runner import render
+r = json.load(open(sys.argv[1])); print(render(r) if 'runs' in r else r)" "$REPORT/benchmark.json"
+}
 
-if wants workers; then
-  step "process workers vs threads at 1080p, CUDA (4 workers x 4 threads)"
-  ray=$("$PY" -c "import ray" 2>/dev/null && echo --ray)
-  timeout 150 "$PY" benchmarks/process_workers.py --engines neural --providers "$FFB_PROVIDERS" --resolution "${SIZES%% *}" \
-    --clips 8 --seconds "$SECS" --long-seconds $((SECS * 4)) --workers 4 --threads 4 --convs "$CONVS" --channels "$CHANNELS" \
-    --profile benchmarks/profiles/swap_cuda.ini $ray --json > "$REPORT/workers.json" || status=1
-  cat "$REPORT/workers.json" | "$PY" -c "import json,sys; r=json.load(sys.stdin); [print(k, v) for k, v in r['ratios'].items()]" || true
-fi
-
-if wants facefusion; then
+run_facefusion() {  # ffb (threads; processes at the first size) vs FaceFusion 3.8.1, same stand-ins, clip, ffmpeg
   if [ -z "${FACEFUSION:-}" ] || ! command -v ffprobe >/dev/null; then
     echo "gpu_check: no FaceFusion comparison: needs FACEFUSION=CHECKOUT (3.8.1) and ffmpeg + ffprobe on PATH"
     status=1
-  else
-    for size in $SIZES; do
-      for flags in "" "--executor processes"; do
-        step "ffb ($flags) vs FaceFusion 3.8.1 at $size, CUDA, 8 threads"
-        timeout 150 "$PY" benchmarks/facefusion_baseline.py --facefusion "$FACEFUSION" --facefusion-python "$FACEFUSION_PYTHON" \
-          --resolution "$size" --seconds "$SECS" --rounds 1 --threads 8 --providers "$PROVIDER" --convs "$CONVS" \
-          --channels "$CHANNELS" --masks box --ffb-args "$flags" --workdir "$work/ff-$size" --json \
-          | tee -a "$REPORT/facefusion.txt" || status=1
-        [ "$size" != "${SIZES%% *}" ] && break  # past the first size the thread run only: device time is short
-      done
-    done
+    return
   fi
-fi
+  local size flags limit
+  for size in $SIZES; do
+    for flags in "" "--executor processes"; do
+      [ -n "$flags" ] && [ "$size" != "${SIZES%% *}" ] && continue  # past the first size the threads only
+      limit=$(budget 110) || return 0
+      step "ffb (${flags:-threads}) vs FaceFusion 3.8.1 at $size, $PROVIDER, 8 threads (${limit}s at most)"
+      timeout "$limit" "$PY" benchmarks/facefusion_baseline.py --facefusion "$FACEFUSION" \
+        --facefusion-python "$FACEFUSION_PYTHON" --resolution "$size" --seconds "$SECS" --rounds 1 --threads 8 \
+        --providers "$PROVIDER" --convs "$CONVS" --channels "$CHANNELS" --masks box --ffb-args "$flags" \
+        --workdir "$work/ff-$size" --json >> "$REPORT/facefusion.txt" || status=1
+    done
+  done
+  cat "$REPORT/facefusion.txt"
+}
 
-if wants tests; then
+run_workers() {
+  local limit ray; limit=$(budget 150) || return 0
+  step "process workers vs threads at ${SIZES%% *}, $PROVIDER (4 workers x 4 threads; ${limit}s at most)"
+  ray=$("$PY" -c "import ray" 2>/dev/null && echo --ray)
+  timeout "$limit" "$PY" benchmarks/process_workers.py --engines neural --providers "$FFB_PROVIDERS" \
+    --resolution "${SIZES%% *}" --clips 6 --seconds "$SECS" --long-seconds $((SECS * 4)) --workers 4 --threads 4 \
+    --convs "$CONVS" --channels "$CHANNELS" --profile "$work/swap.ini" $ray --json > "$REPORT/workers.json" \
+    || status=1
+  [ -s "$REPORT/workers.json" ] && "$PY" -c "import json,sys; r=json.load(open(sys.argv[1]))
+for row in r['runs']: print(row)
+for k, v in r['ratios'].items(): print(k, v)" "$REPORT/workers.json"
+}
+
+run_tests() {
   step "CUDA tests"
   "$PY" -m pytest tests/models/test_cuda.py -v -rs -p no:cacheprovider || status=1
   step "neural end-to-end tests on CUDA"
   FFB_EXECUTION_PROVIDERS="cuda cpu" "$PY" -m pytest tests/processors -x -q -p no:cacheprovider | tail -15
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
-fi
+}
+
+# the profiles of the two chains, on this run's provider
+for chain in swap chain; do
+  sed "s/^execution_providers = .*/execution_providers = $FFB_PROVIDERS/" "benchmarks/profiles/${chain}_cuda.ini" \
+    > "$work/$chain.ini"
+done
+for name in $STEPS; do
+  "run_$name"
+done
 rm -rf "$work"
 echo "gpu_check: exit $status"
 exit $status

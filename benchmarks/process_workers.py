@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -68,6 +69,8 @@ def run_once(kind: str, flags: dict[str, Any], spec: Path, source: Path, work: P
     with chosen:
         result = run_batch(settings, [str(spec)], chosen, reporter)
     ended = time.perf_counter()
+    if result.interrupted:
+        raise KeyboardInterrupt
     if result.failed:
         raise SystemExit(f"the {kind} run failed: {[o.reason for o in result.outcomes if o.reason]}")
     frames = sum(o.frames for o in result.outcomes)
@@ -76,6 +79,10 @@ def run_once(kind: str, flags: dict[str, Any], spec: Path, source: Path, work: P
     return {"executor": kind, "frames": frames, "wall_s": round(ended - started, 2),
             "startup_s": round((reporter.first or started) - started, 2), "wall_fps": round(frames / (ended - started), 1),
             "items_fps": round(frames / busy, 1), "cores_busy": round(cpu / (ended - started), 2)}
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _children_cpu() -> float:
@@ -123,37 +130,42 @@ def main() -> None:
         batch.mkdir()
         for index in range(args.clips):
             shutil.copyfile(short, batch / f"clip{index}.mp4")  # copies: hard links are one target
-        for engine in args.engines:
-            flags: dict[str, Any] = {"engine": engine, "execution_providers": args.providers}
-            if engine == "neural":
-                flags["models_path"] = build_standins(root / "models", source, args.convs, args.channels)
-            for label, spec in (("short clips", batch), ("long clip", long)):
-                for kind in kinds:
-                    threads = (args.threads * args.workers if args.threads else cores) if kind == "threads" \
-                        else per_worker
-                    run_flags = {**flags, "execution_thread_count": threads, "workers": args.workers,
-                                 "ray_workers": args.workers, "ray_num_cpus": per_worker / 2,
-                                 # fractional GPUs: the workers share the GPU as the processes do
-                                 "ray_num_gpus": 0 if args.providers == "cpu" else round(1 / args.workers, 3),
-                                 "executor": {"threads": "local"}.get(kind, kind)}
-                    print(f"process_workers: {engine}, {label}, {kind}", file=sys.stderr)
-                    row = run_once("local" if kind == "threads" else kind, run_flags, spec, source, root / "work",
-                                   args.profile)
-                    row.update(engine=engine, batch=label, executor=kind,
-                               layout=f"1x{threads}" if kind == "threads" else f"{args.workers}x{threads}")
-                    rows.append(row)
-                    print(f"process_workers: {row}", file=sys.stderr)
+        signal.signal(signal.SIGTERM, _interrupt)  # `timeout` cuts a run short: report what was measured
+        interrupted = False
+        try:
+            for engine in args.engines:
+                flags: dict[str, Any] = {"engine": engine, "execution_providers": args.providers}
+                if engine == "neural":
+                    flags["models_path"] = build_standins(root / "models", source, args.convs, args.channels)
+                for label, spec in (("short clips", batch), ("long clip", long)):
+                    for kind in kinds:
+                        threads = (args.threads * args.workers if args.threads else cores) if kind == "threads" \
+                            else per_worker
+                        run_flags = {**flags, "execution_thread_count": threads, "workers": args.workers,
+                                     "ray_workers": args.workers, "ray_num_cpus": per_worker / 2,
+                                     # fractional GPUs: the workers share the GPU as the processes do
+                                     "ray_num_gpus": 0 if args.providers == "cpu" else round(1 / args.workers, 3),
+                                     "executor": {"threads": "local"}.get(kind, kind)}
+                        print(f"process_workers: {engine}, {label}, {kind}", file=sys.stderr)
+                        row = run_once("local" if kind == "threads" else kind, run_flags, spec, source, root / "work",
+                                       args.profile)
+                        row.update(engine=engine, batch=label, executor=kind,
+                                   layout=f"1x{threads}" if kind == "threads" else f"{args.workers}x{threads}")
+                        rows.append(row)
+                        print(f"process_workers: {row}", file=sys.stderr)
+        except KeyboardInterrupt:
+            interrupted = True
     ratios = {}
     for engine in args.engines:
         for label in ("short clips", "long clip"):
             got = {r["executor"]: r for r in rows if r["engine"] == engine and r["batch"] == label}
-            for kind in kinds[1:]:
+            for kind in [k for k in kinds[1:] if k in got and "threads" in got]:
                 ratios[f"{engine}, {label}: {kind}/threads"] = {
                     "wall": round(got["threads"]["wall_s"] / got[kind]["wall_s"], 2),
                     "after_startup": round(got[kind]["items_fps"] / got["threads"]["items_fps"], 2)}
     report = {"cores": cores, "providers": args.providers, "resolution": args.resolution, "clips": args.clips, "seconds": args.seconds,
               "long_seconds": args.long_seconds, "workers": args.workers, "ffmpeg": _ffmpeg_version(),
-              "runs": rows, "ratios": ratios}
+              "runs": rows, "ratios": ratios, "interrupted": interrupted}
     if args.json:
         print(json.dumps(report, indent=2))
         return
