@@ -171,7 +171,7 @@ def report(gpus: list[Gpu], reason: Optional[str], providers: ProviderReport) ->
     notes = []
     if len(gpus) > 1:
         notes.append("CUDA numbers GPUs fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID is set; set it so "
-                     "--execution-device-id means the nvidia-smi index shown here")
+                     "--execution-device-ids means the nvidia-smi index shown here")
     return {
         "gpus": [dataclasses.asdict(gpu) for gpu in gpus],
         "nvidia_smi": {"status": "ok" if reason is None else "unavailable", "reason": reason},
@@ -192,8 +192,8 @@ def _advice(best: Optional[Gpu], providers: ProviderReport, gpus: list[Gpu]) -> 
         if len(gpus) > 1:  # worker processes spread over every GPU (executor processes)
             ids = " ".join(str(gpu.index) for gpu in gpus)
             return (f"use --execution-providers 'cuda cpu' --executor processes --execution-device-ids {ids} "
-                    f"(worker processes on every GPU; one GPU only: --execution-device-id {best.index}){extra}")
-        return f"use --execution-providers 'cuda cpu' --execution-device-id {best.index}{extra}"
+                    f"(worker processes on every GPU; one GPU only: --execution-device-ids {best.index}){extra}")
+        return f"use --execution-providers 'cuda cpu' --execution-device-ids {best.index}{extra}"
     if best is not None and CUDA not in providers.installed:
         return f"NVIDIA GPU found but this ONNX Runtime has no CUDA provider: pip install onnxruntime-gpu; " \
                f"until then {on_cpu}"
@@ -204,7 +204,7 @@ def _advice(best: Optional[Gpu], providers: ProviderReport, gpus: list[Gpu]) -> 
                f"'.[cuda]'); until then {on_cpu}"
     if cuda:
         return "nvidia-smi is unavailable but CUDA loads: use --execution-providers 'cuda cpu' " \
-               "--execution-device-id 0"
+               "--execution-device-ids 0"
     return f"no NVIDIA GPU found: {on_cpu}"
 
 

@@ -186,7 +186,7 @@ def test_report_with_gpus_and_cuda_advises_the_best_device():
     assert findings["best_device"] == 1
     assert findings["gpus"][1]["utilisation_percent"] is None
     assert findings["advice"] == ("use --execution-providers 'cuda cpu' --executor processes --execution-device-ids "
-                                  "0 1 (worker processes on every GPU; one GPU only: --execution-device-id 1)")
+                                  "0 1 (worker processes on every GPU; one GPU only: --execution-device-ids 1)")
     assert any("CUDA_DEVICE_ORDER=PCI_BUS_ID" in note for note in findings["notes"])
     text = hardware.render_text(findings)
     assert "driver 535.161.07, CUDA 12.2" in text
@@ -211,7 +211,7 @@ def test_the_advice_for_several_gpus_is_a_command_line_ffb_takes(capsys):
 
 def test_one_gpu_is_advised_without_worker_processes():
     gpus = hardware.parse_nvidia_smi_xml(TWO_A6000.read_text())[1:]
-    assert hardware.report(gpus, None, WITH_CUDA)["advice"] == "use --execution-providers 'cuda cpu' --execution-device-id 1"
+    assert hardware.report(gpus, None, WITH_CUDA)["advice"] == "use --execution-providers 'cuda cpu' --execution-device-ids 1"
 
 
 @pytest.mark.parametrize("providers, words", [
