@@ -93,15 +93,25 @@ def children(pid: int) -> list[int]:
 
 
 def worker_pids(driver: int) -> list[int]:
-    """The driver's worker processes (spawned Python processes running process_pool)."""
+    """The driver's worker processes (spawned Python processes running process_pool; not multiprocessing's
+    resource tracker, which ends on its own after the driver)."""
     pids = []
     for pid in children(driver):
         try:
-            if b"multiprocessing" in (Path("/proc") / str(pid) / "cmdline").read_bytes():
+            if b"multiprocessing.spawn" in (Path("/proc") / str(pid) / "cmdline").read_bytes():
                 pids.append(pid)
         except OSError:
             pass
     return pids
+
+
+def gone(pid: int) -> bool:
+    """Whether process `pid` has ended (a zombie waiting for init to reap it counts as ended)."""
+    try:
+        stat = (Path("/proc") / str(pid) / "stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rindex(")") + 2] in "ZX"
 
 
 def busy_worker(driver: int) -> int | None:
@@ -180,9 +190,7 @@ def test_a_signal_stops_the_workers_and_the_next_run_resumes(proc_env, source_im
     assert driver.returncode != 0, err.decode()
     summary = json.loads(out)
     assert summary["interrupted"] is True
-    for pid in workers:
-        assert not Path(f"/proc/{pid}").exists() or b"Z" in Path(f"/proc/{pid}/stat").read_bytes().split()[2], \
-            "the workers ended"
+    assert all(gone(pid) for pid in workers), "the workers ended with the driver"
     assert main(["status", str(proc_env / "out"), "--json"]) == 0
     assert not list((proc_env / "out").glob("*.mp4")), "no half-written output"
     resumed = subprocess.run(args, capture_output=True, env=os.environ.copy(), timeout=600)
