@@ -196,3 +196,13 @@ def test_a_signal_stops_the_workers_and_the_next_run_resumes(proc_env, source_im
     resumed = subprocess.run(args, capture_output=True, env=os.environ.copy(), timeout=600)
     assert resumed.returncode == 0, resumed.stderr.decode()
     assert probe(proc_env / "out" / "long.mp4").frame_count == 120
+
+
+def test_watch_refuses_worker_processes_at_start(proc_env, source_image, capsys):
+    (proc_env / "in").mkdir()
+    code = main(["watch", "-s", str(source_image), "-t", str(proc_env / "in"), "-o", str(proc_env / "out"),
+                 "--executor", "processes"])
+    assert code == 2
+    assert "ffb watch runs on threads (--executor local) or Ray; --executor processes is for ffb run" in \
+        capsys.readouterr().err
+    assert not (proc_env / "out").exists(), "nothing started"
