@@ -1,41 +1,147 @@
 #!/usr/bin/env bash
-# ffb on an NVIDIA GPU machine: what CI (no GPU) can't check. Needs ffb importable with onnxruntime-gpu and
-# NVIDIA's CUDA 12/13 + cuDNN libraries (pip install -e '.[cuda,test]'), the driver, and nvidia-smi.
-#   bash benchmarks/gpu_check.sh [REPORT_DIR]
-# 1. the GPU and the providers as ffb sees them (ffb detect-gpus);
-# 2. tests/models/test_cuda.py: every stand-in model family on CUDA through ffb's session pool agrees with
-#    CPU, `ffb run` with the whole processor chain on CUDA gives the CPU picture, NVML metrics;
-# 3. the neural end-to-end tests (tests/processors) again with FFB_EXECUTION_PROVIDERS='cuda cpu';
-# 4. ffb benchmark of the chain on stand-ins with real convolutions, CUDA against CPU (ratios, not absolute
-#    speeds of the real models).
+# ffb on an NVIDIA GPU machine: what CI (no GPU) can't check or measure. One prepared script for a lent GPU
+# machine (one H200, 16 cores: ~15 minutes of device time per session, 10 per command):
+#   here:   bash benchmarks/gpu_carry.sh      (wheels, static ffmpeg/ffprobe, FaceFusion 3.8.1 into .gpu/; it prints
+#                                              the device calls that carry them over, back to back)
+#   there:  bash benchmarks/gpu_check.sh "$OUT"   (the last of those calls)
+# Elsewhere (ffb installed with onnxruntime-gpu, ffmpeg and ffprobe on PATH) it runs as it is:
+#   bash benchmarks/gpu_check.sh [REPORT_DIR]; FACEFUSION=CHECKOUT for the FaceFusion comparison.
+# Steps (STEPS, in order; default all but tests; each under its own time limit, all within BUDGET seconds, so
+# that the whole fits one 10-minute command; what is cut says so):
+#   detect     ffb detect-gpus (the GPU, the providers, the advice: --executor processes over several GPUs)
+#   bench      ffb benchmark 1080p 4k: swap-only (profiles/swap_cuda.ini) and swapper+enhancer (chain_cuda.ini)
+#              on stand-ins of the real models' size: end-to-end, model-bound and decode+encode-only fps, GPU
+#              busy % and memory (NVML), cores busy, the bound, the decoder and encoder used, NVDEC/NVENC
+#   facefusion benchmarks/facefusion_baseline.py: ffb (threads, then --executor processes) vs FaceFusion 3.8.1
+#              on the same stand-ins, clip and ffmpeg, CUDA, FaceFusion's default 8 threads; 1080p, then 4k
+#   workers    benchmarks/process_workers.py at 1080p: threads vs --executor processes (4 workers x 4 threads)
+#              (vs Ray with fractional GPUs when Ray is importable) on short clips and one long clip
+#   tests      tests/models/test_cuda.py and the neural end-to-end tests on CUDA (long; not in the default)
+# Stand-ins: benchmarks/standin_models.py with CONVS=4 CHANNELS=64 (the enhancer ~40 GFLOPs a face at 512,
+# GFPGAN 1.4 ~45): ratios and bounds are what to read, not absolute speeds of the real models.
 set -u
 REPORT=${1:-gpu-report}
 mkdir -p "$REPORT"
+exec > >(tee -a "$REPORT/log.txt") 2>&1
 PY=${PYTHON:-python3}
-ffb() { "$PY" -m facefusion_batch "$@"; }
+STEPS=${STEPS:-detect bench facefusion workers}  # in this order; tests: also the CUDA tests (long)
+BUDGET=${BUDGET:-570}  # seconds for the whole script: a step that would run past it is cut or skipped
+CONVS=${CONVS:-4}
+CHANNELS=${CHANNELS:-64}
+SIZES=${SIZES:-1080p 4k}  # the first is also the size of the workers step
+SECS=${SECS:-2}  # seconds of each clip
+FACEFUSION_PYTHON=${FACEFUSION_PYTHON:-$PY}
+PROVIDER=${PROVIDER:-cuda}  # cpu: a smoke run of this script on a machine without a GPU
+FFB_PROVIDERS=$PROVIDER; [ "$PROVIDER" = cpu ] || FFB_PROVIDERS="$PROVIDER cpu"
 status=0
-step() { echo "== $*"; }
+step() { echo "== $(date -u +%T) $*"; }
+export PYTHONUNBUFFERED=1
 
-step "GPU and ONNX Runtime"
+step "set-up from carried files (.gpu/)"
+if [ -d .gpu/ort ]; then
+  wheel=/tmp/$(cat .gpu/ort/NAME)
+  cat .gpu/ort/part.* > "$wheel"
+  if [ "$(sha256sum "$wheel" | cut -d' ' -f1)" != "$(cat .gpu/ort/SHA256)" ]; then
+    echo "gpu_check: $wheel: parts missing or damaged (ls .gpu/ort: $(ls .gpu/ort | tr '\n' ' ')); carry every part again"
+    exit 2
+  fi
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+    "$wheel" .gpu/wheels/*.whl || exit 2
+  export PYTHONPATH=$PWD:/tmp/site
+fi
+if [ -d .gpu/bin ]; then
+  mkdir -p /tmp/bin
+  for tool in ffmpeg ffprobe; do
+    "$PY" -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], 'wb'))" \
+      ".gpu/bin/$tool.xz" "/tmp/bin/$tool" && chmod +x "/tmp/bin/$tool"
+  done
+  export PATH=/tmp/bin:$PATH
+fi
+[ -d .gpu/facefusion ] && FACEFUSION=${FACEFUSION:-$PWD/.gpu/facefusion}
+export PYTHONPATH=${PYTHONPATH:-$PWD}
+command -v ffmpeg >/dev/null && export FFB_FFMPEG_PATH=$(command -v ffmpeg)  # both tools encode with the same ffmpeg
+ffb() { "$PY" -m facefusion_batch "$@"; }
 nvidia-smi -L
+nproc
 "$PY" -c "import onnxruntime as o; print('onnxruntime', o.__version__, o.get_available_providers())"
-ffb detect-gpus | tee "$REPORT/detect-gpus.txt"
-ffb detect-gpus --json > "$REPORT/detect-gpus.json" || status=1
+ffmpeg -hide_banner -version 2>/dev/null | head -1 || echo "no ffmpeg on PATH (ffb uses imageio-ffmpeg's)"
 
-step "CUDA tests"
-"$PY" -m pytest tests/models/test_cuda.py -v -rs -p no:cacheprovider 2>&1 | tee "$REPORT/test_cuda.txt"
-[ "${PIPESTATUS[0]}" = 0 ] || status=1
+work=$(mktemp -d)
+models=$work/models
+"$PY" benchmarks/standin_models.py "$models" --convs "$CONVS" --channels "$CHANNELS" | tail -1
 
-step "neural end-to-end tests on CUDA"
-FFB_EXECUTION_PROVIDERS="cuda cpu" "$PY" -m pytest tests/processors -x -p no:cacheprovider 2>&1 \
-  | tee "$REPORT/test_processors_cuda.txt" | tail -15
-[ "${PIPESTATUS[0]}" = 0 ] || status=1
+budget() {  # seconds a step may take: its own cap, within what is left of BUDGET (the device command's 600 s)
+  local left=$((BUDGET - SECONDS))
+  [ "$left" -lt 30 ] && { echo "gpu_check: ${FUNCNAME[1]} skipped: ${left}s of BUDGET left" >&2; return 1; }
+  echo $(( $1 < left ? $1 : left ))
+}
 
-step "benchmark: the chain on CUDA vs CPU (stand-ins: ${CONVS:=8} convolutions ${CHANNELS:=64} wide)"
-models=$(mktemp -d)
-"$PY" benchmarks/standin_models.py "$models" --convs "$CONVS" --channels "$CHANNELS" > /dev/null
-FFB_MODELS_PATH=$models ffb benchmark ${RESOLUTIONS:-360p 720p} --engine neural --seconds "${SECONDS_PER_CLIP:-2}" \
-  --profile benchmarks/profiles/chain_cuda.ini --compare benchmarks/profiles/chain_cpu.ini \
-  | tee "$REPORT/benchmark.txt" || status=1
+run_detect() {
+  step "detect-gpus"
+  ffb detect-gpus
+  ffb detect-gpus --json > "$REPORT/detect-gpus.json" || status=1
+}
+
+run_bench() {
+  local limit; limit=$(budget 220) || return 0
+  step "benchmark $SIZES: swap-only (base) vs swapper+enhancer (compare), $PROVIDER (${limit}s at most)"
+  FFB_MODELS_PATH=$models timeout "$limit" "$PY" -m facefusion_batch benchmark $SIZES --engine neural \
+    --seconds "$SECS" --profile "$work/swap.ini" --compare "$work/chain.ini" --json > "$REPORT/benchmark.json" \
+    || status=1
+  "$PY" -c "import json,sys; from facefusion_batch.bench.runner import render
+r = json.load(open(sys.argv[1])); print(render(r) if 'runs' in r else r)" "$REPORT/benchmark.json"
+}
+
+run_facefusion() {  # ffb (threads; processes at the first size) vs FaceFusion 3.8.1, same stand-ins, clip, ffmpeg
+  if [ -z "${FACEFUSION:-}" ] || ! command -v ffprobe >/dev/null; then
+    echo "gpu_check: no FaceFusion comparison: needs FACEFUSION=CHECKOUT (3.8.1) and ffmpeg + ffprobe on PATH"
+    status=1
+    return
+  fi
+  local size flags limit
+  for size in $SIZES; do
+    for flags in "" "--executor processes"; do
+      [ -n "$flags" ] && [ "$size" != "${SIZES%% *}" ] && continue  # past the first size the threads only
+      limit=$(budget 110) || return 0
+      step "ffb (${flags:-threads}) vs FaceFusion 3.8.1 at $size, $PROVIDER, 8 threads (${limit}s at most)"
+      timeout "$limit" "$PY" benchmarks/facefusion_baseline.py --facefusion "$FACEFUSION" \
+        --facefusion-python "$FACEFUSION_PYTHON" --resolution "$size" --seconds "$SECS" --rounds 1 --threads 8 \
+        --providers "$PROVIDER" --convs "$CONVS" --channels "$CHANNELS" --masks box --ffb-args "$flags" \
+        --workdir "$work/ff-$size" --json >> "$REPORT/facefusion.txt" || status=1
+    done
+  done
+  cat "$REPORT/facefusion.txt"
+}
+
+run_workers() {
+  local limit ray; limit=$(budget 150) || return 0
+  step "process workers vs threads at ${SIZES%% *}, $PROVIDER (4 workers x 4 threads; ${limit}s at most)"
+  ray=$("$PY" -c "import ray" 2>/dev/null && echo --ray)
+  timeout "$limit" "$PY" benchmarks/process_workers.py --engines neural --providers "$FFB_PROVIDERS" \
+    --resolution "${SIZES%% *}" --clips 6 --seconds "$SECS" --long-seconds $((SECS * 4)) --workers 4 --threads 4 \
+    --convs "$CONVS" --channels "$CHANNELS" --profile "$work/swap.ini" $ray --json > "$REPORT/workers.json" \
+    || status=1
+  [ -s "$REPORT/workers.json" ] && "$PY" -c "import json,sys; r=json.load(open(sys.argv[1]))
+for row in r['runs']: print(row)
+for k, v in r['ratios'].items(): print(k, v)" "$REPORT/workers.json"
+}
+
+run_tests() {
+  step "CUDA tests"
+  "$PY" -m pytest tests/models/test_cuda.py -v -rs -p no:cacheprovider || status=1
+  step "neural end-to-end tests on CUDA"
+  FFB_EXECUTION_PROVIDERS="cuda cpu" "$PY" -m pytest tests/processors -x -q -p no:cacheprovider | tail -15
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+}
+
+# the profiles of the two chains, on this run's provider
+for chain in swap chain; do
+  sed "s/^execution_providers = .*/execution_providers = $FFB_PROVIDERS/" "benchmarks/profiles/${chain}_cuda.ini" \
+    > "$work/$chain.ini"
+done
+for name in $STEPS; do
+  "run_$name"
+done
+rm -rf "$work"
 echo "gpu_check: exit $status"
 exit $status

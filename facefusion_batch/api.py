@@ -45,8 +45,8 @@ class FaceSwapper:
     """The engine and the source face(s), loaded once when it is built; `process` and `run` then use them for
     any number of batches. `source`: one image, or several photos of one person (averaged into one
     identity). `settings` defaults to ffb's defaults (no profile, no environment: `load_settings` reads those).
-    `on_message` gets what a run says (default: nothing). With `executor = "ray"` nothing loads here: the
-    Ray workers load the engine, once per batch. Close it (or use it as a context manager) when done."""
+    `on_message` gets what a run says (default: nothing). With `executor = "ray"` or `"processes"` nothing
+    loads here: the workers load the engine, once per batch. Close it (or use it as a context manager) when done."""
 
     def __init__(self, source: PathLike | Sequence[PathLike], settings: Settings | None = None, *,
                  on_message: Callable[[str], None] | None = None) -> None:
@@ -69,7 +69,7 @@ class FaceSwapper:
         self.settings, self.sources, self._signing, self._say = settings, sources, signing, on_message
         self._source: Sources = sources[0] if len(sources) == 1 else sources
         self.processor: Optional[FrameProcessor] = None
-        if settings.executor != "ray":
+        if settings.executor == "local":  # the others' workers load it, once each per batch
             self.processor = load(settings, self._source, on_message)
 
     def process(self, targets: PathLike | Sequence[PathLike], output: PathLike | None = None, *,
@@ -116,6 +116,10 @@ class FaceSwapper:
     def _executor(self, settings: Settings, metrics: RunMetrics | None,
                   lost_signal: Callable[[], None] | None) -> Executor:
         """The executor the settings choose; the only place that knows them all."""
+        if settings.executor == "processes":
+            from facefusion_batch.executors.processes import ProcessExecutor
+
+            return ProcessExecutor(settings, self._source, lost_signal)
         if self.processor is None:
             from facefusion_batch.executors.ray_executor import RayExecutor
 
@@ -296,6 +300,9 @@ def watch(source: PathLike | Sequence[PathLike], directories: Sequence[PathLike]
     from facefusion_batch.executors.watch import WatchExecutor
     from facefusion_batch.executors.watch_feed import FolderFeed
 
+    if settings.executor == "processes":
+        raise SettingsError("ffb watch runs on threads (--executor local) or Ray; --executor processes is for "
+                            "ffb run")
     specs = [str(d) for d in directories]
     if not specs:
         raise SettingsError("ffb watch needs at least one directory to watch (--target DIR)")

@@ -640,7 +640,7 @@ def detect_gpus(
     Tries each ONNX Runtime provider (TensorRT, CUDA, CPU) on a tiny model. Only one that loads counts:
     onnxruntime-gpu lists CUDA even where no GPU or CUDA library is present.
 
-    Ends with advice to copy, e.g. --execution-providers 'cuda cpu' --execution-device-id 1.
+    Ends with advice to copy, e.g. --execution-providers 'cuda cpu' --execution-device-ids 1.
     Exits 0 even without a GPU: ffb then runs on the CPU.
     """
     from facefusion_batch import hardware

@@ -22,7 +22,7 @@ RENAMED: dict[str, tuple[str, int | str]] = {
     "--target-path": ("--target", 1),
     "--output-path": ("--output", 1),
     "--config-path": ("--profile", 1),
-    "--execution-device-ids": ("--execution-device-id", "+"),
+    "--execution-device-id": ("--execution-device-ids", "+"),  # ffb's former flag (one id), FaceFusion's is ffb's
     "--workflow-strategy": ("--frame-transport", 1),
 }
 # FaceFusion's values of a renamed flag -> ffb's (the others are the same word).

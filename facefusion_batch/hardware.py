@@ -171,25 +171,29 @@ def report(gpus: list[Gpu], reason: Optional[str], providers: ProviderReport) ->
     notes = []
     if len(gpus) > 1:
         notes.append("CUDA numbers GPUs fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID is set; set it so "
-                     "--execution-device-id means the nvidia-smi index shown here")
+                     "--execution-device-ids means the nvidia-smi index shown here")
     return {
         "gpus": [dataclasses.asdict(gpu) for gpu in gpus],
         "nvidia_smi": {"status": "ok" if reason is None else "unavailable", "reason": reason},
         "providers": {"onnxruntime_version": providers.version, "installed": list(providers.installed),
                       "loadable": list(providers.loadable), "errors": dict(providers.errors)},
         "best_device": None if best is None else best.index,
-        "advice": _advice(best, providers),
+        "advice": _advice(best, providers, gpus),
         "notes": notes,
     }
 
 
-def _advice(best: Optional[Gpu], providers: ProviderReport) -> str:
+def _advice(best: Optional[Gpu], providers: ProviderReport, gpus: list[Gpu]) -> str:
     cuda = CUDA in providers.loadable
     on_cpu = "ffb runs on CPU (execution_providers = cpu)"
     if best is not None and cuda:
         extra = " ('tensorrt cuda cpu' also loads; its first run builds engines slowly)" \
             if TENSORRT in providers.loadable else ""
-        return f"use --execution-providers 'cuda cpu' --execution-device-id {best.index}{extra}"
+        if len(gpus) > 1:  # worker processes spread over every GPU (executor processes)
+            ids = " ".join(str(gpu.index) for gpu in gpus)
+            return (f"use --execution-providers 'cuda cpu' --executor processes --execution-device-ids {ids} "
+                    f"(worker processes on every GPU; one GPU only: --execution-device-ids {best.index}){extra}")
+        return f"use --execution-providers 'cuda cpu' --execution-device-ids {best.index}{extra}"
     if best is not None and CUDA not in providers.installed:
         return f"NVIDIA GPU found but this ONNX Runtime has no CUDA provider: pip install onnxruntime-gpu; " \
                f"until then {on_cpu}"
@@ -200,7 +204,7 @@ def _advice(best: Optional[Gpu], providers: ProviderReport) -> str:
                f"'.[cuda]'); until then {on_cpu}"
     if cuda:
         return "nvidia-smi is unavailable but CUDA loads: use --execution-providers 'cuda cpu' " \
-               "--execution-device-id 0"
+               "--execution-device-ids 0"
     return f"no NVIDIA GPU found: {on_cpu}"
 
 

@@ -62,7 +62,7 @@ TempFrameFormat = Literal["bmp", "png", "jpg", "tiff"]
 FrameTransport = Literal["temp", "memory"]
 VideoMemoryStrategy = Literal["strict", "moderate", "tolerant"]
 LogLevel = Literal["error", "info"]
-ExecutorKind = Literal["local", "ray"]
+ExecutorKind = Literal["local", "processes", "ray"]
 OutputProvenance = Literal["c2pa", "metadata", "off"]
 C2paOnFailure = Literal["fail", "metadata"]
 LabelPosition = Literal["bottom-right", "bottom-left", "top-right", "top-left"]
@@ -194,8 +194,8 @@ class Settings:
         "by the frame's edge.", (0, 0, 0, 0),
         role="output-unless-default", engine=True)
     face_detector_min_size: int = _spec(
-        "face_detector", "Offline engine: also find faces down to this many pixels by scanning tiles "
-        "(slower; 0: faces under ~1/20 of the frame's long side are missed).", 0,
+        "face_detector", "Offline engine: also find faces down to this many pixels by scanning tiles on every "
+        "detected frame (slower; 0: tiles every 24 frames find faces down to ~1/25 of the frame's long side).", 0,
         role="output", engine=True, range=(0, 4096))
 
     keypoint_reuse: bool = _spec(
@@ -372,8 +372,10 @@ class Settings:
     execution_providers: tuple[ExecutionProvider, ...] = _spec(
         "execution", "ONNX Runtime providers in order of preference.", ("cpu",),
         role="engine")
-    execution_device_id: int = _spec("execution", "GPU index for CUDA/TensorRT.", 0,
-                                     role="engine", range=(0, 64), facefusion="execution_device_ids")
+    execution_device_ids: tuple[int, ...] = _spec(
+        "execution", "GPU indices for CUDA/TensorRT; several (0 1 2 3) spread the workers of --executor processes "
+        "over those GPUs.", (0,),
+        role="engine", range=(0, 64))
     tensorrt_fp16: bool = _spec("execution", "Let TensorRT build FP16 engines (faster; cached in cache_path).", True,
                                 role="engine")
     execution_thread_count: int = _spec("execution", "Frame worker threads.",
@@ -390,9 +392,18 @@ class Settings:
                             role="engine", range=(0, 256))
     batch_wait_ms: float = _spec("execution", "How long a model call waits for more crops to fill a batch.", 2.0,
                                  role="engine", range=(0.0, 1000.0))
-    executor: ExecutorKind = _spec("execution", "local: this process; ray: spread the batch over a Ray cluster "
+    executor: ExecutorKind = _spec("execution", "local: this process, frames on threads; processes: worker "
+                                            "processes on this machine, each with its own sessions, spread over "
+                                            "execution_device_ids; ray: spread the batch over a Ray cluster "
                                             "(pip install 'facefusion-batch[ray]').", "local",
                                role="run", fixed=True)
+    workers: int = _spec("execution", "Worker processes of --executor processes, each with execution_thread_count "
+                                      "frame threads; 0: planned from the cores, the GPUs and their free memory "
+                                      "(docs/performance.md).", 0,
+                         role="run", fixed=True, range=(0, 1024))
+    worker_retries: int = _spec("execution", "--executor processes: times a work item is retried after its worker "
+                                             "process died (and times a dead worker is started again).", 2,
+                                role="run", range=(0, 100))
     ray_address: str = _spec("execution", "Ray cluster to join: auto (the one this machine belongs to) or "
                                           "ray://host:10001; empty: start Ray on this machine.", "",
                              role="run", fixed=True)
@@ -434,6 +445,12 @@ class Settings:
         return path if kind_of(path) is not None and not path.is_dir() else None
 
     @property
+    def execution_device_id(self) -> int:
+        """The GPU this process's sessions use: the first of execution_device_ids (each worker process of
+        --executor processes gets settings naming its own one)."""
+        return self.execution_device_ids[0]
+
+    @property
     def output_dir(self) -> Path:
         """The directory that receives the outputs (the output file's directory when output_path names one)."""
         return self.output_path.parent if self.output_file is not None else self.output_path
@@ -456,6 +473,8 @@ ENGINE_SETTINGS: tuple[str, ...] = tuple(name for name, d in DECLARED.items() if
 FIXED_SETTINGS: tuple[str, ...] = tuple(name for name, d in DECLARED.items() if d.fixed)
 # FaceFusion ini keys read into an ffb setting of another name.
 FROM_FACEFUSION: dict[str, str] = {d.facefusion: name for name, d in DECLARED.items() if d.facefusion}
+# ffb's former names of settings, still read from profiles, the environment and flags.
+FORMER_NAMES: dict[str, str] = {"execution_device_id": "execution_device_ids"}
 
 
 def engine_changed(old: Settings, new: Settings) -> bool:
@@ -496,8 +515,11 @@ def parse_value(name: str, raw: Any, where: str) -> Any:
         raise SettingsError(f"{where}: {exc}") from None
     if name in _RANGES and value is not None:
         low, high = _RANGES[name]
-        if not low <= value <= high:
-            raise SettingsError(f"{where}: {value} is out of range {low}..{high}{_range_hint(name, value)}")
+        for item in value if isinstance(value, tuple) else (value,):
+            if not low <= item <= high:
+                raise SettingsError(f"{where}: {item} is out of range {low}..{high}{_range_hint(name, item)}")
+    if name == "execution_device_ids" and len(set(value)) < len(value):
+        raise SettingsError(f"{where}: {' '.join(map(str, value))}: each GPU once (workers per GPU: --workers)")
     if name in ("face_mask_padding", "face_detector_margin"):
         value = _padding(value, where)
     if name == "face_detector_angles" and any(angle not in (0, 90, 180, 270) for angle in value):
@@ -558,8 +580,6 @@ def facefusion_spellings(name: str) -> tuple[str, ...] | None:
     then takes text that `parse_value` reads); None when its values have one form."""
     if name in ("face_detector_size", "face_swapper_pixel_boost"):
         return ("640x640",) if name == "face_detector_size" else ()
-    if name == "execution_device_id":
-        return ()  # FaceFusion's list of ids, when it holds one
     if name in _FACEFUSION_VALUES and DECLARED[name].facefusion is None:  # else its FaceFusion key's flag takes them
         return tuple(_FACEFUSION_VALUES[name])
     return None
@@ -575,12 +595,6 @@ def _facefusion_form(name: str, raw: Any) -> Any:
             raise ValueError(f"{text!r}: the detectors take a square input; give one number or a square "
                              "size such as 640x640")
         return width.strip()
-    if name == "execution_device_id":
-        ids = text.replace(",", " ").split()
-        if len(ids) > 1:
-            raise ValueError(f"{text!r}: one run uses one GPU; give one id, or use --executor ray with "
-                             "ray_num_gpus to spread a batch over several GPUs")
-        return ids[0] if ids else text
     if name == "face_swapper_pixel_boost" and text:
         width, _, height = text.lower().partition("x")
         try:
@@ -598,7 +612,8 @@ def _facefusion_form(name: str, raw: Any) -> Any:
 def _convert(name: str, hint: Any, raw: Any) -> Any:
     origin = typing.get_origin(hint)
     if origin is tuple:
-        items = raw.replace(",", " ").split() if isinstance(raw, str) else list(raw)
+        items = (raw.replace(",", " ").split() if isinstance(raw, str)
+                 else list(raw) if isinstance(raw, (list, tuple)) else [raw])
         if not items:
             raise ValueError("needs at least one value")
         item = typing.get_args(hint)[0]
@@ -692,7 +707,7 @@ def load_profile(path: Path) -> Profile:
             continue
         for key, raw in keys.items():
             blank = isinstance(raw, str) and raw.strip() == ""
-            name = FROM_FACEFUSION.get(key, key)
+            name = FROM_FACEFUSION.get(key, FORMER_NAMES.get(key, key))
             if name in FIELDS and (section in _sections_of(name) or (
                     name != key and facefusion_ini.is_facefusion_key(section, key))):
                 if blank:
@@ -803,7 +818,7 @@ def load_environment(environ: Mapping[str, str]) -> tuple[dict[str, Any], list[s
     for var, raw in environ.items():
         if not var.startswith("FFB_") or raw == "":
             continue
-        key = var[4:].lower()
+        key = FORMER_NAMES.get(var[4:].lower(), var[4:].lower())
         if key not in FIELDS:
             close = difflib.get_close_matches(key, list(FIELDS), n=1, cutoff=0.6)
             unknown.append(var + (f" (did you mean FFB_{close[0].upper()}?)" if close else ""))
@@ -834,8 +849,8 @@ def load_settings(
     layers = [
         (f"profile {profile}", loaded.values),
         ("environment", environment),
-        ("flag", {k: parse_value(k, v, f"--{k.replace('_', '-')}") for k, v in (flags or {}).items()
-                  if v is not None}),
+        ("flag", {FORMER_NAMES.get(k, k): parse_value(FORMER_NAMES.get(k, k), v, f"--{k.replace('_', '-')}")
+                  for k, v in (flags or {}).items() if v is not None}),
     ]
     values: dict[str, Any] = {}
     origins = {name: "default" for name in FIELDS}
@@ -847,6 +862,7 @@ def load_settings(
     settings, engine_notes = _engine_request(settings, origins)
     if settings.executor == "ray":
         _check_ray(settings)
+    _check_devices(settings)
     _check_provenance(settings)
     _check_processors(settings)
     return Resolved(settings, origins, (*loaded.warnings, *env_warnings, *engine_notes, *_loose_reference(settings)))
@@ -958,9 +974,22 @@ def _check_ray(settings: Settings) -> None:
     if settings.ray_num_gpus > 0 and not gpu:
         raise SettingsError(f"ray_num_gpus is {settings.ray_num_gpus} but execution_providers is cpu only; add "
                             "cuda or tensorrt to execution_providers, or set ray_num_gpus to 0")
-    if settings.execution_device_id != 0:
-        raise SettingsError("execution_device_id must be 0 with the ray executor: Ray chooses each worker's GPU "
+    if settings.execution_device_ids != (0,):
+        raise SettingsError("execution_device_ids must be 0 with the ray executor: Ray chooses each worker's GPU "
                             "(and limits the worker to it)")
+
+
+def _check_devices(settings: Settings) -> None:
+    """Several GPUs are used by worker processes, each on one of them: refused where nothing would use them."""
+    ids = settings.execution_device_ids
+    if len(ids) == 1 or settings.executor == "ray":
+        return
+    if not any(p != "cpu" for p in settings.execution_providers):
+        raise SettingsError(f"execution_device_ids {' '.join(map(str, ids))} names several GPUs but "
+                            "execution_providers is cpu only; add cuda or tensorrt, or give one id")
+    if settings.executor != "processes":
+        raise SettingsError(f"execution_device_ids {' '.join(map(str, ids))}: one process uses one GPU; add "
+                            "--executor processes to spread worker processes over these GPUs")
 
 
 def describe(resolved: Resolved) -> list[dict[str, Any]]:

@@ -181,7 +181,7 @@ def test_every_facefusion_key_is_recognised_in_its_section(tmp_path):
 @pytest.mark.parametrize("text, expected", [
     ("[face_detector]\nface_detector_size = 640x480\n", "[face_detector] face_detector_size: '640x480': the "
                                                         "detectors take a square input"),
-    ("[execution]\nexecution_device_ids = 0 1\n", "[execution] execution_device_ids: '0 1': one run uses one GPU"),
+    ("[execution]\nexecution_device_ids = 0 0\n", "[execution] execution_device_ids: 0 0: each GPU once"),
     ("[face_detector]\nface_detector_model = dlib\n", "'dlib' is not one of: scrfd, yoloface"),
     ("[misc]\nlog_level = loud\n", "[misc] log_level: 'loud' is not one of"),
 ])
@@ -227,7 +227,7 @@ def test_toml_profile_takes_facefusion_keys_too(tmp_path):
     profile = write(tmp_path, '[face_detector]\nface_detector_size = "512x512"\n[execution]\n'
                               'execution_device_ids = "1"\n[uis]\nopen_browser = true\n', "p.toml")
     loaded = load_profile(profile)
-    assert loaded.values == {"face_detector_size": 512, "execution_device_id": 1}
+    assert loaded.values == {"face_detector_size": 512, "execution_device_ids": (1,)}
     assert "[uis] open_browser" in loaded.warnings[0]
 
 

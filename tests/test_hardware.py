@@ -185,12 +185,33 @@ def test_report_with_gpus_and_cuda_advises_the_best_device():
     json.dumps(findings)
     assert findings["best_device"] == 1
     assert findings["gpus"][1]["utilisation_percent"] is None
-    assert findings["advice"] == "use --execution-providers 'cuda cpu' --execution-device-id 1"
+    assert findings["advice"] == ("use --execution-providers 'cuda cpu' --executor processes --execution-device-ids "
+                                  "0 1 (worker processes on every GPU; one GPU only: --execution-device-ids 1)")
     assert any("CUDA_DEVICE_ORDER=PCI_BUS_ID" in note for note in findings["notes"])
     text = hardware.render_text(findings)
     assert "driver 535.161.07, CUDA 12.2" in text
     assert "[1] NVIDIA RTX A6000: 48560 of 49140 MiB free, utilisation ?, 36 C, 21.47 W" in text
     assert "best device: 1" in text
+
+
+def test_the_advice_for_several_gpus_is_a_command_line_ffb_takes(capsys):
+    """detect-gpus' advice for two GPUs, run as given (FaceFusion's --execution-device-ids spelling), resolves to
+    worker processes over both GPUs."""
+    import shlex
+
+    from facefusion_batch.cli import main
+
+    advice = hardware.report(hardware.parse_nvidia_smi_xml(TWO_A6000.read_text()), None, WITH_CUDA)["advice"]
+    args = shlex.split(advice.removeprefix("use ").split(" (")[0])
+    assert main(["run", *args, "--print-settings", "--json"]) == 0
+    rows = {row["key"]: row["value"] for row in json.loads(capsys.readouterr().out)}
+    assert (rows["execution_device_ids"], rows["executor"], rows["execution_providers"]) == ("0 1", "processes",
+                                                                                            "cuda cpu")
+
+
+def test_one_gpu_is_advised_without_worker_processes():
+    gpus = hardware.parse_nvidia_smi_xml(TWO_A6000.read_text())[1:]
+    assert hardware.report(gpus, None, WITH_CUDA)["advice"] == "use --execution-providers 'cuda cpu' --execution-device-ids 1"
 
 
 @pytest.mark.parametrize("providers, words", [

@@ -144,11 +144,20 @@ def test_ranges_come_from_the_declaration():
 
 
 def test_facefusion_names_are_declared():
-    assert settings_module.FROM_FACEFUSION == {"execution_device_ids": "execution_device_id",
-                                                "workflow_strategy": "frame_transport"}
+    assert settings_module.FROM_FACEFUSION == {"workflow_strategy": "frame_transport"}
     assert settings_module.facefusion_name("face_detector_size") == "face_detector_size"
     assert settings_module.facefusion_name("keypoint_reuse") is None
-    assert load_settings(None, {}, {}).settings.execution_device_id == 0
+    assert load_settings(None, {}, {}).settings.execution_device_ids == (0,)
+
+
+def test_the_former_single_device_id_is_still_read():
+    """execution_device_id (one id) was ffb's name before several were taken: old profiles, environments and
+    callers still work, and a process's sessions use the first id."""
+    assert load_settings(None, {"FFB_EXECUTION_DEVICE_ID": "2"}, {}).settings.execution_device_ids == (2,)
+    assert load_settings(None, {}, {"execution_device_id": 1}).settings.execution_device_id == 1
+    several = load_settings(None, {}, {"execution_device_ids": "1 0", "execution_providers": "cuda",
+                                       "executor": "processes"}).settings
+    assert several.execution_device_ids == (1, 0) and several.execution_device_id == 1
 
 
 def test_print_settings_shows_each_settings_role(capsys):

@@ -6,6 +6,7 @@ import sys
 import threading
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 
 def tree_size(directory: Path) -> int:
@@ -92,3 +93,67 @@ def cpu_seconds() -> tuple[float, float] | None:
         return None
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+
+class GpuSampler:
+    """Samples NVML every `interval` seconds on a thread: mean utilisation and peak memory in use of the
+    devices `indices`. `reason` says why there are no figures (no nvidia-ml-py, no driver or GPU)."""
+
+    def __init__(self, indices: tuple[int, ...], interval: float = 0.1) -> None:
+        self.indices, self.interval = indices, interval
+        self.busy: list[int] = []
+        self.peak_bytes = 0
+        self.reason: str | None = None
+        self._nvml: Any = None
+        self._handles: list[Any] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="ffb-gpu-sampler", daemon=True)
+
+    def _open(self) -> None:
+        try:
+            import pynvml
+        except ImportError:
+            self.reason = "nvidia-ml-py is not installed (pip install nvidia-ml-py)"
+            return
+        try:
+            pynvml.nvmlInit()
+            count = pynvml.nvmlDeviceGetCount()
+            self._handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in self.indices if i < count]
+        except Exception as exc:  # noqa: BLE001 - NVMLError_LibraryNotFound, _DriverNotLoaded, ...
+            self.reason = f"NVML does not answer here (no NVIDIA driver or GPU: {type(exc).__name__})"
+            return
+        if not self._handles:
+            self.reason = f"NVML lists no GPU of execution_device_ids {' '.join(map(str, self.indices))}"
+            pynvml.nvmlShutdown()
+            return
+        self._nvml = pynvml
+
+    def _run(self) -> None:
+        nvml = self._nvml
+        while not self._stop.wait(self.interval):
+            try:
+                self.busy.append(max(nvml.nvmlDeviceGetUtilizationRates(h).gpu for h in self._handles))
+                self.peak_bytes = max(self.peak_bytes, sum(nvml.nvmlDeviceGetMemoryInfo(h).used for h in self._handles))
+            except Exception:  # noqa: BLE001 - a reading NVML refuses is left out
+                continue
+
+    def figures(self) -> dict[str, Any]:
+        """{"gpu_busy_percent", "gpu_memory_mb"} (None each without NVML) and "gpu_reason" (None with it)."""
+        if self.reason is not None or not self.busy:
+            return {"gpu_busy_percent": None, "gpu_memory_mb": None,
+                    "gpu_reason": self.reason or "NVML gave no reading during the run"}
+        return {"gpu_busy_percent": sum(self.busy) / len(self.busy), "gpu_memory_mb": self.peak_bytes / 1e6,
+                "gpu_reason": None}
+
+    def __enter__(self) -> GpuSampler:
+        self._open()
+        if self._nvml is not None:
+            self._thread.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        if self._nvml is not None:
+            self._stop.set()
+            self._thread.join()
+            self._nvml.nvmlShutdown()

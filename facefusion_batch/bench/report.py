@@ -19,6 +19,12 @@ class Metric:
 METRICS: tuple[Metric, ...] = (
     Metric("e2e_fps", "end-to-end fps", 1),
     Metric("model_fps", "model-bound fps (frames in memory)", 1),
+    Metric("io_fps", "decode+encode-only fps (frames passed through)", 1),
+    Metric("decode_fps", "decode-only fps", 1),
+    Metric("bound_headroom", "end-to-end / the bound's fps", 2),
+    Metric("gpu_busy_percent", "GPU busy % (NVML, mean)", 0),
+    Metric("gpu_memory_mb", "GPU memory in use MB (NVML, peak)", 0),
+    Metric("io_ffmpeg_cpu_ms", "CPU ms/frame, ffmpeg decode+encode alone", 1),
     Metric("decode_ms", "decode ms/frame", 2),
     Metric("detect_ms", "detect ms/frame", 2),
     Metric("track_ms", "track ms/frame", 2),

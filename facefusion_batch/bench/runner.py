@@ -160,4 +160,23 @@ def render(result: dict[str, Any]) -> str:
     for label, config in result["configs"].items():
         lines.append(f"{label}: {config['profile'] or 'default settings'}")
     rows = report.table_rows(result["resolutions"], result["runs"]["base"], result["runs"].get("compare"))
-    return "\n".join(lines) + "\n\n" + report.render(rows) + report.NOTE + "\n"
+    return "\n".join(lines) + "\n\n" + report.render(rows) + "\n" + "\n".join(bound_lines(result)) + "\n" \
+        + report.NOTE + "\n"
+
+
+def bound_lines(result: dict[str, Any]) -> list[str]:
+    """Per size and configuration, what limits the run; then the decoder and encoder used, and the GPU figures'
+    absence when NVML had none."""
+    lines = []
+    for label, runs in result["runs"].items():
+        for resolution in result["resolutions"]:
+            metrics = runs.get(resolution)
+            if metrics and metrics.get("bound"):
+                lines.append(f"bound, {resolution} {label}: {metrics['bound']} ({metrics['bound_reason']})")
+    first = result["runs"]["base"][result["resolutions"][0]]
+    for key in ("decoder", "encoder", "nvdec", "nvenc"):
+        if first.get(key):
+            lines.append(f"{key}: {first[key]}")
+    if first.get("gpu_reason"):
+        lines.append(f"GPU figures: none ({first['gpu_reason']})")
+    return lines

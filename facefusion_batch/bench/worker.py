@@ -24,7 +24,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from facefusion_batch.bench.measure import DiskSampler, cpu_seconds, peak_rss_bytes
+from facefusion_batch.bench.bound import models_fps, name_bound
+from facefusion_batch.bench.measure import DiskSampler, GpuSampler, cpu_seconds, peak_rss_bytes
 from facefusion_batch.bench.model_times import model_times
 from facefusion_batch.concurrency import concurrency_of
 from facefusion_batch.errors import FfbError, MediaError
@@ -32,7 +33,8 @@ from facefusion_batch.workflow.analysis import Reference, thumbnail
 from facefusion_batch.runner.driver import run_batch
 from facefusion_batch.executors.base import Claim, Work
 from facefusion_batch.executors.local import LocalExecutor
-from facefusion_batch.workflow.video import job_options
+from facefusion_batch.workflow.video import encode_chunks, job_options, plan_video
+from facefusion_batch.workflow.workspace import Workspace
 from facefusion_batch.workflow.job import Completion
 from facefusion_batch.workflow.lookahead import Lookahead
 from facefusion_batch.workflow.processor import FrameProcessor, load
@@ -41,6 +43,7 @@ from facefusion_batch.runner.progress import QuietReporter
 from facefusion_batch.settings import Settings, describe, load_settings
 from facefusion_batch.timing import Timings, delta
 from facefusion_batch.video.decoder import Decoder
+from facefusion_batch.video.ffmpeg import coder_report
 from facefusion_batch.video.probe import VideoInfo, probe
 
 STAGES = ("decode", "detect", "track", "swap", "paste", "encode", "verify", "watermark", "gate")
@@ -133,7 +136,8 @@ def _measure(settings: Settings, source: Path, targets: list[Path], model_budget
     pool = getattr(plain.engine, "pool", None)
     if pool is not None:
         pool.timings, pool.cpu_timings = model_timings, model_cpu
-    with DiskSampler(settings.temp_path) as disk, _ObservedExecutor(settings, source, processor=processor) as run:
+    with DiskSampler(settings.temp_path) as disk, GpuSampler(settings.execution_device_ids) as gpu, \
+            _ObservedExecutor(settings, source, processor=processor) as run:
         started, cpu_before = time.perf_counter(), cpu_seconds()
         result = run_batch(settings, [str(t) for t in targets], run, _Messages())
         wall, cpu_after = time.perf_counter() - started, cpu_seconds()
@@ -153,6 +157,7 @@ def _measure(settings: Settings, source: Path, targets: list[Path], model_budget
     faces = sum(t["faces"] for t in processor.targets)  # before the model-bound pass calls it again
     try:
         model = model_bound(processor, targets[0], settings, model_budget)
+        io = io_bound(processor, targets[0], settings)
     finally:
         plain.engine.close()
     second = processor.targets[1]
@@ -178,6 +183,12 @@ def _measure(settings: Settings, source: Path, targets: list[Path], model_budget
     }
     metrics["cpu_over_model_cpu"] = cpu_share(metrics["cpu_ms"], metrics["ffmpeg_cpu_ms"],
                                               per_model["model_calls_cpu_ms"])
+    metrics.update(gpu.figures())
+    metrics.update({key: value for key, value in io.items() if key != "codec"})
+    metrics.update(coder_report(io["codec"], io["encoder_used"]))
+    bound = name_bound(metrics["e2e_fps"], metrics["model_fps"], models_fps(per_model["model_bound_ms"]),
+                       io["io_fps"], io["decode_fps"], metrics["cores_busy"], os.cpu_count())
+    metrics.update(bound=bound.name, bound_reason=bound.reason, bound_headroom=bound.headroom)
     return metrics
 
 
@@ -224,6 +235,51 @@ def model_bound(processor: FrameProcessor, clip: Path, settings: Settings, budge
     cpu_ms = None if cpu_before is None or cpu_after is None else (cpu_after[0] - cpu_before[0]) * 1000 / done
     return {"fps": done / seconds, "frames": done, "stages": timings.snapshot(), "cpu_ms": cpu_ms,
             "detector_calls_per_frame": (processor.engine.detector_calls() - calls) / done}
+
+
+class _Passthrough:
+    """A frame function that leaves every frame as it is: the pipeline's decode, frame threads and encode with
+    no processing (the motion gate plans references as in a real run; each is analysed as having no face)."""
+
+    def __init__(self, processor: FrameProcessor) -> None:
+        self._processor = processor
+
+    def new_gate(self) -> Any:
+        return self._processor.new_gate()
+
+    def analyse(self, frame: np.ndarray, reference: Reference) -> None:
+        reference.result.set_result(([], []))  # frames after a reference wait for its analysis
+
+    def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool, index: int | None = None
+                 ) -> tuple[np.ndarray, int]:
+        return frame, 0
+
+
+def io_bound(processor: FrameProcessor, clip: Path, settings: Settings) -> dict[str, Any]:
+    """Frames per second of the pipeline's decode + encode alone (every frame passed through untouched, into
+    chunks as a run encodes them), and of decoding alone; the encoder that was used and its CPU per frame."""
+    options = job_options(settings)
+    plan = plan_video(clip, settings.temp_path / f"io-only{clip.suffix}", options)
+    workspace = Workspace.fresh(options.temp_root)
+    started, cpu_before = time.perf_counter(), cpu_seconds()
+    try:
+        counters = encode_chunks(plan, workspace, _Passthrough(processor), lambda frames: None)
+    finally:
+        workspace.remove()
+    seconds, cpu_after = time.perf_counter() - started, cpu_seconds()
+    frames = max(1, counters.frames)
+    io_cpu = _cpu_metrics(cpu_before, cpu_after, frames, seconds)
+    decoder = Decoder(plan.info, settings.temp_path)
+    started, decoded = time.perf_counter(), 0
+    try:
+        for _ in decoder.frames(buffers=1):
+            decoded += 1
+    finally:
+        decoder.stop(kill=True)
+    decode_seconds = time.perf_counter() - started
+    return {"io_fps": frames / seconds, "decode_fps": decoded / decode_seconds if decoded else 0.0,
+            "io_ffmpeg_cpu_ms": io_cpu["ffmpeg_cpu_ms"], "codec": plan.info.codec,
+            "encoder_used": plan.options.encode.encoder}
 
 
 def decode_frames(clip: Path, info: VideoInfo, limit: int, temp_root: Path) -> list[np.ndarray]:

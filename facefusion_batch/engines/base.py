@@ -53,6 +53,16 @@ class FaceEngine(Protocol):
         engine cannot look (its tracks are carried with their motion through a miss instead)."""
         ...
 
+    def sweep(self, frame: np.ndarray, faces: Sequence[Face]) -> list[Face]:
+        """Faces besides `faces` (the frame's detections) that a closer look finds: small ones the whole-frame
+        detectors miss. Costs several detector inputs: the pipeline asks now and then."""
+        ...
+
+    def settle(self, frame: np.ndarray, faces: Sequence[Face], source: Record, index: int) -> list[Face]:
+        """A video frame's faces to swap, as their tracks decide in frame order (called in the frame's turn, see
+        workflow/analysis.py `TrackState`): faces marked `leave` are left as they are by `swap`."""
+        ...
+
     def detector_calls(self) -> int: ...
 
     def close(self) -> None:

@@ -325,6 +325,14 @@ class NeuralEngine:
         """The neural detectors see whole frames only: a missed face is carried by its track instead."""
         return None
 
+    def sweep(self, frame: np.ndarray, faces: Sequence[Face]) -> list[Face]:
+        """The neural detectors see the whole frame at their own input size: no closer look."""
+        return []
+
+    def settle(self, frame: np.ndarray, faces: Sequence[Face], source: Record, index: int) -> list[Face]:
+        """The neural swapper changes every face it is given: nothing to decide per track."""
+        return list(faces)
+
     def detector_calls(self) -> int:
         """Frames on which detection ran (the neural detectors take one frame per call)."""
         return self._detector_session.calls.value // self._detection_runs

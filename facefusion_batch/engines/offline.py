@@ -5,6 +5,7 @@ code only: safe for commercial use, unlike InsightFace's non-commercial models.
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
 from pathlib import Path
 from typing import Sequence
@@ -29,6 +30,15 @@ _PRESENCE = 0.5  # face-mesh presence below this means the detection was not a f
 # (mostly a turned face whose visible half is cut away, or a source and target much alike): the face is left
 # as it is and counted with the faces left in profile, so the summary says so.
 FAINT = 5.0
+# In a video both are decided per face track, in frame order (`settle`), with hysteresis, so that a face
+# hovering at a threshold is not switched between the source and itself from frame to frame (a flicker between
+# two identities): a track left as turned away is swapped again once it turns back below PROFILE - TURN_BACK;
+# whether its swap is visible is measured on its first frame and every RECHECK frames after, and a track left
+# as too faint is swapped again once its swap would change it by FAINT + FAINT_BACK. Between those frames a
+# swap is left only when clearly faint (below FAINT - FAINT_BACK).
+TURN_BACK = 0.2
+FAINT_BACK = 0.5
+RECHECK = 10
 _SOURCE_MARGIN = 0.35
 REFIT_SIZE = 0.05  # a detector box within this (log ratio) of the mesh's own box ...
 REFIT_OFFSET = 0.03  # ... and centred within this share of its size needs no second mesh fit  # keep this much context around the source face in the cached crop
@@ -98,6 +108,15 @@ class OfflineEngine:
             detections = self._detect_batcher(frame)
         else:
             detections = self._detector.detect([frame])[0]
+        return self._fitted(frame, detections)
+
+    def sweep(self, frame: np.ndarray, faces: Sequence[Face]) -> list[Face]:
+        """Faces the whole-frame detectors missed (small ones), looked for on tiles of the frame: several
+        detector inputs, so the pipeline asks now and then (workflow/analysis.py `MotionGate`)."""
+        return self._fitted(frame, self._detector.sweep(frame, [face.box for face in faces]))
+
+    def _fitted(self, frame: np.ndarray, detections: Sequence[Detection]) -> list[Face]:
+        """The face mesh fitted on each detection; those the mesh says are no face are dropped."""
         if not detections:
             return []
         mesh = self._landmarker.predict(frame, detections)
@@ -153,14 +172,37 @@ class OfflineEngine:
     def face_filter(self, source: Record | None = None) -> None:
         return None  # the filters are refused when the engine starts
 
+    def settle(self, frame: np.ndarray, faces: Sequence[Face], source: Record, index: int) -> list[Face]:
+        """Each tracked face marked `leave` when its track is turned too far or its swap too faint to see (see
+        TURN_BACK): decided on the track's memo, which only the frames' turns, in frame order, change."""
+        settled = []
+        for face in faces:
+            memo = face.memo
+            if memo is None:
+                settled.append(face)
+                continue
+            turned = abs(classic.turn(face.landmarks))
+            memo["turned"] = turned > classic.PROFILE - (TURN_BACK if memo.get("turned") else 0.0)
+            if not memo["turned"] and index >= memo.get("checked", -RECHECK) + RECHECK:
+                texture = self._texture(source)
+                change = classic.visible_change(frame, classic.swap_face(frame, face.landmarks, texture),
+                                                face.landmarks)
+                memo["faint"] = change < FAINT + (FAINT_BACK if memo.get("faint") else 0.0)
+                memo["checked"] = index
+            leave = memo["turned"] or memo.get("faint", False)
+            settled.append(dataclasses.replace(face, leave=leave) if leave else face)
+        return settled
+
     def swap(self, frame: np.ndarray, faces: Sequence[Face], source: Record) -> np.ndarray:
         texture = self._texture(source)
         for face in faces:
-            if abs(classic.turn(face.landmarks)) > classic.PROFILE:
+            # A face of a track was settled in frame order (`settle`); any other is decided on this frame alone.
+            if face.leave or (face.memo is None and abs(classic.turn(face.landmarks)) > classic.PROFILE):
                 self.profiles_left.add()  # left as it is, not mangled
                 continue
             swapped = classic.swap_face(frame, face.landmarks, texture)
-            if classic.visible_change(frame, swapped, face.landmarks) < FAINT:
+            faint = FAINT - (FAINT_BACK if face.memo is not None else 0.0)
+            if classic.visible_change(frame, swapped, face.landmarks) < faint:
                 self.profiles_left.add()  # a change nobody would see is no swap: left, and said so
                 continue
             frame = swapped

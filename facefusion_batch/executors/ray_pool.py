@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from facefusion_batch.concurrency import concurrency_of
 from facefusion_batch.errors import FfbError, SettingsError
+from facefusion_batch.executors.pooled import Done
 from facefusion_batch.executors.work_items import Item, StorageCheck, WorkerInfo
 from facefusion_batch.executors.worker import FfbWorker, ProgressBox
 from facefusion_batch.workflow.outcome import Outcome
@@ -82,18 +83,6 @@ class Slot:
     @property
     def where(self) -> str:
         return f"worker {self.id} on {self.info.node}" if self.info else f"worker {self.id}"
-
-
-@dataclass(frozen=True)
-class Done:
-    """An item came back: its outcome; or `lost`, the error of the worker that died with it; or `error`, an
-    exception the item raised in the worker (a bug: targets' failures come back as outcomes)."""
-
-    slot: Slot
-    dispatch: int
-    outcome: Outcome | None = None
-    lost: Exception | None = None
-    error: str = ""
 
 
 class WorkerPool:

@@ -1,4 +1,5 @@
-"""The Ray worker: one loaded engine and prepared source for its whole life, running work items.
+"""A pool worker (a Ray actor, or a process of `process_pool`): one loaded engine and prepared source for
+its whole life, running work items.
 
 This module does not import Ray: the driver wraps `FfbWorker` with `ray.remote`, and tests can run it in
 process. A worker never writes an output path: whole targets and joined videos go to the hidden `staged`
@@ -11,6 +12,7 @@ import os
 import socket
 import threading
 import time
+from typing import Callable
 
 from facefusion_batch.errors import SettingsError
 from facefusion_batch.executors.work_items import Item, Segment, StorageCheck, WorkerInfo, Whole
@@ -69,11 +71,13 @@ class ProgressBox:
 
 
 class _Forwarder:
-    """The worker's progress: frames go to the progress box (a named actor) at most every `every` seconds;
-    messages are kept for the start-up report (the driver prints target outcomes itself, in batch order)."""
+    """The worker's progress: frames go to `send`, else the progress box (a named actor), at most every
+    `every` seconds; messages are kept for the start-up report (the driver prints target outcomes itself, in
+    batch order)."""
 
-    def __init__(self, box_name: str | None, every: float = 0.5) -> None:
-        self._box_name, self._box, self._every = box_name, None, every
+    def __init__(self, box_name: str | None, every: float = 0.5,
+                 send: Callable[[list[tuple[int, int]]], None] | None = None) -> None:
+        self._box_name, self._box, self._every, self._send_to = box_name, None, every, send
         self._lock = threading.Lock()
         self._pending = 0
         self._last = 0.0
@@ -99,7 +103,9 @@ class _Forwarder:
 
     def _send(self) -> None:
         self._last = time.monotonic()
-        if self._pending and self._box_name:
+        if self._pending and self._send_to is not None:
+            self._send_to([(self.dispatch, self._pending)])
+        elif self._pending and self._box_name:
             try:
                 if self._box is None:
                     import ray
@@ -116,11 +122,13 @@ class FfbWorker:
     """Built with the settings, the source and the storage check; loads the engine on first use, so an
     actor Ray restarts after a crash gets ready again on its own."""
 
-    def __init__(self, settings: Settings, source: Sources, check: StorageCheck, box_name: str | None = None) -> None:
+    def __init__(self, settings: Settings, source: Sources, check: StorageCheck, box_name: str | None = None,
+                 send: Callable[[list[tuple[int, int]]], None] | None = None) -> None:
+        """Progress goes to `send` (a process worker's pipe), else to the Ray progress box named `box_name`."""
         # The progress box is found by name: an actor handle among the arguments would put them in the
         # object store, from where a restart can't be sure to get them back.
         self._settings, self._source, self._check = settings, source, check
-        self._reporter = _Forwarder(box_name)
+        self._reporter = _Forwarder(box_name, send=send)
         self._processor: FrameProcessor | None = None
         self._node = socket.gethostname()
 

@@ -77,8 +77,8 @@ def _pad(points: np.ndarray) -> np.ndarray:
     return np.concatenate([points, np.zeros((len(points), 1))], axis=1)
 
 
-def _face(template: Face, points: np.ndarray) -> Face:
-    """`template` with its points replaced by `points` (as laid out by `_points`)."""
+def _face(template: Face, points: np.ndarray, memo: dict | None = None) -> Face:
+    """`template` with its points replaced by `points` (as laid out by `_points`), and its track's `memo`."""
     at = 0
     landmarks = None
     if template.landmarks is not None:
@@ -87,7 +87,7 @@ def _face(template: Face, points: np.ndarray) -> Face:
         at = count
     kps = points[at:at + len(template.kps), :2].astype(template.kps.dtype)
     box = points[at + len(template.kps):, :2].reshape(4).astype(template.box.dtype)
-    return dataclasses.replace(template, box=box, kps=kps, landmarks=landmarks)
+    return dataclasses.replace(template, box=box, kps=kps, landmarks=landmarks, memo=memo)
 
 
 def _size(points: np.ndarray) -> float:
@@ -158,6 +158,7 @@ class Track:
     area: float = 0.0  # its face's area inside the frame on its first frame (mode `one` picks the largest)
     matches: list[float] = field(default_factory=list)  # reference-mode distances measured on it
     votes: list[bool] = field(default_factory=list)  # face-selector filter answers (kept or not) measured on it
+    memo: dict = field(default_factory=dict)  # handed to the engine with its faces (`Face.memo`)
 
     def speed(self, size: float) -> float:
         """How fast the face moves, zooms or rolls: the largest, as a share of its size per frame."""
@@ -272,7 +273,7 @@ class Tracker:
                 self._follow(track, index, face, detected, refit=face_index >= own)
                 if face_index < own:
                     track.confirmed = index
-            result.append(Tracked(track.id, _face(track.face, track.points)))
+            result.append(Tracked(track.id, _face(track.face, track.points, track.memo)))
         seen = {t.track for t in result}
         for track in list(self.tracks.values()):
             if track.id in seen:
@@ -286,7 +287,7 @@ class Tracker:
                 del self.tracks[track.id]  # gone, or a second track on a face swapped already
                 continue
             self.coasted += 1
-            result.append(Tracked(track.id, _face(track.face, predicted), coasting=True))
+            result.append(Tracked(track.id, _face(track.face, predicted, track.memo), coasting=True))
         self._last = {t.track: t.face.box for t in result}
         return result
 

@@ -1,7 +1,7 @@
 """The face record every stage passes along."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -16,6 +16,10 @@ class Face:
     # (468, 2|3) mesh points for the offline engine; (68, 2) for the neural engine when the area mask is on
     # (processors/landmarker.py). Face tracks smooth them with the keypoints and box.
     landmarks: np.ndarray | None = None
+    # The face's track's memory (faces/tracking.py: one dict per track, shared by its faces of every frame), for
+    # decisions an engine makes per track rather than per frame; None for a face of no track (an image).
+    memo: dict | None = field(default=None, compare=False, repr=False)
+    leave: bool = False  # decided by its track (an engine's `settle`): left as it is, and counted so
 
     @property
     def area(self) -> float:

@@ -366,6 +366,7 @@ MAX_CANDIDATES = 6  # ... the likeliest this many per frame
 EDGE_PAD = 0.125  # the frame mirrored out this share of its long side across every edge, for faces cut by it:
 EDGE_CUT = 0.1  # ... those reaching out of the frame by this share of their size at least ...
 EDGE_INSIDE = 0.3  # ... with this share of their box in the frame
+SWEEP_SPLIT = 2.2  # a sweep for small faces (`sweep`) sees square tiles of the long side over this, half overlapping
 
 
 def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
@@ -547,6 +548,22 @@ class MediaPipeDetector:
         for index, drop in dropped.items():
             keep = np.array([i not in drop for i in range(len(found[index][0][0]))], bool)
             found[index][0] = tuple(part[keep] for part in found[index][0])
+
+    def sweep(self, frame: np.ndarray, known: Sequence[np.ndarray]) -> list[Detection]:
+        """Faces on overlapping tiles of the frame (SWEEP_SPLIT across its long side) that none of the `known`
+        boxes covers: on the whole frame the full-range model finds faces down to about 1/20 of its long side
+        (see `_recheck_small`), on a tile down to about 1/22 of the tile's (a 640 px frame: ~22 px against
+        ~36). Several inputs per call: run now and then (every few dozen frames, see workflow/analysis.py
+        `MotionGate`), tracks keep the faces it finds in between."""
+        height, width = frame.shape[:2]
+        side = max(16, round(max(width, height) / SWEEP_SPLIT))
+        views = [View(0, x, y, min(side, width), min(side, height),
+                      (x > 0, y > 0, x + side < width, y + side < height))
+                 for y in _tile_starts(height, side) for x in _tile_starts(width, side)]
+        found = self._long.run([frame], views, self.score_threshold, self.iou_threshold)
+        sure = np.array(known, np.float32).reshape(-1, 4)
+        return [d for d in self._merge(found) if not _centre_in(d.box, sure)
+                and not any(_centre_in(o, d.box[None]) for o in sure)]
 
     def _merge(self, parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> list[Detection]:
         boxes, keypoints, scores = (np.concatenate([p[k] for p in parts]) for k in range(3))

@@ -163,6 +163,37 @@ def hardware_encoders(encoders_listing: str) -> tuple[str, ...]:
     return tuple(_HARDWARE.findall(encoders_listing))
 
 
+def hardware_decoding(hwaccels_listing: str) -> tuple[str, ...]:
+    """The hardware decoding methods an `ffmpeg -hwaccels` listing names (cuda: NVDEC)."""
+    lines = hwaccels_listing.splitlines()
+    start = next((i + 1 for i, line in enumerate(lines) if line.strip().lower().startswith("hardware acceleration")),
+                 len(lines))
+    return tuple(line.strip() for line in lines[start:] if line.strip())
+
+
+def coder_report(decoder_codec: str, encoder: str) -> dict[str, str]:
+    """What a run decodes and encodes with, and whether this ffmpeg could use NVIDIA's NVDEC and NVENC here:
+    ffb decodes in software (libavcodec); NVENC is used only when output_video_encoder names it."""
+    path = ffmpeg_binary()
+    try:
+        accels = subprocess.run([path, "-hide_banner", "-hwaccels"], capture_output=True, timeout=30).stdout
+        listing = subprocess.run([path, "-hide_banner", "-encoders"], capture_output=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        accels = listing = b""
+    has_cuda = "cuda" in hardware_decoding(accels.decode("utf-8", "replace"))
+    built = "h264_nvenc" in hardware_encoders(listing.decode("utf-8", "replace"))
+    problem = encoder_problem("h264_nvenc") if built else None
+    return {
+        "decoder": f"{decoder_codec} in software (libavcodec)",
+        "encoder": encoder + (" (NVENC)" if encoder.endswith("_nvenc") else " (CPU)"),
+        "nvdec": ("this ffmpeg has the cuda hwaccel (NVDEC); ffb does not decode with it yet" if has_cuda
+                  else "this ffmpeg has no cuda hwaccel (no NVDEC)"),
+        "nvenc": ("h264_nvenc works here" if built and problem is None
+                  else f"h264_nvenc is built in but does not work here: {problem}" if built
+                  else "this ffmpeg has no NVENC encoder built in"),
+    }
+
+
 @dataclass(frozen=True)
 class Colour:
     """Colour properties of the source stream, kept on the output so untouched pixels stay put."""

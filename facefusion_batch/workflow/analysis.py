@@ -21,6 +21,10 @@ from facefusion_batch.faces.types import Face
 
 THUMB_WIDTH = 96
 TRACK_WIDTH = 192  # face patches for tracking are at most this wide
+# Every this many frames a reference frame also sweeps the frame for small faces (the engine's `sweep`: several
+# detector inputs), and so does the reference right after it (a face found once starts a track that the next
+# frame must confirm); tracks keep what it finds in between.
+SWEEP = 24
 SCENE_CUT = 6.0  # a reference is dropped when the whole thumbnail changes this many times the threshold
 MIN_RESPONSE = 0.08  # phase correlation peaks weaker than this are not trusted
 MAX_SHIFT = 0.25  # of the face's size: larger jumps mean detect anew
@@ -59,6 +63,7 @@ class Reference:
     result: Future = field(default_factory=Future)  # -> (faces, their patches)
     ahead: bool = False  # analysed by a task of its own, ahead of its frame's turn
     tracks: TrackState | None = None  # the face tracks of its gate's frames
+    sweep: bool = False  # also look for small faces the whole-frame detectors miss (see SWEEP)
 
 
 class TrackState:
@@ -217,13 +222,17 @@ class MotionGate:
         self._previous: Reference | None = None  # whose faces `_boxes` will be, not fetched yet
         self._boxes: np.ndarray | None = None  # faces of the previous reference; None: look everywhere
         self.references = 0
+        self._swept: int | None = None  # the frame of the latest sweep
 
     def reference_for(self, index: int, thumb: np.ndarray, frame_width: int) -> tuple[Reference, bool]:
         """(reference to use, whether this frame is a new reference and must be detected)."""
         ref = self._reference
         if ref is None or not self._enabled or self._needs_detection(index, thumb, ref, frame_width):
             self._previous, self._boxes = (ref if self._enabled else None), None
-            ref = self._reference = Reference(index, thumb, tracks=self.tracks)
+            sweep = self._swept is None or index - self._swept >= SWEEP or index == self._swept + 1
+            if sweep and (self._swept is None or index != self._swept + 1):
+                self._swept = index
+            ref = self._reference = Reference(index, thumb, tracks=self.tracks, sweep=sweep)
             if self.tracks is not None:
                 self.tracks.begin(index)
             self.references += 1

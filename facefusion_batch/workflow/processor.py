@@ -117,6 +117,8 @@ class FrameProcessor:
         try:
             with timed(self.timings, "detect"):
                 faces = self.engine.detect(frame)
+                if reference.sweep:
+                    faces = faces + self.engine.sweep(frame, faces)
             with timed(self.timings, "track"):
                 patches = face_patches(frame, faces) if self.settings.keypoint_reuse else []
         except BaseException as exc:
@@ -146,6 +148,8 @@ class FrameProcessor:
             refits = self.engine.refit(frame, missing) if missing else []
             tracked = tracker.update(index, faces, detected, thumb, refits)
             chosen = self.selection.pick_tracked(frame, tracked, tracker, detected, self.engine)
+            if chosen:
+                chosen = self.engine.settle(frame, chosen, self.source, index)
         return self.swap_faces(frame, chosen)
 
     def _faces(self, frame: np.ndarray, reference: Reference, is_new: bool) -> tuple[list, bool]:
@@ -166,6 +170,7 @@ class FrameProcessor:
         """Process a single picture: detect, select, swap."""
         with timed(self.timings, "detect"):
             faces = self.engine.detect(frame)
+            faces = faces + self.engine.sweep(frame, faces)
         return self.swap(frame, faces)
 
     def swap(self, frame: np.ndarray, faces: list) -> tuple[np.ndarray, int]:

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from facefusion_batch.bench.bound import BOUNDS
 from facefusion_batch.bench.report import METRICS
 from facefusion_batch.cli import main
 
@@ -40,6 +41,12 @@ def test_benchmark_json_has_every_metric_with_sane_values(offline_env, capsys):
             assert model["calls"] > 0 and model["ms_per_call"] > 0 and model["ms_per_face"] > 0, name
         assert 0 < run["models"]["face_landmark"]["calls_per_frame"] <= 1  # reused between reference frames
         assert 0 < run["model_bound_ms"] <= run["model_compute_ms"] < 1000 / run["e2e_fps"] * 2
+        # the IO path alone, what limits the run, what it decoded and encoded with, and no GPU figures here
+        assert run["io_fps"] > 0 and run["decode_fps"] > 0 and run["io_ffmpeg_cpu_ms"] > 0
+        assert run["bound"] in BOUNDS and run["bound_reason"] and run["bound_headroom"] > 0
+        assert run["encoder"] == "libx264 (CPU)" and run["decoder"] == "h264 in software (libavcodec)"
+        assert "NVDEC" in run["nvdec"] and "NVENC" in run["nvenc"] or "nvenc" in run["nvenc"]
+        assert run["gpu_busy_percent"] is None and run["gpu_memory_mb"] is None and run["gpu_reason"]
     assert compare["settings"]["frame_transport"] == "memory"
     assert base["peak_temp_mb"] > compare["peak_temp_mb"] >= 0  # temp transport spools frames, memory doesn't
     assert result["ratios"]["240p"]["e2e_fps"] == pytest.approx(compare["e2e_fps"] / base["e2e_fps"])
@@ -54,6 +61,8 @@ def test_table_output_and_cached_clip(offline_env, capsys):
     out, err = capsys.readouterr()
     assert "end-to-end fps" in out and "240p" in out and "made clip" in err
     assert "model face_landmark ms/face" in out and "model-bound ms/frame" in out
+    assert "decode+encode-only fps" in out and "bound, 240p base: " in out and "encoder: libx264 (CPU)" in out
+    assert "GPU figures: none (" in out
     assert "size 1/1: 240p" in err  # progress per size
     assert main(args) == 0
     assert "cached clip" in capsys.readouterr().err

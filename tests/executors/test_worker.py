@@ -100,7 +100,7 @@ def test_a_split_video_on_ray_reports_the_faces_left_in_profile_as_a_whole_one(e
                                                                                 capsys):
     """Segments count the face-frames the offline engine left in profile; the Ray executor sums them into the
     joined video's outcome (count and note), as the local executor reports them for the whole video."""
-    from facefusion_batch.executors import ray_executor
+    from facefusion_batch.executors import pooled, ray_executor
     from facefusion_batch.executors.ray_pool import Done
     from facefusion_batch.offline import classic
 
@@ -119,9 +119,9 @@ def test_a_split_video_on_ray_reports_the_faces_left_in_profile_as_a_whole_one(e
     outcomes.append(join_segments(processor, items[2], shared))
     executor = ray_executor.RayExecutor(settings, source_image)
     work = executor._work = _Finished()
-    job = ray_executor._Job(0, target, target, "k", split=True, pieces=2)
+    job = pooled._Job(0, target, target, "k", split=True, pieces=2)
     for dispatch, (item, outcome) in enumerate(zip(items, outcomes)):
-        executor.attempts[dispatch] = ray_executor._Task(job, item, sent=item, dispatch=dispatch)
+        executor.attempts[dispatch] = pooled._Task(job, item, sent=item, dispatch=dispatch)
         executor._done(Done(None, dispatch, outcome))
     whole = work.outcomes[0]
     assert whole.status == "done" and whole.profiles_left == 25
@@ -133,7 +133,7 @@ def test_a_split_video_on_ray_reports_the_faces_left_in_profile_as_a_whole_one(e
 
 
 def test_a_whole_target_on_ray_keeps_its_own_profile_note(env, source_image, monkeypatch):
-    from facefusion_batch.executors import ray_executor
+    from facefusion_batch.executors import pooled, ray_executor
     from facefusion_batch.executors.work_items import Whole
     from facefusion_batch.executors.ray_pool import Done
 
@@ -146,9 +146,9 @@ def test_a_whole_target_on_ray_keeps_its_own_profile_note(env, source_image, mon
             "they are")
     executor = ray_executor.RayExecutor(settings, source_image)
     work = executor._work = _Finished()
-    job = ray_executor._Job(0, target, target, "k")
+    job = pooled._Job(0, target, target, "k")
     item = Whole(target, staged, "k")
-    executor.attempts[0] = ray_executor._Task(job, item, sent=item, dispatch=0)
+    executor.attempts[0] = pooled._Task(job, item, sent=item, dispatch=0)
     executor._done(Done(None, 0, Outcome(str(target.path), "done", str(staged), note, 1, profiles_left=1)))
     assert (work.outcomes[0].reason, work.outcomes[0].profiles_left) == (note, 1)
 
@@ -156,7 +156,7 @@ def test_a_whole_target_on_ray_keeps_its_own_profile_note(env, source_image, mon
 def test_a_ray_output_is_not_placed_when_its_target_was_replaced_meanwhile(env, source_image):
     """Issue 26, class 1: the driver checks the target is still what was read before it places the staged
     output a worker made."""
-    from facefusion_batch.executors import ray_executor
+    from facefusion_batch.executors import pooled, ray_executor
     from facefusion_batch.executors.work_items import Whole
     from facefusion_batch.executors.ray_pool import Done
     from facefusion_batch.workflow.identity import Pin
@@ -169,11 +169,11 @@ def test_a_ray_output_is_not_placed_when_its_target_was_replaced_meanwhile(env, 
     staged.write_bytes(b"png")
     executor = ray_executor.RayExecutor(settings, source_image)
     work = executor._work = _Finished()
-    job = ray_executor._Job(0, target, target, "k", pin=Pin.now(target.path, "0" * 64))
+    job = pooled._Job(0, target, target, "k", pin=Pin.now(target.path, "0" * 64))
     (env / "upload.png").write_bytes(b"another picture, renamed over it")
     os.replace(env / "upload.png", target.path)
     item = Whole(target, staged, "k")
-    executor.attempts[0] = ray_executor._Task(job, item, sent=item, dispatch=0)
+    executor.attempts[0] = pooled._Task(job, item, sent=item, dispatch=0)
     executor._done(Done(None, 0, Outcome(str(target.path), "done", str(staged), "", 1)))
     outcome = work.outcomes[0]
     assert outcome.status == "failed" and "changed while it was processed" in outcome.reason

@@ -11,7 +11,7 @@ import pytest
 from conftest import cpu_session, face_frame, make_clip
 from facefusion_batch.cli import main
 from facefusion_batch.faces.types import Face
-from facefusion_batch.workflow.analysis import MotionGate, face_patches, motion, thumbnail, track
+from facefusion_batch.workflow.analysis import SWEEP, MotionGate, face_patches, motion, thumbnail, track
 
 
 def shifted(frame: np.ndarray, dx: float, dy: float) -> np.ndarray:
@@ -54,6 +54,26 @@ def test_gate_looks_around_the_previous_references_faces():
     far = shifted(frame, 12, 0)
     far[:, :120] = 255 - far[:, :120]
     assert not is_new(gate, 2, far), "change far from the faces is ignored"
+
+
+def test_the_sweep_for_small_faces_runs_every_sweep_frames_on_a_reference_and_on_the_reference_after_it():
+    # Every frame a reference (a pan, or reuse off): the sweep's frame and the next (a face it found starts a
+    # track the next frame must confirm). A still shot: the first reference at least SWEEP frames on.
+    gate = MotionGate(False, 4.0, 12)
+    swept = [i for i in range(3 * SWEEP) if plan_reference(gate, i).sweep]
+    assert swept == [0, 1, SWEEP, SWEEP + 1, 2 * SWEEP, 2 * SWEEP + 1]
+    gate = MotionGate(True, threshold=4.0, interval=5)
+    references = {r.index: r for r in (plan_reference(gate, i) for i in range(3 * SWEEP))}
+    swept = [index for index, r in references.items() if r.sweep]
+    firsts = [next(i for i in range(n * SWEEP, 3 * SWEEP) if i % 5 == 0) for n in range(3)]
+    assert swept == firsts
+
+
+def plan_reference(gate: MotionGate, index: int):
+    reference, new = gate.reference_for(index, thumbnail(face_frame()), 640)
+    if new:
+        reference.result.set_result(([FACE], []))
+    return reference
 
 
 def test_gate_disabled_detects_every_frame():

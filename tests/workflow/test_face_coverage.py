@@ -137,3 +137,36 @@ def test_faces_of_a_few_dozen_pixels_are_found_and_swapped(processor):
     for x1, y1, x2, y2 in boxes:
         background[max(0, int(y1) - 20):int(y2) + 20, max(0, int(x1) - 20):int(x2) + 20] = 0
     assert background.max() == 0  # nothing else was taken for a face
+
+
+@pytest.mark.parametrize("size", [24, 30])
+def test_faces_far_below_the_whole_frame_detectors_reach_are_found_by_the_sweep_and_kept(processor, size):
+    # Faces of 24-30 px (about 1/25 of the frame's long side) drifting over 30 frames: the whole-frame
+    # detectors miss them even on a closer view of their low-scored boxes; the sweep over tiles of the frame
+    # finds them on the first frame, and their tracks keep them swapped on every frame until the next sweep.
+    photo, box = _photo(np.ascontiguousarray(data.astronaut()[:, :, ::-1]), processor)
+    centres = ((100, 120), (260, 240), (420, 110), (540, 250), (160, 290))
+    rng = np.random.default_rng(size)
+    frames, boxes = [], []
+    for index in range(30):
+        frame = _backdrop(*SIZE)
+        boxes.append([_place(frame, photo, box, size, (x + 0.7 * index, y + 0.3 * index)) for x, y in centres])
+        frames.append(np.clip(frame + rng.normal(0, 1.5, frame.shape), 0, 255).astype(np.uint8))
+    assert len(processor.engine.detect(frames[0])) < len(centres), "premise: the whole-frame detection misses some"
+    out = _video(processor, frames)
+    strengths = [[round(_strength(f, o, b), 1) for b in faces] for f, o, faces in zip(frames, out, boxes)]
+    assert all(s >= SWAPPED for row in strengths for s in row), strengths
+    for frame, done, faces in zip(frames, out, boxes):  # nothing else taken for a face
+        changed = np.abs(done.astype(int) - frame.astype(int)).max(axis=-1) > 8
+        for x1, y1, x2, y2 in faces:
+            changed[max(0, int(y1) - 12):int(y2) + 12, max(0, int(x1) - 12):int(x2) + 12] = False
+        assert changed.sum() == 0
+
+
+def test_small_faces_in_a_picture_are_found_by_the_sweep(processor):
+    photo, box = _photo(np.ascontiguousarray(data.astronaut()[:, :, ::-1]), processor)
+    frame = _backdrop(*SIZE)
+    boxes = [_place(frame, photo, box, 26, centre) for centre in ((100, 120), (300, 240), (520, 110))]
+    assert len(processor.engine.detect(frame)) < len(boxes), "premise: the whole-frame detection misses some"
+    out, count = processor.frame(frame.copy())
+    assert count == len(boxes) and all(_strength(frame, out, b) >= SWAPPED for b in boxes)

@@ -1,0 +1,129 @@
+"""Whether a face is swapped is decided per face track, not per frame (offline engine, real faces, frames in
+order as a video's are): a face hovering at the "turned too far" or the "too faint to see" threshold is left
+or swapped for stretches, never switched between the source and itself from frame to frame, and every
+face-frame left is counted for the summary."""
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+from skimage import data
+
+from conftest import grace_hopper
+from facefusion_batch.engines import offline
+from facefusion_batch.offline import classic
+from facefusion_batch.workflow.analysis import thumbnail
+from facefusion_batch.workflow.processor import FrameProcessor, prepare
+from facefusion_batch.settings import load_settings
+
+SIZE = (320, 240)
+FRAMES = 30
+
+
+@pytest.fixture(scope="module")
+def processor(tmp_path_factory) -> FrameProcessor:
+    folder = tmp_path_factory.mktemp("decisions")
+    source = folder / "hopper.png"
+    cv2.imwrite(str(source), grace_hopper())
+    settings = load_settings(None, {}, {"engine": "offline", "face_selector_mode": "many", "output_watermark": False,
+                                        "cache_path": folder / "cache", "temp_path": folder / "temp"}).settings
+    made = prepare(settings, source, lambda message: None)
+    yield made
+    made.engine.close()
+
+
+def _clip() -> list[np.ndarray]:
+    """The astronaut's face (~110 px) drifting a pixel a frame, with sensor noise: its fits, and so its turn
+    and its swap's visible change, vary a little from frame to frame, as a real video's do."""
+    photo = np.ascontiguousarray(data.astronaut()[:, :, ::-1])
+    face = cv2.resize(photo[0:260, 90:330], (160, 173), interpolation=cv2.INTER_AREA)
+    rng = np.random.default_rng(5)
+    frames = []
+    for index in range(FRAMES):
+        canvas = np.full((SIZE[1], SIZE[0], 3), 90, np.uint8)
+        x, y = 70 + index, 30 + index // 2
+        canvas[y:y + face.shape[0], x:x + face.shape[1]] = face
+        noisy = canvas.astype(np.float32) + rng.normal(0, 2.0, canvas.shape)
+        frames.append(np.clip(noisy, 0, 255).astype(np.uint8))
+    return frames
+
+
+def _run(processor: FrameProcessor, frames: list[np.ndarray]) -> list[bool]:
+    """Whether each frame's face was swapped (any pixel changed: left faces are left exactly as they are)."""
+    gate = processor.new_gate()
+    swapped = []
+    for index, frame in enumerate(frames):
+        reference, is_new = gate.reference_for(index, thumbnail(frame), frame.shape[1])
+        out, _ = processor(frame.copy(), reference, is_new, index)
+        swapped.append(bool((out != frame).any()))
+    return swapped
+
+
+def _switches(states: list[bool]) -> int:
+    return sum(a != b for a, b in zip(states, states[1:]))
+
+
+def _recorded(monkeypatch, module, name: str) -> list[float]:
+    """Every value `module.name` returns during the run, for choosing a threshold the values straddle."""
+    values: list[float] = []
+    original = getattr(module, name)
+
+    def record(*args, **kwargs):
+        values.append(original(*args, **kwargs))
+        return values[-1]
+
+    monkeypatch.setattr(module, name, record)
+    return values
+
+
+def _hovering(values: list[float]) -> float:
+    """A threshold that a per-frame decision on `values` would cross back and forth the most."""
+    candidates = sorted(values)
+    return max(candidates, key=lambda t: _switches([v > t for v in values]))
+
+
+def test_a_face_whose_swap_hovers_at_the_faint_threshold_is_not_toggled(processor, monkeypatch):
+    frames = _clip()
+    with monkeypatch.context() as patch:
+        changes = _recorded(patch, classic, "visible_change")
+        patch.setattr(offline, "FAINT", 0.0)
+        assert all(_run(processor, frames)), "the face is found and swapped on every frame"
+    threshold = _hovering(changes)
+    assert _switches([c >= threshold for c in changes]) >= 4, "premise: per frame, the swap would toggle"
+    monkeypatch.setattr(offline, "FAINT", threshold)
+    left_before = processor.engine.profiles_left.value
+    swapped = _run(processor, frames)
+    assert _switches(swapped) <= 1, swapped
+    assert processor.engine.profiles_left.value - left_before == swapped.count(False), "every left face-frame counted"
+
+
+def test_a_face_hovering_at_the_profile_threshold_is_not_toggled(processor, monkeypatch):
+    frames = _clip()
+    with monkeypatch.context() as patch:
+        turns = _recorded(patch, classic, "turn")
+        assert all(_run(processor, frames))
+    turns = [abs(t) for t in turns]
+    threshold = _hovering(turns)
+    assert _switches([t > threshold for t in turns]) >= 4, "premise: per frame, the face would toggle"
+    monkeypatch.setattr(classic, "PROFILE", threshold)
+    left_before = processor.engine.profiles_left.value
+    swapped = _run(processor, frames)
+    assert _switches(swapped) <= 1, swapped
+    assert processor.engine.profiles_left.value - left_before == swapped.count(False)
+
+
+def test_a_track_turning_away_for_good_is_left_from_then_on(processor, monkeypatch):
+    # The same clip judged with a profile threshold the face passes half-way (its turn scaled up from there):
+    # swapped until then, left after, with a single switch.
+    frames = _clip()
+    original = classic.turn
+    calls = []
+
+    def turning(points):  # called once per tracked face-frame, in frame order (the track's turn)
+        calls.append(None)
+        return original(points) + (5.0 if len(calls) > FRAMES // 2 else 0.0)
+
+    monkeypatch.setattr(classic, "turn", turning)
+    swapped = _run(processor, frames)
+    assert swapped[:FRAMES // 3] == [True] * (FRAMES // 3) and not any(swapped[-FRAMES // 3:]), swapped
+    assert _switches(swapped) == 1
