@@ -62,6 +62,7 @@ FrameTransport = Literal["temp", "memory"]
 VideoMemoryStrategy = Literal["strict", "moderate", "tolerant"]
 LogLevel = Literal["error", "info"]
 ExecutorKind = Literal["local", "ray"]
+FaceWork = Literal["auto", "cpu", "device"]
 OutputProvenance = Literal["c2pa", "metadata", "off"]
 C2paOnFailure = Literal["fail", "metadata"]
 LabelPosition = Literal["bottom-right", "bottom-left", "top-right", "top-left"]
@@ -337,6 +338,10 @@ class Settings:
                                      role="engine", range=(0, 64), facefusion="execution_device_ids")
     tensorrt_fp16: bool = _spec("execution", "Let TensorRT build FP16 engines (faster; cached in cache_path).", True,
                                 role="engine")
+    face_work: FaceWork = _spec(
+        "execution", "Where the per-face work around the models runs (crop warps, box mask, pastes, enhancer "
+        "blend): device: ONNX graphs on the execution provider, the frame sent to the GPU once; cpu: numpy/OpenCV; "
+        "auto: device with cuda/tensorrt, cpu otherwise.", "auto", role="engine")
     execution_thread_count: int = _spec("execution", "Frame worker threads.",
                                         default_factory=lambda: min(8, os.cpu_count() or 1),
                                         role="engine", range=(1, 256))

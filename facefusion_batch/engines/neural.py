@@ -37,6 +37,7 @@ from facefusion_batch.processors.landmarker import (ESTIMATOR, Estimator68From5,
                                                     LandmarkerOptions, PeppaWutzLandmarker, landmarker_models)
 from facefusion_batch.processors.masks import MaskOptions
 from facefusion_batch.processors.config import ProcessorConfig
+from facefusion_batch.processors.device_chain import device_support
 from facefusion_batch.processors.swapper import SwapperOptions, average_identity
 from facefusion_batch.processors.tensors import MergedRuns, batch_allowed
 from facefusion_batch.settings import Settings
@@ -77,6 +78,20 @@ def uses_earlier_path(settings: Settings) -> bool:
             and settings.face_swapper_pixel_boost in ("", "128x128") and settings.face_swapper_weight == 0.5
             and settings.face_mask_types == ("box",) and settings.face_mask_blur == 0.3
             and settings.face_mask_padding == (0, 0, 0, 0))
+
+
+def device_face_work(settings: Settings) -> bool:
+    """Whether the per-face work runs on the execution device (DeviceChain): `face_work = device`, or `auto`
+    with CUDA/TensorRT and masks the device path does. SettingsError for `device` with masks it doesn't."""
+    reason = device_support(MaskOptions(settings.face_mask_types, settings.face_mask_blur,
+                                        settings.face_mask_padding, settings.face_mask_regions,
+                                        settings.face_mask_areas))
+    if settings.face_work == "device":
+        if reason:
+            raise SettingsError(reason)
+        return True
+    gpu = any(p in ("cuda", "tensorrt") for p in settings.execution_providers)
+    return settings.face_work == "auto" and gpu and reason is None
 
 
 def needs_landmarks(settings: Settings) -> bool:
@@ -170,13 +185,16 @@ class NeuralEngine:
         self._processors: Processors | None = None
         self._classifier: FaceClassifier | None = None
         self._landmarker = self._face_landmarker(settings, by_name)
-        if uses_earlier_path(settings):
+        self.device_work = device_face_work(settings)
+        if uses_earlier_path(settings) and not self.device_work:
             self._swapper = self._inswapper(by_name[settings.face_swapper_model])
             if self.config.classify:
                 self._classifier = FaceClassifier(self._open(by_name[CLASSIFIER]), CATALOG[CLASSIFIER])
         else:
-            self._processors = build_processors(self.config, lambda name: self._open(by_name[name]),
-                                                lambda name: read_emap(by_name[name].path))
+            opener = self._open_on_device if self.device_work else self._open
+            self._processors = build_processors(self.config, lambda name: opener(by_name[name]),
+                                                lambda name: read_emap(by_name[name].path),
+                                                pool.graph if self.device_work else None)
             self._classifier = self._processors.classifier
         self._weighted = (self._processors is not None and self._processors.swapper is not None
                           and settings.face_swapper_weight != 0.5
@@ -211,6 +229,13 @@ class NeuralEngine:
         if batch <= 1 or not batch_allowed(session, ("weight",)):
             return session
         return MergedRuns(session, self._make_batcher(name))
+
+    def _open_on_device(self, state: store.ModelState) -> GuardedSession:
+        """A processor model's session for the device path: its calls take a frame's faces together (with a
+        dynamic batch axis where the model has or can be given one), never merged across frame threads,
+        whose merging would bring the crops back to the host."""
+        path = dynamic_batch_model(state.path, self._settings.cache_path / "dynamic") or state.path
+        return GuardedSession(self.pool, path, self._slots, state.spec.name)
 
     def _make_batcher(self, name: str) -> Callable[[Callable], MicroBatcher]:
         def make(run: Callable) -> MicroBatcher:

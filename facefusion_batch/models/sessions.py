@@ -23,7 +23,7 @@ import contextlib
 import threading
 import time
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -98,6 +98,7 @@ class SessionPool:
         self._lock = threading.Lock()
         self._sessions: dict[tuple, tuple[Any, Any]] = {}  # key -> (session, its run options)
         self._kept: Optional[tuple[str, ...]] = None  # the settings' providers that load here, found on first use
+        self._graphs: dict[str, tuple[Any, Device]] = {}  # helper graphs by name: session, device
         self._bound: dict[int, Device] = {}  # id(session) -> its device, for sessions called through IO binding
         self.loads = 0  # sessions created; the tests and the benchmark read it
         self._used: set[str] = set()  # providers sessions ran on, kept when `strict` frees the sessions
@@ -137,6 +138,29 @@ class SessionPool:
         """The device whose IO binding `session`'s calls use; None for plain `session.run` calls."""
         return self._bound.get(id(session))
 
+    def graph(self, name: str, model: bytes) -> Callable[[dict[str, Any]], list[Any]]:
+        """A runner of one of ffb's helper graphs (processors/device_graphs.py) on the device of this pool's
+        models, through IO binding, its outputs left there. CUDA where the models get CUDA or TensorRT, never
+        TensorRT itself: these graphs see a new shape with every face's box, and TensorRT would build an
+        engine for each."""
+        with self._lock:
+            if name not in self._graphs:
+                if self._kept is None:
+                    self._kept = check_providers(self._settings.execution_providers,
+                                                 self._settings.execution_device_id).kept
+                names = [n for n in self._kept if n != "tensorrt"]
+                if "tensorrt" in self._kept and "cuda" not in names:
+                    names.insert(0, "cuda")  # TensorRT loads only where CUDA does
+                session = self._create(model, provider_list(self._settings, names))
+                self._graphs[name] = (session, device_of(session, self._settings.execution_device_id))
+            session, device = self._graphs[name]
+        timings = self.timings
+
+        def run(feeds: dict[str, Any]) -> list[Any]:
+            with timed(timings, "face work"):
+                return run_bound(session, feeds, device)
+        return run
+
     def _usable_providers(self, path: Path) -> list[Any]:
         if self._kept is None:
             self._kept = check_providers(self._settings.execution_providers,
@@ -148,7 +172,7 @@ class SessionPool:
             checksum = ChecksumMemo(self._settings.cache_path / "checksums.json").get(Path(path), "crc32")
         return provider_list(self._settings, self._kept, Path(path), checksum)
 
-    def _create(self, path: Path) -> Any:
+    def _create(self, path: Path | bytes, providers: Optional[list[Any]] = None) -> Any:
         rt = ort()
         options = rt.SessionOptions()
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
@@ -157,17 +181,20 @@ class SessionPool:
         options.graph_optimization_level = rt.GraphOptimizationLevel.ORT_ENABLE_ALL
         if self._settings.video_memory_strategy == "strict":
             options.enable_cpu_mem_arena = False
-        providers = self._usable_providers(path)
+        if providers is None:
+            providers = self._usable_providers(path)
         for name, provider_options in (p for p in providers if isinstance(p, tuple)):
             if name == "TensorrtExecutionProvider":
                 with contextlib.suppress(OSError):  # a read-only cache_path: TensorRT rebuilds its engines
                     for key in ("trt_engine_cache_path", "trt_timing_cache_path"):
                         Path(provider_options[key]).mkdir(parents=True, exist_ok=True)
         try:
-            return rt.InferenceSession(str(path), sess_options=options, providers=providers)
+            return rt.InferenceSession(path if isinstance(path, bytes) else str(path), sess_options=options,
+                                       providers=providers)
         except Exception as exc:  # onnxruntime raises its own untyped errors
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ModelError(f"{path}: can't load model ({first[:200]}); delete the file and download it "
+            what = "ffb's helper graph" if isinstance(path, bytes) else path
+            raise ModelError(f"{what}: can't load model ({first[:200]}); delete the file and download it "
                              "again with `ffb models download`") from None
 
     def active_providers(self) -> list[str]:

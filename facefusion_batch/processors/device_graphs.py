@@ -1,0 +1,235 @@
+"""Small ONNX graphs for the per-face work around the models, run on the models' own execution provider so
+a frame's crops, masks and pastes stay on the GPU (processors/device_chain.py drives them).
+
+- `warp_graph`: frame (H, W, 3) uint8 BGR + N crop->frame matrices -> the model's input tensor for N faces
+  (pixel-boost tiles included): OpenCV's warpAffine (bilinear, replicated border) as a GridSample over the
+  whole frame, rounded to whole grey levels as OpenCV's uint8 crop is, then channel order and mean/std.
+- `paste_graph`: frame + one face's model output (picked from the batch by index) + its mask + the
+  frame->crop matrix + the face's box in the frame -> the frame with that face blended in: the model output
+  decoded to BGR 0..255, sampled back into the box (GridSample, replicated border; the mask with a zero
+  border), blended, rounded half to even and written with ScatterND. Only the box's pixels are touched.
+
+Opset 16 (GridSample's first version), which CUDA, TensorRT and CPU providers all implement.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 16
+_FLOAT = {np.float32: TensorProto.FLOAT, np.float16: TensorProto.FLOAT16}
+
+
+def _model(nodes: list, inputs: list, outputs: list, inits: list, name: str) -> bytes:
+    graph = helper.make_graph(nodes, name, inputs, outputs, initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="ffb")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model.SerializeToString()
+
+
+def _const(name: str, value) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.asarray(value), name)
+
+
+def warp_graph(size: int, tile: int, rgb: bool, mean: Sequence[float], std: Sequence[float],
+               nhwc: bool = False, dtype=np.float32) -> bytes:
+    """Inputs `frame` (H, W, 3) uint8 and `inverse` (N, 2, 3) float32 (crop pixel -> frame pixel); output
+    `tensor`: (N*k*k, 3, tile, tile) for k = size / tile (pixel boost; NHWC when `nhwc`), the model's
+    normalisation applied, in `dtype`."""
+    k = size // tile
+    if k * tile != size:
+        raise ValueError(f"crop size {size} is not a multiple of the model size {tile}")
+    u, v = np.meshgrid(np.arange(size, dtype=np.float32), np.arange(size, dtype=np.float32))
+    base = np.stack([u.ravel(), v.ravel(), np.ones(size * size, np.float32)], axis=1)  # (S*S, 3)
+    mean32, std32 = np.asarray(mean, np.float32), np.asarray(std, np.float32)
+    order = [2, 1, 0] if rgb else [0, 1, 2]  # the model's channel c is the frame's plane order[c]
+    inits = [
+        _const("base", base), _const("perm_out", np.array([0, 2, 1], np.int64)),
+        _const("zero_axis", np.array([0], np.int64)), _const("one", np.array(1.0, np.float32)),
+        _const("two", np.array(2.0, np.float32)), _const("hw_index", np.array([1, 0], np.int64)),
+        _const("grid_shape", np.array([1, -1, size, 2], np.int64)),
+        _const("planes_shape", np.array([3, -1, size, size], np.int64)),
+        _const("lo", np.array(0.0, np.float32)), _const("hi", np.array(255.0, np.float32)),
+        _const("order", np.array(order, np.int64)),
+        _const("scale", (1.0 / (255.0 * std32)).reshape(1, 3, 1, 1)),
+        _const("shift", (mean32 / std32).reshape(1, 3, 1, 1)),
+    ]
+    nodes = [
+        helper.make_node("Cast", ["frame"], ["frame_f"], to=TensorProto.FLOAT),
+        helper.make_node("Transpose", ["frame_f"], ["frame_chw"], perm=[2, 0, 1]),
+        helper.make_node("Unsqueeze", ["frame_chw", "zero_axis"], ["image"]),
+        # sampling points: (S*S, 3) @ (N, 3, 2) -> (N, S*S, 2) frame pixels (x, y)
+        helper.make_node("Transpose", ["inverse"], ["inverse_t"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["base", "inverse_t"], ["points"]),
+        # to GridSample's [-1, 1] with align_corners: -1 + 2 p / (extent - 1), extent = (W, H)
+        helper.make_node("Shape", ["frame"], ["frame_shape"]),
+        helper.make_node("Gather", ["frame_shape", "hw_index"], ["extent_i"]),
+        helper.make_node("Cast", ["extent_i"], ["extent"], to=TensorProto.FLOAT),
+        helper.make_node("Sub", ["extent", "one"], ["extent_1"]),
+        helper.make_node("Div", ["two", "extent_1"], ["to_unit"]),
+        helper.make_node("Mul", ["points", "to_unit"], ["points_scaled"]),
+        helper.make_node("Sub", ["points_scaled", "one"], ["points_unit"]),
+        helper.make_node("Reshape", ["points_unit", "grid_shape"], ["grid"]),
+        helper.make_node("GridSample", ["image", "grid"], ["sampled"], mode="bilinear", padding_mode="border",
+                         align_corners=1),  # (1, 3, N*S, S)
+        # whole grey levels, as OpenCV's uint8 crop
+        helper.make_node("Round", ["sampled"], ["rounded"]),
+        helper.make_node("Clip", ["rounded", "lo", "hi"], ["clipped"]),
+        helper.make_node("Reshape", ["clipped", "planes_shape"], ["planes"]),
+        helper.make_node("Transpose", ["planes"], ["crops"], perm=[1, 0, 2, 3]),  # (N, 3, S, S)
+    ]
+    current = "crops"
+    if k > 1:  # pixel boost: tile (a, b) holds crop pixels (i*k + a, j*k + b)
+        inits += [_const("boost_shape", np.array([-1, 3, tile, k, tile, k], np.int64)),
+                  _const("tiles_shape", np.array([-1, 3, tile, tile], np.int64))]
+        nodes += [helper.make_node("Reshape", [current, "boost_shape"], ["boost"]),
+                  helper.make_node("Transpose", ["boost"], ["boost_t"], perm=[0, 3, 5, 1, 2, 4]),
+                  helper.make_node("Reshape", ["boost_t", "tiles_shape"], ["tiles"])]
+        current = "tiles"
+    nodes += [helper.make_node("Gather", [current, "order"], ["ordered"], axis=1),
+              helper.make_node("Mul", ["ordered", "scale"], ["scaled"]),
+              helper.make_node("Sub", ["scaled", "shift"], ["normalised"])]
+    current = "normalised"
+    if nhwc:
+        nodes.append(helper.make_node("Transpose", [current], ["nhwc"], perm=[0, 2, 3, 1]))
+        current = "nhwc"
+    nodes.append(helper.make_node("Cast", [current], ["tensor"], to=_FLOAT[dtype]))
+    shape = ["faces", tile, tile, 3] if nhwc else ["faces", 3, tile, tile]
+    return _model(nodes, [helper.make_tensor_value_info("frame", TensorProto.UINT8, ["height", "width", 3]),
+                          helper.make_tensor_value_info("inverse", TensorProto.FLOAT, ["count", 2, 3])],
+                  [helper.make_tensor_value_info("tensor", _FLOAT[dtype], shape)], inits, "ffb_warp")
+
+
+def paste_graph(tile: int, tiles: int, rgb: bool, decode: str, mean: Sequence[float] = (0.0,) * 3,
+                std: Sequence[float] = (1.0,) * 3, dtype=np.float32) -> bytes:
+    """Inputs `frame` (H, W, 3) uint8; `output` (B, 3, tile, tile) the model's batch in `dtype`; `index`
+    int64 (1,): the face's first row of the batch (its `tiles` rows are its pixel-boost tiles); `mask`
+    (S, S) float32 for S = tile * sqrt(tiles); `matrix` (2, 3) float32 frame -> crop; `box` int64 (4,)
+    x0, y0, x1, y1 of the frame region the crop covers. Output `pasted`: the frame with the face in.
+
+    `decode` is how the model's output becomes 0..255: "unit" (RGB/BGR in [0, 1] after undoing `mean`/`std`,
+    the swappers) or "signed" (in [-1, 1], rounded to whole levels as FaceFusion does: the enhancers)."""
+    k = int(round(tiles ** 0.5))
+    if k * k != tiles:
+        raise ValueError(f"{tiles} tiles do not form a square")
+    size = tile * k
+    order = [2, 1, 0] if rgb else [0, 1, 2]  # BGR plane c is the model's channel order[c]
+    inits = [
+        _const("order", np.array(order, np.int64)), _const("step", np.array(1, np.int64)),
+        _const("rows", np.arange(tiles, dtype=np.int64)),
+        _const("two", np.array(2.0, np.float32)), _const("one", np.array(1.0, np.float32)),
+        _const("crop_extent", np.array(2.0 / (size - 1), np.float32)),
+        _const("lo", np.array(0.0, np.float32)), _const("hi", np.array(255.0, np.float32)),
+        _const("i0", np.array([0], np.int64)), _const("i1", np.array([1], np.int64)),
+        _const("i2", np.array([2], np.int64)), _const("i3", np.array([3], np.int64)),
+        _const("axes01", np.array([0, 1], np.int64)), _const("axis_last", np.array([-1], np.int64)),
+        _const("axis0", np.array([0], np.int64)), _const("axis1", np.array([1], np.int64)),
+        _const("mask_shape", np.array([1, 1, size, size], np.int64)),
+    ]
+    nodes = [
+        # this face's tiles of the batch, decoded to BGR 0..255 float, tiles joined into one crop
+        helper.make_node("Add", ["rows", "index"], ["face_rows"]),
+        helper.make_node("Gather", ["output", "face_rows"], ["face_raw"], axis=0),
+        helper.make_node("Cast", ["face_raw"], ["face_f"], to=TensorProto.FLOAT),
+        helper.make_node("Gather", ["face_f", "order"], ["face_bgr"], axis=1),
+    ]
+    if decode == "unit":
+        inits += [_const("std", np.asarray(std, np.float32)[order].reshape(1, 3, 1, 1)),
+                  _const("mean", np.asarray(mean, np.float32)[order].reshape(1, 3, 1, 1)),
+                  _const("unit_lo", np.array(0.0, np.float32)), _const("unit_hi", np.array(1.0, np.float32)),
+                  _const("full", np.array(255.0, np.float32))]
+        nodes += [helper.make_node("Mul", ["face_bgr", "std"], ["face_std"]),
+                  helper.make_node("Add", ["face_std", "mean"], ["face_unit"]),
+                  helper.make_node("Clip", ["face_unit", "unit_lo", "unit_hi"], ["face_clip"]),
+                  helper.make_node("Mul", ["face_clip", "full"], ["colour_tiles"])]
+    elif decode == "signed":
+        inits += [_const("minus", np.array(-1.0, np.float32)), _const("half_full", np.array(127.5, np.float32))]
+        nodes += [helper.make_node("Clip", ["face_bgr", "minus", "one"], ["face_clip"]),
+                  helper.make_node("Add", ["face_clip", "one"], ["face_pos"]),
+                  helper.make_node("Mul", ["face_pos", "half_full"], ["face_levels"]),
+                  helper.make_node("Round", ["face_levels"], ["colour_tiles"])]
+    else:
+        raise ValueError(f"unknown decode {decode!r}")
+    if k > 1:  # inverse of the warp's tiling: (k*k, 3, s, s) -> (3, s*k, s*k)
+        inits += [_const("tiles_5d", np.array([k, k, 3, tile, tile], np.int64)),
+                  _const("joined", np.array([1, 3, size, size], np.int64))]
+        nodes += [helper.make_node("Reshape", ["colour_tiles", "tiles_5d"], ["tiles5"]),
+                  helper.make_node("Transpose", ["tiles5"], ["tiles_t"], perm=[2, 3, 0, 4, 1]),
+                  helper.make_node("Reshape", ["tiles_t", "joined"], ["colour"])]
+    else:
+        nodes.append(helper.make_node("Identity", ["colour_tiles"], ["colour"]))
+    nodes += [
+        # the box's pixel grid mapped into the crop, to [-1, 1] (align_corners)
+        helper.make_node("Gather", ["box", "i0"], ["x0"]), helper.make_node("Gather", ["box", "i1"], ["y0"]),
+        helper.make_node("Gather", ["box", "i2"], ["x1"]), helper.make_node("Gather", ["box", "i3"], ["y1"]),
+        helper.make_node("Squeeze", ["x0", "axis0"], ["x0s"]), helper.make_node("Squeeze", ["y0", "axis0"], ["y0s"]),
+        helper.make_node("Squeeze", ["x1", "axis0"], ["x1s"]), helper.make_node("Squeeze", ["y1", "axis0"], ["y1s"]),
+        helper.make_node("Range", ["x0s", "x1s", "step"], ["xs"]),
+        helper.make_node("Range", ["y0s", "y1s", "step"], ["ys"]),
+        helper.make_node("Cast", ["xs"], ["xs_f"], to=TensorProto.FLOAT),
+        helper.make_node("Cast", ["ys"], ["ys_f"], to=TensorProto.FLOAT),
+        helper.make_node("Unsqueeze", ["xs_f", "axis0"], ["xs_row"]),   # (1, w)
+        helper.make_node("Unsqueeze", ["ys_f", "axis1"], ["ys_col"]),   # (h, 1)
+    ]
+    for axis, name in ((0, "gx"), (1, "gy")):  # crop coordinate = m[a,0] x + m[a,1] y + m[a,2]
+        inits += [_const(f"{name}_row", np.array([axis], np.int64))]
+        nodes += [helper.make_node("Gather", ["matrix", f"{name}_row"], [f"{name}_m"], axis=0),  # (1, 3)
+                  helper.make_node("Squeeze", [f"{name}_m", "axis0"], [f"{name}_v"]),
+                  helper.make_node("Gather", [f"{name}_v", "i0"], [f"{name}_a"]),
+                  helper.make_node("Gather", [f"{name}_v", "i1"], [f"{name}_b"]),
+                  helper.make_node("Gather", [f"{name}_v", "i2"], [f"{name}_c"]),
+                  helper.make_node("Mul", ["xs_row", f"{name}_a"], [f"{name}_ax"]),
+                  helper.make_node("Mul", ["ys_col", f"{name}_b"], [f"{name}_by"]),
+                  helper.make_node("Add", [f"{name}_ax", f"{name}_by"], [f"{name}_sum"]),
+                  helper.make_node("Add", [f"{name}_sum", f"{name}_c"], [f"{name}_px"]),
+                  helper.make_node("Mul", [f"{name}_px", "crop_extent"], [f"{name}_scaled"]),
+                  helper.make_node("Sub", [f"{name}_scaled", "one"], [f"{name}_unit"]),
+                  helper.make_node("Unsqueeze", [f"{name}_unit", "axis_last"], [f"{name}_last"])]  # (h, w, 1)
+    nodes += [
+        helper.make_node("Concat", ["gx_last", "gy_last"], ["grid_hw"], axis=-1),
+        helper.make_node("Unsqueeze", ["grid_hw", "axis0"], ["grid"]),  # (1, h, w, 2)
+        helper.make_node("GridSample", ["colour", "grid"], ["warped"], mode="bilinear", padding_mode="border",
+                         align_corners=1),  # (1, 3, h, w)
+        helper.make_node("Reshape", ["mask", "mask_shape"], ["mask4"]),
+        helper.make_node("GridSample", ["mask4", "grid"], ["alpha4"], mode="bilinear", padding_mode="zeros",
+                         align_corners=1),  # (1, 1, h, w)
+        helper.make_node("Squeeze", ["warped", "axis0"], ["warped3"]),
+        helper.make_node("Transpose", ["warped3"], ["warped_hwc"], perm=[1, 2, 0]),
+        helper.make_node("Squeeze", ["alpha4", "axis0"], ["alpha3"]),
+        helper.make_node("Transpose", ["alpha3"], ["alpha"], perm=[1, 2, 0]),  # (h, w, 1)
+        # the frame's box, blended: frame + alpha (crop - frame), rounded half to even, saturated
+        helper.make_node("Concat", ["y0", "x0"], ["starts"], axis=0),
+        helper.make_node("Concat", ["y1", "x1"], ["ends"], axis=0),
+        helper.make_node("Slice", ["frame", "starts", "ends", "axes01"], ["roi"]),
+        helper.make_node("Cast", ["roi"], ["roi_f"], to=TensorProto.FLOAT),
+        helper.make_node("Sub", ["warped_hwc", "roi_f"], ["delta"]),
+        helper.make_node("Mul", ["delta", "alpha"], ["step_in"]),
+        helper.make_node("Add", ["roi_f", "step_in"], ["blended"]),
+        helper.make_node("Clip", ["blended", "lo", "hi"], ["blended_c"]),
+        helper.make_node("Round", ["blended_c"], ["blended_r"]),
+        helper.make_node("Cast", ["blended_r"], ["updates"], to=TensorProto.UINT8),
+        # written back at (y, x) of every box pixel
+        helper.make_node("Shape", ["ys"], ["h"]), helper.make_node("Shape", ["xs"], ["w"]),
+        helper.make_node("Concat", ["h", "w"], ["hw"], axis=0),
+        helper.make_node("Unsqueeze", ["ys", "axis1"], ["ys_i"]),
+        helper.make_node("Unsqueeze", ["xs", "axis0"], ["xs_i"]),
+        helper.make_node("Expand", ["ys_i", "hw"], ["yy"]),
+        helper.make_node("Expand", ["xs_i", "hw"], ["xx"]),
+        helper.make_node("Unsqueeze", ["yy", "axis_last"], ["yy1"]),
+        helper.make_node("Unsqueeze", ["xx", "axis_last"], ["xx1"]),
+        helper.make_node("Concat", ["yy1", "xx1"], ["indices"], axis=-1),
+        helper.make_node("ScatterND", ["frame", "indices", "updates"], ["pasted"]),
+    ]
+    frame_type = helper.make_tensor_value_info("frame", TensorProto.UINT8, ["height", "width", 3])
+    return _model(nodes, [frame_type,
+                          helper.make_tensor_value_info("output", _FLOAT[dtype], ["batch", 3, tile, tile]),
+                          helper.make_tensor_value_info("index", TensorProto.INT64, [1]),
+                          helper.make_tensor_value_info("mask", TensorProto.FLOAT, [size, size]),
+                          helper.make_tensor_value_info("matrix", TensorProto.FLOAT, [2, 3]),
+                          helper.make_tensor_value_info("box", TensorProto.INT64, [4])],
+                  [helper.make_tensor_value_info("pasted", TensorProto.UINT8, ["height", "width", 3])],
+                  inits, "ffb_paste")

@@ -1,0 +1,145 @@
+"""The device path (DeviceChain: warps, box mask, pastes and the enhancer blend as ONNX graphs, the frame
+uploaded once) gives the CPU path's picture (ProcessorChain: numpy/OpenCV) within 2 grey levels on real
+faces. Both run here on the CPU provider; on a GPU the device path runs the same graphs on CUDA."""
+import threading
+
+import cv2
+import numpy as np
+import pytest
+
+from conftest import astronaut_face, cpu_session
+from facefusion_batch.errors import SettingsError
+from facefusion_batch.faces.geometry import WARP_TEMPLATES
+from facefusion_batch.faces.types import Face
+from facefusion_batch.models.binding import Device
+from facefusion_batch.models.catalog import CATALOG
+from facefusion_batch.models.sessions import GuardedSession, SessionPool
+from facefusion_batch.engines.neural import device_face_work
+from facefusion_batch.processors import chain as chain_module
+from facefusion_batch.processors.chain import ProcessorChain
+from facefusion_batch.processors.device_chain import DeviceChain
+from facefusion_batch.processors.enhancer import Enhancer, EnhancerOptions
+from facefusion_batch.processors.masks import MaskOptions
+from facefusion_batch.processors.swapper import Swapper, SwapperOptions
+from facefusion_batch.settings import load_settings
+from standins import build_enhancer, build_swapper
+
+
+def settings(**flags):
+    return load_settings(None, {}, flags).settings
+
+
+# The astronaut's 5 points in astronaut_face() pixels (eyes, nose tip, mouth corners), read off the photo.
+_KPS = np.array([[64.0, 98.0], [114.0, 97.0], [90.0, 126.0], [70.0, 156.0], [111.0, 155.0]], np.float32)
+
+
+def _place(frame: np.ndarray, scale: float, angle: float, centre: tuple[float, float]) -> Face:
+    """Warp the real face into `frame` (scaled, turned) and return it as a detected face."""
+    face = astronaut_face()
+    h, w = face.shape[:2]
+    matrix = cv2.getRotationMatrix2D((w / 2, h / 2), angle, scale)
+    matrix[:, 2] += np.array(centre) - np.array([w / 2, h / 2])
+    patch = cv2.warpAffine(face, matrix, frame.shape[1::-1], flags=cv2.INTER_LINEAR)
+    cover = cv2.warpAffine(np.ones((h, w), np.uint8), matrix, frame.shape[1::-1]) > 0
+    frame[cover] = patch[cover]
+    kps = (np.hstack([_KPS, np.ones((5, 1), np.float32)]) @ matrix.T).astype(np.float32)
+    box = np.array([*kps.min(0) - 40, *kps.max(0) + 40], np.float32)
+    return Face(box=box, score=0.9, kps=kps)
+
+
+def _scene() -> tuple[np.ndarray, list[Face]]:
+    """A 720p frame: a big face (the enhancer's crop is smaller than it: the CPU chain folds the pastes), a
+    small turned one (the crop enlarges it: pasted one after the other) and one cut by the frame's edge."""
+    rng = np.random.default_rng(5)
+    frame = cv2.GaussianBlur(rng.integers(20, 230, (720, 1280, 3), dtype=np.uint8), (0, 0), 3)
+    faces = [_place(frame, 3.2, 4.0, (420, 380)), _place(frame, 0.9, -23.0, (930, 300)),
+             _place(frame, 1.4, 12.0, (1250, 640))]
+    return frame, faces
+
+
+def _chains(tmp_path, swap_mode="identity", enhance=True, boost=None, masks=MaskOptions(("box",), blur=0.3,
+                                                                                       padding=(0, 0, 0, 0))):
+    swap_spec, enh_spec = CATALOG["hyperswap_1a_256"], CATALOG["gfpgan_1.4"]
+    swap_path = build_swapper(tmp_path / "hyperswap_1a_256.onnx", 256, mode=swap_mode, source_gain=0.4,
+                              dynamic_batch=True)
+    enh_path = build_enhancer(tmp_path / "gfpgan_1.4.onnx", 512, mode="identity", dynamic_batch=True)
+    source = np.linspace(-0.3, 0.6, 512, dtype=np.float32).reshape(1, 512)
+    options = SwapperOptions("hyperswap_1a_256", boost=boost)
+    enh_options = EnhancerOptions("gfpgan_1.4", blend=70)
+    cpu = ProcessorChain(Swapper(cpu_session(swap_path), swap_spec, options),
+                         Enhancer(cpu_session(enh_path), enh_spec, enh_options) if enhance else None, masks)
+    pool = SessionPool(settings(), io_binding=True)
+    slots = threading.Semaphore(2)
+    device = DeviceChain(Swapper(GuardedSession(pool, swap_path, slots, "hyperswap_1a_256"), swap_spec, options),
+                         Enhancer(GuardedSession(pool, enh_path, slots, "gfpgan_1.4"), enh_spec, enh_options)
+                         if enhance else None, masks, pool.graph)
+    return cpu, device, source
+
+
+def _compare(cpu, device, source, levels=2, over_one=5e-4, mean=0.02):
+    frame, faces = _scene()
+    expected = cpu.process(frame.copy(), faces, source)
+    got = device.process(frame.copy(), faces, source)
+    diff = np.abs(expected.astype(np.int16) - got.astype(np.int16))
+    changed = np.abs(expected.astype(np.int16) - frame.astype(np.int16)).max(axis=2) > 8
+    assert changed.sum() > 50_000  # the faces really were processed
+    assert diff.max() <= levels, f"{(diff > levels).sum()} values differ by more than {levels} (max {diff.max()})"
+    assert (diff > 1).mean() < over_one and diff.mean() < mean
+    return diff
+
+
+def test_swap_and_enhance_on_the_device_path_match_facefusions_two_pastes(tmp_path, monkeypatch):
+    """The device path pastes the swap, then takes the enhancer's crop from the swapped frame, as FaceFusion
+    does; the CPU chain does the same for every face once its fold is off: within a grey level."""
+    cpu, device, source = _chains(tmp_path)
+    assert device.device == Device("cpu", 0)
+    monkeypatch.setattr(chain_module, "magnifies", lambda matrix: True)  # the CPU chain's fold off
+    _compare(cpu, device, source, levels=1)
+
+
+def test_swap_and_enhance_match_the_cpu_chain_with_its_fold(tmp_path):
+    """The CPU chain folds the two pastes into one for the big face (one interpolation of the swapped crop
+    instead of two): that face's sharpest edges differ by a few grey levels, a few hundred values of 2.7
+    million; everything else within one."""
+    cpu, device, source = _chains(tmp_path)
+    diff = _compare(cpu, device, source, levels=6, over_one=2e-3, mean=0.1)
+    assert (diff > 2).sum() < 300
+
+
+def test_swap_only_with_pixel_boost_and_padding_matches(tmp_path):
+    masks = MaskOptions(("box",), blur=0.5, padding=(10, 5, 0, 5))
+    cpu, device, source = _chains(tmp_path, enhance=False, boost=512, masks=masks)
+    _compare(cpu, device, source)
+
+
+def test_a_flat_swapper_output_shows_the_mask_edges_the_same(tmp_path):
+    cpu, device, source = _chains(tmp_path, swap_mode="mean", enhance=False)
+    _compare(cpu, device, source)
+
+
+def test_device_path_sends_the_crops_to_the_models_as_device_values(tmp_path):
+    """The model is fed the warp graph's OrtValue (never a numpy crop): the host holds no crop."""
+    _, device, source = _chains(tmp_path, enhance=False)
+    fed = []
+    session = device.swapper._session
+    original = session.run_on_device
+
+    def spy(feeds):
+        fed.append({name: type(value).__name__ for name, value in feeds.items()})
+        return original(feeds)
+    session.run_on_device = spy
+    frame, faces = _scene()
+    device.process(frame, faces, source)
+    assert fed == [{"target": "OrtValue", "source": "ndarray"}]  # one call for all three faces
+
+
+def test_face_work_setting(monkeypatch):
+    assert device_face_work(settings(execution_providers="cuda cpu")) is True
+    assert device_face_work(settings(execution_providers="tensorrt cuda cpu")) is True
+    assert device_face_work(settings()) is False  # cpu provider: the CPU path
+    assert device_face_work(settings(face_work="device")) is True  # also on CPU (how it is tested)
+    assert device_face_work(settings(execution_providers="cuda", face_work="cpu")) is False
+    # masks the device path does not do: auto takes the CPU path, an explicit device is an error at start
+    assert device_face_work(settings(execution_providers="cuda", face_mask_types="box occlusion")) is False
+    with pytest.raises(SettingsError, match="box mask only.*has region"):
+        device_face_work(settings(face_work="device", face_mask_types="box region"))
