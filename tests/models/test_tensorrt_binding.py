@@ -64,9 +64,9 @@ def test_tensorrt_version_from_the_library_file_name(tmp_path, monkeypatch):
         (tmp_path / name).write_bytes(b"")
     assert tensorrt_cache.library_version([str(tmp_path)]) == "10.3.0"
     monkeypatch.setattr(tensorrt_cache.ctypes.util, "find_library", lambda name: "libnvinfer.so.8")
-    monkeypatch.setattr(tensorrt_cache.os, "listdir", lambda d: [] if "none" in d or d.startswith("/usr") else
-                        __import__("os").listdir(d))
-    assert tensorrt_cache.library_version([str(tmp_path / "none")]) == "8"
+    listdir = tensorrt_cache.os.listdir
+    monkeypatch.setattr(tensorrt_cache.os, "listdir", lambda d: [] if d.startswith("/usr") else listdir(d))
+    assert tensorrt_cache.library_version([str(tmp_path / "none")]) == "8"  # the soname's major version
 
 
 def test_pool_puts_each_model_version_in_its_own_engine_folder(tmp_path, monkeypatch):
