@@ -104,24 +104,193 @@ def warp_graph(size: int, tile: int, rgb: bool, mean: Sequence[float], std: Sequ
                   [helper.make_tensor_value_info("tensor", _FLOAT[dtype], shape)], inits, "ffb_warp")
 
 
+def _decoded(rows: str, tile: int, k: int, rgb: bool, decode: str, mean: Sequence[float],
+             std: Sequence[float], out: str) -> tuple[list, list]:
+    """Nodes turning model output rows `rows` (F*k*k, 3, tile, tile) into `out` (F, 3, tile*k, tile*k): BGR
+    float 0..255 as the CPU adapters decode it, pixel-boost tiles joined."""
+    order = [2, 1, 0] if rgb else [0, 1, 2]  # BGR plane c is the model's channel order[c]
+    size = tile * k
+    inits = [_const(f"{out}_order", np.array(order, np.int64)),
+             _const(f"{out}_shape", np.array([-1, k, k, 3, tile, tile], np.int64)),
+             _const(f"{out}_joined", np.array([-1, 3, size, size], np.int64))]
+    nodes = [helper.make_node("Cast", [rows], [f"{out}_f"], to=TensorProto.FLOAT),
+             helper.make_node("Gather", [f"{out}_f", f"{out}_order"], [f"{out}_bgr"], axis=1)]
+    if decode == "unit":
+        inits += [_const(f"{out}_std", np.asarray(std, np.float32)[order].reshape(1, 3, 1, 1)),
+                  _const(f"{out}_mean", np.asarray(mean, np.float32)[order].reshape(1, 3, 1, 1)),
+                  _const(f"{out}_lo", np.array(0.0, np.float32)), _const(f"{out}_hi", np.array(1.0, np.float32)),
+                  _const(f"{out}_full", np.array(255.0, np.float32))]
+        nodes += [helper.make_node("Mul", [f"{out}_bgr", f"{out}_std"], [f"{out}_s"]),
+                  helper.make_node("Add", [f"{out}_s", f"{out}_mean"], [f"{out}_unit"]),
+                  helper.make_node("Clip", [f"{out}_unit", f"{out}_lo", f"{out}_hi"], [f"{out}_clip"]),
+                  helper.make_node("Mul", [f"{out}_clip", f"{out}_full"], [f"{out}_levels"])]
+    elif decode == "signed":
+        inits += [_const(f"{out}_minus", np.array(-1.0, np.float32)), _const(f"{out}_one", np.array(1.0, np.float32)),
+                  _const(f"{out}_half", np.array(127.5, np.float32))]
+        nodes += [helper.make_node("Clip", [f"{out}_bgr", f"{out}_minus", f"{out}_one"], [f"{out}_clip"]),
+                  helper.make_node("Add", [f"{out}_clip", f"{out}_one"], [f"{out}_pos"]),
+                  helper.make_node("Mul", [f"{out}_pos", f"{out}_half"], [f"{out}_raw"]),
+                  helper.make_node("Round", [f"{out}_raw"], [f"{out}_levels"])]  # FaceFusion rounds them
+    else:
+        raise ValueError(f"unknown decode {decode!r}")
+    # tiles (F, a, b, c, i, j) -> crop (F, c, i*k + a, j*k + b): the inverse of the warp's tiling
+    nodes += [helper.make_node("Reshape", [f"{out}_levels", f"{out}_shape"], [f"{out}_6d"]),
+              helper.make_node("Transpose", [f"{out}_6d"], [f"{out}_t"], perm=[0, 3, 4, 1, 5, 2]),
+              helper.make_node("Reshape", [f"{out}_t", f"{out}_joined"], [out])]
+    return nodes, inits
+
+
+def _grid(points: str, extent: str, out: str) -> tuple[list, list]:
+    """Nodes scaling pixel coordinates `points` (..., 2) to GridSample's [-1, 1] (align_corners) for an image
+    of `extent` (2,) float = (width, height); `out` has the same shape."""
+    inits = [_const(f"{out}_one", np.array(1.0, np.float32)), _const(f"{out}_two", np.array(2.0, np.float32))]
+    nodes = [helper.make_node("Sub", [extent, f"{out}_one"], [f"{out}_e1"]),
+             helper.make_node("Div", [f"{out}_two", f"{out}_e1"], [f"{out}_k"]),
+             helper.make_node("Mul", [points, f"{out}_k"], [f"{out}_p"]),
+             helper.make_node("Sub", [f"{out}_p", f"{out}_one"], [out])]
+    return nodes, inits
+
+
+def fold_graph(size: int, swap_tile: int, swap_tiles: int, swap_size: int, rgb: bool,
+               mean: Sequence[float], std: Sequence[float], nhwc: bool = False, dtype=np.float32,
+               swap_mean: Sequence[float] = (0.0,) * 3, swap_std: Sequence[float] = (1.0,) * 3,
+               swap_dtype=np.float32) -> bytes:
+    """The enhancer's crops with the swap folded in (ProcessorChain's fold, for the faces whose swap was not
+    pasted into the frame). Inputs: `frame`, `inverse` (N, 2, 3) enhancer crop -> frame; `swap` the swapper's
+    output batch, `rows` (N*swap_tiles,) int64 each face's rows of it; `swap_mask` (s, s) float32 the swap's
+    box mask; `to_swap` (N, 2, 3) enhancer crop -> swap crop; `box` (N, 4) int64 x0, y0, x1, y1 in the
+    enhancer's crop where the swap shows (empty: nothing folded, the face's swap is in the frame already).
+    Outputs: `tensor` the enhancer's input (as warp_graph's), `colour` (N, 3, S, S) the swapped face in the
+    enhancer's crop and `weight` (N, 1, S, S) its mask (0 outside the box), for paste_graph(fold=True)."""
+    k = int(round(swap_tiles ** 0.5))
+    u, v = np.meshgrid(np.arange(size, dtype=np.float32), np.arange(size, dtype=np.float32))
+    base = np.stack([u.ravel(), v.ravel(), np.ones(size * size, np.float32)], axis=1)
+    mean32, std32 = np.asarray(mean, np.float32), np.asarray(std, np.float32)
+    order = [2, 1, 0] if rgb else [0, 1, 2]
+    inits = [
+        _const("base", base), _const("zero_axis", np.array([0], np.int64)),
+        _const("hw_index", np.array([1, 0], np.int64)), _const("grid_shape", np.array([-1, size, size, 2], np.int64)),
+        _const("frame_grid_shape", np.array([1, -1, size, 2], np.int64)),
+        _const("planes_shape", np.array([3, -1, size, size], np.int64)),
+        _const("lo", np.array(0.0, np.float32)), _const("hi", np.array(255.0, np.float32)),
+        _const("one", np.array(1.0, np.float32)),
+        _const("swap_extent", np.array([swap_size, swap_size], np.float32)),
+        _const("mask_shape", np.array([1, 1, swap_size, swap_size], np.int64)),
+        _const("mask_expand", np.array([1, 1, 1, 1], np.int64)),
+        _const("order", np.array(order, np.int64)),
+        _const("scale", (1.0 / (255.0 * std32)).reshape(1, 3, 1, 1)),
+        _const("shift", (mean32 / std32).reshape(1, 3, 1, 1)),
+        _const("us", np.arange(size, dtype=np.int64).reshape(1, 1, 1, size)),
+        _const("vs", np.arange(size, dtype=np.int64).reshape(1, 1, size, 1)),
+        _const("c0", np.array([0], np.int64)), _const("c1", np.array([1], np.int64)),
+        _const("c2", np.array([2], np.int64)), _const("c3", np.array([3], np.int64)),
+        _const("box_shape", np.array([-1, 1, 1, 1], np.int64)),
+    ]
+    nodes = [
+        # the enhancer's crop of the frame, whole grey levels (as warp_graph)
+        helper.make_node("Cast", ["frame"], ["frame_f"], to=TensorProto.FLOAT),
+        helper.make_node("Transpose", ["frame_f"], ["frame_chw"], perm=[2, 0, 1]),
+        helper.make_node("Unsqueeze", ["frame_chw", "zero_axis"], ["image"]),
+        helper.make_node("Transpose", ["inverse"], ["inverse_t"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["base", "inverse_t"], ["points"]),
+        helper.make_node("Shape", ["frame"], ["frame_shape"]),
+        helper.make_node("Gather", ["frame_shape", "hw_index"], ["extent_i"]),
+        helper.make_node("Cast", ["extent_i"], ["extent"], to=TensorProto.FLOAT),
+    ]
+    more, more_inits = _grid("points", "extent", "points_unit")
+    nodes += more
+    inits += more_inits
+    nodes += [
+        helper.make_node("Reshape", ["points_unit", "frame_grid_shape"], ["grid"]),
+        helper.make_node("GridSample", ["image", "grid"], ["sampled"], mode="bilinear", padding_mode="border",
+                         align_corners=1),
+        helper.make_node("Round", ["sampled"], ["rounded"]),
+        helper.make_node("Clip", ["rounded", "lo", "hi"], ["clipped"]),
+        helper.make_node("Reshape", ["clipped", "planes_shape"], ["planes"]),
+        helper.make_node("Transpose", ["planes"], ["crops"], perm=[1, 0, 2, 3]),  # (N, 3, S, S) BGR levels
+        # the swapped faces and their mask, sampled into the enhancer's crop
+        helper.make_node("Gather", ["swap", "rows"], ["swap_rows"], axis=0),
+    ]
+    more, more_inits = _decoded("swap_rows", swap_tile, k, True, "unit", swap_mean, swap_std, "swapped")
+    nodes += more
+    inits += more_inits
+    nodes += [helper.make_node("Transpose", ["to_swap"], ["to_swap_t"], perm=[0, 2, 1]),
+              helper.make_node("MatMul", ["base", "to_swap_t"], ["swap_points"])]
+    more, more_inits = _grid("swap_points", "swap_extent", "swap_unit")
+    nodes += more
+    inits += more_inits
+    nodes += [
+        helper.make_node("Reshape", ["swap_unit", "grid_shape"], ["swap_grid"]),  # (N, S, S, 2)
+        helper.make_node("GridSample", ["swapped", "swap_grid"], ["colour"], mode="bilinear",
+                         padding_mode="border", align_corners=1),
+        helper.make_node("Shape", ["inverse"], ["count"]),
+        helper.make_node("Gather", ["count", "c0"], ["n"]),
+        helper.make_node("Concat", ["n", "c1", "c1", "c1"], ["mask_n"], axis=0),
+        helper.make_node("Reshape", ["swap_mask", "mask_shape"], ["mask1"]),
+        helper.make_node("Expand", ["mask1", "mask_n"], ["masks"]),
+        helper.make_node("GridSample", ["masks", "swap_grid"], ["mask_sampled"], mode="bilinear",
+                         padding_mode="zeros", align_corners=1),
+    ]
+    # inside the box: x0 <= u < x1 and y0 <= v < y1
+    for name, column in (("x0", "c0"), ("y0", "c1"), ("x1", "c2"), ("y1", "c3")):
+        nodes += [helper.make_node("Gather", ["box", column], [f"{name}_col"], axis=1),
+                  helper.make_node("Reshape", [f"{name}_col", "box_shape"], [name])]
+    nodes += [
+        helper.make_node("GreaterOrEqual", ["us", "x0"], ["in_x0"]), helper.make_node("Less", ["us", "x1"], ["in_x1"]),
+        helper.make_node("GreaterOrEqual", ["vs", "y0"], ["in_y0"]), helper.make_node("Less", ["vs", "y1"], ["in_y1"]),
+        helper.make_node("And", ["in_x0", "in_x1"], ["in_x"]), helper.make_node("And", ["in_y0", "in_y1"], ["in_y"]),
+        helper.make_node("And", ["in_x", "in_y"], ["inside"]),  # (N, 1, S, S)
+        helper.make_node("Cast", ["inside"], ["inside_f"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["mask_sampled", "inside_f"], ["weight"]),
+        # the swapped face over the frame's crop under its mask, rounded to whole levels
+        helper.make_node("Sub", ["colour", "crops"], ["delta"]),
+        helper.make_node("Mul", ["delta", "weight"], ["step_in"]),
+        helper.make_node("Add", ["crops", "step_in"], ["with_swap"]),
+        helper.make_node("Clip", ["with_swap", "lo", "hi"], ["with_swap_c"]),
+        helper.make_node("Round", ["with_swap_c"], ["base_levels"]),
+        helper.make_node("Gather", ["base_levels", "order"], ["ordered"], axis=1),
+        helper.make_node("Mul", ["ordered", "scale"], ["scaled"]),
+        helper.make_node("Sub", ["scaled", "shift"], ["normalised"]),
+    ]
+    current = "normalised"
+    if nhwc:
+        nodes.append(helper.make_node("Transpose", [current], ["nhwc"], perm=[0, 2, 3, 1]))
+        current = "nhwc"
+    nodes.append(helper.make_node("Cast", [current], ["tensor"], to=_FLOAT[dtype]))
+    shape = ["faces", size, size, 3] if nhwc else ["faces", 3, size, size]
+    return _model(nodes, [helper.make_tensor_value_info("frame", TensorProto.UINT8, ["height", "width", 3]),
+                          helper.make_tensor_value_info("inverse", TensorProto.FLOAT, ["count", 2, 3]),
+                          helper.make_tensor_value_info("swap", _FLOAT[swap_dtype], ["batch", 3, swap_tile,
+                                                                                      swap_tile]),
+                          helper.make_tensor_value_info("rows", TensorProto.INT64, ["rows"]),
+                          helper.make_tensor_value_info("swap_mask", TensorProto.FLOAT, [swap_size, swap_size]),
+                          helper.make_tensor_value_info("to_swap", TensorProto.FLOAT, ["count", 2, 3]),
+                          helper.make_tensor_value_info("box", TensorProto.INT64, ["count", 4])],
+                  [helper.make_tensor_value_info("tensor", _FLOAT[dtype], shape),
+                   helper.make_tensor_value_info("colour", TensorProto.FLOAT, ["count", 3, size, size]),
+                   helper.make_tensor_value_info("weight", TensorProto.FLOAT, ["count", 1, size, size])],
+                  inits, "ffb_fold")
+
+
 def paste_graph(tile: int, tiles: int, rgb: bool, decode: str, mean: Sequence[float] = (0.0,) * 3,
-                std: Sequence[float] = (1.0,) * 3, dtype=np.float32) -> bytes:
+                std: Sequence[float] = (1.0,) * 3, dtype=np.float32, fold: bool = False) -> bytes:
     """Inputs `frame` (H, W, 3) uint8; `output` (B, 3, tile, tile) the model's batch in `dtype`; `index`
     int64 (1,): the face's first row of the batch (its `tiles` rows are its pixel-boost tiles); `mask`
     (S, S) float32 for S = tile * sqrt(tiles); `matrix` (2, 3) float32 frame -> crop; `box` int64 (4,)
     x0, y0, x1, y1 of the frame region the crop covers. Output `pasted`: the frame with the face in.
 
     `decode` is how the model's output becomes 0..255: "unit" (RGB/BGR in [0, 1] after undoing `mean`/`std`,
-    the swappers) or "signed" (in [-1, 1], rounded to whole levels as FaceFusion does: the enhancers)."""
+    the swappers) or "signed" (in [-1, 1], rounded to whole levels as FaceFusion does: the enhancers).
+    `fold`: also `colour` (N, 3, S, S), `weight` (N, 1, S, S) from fold_graph and `face` (1,) int64, this
+    face's place in them: the colour is the enhanced face under `mask` over the swapped face under `weight`
+    (weighted mean), pasted with 1 - (1 - weight)(1 - mask), as ProcessorChain's fold."""
     k = int(round(tiles ** 0.5))
     if k * k != tiles:
         raise ValueError(f"{tiles} tiles do not form a square")
     size = tile * k
-    order = [2, 1, 0] if rgb else [0, 1, 2]  # BGR plane c is the model's channel order[c]
     inits = [
-        _const("order", np.array(order, np.int64)), _const("step", np.array(1, np.int64)),
-        _const("rows", np.arange(tiles, dtype=np.int64)),
-        _const("two", np.array(2.0, np.float32)), _const("one", np.array(1.0, np.float32)),
+        _const("step", np.array(1, np.int64)), _const("rows", np.arange(tiles, dtype=np.int64)),
+        _const("one", np.array(1.0, np.float32)),
         _const("crop_extent", np.array(2.0 / (size - 1), np.float32)),
         _const("lo", np.array(0.0, np.float32)), _const("hi", np.array(255.0, np.float32)),
         _const("i0", np.array([0], np.int64)), _const("i1", np.array([1], np.int64)),
@@ -130,38 +299,32 @@ def paste_graph(tile: int, tiles: int, rgb: bool, decode: str, mean: Sequence[fl
         _const("axis0", np.array([0], np.int64)), _const("axis1", np.array([1], np.int64)),
         _const("mask_shape", np.array([1, 1, size, size], np.int64)),
     ]
-    nodes = [
-        # this face's tiles of the batch, decoded to BGR 0..255 float, tiles joined into one crop
-        helper.make_node("Add", ["rows", "index"], ["face_rows"]),
-        helper.make_node("Gather", ["output", "face_rows"], ["face_raw"], axis=0),
-        helper.make_node("Cast", ["face_raw"], ["face_f"], to=TensorProto.FLOAT),
-        helper.make_node("Gather", ["face_f", "order"], ["face_bgr"], axis=1),
-    ]
-    if decode == "unit":
-        inits += [_const("std", np.asarray(std, np.float32)[order].reshape(1, 3, 1, 1)),
-                  _const("mean", np.asarray(mean, np.float32)[order].reshape(1, 3, 1, 1)),
-                  _const("unit_lo", np.array(0.0, np.float32)), _const("unit_hi", np.array(1.0, np.float32)),
-                  _const("full", np.array(255.0, np.float32))]
-        nodes += [helper.make_node("Mul", ["face_bgr", "std"], ["face_std"]),
-                  helper.make_node("Add", ["face_std", "mean"], ["face_unit"]),
-                  helper.make_node("Clip", ["face_unit", "unit_lo", "unit_hi"], ["face_clip"]),
-                  helper.make_node("Mul", ["face_clip", "full"], ["colour_tiles"])]
-    elif decode == "signed":
-        inits += [_const("minus", np.array(-1.0, np.float32)), _const("half_full", np.array(127.5, np.float32))]
-        nodes += [helper.make_node("Clip", ["face_bgr", "minus", "one"], ["face_clip"]),
-                  helper.make_node("Add", ["face_clip", "one"], ["face_pos"]),
-                  helper.make_node("Mul", ["face_pos", "half_full"], ["face_levels"]),
-                  helper.make_node("Round", ["face_levels"], ["colour_tiles"])]
+    nodes = [helper.make_node("Add", ["rows", "index"], ["face_rows"]),
+             helper.make_node("Gather", ["output", "face_rows"], ["face_raw"], axis=0)]
+    more, more_inits = _decoded("face_raw", tile, k, rgb, decode, mean, std, "colour_in")
+    nodes += more
+    inits += more_inits
+    nodes.append(helper.make_node("Reshape", ["mask", "mask_shape"], ["mask_in"]))
+    if fold:
+        inits.append(_const("tiny", np.array(1e-12, np.float32)))
+        nodes += [
+            helper.make_node("Gather", ["colour", "face"], ["swap_colour"], axis=0),  # (1, 3, S, S)
+            helper.make_node("Gather", ["weight", "face"], ["swap_weight"], axis=0),  # (1, 1, S, S)
+            helper.make_node("Sub", ["one", "mask_in"], ["not_mask"]),
+            helper.make_node("Mul", ["swap_weight", "not_mask"], ["swap_share"]),
+            helper.make_node("Add", ["mask_in", "swap_share"], ["mask4"]),  # 1 - (1 - s)(1 - m)
+            helper.make_node("Mul", ["colour_in", "mask_in"], ["enhanced_part"]),
+            helper.make_node("Mul", ["swap_colour", "swap_share"], ["swap_part"]),
+            helper.make_node("Add", ["enhanced_part", "swap_part"], ["parts"]),
+            helper.make_node("Max", ["mask4", "tiny"], ["denominator"]),
+            helper.make_node("Div", ["parts", "denominator"], ["mixed"]),
+            # where neither weighs anything, the enhanced face as is (ProcessorChain leaves it there)
+            helper.make_node("Greater", ["mask4", "tiny"], ["weighed"]),
+            helper.make_node("Where", ["weighed", "mixed", "colour_in"], ["colour_out"]),
+        ]
     else:
-        raise ValueError(f"unknown decode {decode!r}")
-    if k > 1:  # inverse of the warp's tiling: (k*k, 3, s, s) -> (3, s*k, s*k)
-        inits += [_const("tiles_5d", np.array([k, k, 3, tile, tile], np.int64)),
-                  _const("joined", np.array([1, 3, size, size], np.int64))]
-        nodes += [helper.make_node("Reshape", ["colour_tiles", "tiles_5d"], ["tiles5"]),
-                  helper.make_node("Transpose", ["tiles5"], ["tiles_t"], perm=[2, 3, 0, 4, 1]),
-                  helper.make_node("Reshape", ["tiles_t", "joined"], ["colour"])]
-    else:
-        nodes.append(helper.make_node("Identity", ["colour_tiles"], ["colour"]))
+        nodes += [helper.make_node("Identity", ["colour_in"], ["colour_out"]),
+                  helper.make_node("Identity", ["mask_in"], ["mask4"])]
     nodes += [
         # the box's pixel grid mapped into the crop, to [-1, 1] (align_corners)
         helper.make_node("Gather", ["box", "i0"], ["x0"]), helper.make_node("Gather", ["box", "i1"], ["y0"]),
@@ -192,9 +355,8 @@ def paste_graph(tile: int, tiles: int, rgb: bool, decode: str, mean: Sequence[fl
     nodes += [
         helper.make_node("Concat", ["gx_last", "gy_last"], ["grid_hw"], axis=-1),
         helper.make_node("Unsqueeze", ["grid_hw", "axis0"], ["grid"]),  # (1, h, w, 2)
-        helper.make_node("GridSample", ["colour", "grid"], ["warped"], mode="bilinear", padding_mode="border",
+        helper.make_node("GridSample", ["colour_out", "grid"], ["warped"], mode="bilinear", padding_mode="border",
                          align_corners=1),  # (1, 3, h, w)
-        helper.make_node("Reshape", ["mask", "mask_shape"], ["mask4"]),
         helper.make_node("GridSample", ["mask4", "grid"], ["alpha4"], mode="bilinear", padding_mode="zeros",
                          align_corners=1),  # (1, 1, h, w)
         helper.make_node("Squeeze", ["warped", "axis0"], ["warped3"]),
@@ -224,12 +386,16 @@ def paste_graph(tile: int, tiles: int, rgb: bool, decode: str, mean: Sequence[fl
         helper.make_node("Concat", ["yy1", "xx1"], ["indices"], axis=-1),
         helper.make_node("ScatterND", ["frame", "indices", "updates"], ["pasted"]),
     ]
-    frame_type = helper.make_tensor_value_info("frame", TensorProto.UINT8, ["height", "width", 3])
-    return _model(nodes, [frame_type,
-                          helper.make_tensor_value_info("output", _FLOAT[dtype], ["batch", 3, tile, tile]),
-                          helper.make_tensor_value_info("index", TensorProto.INT64, [1]),
-                          helper.make_tensor_value_info("mask", TensorProto.FLOAT, [size, size]),
-                          helper.make_tensor_value_info("matrix", TensorProto.FLOAT, [2, 3]),
-                          helper.make_tensor_value_info("box", TensorProto.INT64, [4])],
+    inputs = [helper.make_tensor_value_info("frame", TensorProto.UINT8, ["height", "width", 3]),
+              helper.make_tensor_value_info("output", _FLOAT[dtype], ["batch", 3, tile, tile]),
+              helper.make_tensor_value_info("index", TensorProto.INT64, [1]),
+              helper.make_tensor_value_info("mask", TensorProto.FLOAT, [size, size]),
+              helper.make_tensor_value_info("matrix", TensorProto.FLOAT, [2, 3]),
+              helper.make_tensor_value_info("box", TensorProto.INT64, [4])]
+    if fold:
+        inputs += [helper.make_tensor_value_info("colour", TensorProto.FLOAT, ["count", 3, size, size]),
+                   helper.make_tensor_value_info("weight", TensorProto.FLOAT, ["count", 1, size, size]),
+                   helper.make_tensor_value_info("face", TensorProto.INT64, [1])]
+    return _model(nodes, inputs,
                   [helper.make_tensor_value_info("pasted", TensorProto.UINT8, ["height", "width", 3])],
                   inits, "ffb_paste")
