@@ -36,6 +36,11 @@ from facefusion_batch.settings import Settings
 from facefusion_batch.timing import Timings, timed
 
 
+# The largest batch a TensorRT engine is built for: a frame's faces times their pixel-boost tiles, or the
+# crops micro-batching merges (8 by default on a GPU).
+TENSORRT_MAX_BATCH = 64
+
+
 def usable_settings(settings: Settings) -> tuple[Settings, list[str]]:
     """The settings with only the execution providers that load here, and one line for each one dropped
     (what is missing and how to install it)."""
@@ -165,12 +170,17 @@ class SessionPool:
         if self._kept is None:
             self._kept = check_providers(self._settings.execution_providers,
                                          self._settings.execution_device_id).kept
-        checksum = "unknown"
-        if "tensorrt" in self._kept:
-            from facefusion_batch.models.store import ChecksumMemo
+        if "tensorrt" not in self._kept:
+            return provider_list(self._settings, self._kept, Path(path))
+        from facefusion_batch.models.store import ChecksumMemo
 
-            checksum = ChecksumMemo(self._settings.cache_path / "checksums.json").get(Path(path), "crc32")
-        return provider_list(self._settings, self._kept, Path(path), checksum)
+        checksum = ChecksumMemo(self._settings.cache_path / "checksums.json").get(Path(path), "crc32")
+        providers = provider_list(self._settings, self._kept, Path(path), checksum)
+        batch = concurrency_of(self._settings).micro_batch
+        profiles = tensorrt_cache.profile_options(tensorrt_cache.model_inputs(Path(path)), max(batch, 8),
+                                                  TENSORRT_MAX_BATCH)
+        return [(p[0], {**p[1], **profiles}) if isinstance(p, tuple) and p[0] == "TensorrtExecutionProvider"
+                else p for p in providers]
 
     def _create(self, path: Path | bytes, providers: Optional[list[Any]] = None) -> Any:
         rt = ort()

@@ -17,7 +17,7 @@ import importlib.metadata
 import os
 import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 _TRT_DISTRIBUTIONS = ("tensorrt", "tensorrt-cu12", "tensorrt-cu12-libs", "tensorrt-libs", "tensorrt-cu11")
 _LIBRARY = re.compile(r"libnvinfer\.so\.(\d+(?:\.\d+)*)$")
@@ -70,6 +70,39 @@ def tensorrt_options(cache_path: Path, model: Path, checksum: str, ort_version: 
     return {"device_id": str(device_id), "trt_engine_cache_enable": True, "trt_engine_cache_path": str(engines),
             "trt_timing_cache_enable": True, "trt_timing_cache_path": str(timing),
             "trt_fp16_enable": fp16, "trt_builder_optimization_level": 3}
+
+
+def profile_options(inputs: Sequence[tuple[str, Sequence[Any]]], opt_batch: int,
+                    max_batch: int) -> dict[str, str]:
+    """TensorRT optimisation profiles for a model whose only free axis is the batch (the first): one engine
+    for batches 1..`max_batch`, tuned for `opt_batch`. Without them TensorRT builds an engine for the first
+    batch it sees and rebuilds whenever a larger one comes (minutes for a swapper). {} when another axis is
+    free (a detector's size): its first call fixes the shape for the run anyway."""
+    shapes: dict[str, list[str]] = {"min": [], "opt": [], "max": []}
+    for name, shape in inputs:
+        rest = list(shape[1:])
+        if any(not isinstance(d, int) or d <= 0 for d in rest):
+            return {}
+        if isinstance(shape[0], int) and shape[0] > 0:
+            batches = {"min": shape[0], "opt": shape[0], "max": shape[0]}
+        else:
+            batches = {"min": 1, "opt": max(1, min(opt_batch, max_batch)), "max": max_batch}
+        for key, batch in batches.items():
+            shapes[key].append(f"{name}:" + "x".join(str(d) for d in [batch, *rest]))
+    if not shapes["min"]:
+        return {}
+    return {f"trt_profile_{key}_shapes": ",".join(value) for key, value in shapes.items()}
+
+
+def model_inputs(path: Path) -> list[tuple[str, list[Any]]]:
+    """A model file's graph inputs (initializers left out): name and shape, a free axis as its name."""
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    initialisers = {i.name for i in model.graph.initializer}
+    return [(i.name, [d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                      for d in i.type.tensor_type.shape.dim])
+            for i in model.graph.input if i.name not in initialisers]
 
 
 def _safe(name: str) -> str:

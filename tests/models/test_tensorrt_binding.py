@@ -132,3 +132,22 @@ def test_warm_up_runs_once_per_session_and_skips_unknown_sizes(tmp_path):
     session = sessions.ort().InferenceSession(str(free), providers=["CPUExecutionProvider"])
     assert warm_up(session, Device()) is False
     assert SessionPool(settings()).warmed == [] and not SessionPool(settings())._warm  # CPU: off by default
+
+
+def test_tensorrt_profiles_cover_every_batch_up_to_the_maximum():
+    profiles = tensorrt_cache.profile_options([("target", ["batch", 3, 256, 256]), ("source", ["batch", 512])], 8, 64)
+    assert profiles == {"trt_profile_min_shapes": "target:1x3x256x256,source:1x512",
+                        "trt_profile_opt_shapes": "target:8x3x256x256,source:8x512",
+                        "trt_profile_max_shapes": "target:64x3x256x256,source:64x512"}
+    fixed = tensorrt_cache.profile_options([("input", [1, 3, 512, 512]), ("weight", [1])], 8, 64)
+    assert fixed["trt_profile_max_shapes"] == "input:1x3x512x512,weight:1"
+    assert tensorrt_cache.profile_options([("input.1", [1, 3, "height", "width"])], 8, 64) == {}
+
+
+def test_pool_gives_tensorrt_the_model_files_own_profile(tmp_path, monkeypatch):
+    monkeypatch.setattr(sessions, "check_providers", lambda names, device: ProviderCheck(("tensorrt", "cpu"), {}))
+    model = _scale_model(tmp_path / "scale.onnx")  # x: (batch, 3)
+    options = SessionPool(settings(execution_providers="tensorrt", cache_path=tmp_path))._usable_providers(model)
+    trt = options[0][1]
+    assert trt["trt_profile_min_shapes"] == "x:1x3" and trt["trt_profile_max_shapes"] == "x:64x3"
+    assert options[-1] == "CPUExecutionProvider"
