@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import cv2
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -36,10 +37,11 @@ def _const(name: str, value) -> onnx.TensorProto:
 
 
 def warp_graph(size: int, tile: int, rgb: bool, mean: Sequence[float], std: Sequence[float],
-               nhwc: bool = False, dtype=np.float32) -> bytes:
+               nhwc: bool = False, dtype=np.float32, levels: bool = False) -> bytes:
     """Inputs `frame` (H, W, 3) uint8 and `inverse` (N, 2, 3) float32 (crop pixel -> frame pixel); output
     `tensor`: (N*k*k, 3, tile, tile) for k = size / tile (pixel boost; NHWC when `nhwc`), the model's
-    normalisation applied, in `dtype`."""
+    normalisation applied, in `dtype`; with `levels` also `levels` (N, 3, size, size): the BGR crops in whole
+    grey levels (what the occluder reads)."""
     k = size // tile
     if k * tile != size:
         raise ValueError(f"crop size {size} is not a multiple of the model size {tile}")
@@ -98,10 +100,14 @@ def warp_graph(size: int, tile: int, rgb: bool, mean: Sequence[float], std: Sequ
         nodes.append(helper.make_node("Transpose", [current], ["nhwc"], perm=[0, 2, 3, 1]))
         current = "nhwc"
     nodes.append(helper.make_node("Cast", [current], ["tensor"], to=_FLOAT[dtype]))
+    if levels:
+        nodes.append(helper.make_node("Identity", ["crops"], ["levels"]))
     shape = ["faces", tile, tile, 3] if nhwc else ["faces", 3, tile, tile]
     return _model(nodes, [helper.make_tensor_value_info("frame", TensorProto.UINT8, ["height", "width", 3]),
                           helper.make_tensor_value_info("inverse", TensorProto.FLOAT, ["count", 2, 3])],
-                  [helper.make_tensor_value_info("tensor", _FLOAT[dtype], shape)], inits, "ffb_warp")
+                  [helper.make_tensor_value_info("tensor", _FLOAT[dtype], shape)]
+                  + ([helper.make_tensor_value_info("levels", TensorProto.FLOAT, ["faces", 3, size, size])]
+                     if levels else []), inits, "ffb_warp")
 
 
 def _decoded(rows: str, tile: int, k: int, rgb: bool, decode: str, mean: Sequence[float],
@@ -156,12 +162,14 @@ def fold_graph(size: int, swap_tile: int, swap_tiles: int, swap_size: int, rgb: 
                swap_mean: Sequence[float] = (0.0,) * 3, swap_std: Sequence[float] = (1.0,) * 3,
                swap_dtype=np.float32) -> bytes:
     """The enhancer's crops with the swap folded in (ProcessorChain's fold, for the faces whose swap was not
-    pasted into the frame). Inputs: `frame`, `inverse` (N, 2, 3) enhancer crop -> frame; `swap` the swapper's
-    output batch, `rows` (N*swap_tiles,) int64 each face's rows of it; `swap_mask` (s, s) float32 the swap's
-    box mask; `to_swap` (N, 2, 3) enhancer crop -> swap crop; `box` (N, 4) int64 x0, y0, x1, y1 in the
-    enhancer's crop where the swap shows (empty: nothing folded, the face's swap is in the frame already).
-    Outputs: `tensor` the enhancer's input (as warp_graph's), `colour` (N, 3, S, S) the swapped face in the
-    enhancer's crop and `weight` (N, 1, S, S) its mask (0 outside the box), for paste_graph(fold=True)."""
+    pasted into the frame). Inputs: `frame`; `inverse` (N, 2, 3) enhancer crop -> frame; `swap` the swapper's
+    output batch and `rows` (N*swap_tiles,) int64 each face's rows of it; `swap_mask` (K, s, s) float32 the
+    swap's masks and `mask_rows` (N,) int64 each face's one of them; `to_swap` (N, 2, 3) enhancer crop ->
+    swap crop; `box` (N, 4) int64 x0, y0, x1, y1 in the enhancer's crop where the swap shows (empty: nothing
+    folded, the face's swap is in the frame already).
+    Outputs: `tensor` the enhancer's input (as warp_graph's); for paste_graph(fold=True) `colour` (N, 3, S, S)
+    the swapped face in the enhancer's crop, `weight` (N, 1, S, S) its mask (0 outside the box) and `inside`
+    (N, 1, S, S) 1 in the box; `levels` the enhancer's input as BGR whole grey levels (the occluder's)."""
     k = int(round(swap_tiles ** 0.5))
     u, v = np.meshgrid(np.arange(size, dtype=np.float32), np.arange(size, dtype=np.float32))
     base = np.stack([u.ravel(), v.ravel(), np.ones(size * size, np.float32)], axis=1)
@@ -175,8 +183,7 @@ def fold_graph(size: int, swap_tile: int, swap_tiles: int, swap_size: int, rgb: 
         _const("lo", np.array(0.0, np.float32)), _const("hi", np.array(255.0, np.float32)),
         _const("one", np.array(1.0, np.float32)),
         _const("swap_extent", np.array([swap_size, swap_size], np.float32)),
-        _const("mask_shape", np.array([1, 1, swap_size, swap_size], np.int64)),
-        _const("mask_expand", np.array([1, 1, 1, 1], np.int64)),
+        _const("mask_shape", np.array([-1, 1, swap_size, swap_size], np.int64)),
         _const("order", np.array(order, np.int64)),
         _const("scale", (1.0 / (255.0 * std32)).reshape(1, 3, 1, 1)),
         _const("shift", (mean32 / std32).reshape(1, 3, 1, 1)),
@@ -223,11 +230,8 @@ def fold_graph(size: int, swap_tile: int, swap_tiles: int, swap_size: int, rgb: 
         helper.make_node("Reshape", ["swap_unit", "grid_shape"], ["swap_grid"]),  # (N, S, S, 2)
         helper.make_node("GridSample", ["swapped", "swap_grid"], ["colour"], mode="bilinear",
                          padding_mode="border", align_corners=1),
-        helper.make_node("Shape", ["inverse"], ["count"]),
-        helper.make_node("Gather", ["count", "c0"], ["n"]),
-        helper.make_node("Concat", ["n", "c1", "c1", "c1"], ["mask_n"], axis=0),
-        helper.make_node("Reshape", ["swap_mask", "mask_shape"], ["mask1"]),
-        helper.make_node("Expand", ["mask1", "mask_n"], ["masks"]),
+        helper.make_node("Gather", ["swap_mask", "mask_rows"], ["masks3"], axis=0),
+        helper.make_node("Reshape", ["masks3", "mask_shape"], ["masks"]),  # (N, 1, s, s)
         helper.make_node("GridSample", ["masks", "swap_grid"], ["mask_sampled"], mode="bilinear",
                          padding_mode="zeros", align_corners=1),
     ]
@@ -239,15 +243,16 @@ def fold_graph(size: int, swap_tile: int, swap_tiles: int, swap_size: int, rgb: 
         helper.make_node("GreaterOrEqual", ["us", "x0"], ["in_x0"]), helper.make_node("Less", ["us", "x1"], ["in_x1"]),
         helper.make_node("GreaterOrEqual", ["vs", "y0"], ["in_y0"]), helper.make_node("Less", ["vs", "y1"], ["in_y1"]),
         helper.make_node("And", ["in_x0", "in_x1"], ["in_x"]), helper.make_node("And", ["in_y0", "in_y1"], ["in_y"]),
-        helper.make_node("And", ["in_x", "in_y"], ["inside"]),  # (N, 1, S, S)
-        helper.make_node("Cast", ["inside"], ["inside_f"], to=TensorProto.FLOAT),
-        helper.make_node("Mul", ["mask_sampled", "inside_f"], ["weight"]),
+        helper.make_node("And", ["in_x", "in_y"], ["inside_b"]),  # (N, 1, S, S)
+        helper.make_node("Cast", ["inside_b"], ["inside"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["mask_sampled", "inside"], ["weight"]),
         # the swapped face over the frame's crop under its mask, rounded to whole levels
         helper.make_node("Sub", ["colour", "crops"], ["delta"]),
         helper.make_node("Mul", ["delta", "weight"], ["step_in"]),
         helper.make_node("Add", ["crops", "step_in"], ["with_swap"]),
         helper.make_node("Clip", ["with_swap", "lo", "hi"], ["with_swap_c"]),
         helper.make_node("Round", ["with_swap_c"], ["base_levels"]),
+        helper.make_node("Identity", ["base_levels"], ["levels"]),
         helper.make_node("Gather", ["base_levels", "order"], ["ordered"], axis=1),
         helper.make_node("Mul", ["ordered", "scale"], ["scaled"]),
         helper.make_node("Sub", ["scaled", "shift"], ["normalised"]),
@@ -263,12 +268,16 @@ def fold_graph(size: int, swap_tile: int, swap_tiles: int, swap_size: int, rgb: 
                           helper.make_tensor_value_info("swap", _FLOAT[swap_dtype], ["batch", 3, swap_tile,
                                                                                       swap_tile]),
                           helper.make_tensor_value_info("rows", TensorProto.INT64, ["rows"]),
-                          helper.make_tensor_value_info("swap_mask", TensorProto.FLOAT, [swap_size, swap_size]),
+                          helper.make_tensor_value_info("swap_mask", TensorProto.FLOAT, ["masks", swap_size,
+                                                                                          swap_size]),
+                          helper.make_tensor_value_info("mask_rows", TensorProto.INT64, ["count"]),
                           helper.make_tensor_value_info("to_swap", TensorProto.FLOAT, ["count", 2, 3]),
                           helper.make_tensor_value_info("box", TensorProto.INT64, ["count", 4])],
                   [helper.make_tensor_value_info("tensor", _FLOAT[dtype], shape),
                    helper.make_tensor_value_info("colour", TensorProto.FLOAT, ["count", 3, size, size]),
-                   helper.make_tensor_value_info("weight", TensorProto.FLOAT, ["count", 1, size, size])],
+                   helper.make_tensor_value_info("weight", TensorProto.FLOAT, ["count", 1, size, size]),
+                   helper.make_tensor_value_info("levels", TensorProto.FLOAT, ["count", 3, size, size]),
+                   helper.make_tensor_value_info("inside", TensorProto.FLOAT, ["count", 1, size, size])],
                   inits, "ffb_fold")
 
 
@@ -276,13 +285,14 @@ def paste_graph(tile: int, tiles: int, rgb: bool, decode: str, mean: Sequence[fl
                 std: Sequence[float] = (1.0,) * 3, dtype=np.float32, fold: bool = False) -> bytes:
     """Inputs `frame` (H, W, 3) uint8; `output` (B, 3, tile, tile) the model's batch in `dtype`; `index`
     int64 (1,): the face's first row of the batch (its `tiles` rows are its pixel-boost tiles); `mask`
-    (S, S) float32 for S = tile * sqrt(tiles); `matrix` (2, 3) float32 frame -> crop; `box` int64 (4,)
-    x0, y0, x1, y1 of the frame region the crop covers. Output `pasted`: the frame with the face in.
+    (K, S, S) float32 for S = tile * sqrt(tiles) and `mask_index` (1,) int64 the face's mask among them;
+    `matrix` (2, 3) float32 frame -> crop; `box` int64 (4,) x0, y0, x1, y1 of the frame region the crop
+    covers. Output `pasted`: the frame with the face in.
 
     `decode` is how the model's output becomes 0..255: "unit" (RGB/BGR in [0, 1] after undoing `mean`/`std`,
     the swappers) or "signed" (in [-1, 1], rounded to whole levels as FaceFusion does: the enhancers).
-    `fold`: also `colour` (N, 3, S, S), `weight` (N, 1, S, S) from fold_graph and `face` (1,) int64, this
-    face's place in them: the colour is the enhanced face under `mask` over the swapped face under `weight`
+    `fold`: also `colour` (N, 3, S, S), `weight` and `inside` (N, 1, S, S) from fold_graph and `face` (1,)
+    int64, this face's place in them: the colour is the enhanced face under `mask` over the swapped face under `weight`
     (weighted mean), pasted with 1 - (1 - weight)(1 - mask), as ProcessorChain's fold."""
     k = int(round(tiles ** 0.5))
     if k * k != tiles:
@@ -304,7 +314,8 @@ def paste_graph(tile: int, tiles: int, rgb: bool, decode: str, mean: Sequence[fl
     more, more_inits = _decoded("face_raw", tile, k, rgb, decode, mean, std, "colour_in")
     nodes += more
     inits += more_inits
-    nodes.append(helper.make_node("Reshape", ["mask", "mask_shape"], ["mask_in"]))
+    nodes += [helper.make_node("Gather", ["mask", "mask_index"], ["mask_face"], axis=0),
+              helper.make_node("Reshape", ["mask_face", "mask_shape"], ["mask_in"])]
     if fold:
         inits.append(_const("tiny", np.array(1e-12, np.float32)))
         nodes += [
@@ -317,10 +328,11 @@ def paste_graph(tile: int, tiles: int, rgb: bool, decode: str, mean: Sequence[fl
             helper.make_node("Mul", ["swap_colour", "swap_share"], ["swap_part"]),
             helper.make_node("Add", ["enhanced_part", "swap_part"], ["parts"]),
             helper.make_node("Max", ["mask4", "tiny"], ["denominator"]),
-            helper.make_node("Div", ["parts", "denominator"], ["mixed"]),
-            # where neither weighs anything, the enhanced face as is (ProcessorChain leaves it there)
-            helper.make_node("Greater", ["mask4", "tiny"], ["weighed"]),
-            helper.make_node("Where", ["weighed", "mixed", "colour_in"], ["colour_out"]),
+            helper.make_node("Div", ["parts", "denominator"], ["mixed"]),  # 0 where neither weighs anything
+            # outside the box the swap's mask reaches, the enhanced face as is (ProcessorChain mixes in the box)
+            helper.make_node("Gather", ["inside", "face"], ["face_inside"], axis=0),
+            helper.make_node("Cast", ["face_inside"], ["face_inside_b"], to=TensorProto.BOOL),
+            helper.make_node("Where", ["face_inside_b", "mixed", "colour_in"], ["colour_out"]),
         ]
     else:
         nodes += [helper.make_node("Identity", ["colour_in"], ["colour_out"]),
@@ -389,13 +401,117 @@ def paste_graph(tile: int, tiles: int, rgb: bool, decode: str, mean: Sequence[fl
     inputs = [helper.make_tensor_value_info("frame", TensorProto.UINT8, ["height", "width", 3]),
               helper.make_tensor_value_info("output", _FLOAT[dtype], ["batch", 3, tile, tile]),
               helper.make_tensor_value_info("index", TensorProto.INT64, [1]),
-              helper.make_tensor_value_info("mask", TensorProto.FLOAT, [size, size]),
+              helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["masks", size, size]),
+              helper.make_tensor_value_info("mask_index", TensorProto.INT64, [1]),
               helper.make_tensor_value_info("matrix", TensorProto.FLOAT, [2, 3]),
               helper.make_tensor_value_info("box", TensorProto.INT64, [4])]
     if fold:
         inputs += [helper.make_tensor_value_info("colour", TensorProto.FLOAT, ["count", 3, size, size]),
                    helper.make_tensor_value_info("weight", TensorProto.FLOAT, ["count", 1, size, size]),
+                   helper.make_tensor_value_info("inside", TensorProto.FLOAT, ["count", 1, size, size]),
                    helper.make_tensor_value_info("face", TensorProto.INT64, [1])]
     return _model(nodes, inputs,
                   [helper.make_tensor_value_info("pasted", TensorProto.UINT8, ["height", "width", 3])],
                   inits, "ffb_paste")
+
+
+def _gaussian(sigma: float) -> np.ndarray:
+    """OpenCV's Gaussian kernel for a float image (GaussianBlur with ksize 0: 8 sigma + 1, odd)."""
+    size = int(round(sigma * 8 + 1)) | 1
+    return cv2.getGaussianKernel(size, sigma, cv2.CV_32F).ravel().astype(np.float32)
+
+
+def _blur(source: str, sigma: float, out: str) -> tuple[list, list]:
+    """(N, 1, H, W) -> `out`, OpenCV's GaussianBlur (separable, reflect-101 border: ONNX's `reflect`)."""
+    kernel = _gaussian(sigma)
+    half = len(kernel) // 2
+    inits = [_const(f"{out}_kx", kernel.reshape(1, 1, 1, -1)), _const(f"{out}_ky", kernel.reshape(1, 1, -1, 1)),
+             _const(f"{out}_px", np.array([0, 0, 0, half, 0, 0, 0, half], np.int64)),
+             _const(f"{out}_py", np.array([0, 0, half, 0, 0, 0, half, 0], np.int64))]
+    nodes = [helper.make_node("Pad", [source, f"{out}_px"], [f"{out}_padx"], mode="reflect"),
+             helper.make_node("Conv", [f"{out}_padx", f"{out}_kx"], [f"{out}_x"]),
+             helper.make_node("Pad", [f"{out}_x", f"{out}_py"], [f"{out}_pady"], mode="reflect"),
+             helper.make_node("Conv", [f"{out}_pady", f"{out}_ky"], [out])]
+    return nodes, inits
+
+
+def _resize(source: str, size: int, out: str) -> tuple[list, list]:
+    """(N, C, h, w) -> (N, C, size, size): OpenCV's INTER_LINEAR (half-pixel centres, edges clamped)."""
+    inits = [_const(f"{out}_hw", np.array([size, size], np.int64)), _const(f"{out}_c01", np.array([0, 1], np.int64))]
+    nodes = [helper.make_node("Shape", [source], [f"{out}_shape"]),
+             helper.make_node("Gather", [f"{out}_shape", f"{out}_c01"], [f"{out}_nc"]),
+             helper.make_node("Concat", [f"{out}_nc", f"{out}_hw"], [f"{out}_sizes"], axis=0),
+             helper.make_node("Resize", [source, "", "", f"{out}_sizes"], [out], mode="linear",
+                              coordinate_transformation_mode="half_pixel")]
+    return nodes, inits
+
+
+def occluder_input_graph(crop: int, model: int, rgb: bool, mean: Sequence[float], std: Sequence[float],
+                         nhwc: bool, dtype=np.float32) -> bytes:
+    """`levels` (N, 3, crop, crop) BGR whole grey levels -> `tensor`, the occluder's input: resized to the
+    model's size and rounded as OpenCV resizes a uint8 crop (half up), then its channel order and mean/std."""
+    mean32, std32 = np.asarray(mean, np.float32), np.asarray(std, np.float32)
+    inits = [_const("half", np.array(0.5, np.float32)), _const("lo", np.array(0.0, np.float32)),
+             _const("hi", np.array(255.0, np.float32)),
+             _const("order", np.array([2, 1, 0] if rgb else [0, 1, 2], np.int64)),
+             _const("scale", (1.0 / (255.0 * std32)).reshape(1, 3, 1, 1)),
+             _const("shift", (mean32 / std32).reshape(1, 3, 1, 1))]
+    nodes, more = _resize("levels", model, "small") if crop != model else (
+        [helper.make_node("Identity", ["levels"], ["small"])], [])
+    inits += more
+    nodes += [helper.make_node("Add", ["small", "half"], ["small_half"]),
+              helper.make_node("Floor", ["small_half"], ["small_round"]),
+              helper.make_node("Clip", ["small_round", "lo", "hi"], ["small_levels"]),
+              helper.make_node("Gather", ["small_levels", "order"], ["ordered"], axis=1),
+              helper.make_node("Mul", ["ordered", "scale"], ["scaled"]),
+              helper.make_node("Sub", ["scaled", "shift"], ["normalised"])]
+    current = "normalised"
+    if nhwc:
+        nodes.append(helper.make_node("Transpose", [current], ["nhwc"], perm=[0, 2, 3, 1]))
+        current = "nhwc"
+    nodes.append(helper.make_node("Cast", [current], ["tensor"], to=_FLOAT[dtype]))
+    shape = ["faces", model, model, 3] if nhwc else ["faces", 3, model, model]
+    return _model(nodes, [helper.make_tensor_value_info("levels", TensorProto.FLOAT, ["faces", 3, crop, crop])],
+                  [helper.make_tensor_value_info("tensor", _FLOAT[dtype], shape)], inits, "ffb_occluder_input")
+
+
+def occlusion_mask_graph(models: int, model: int, crop: int, dtype=np.float32) -> bytes:
+    """The occluders' raw outputs `raw0`.. (N, model, model, 1) -> `masks` (N, crop, crop): their minimum,
+    clipped and softened as ProcessorChain does (processors/masks.py: blur, stretch 0.5..1 to 0..1, at half
+    size with half the sigma when the model's mask is half the crop), then min with `box` (crop, crop) and
+    times `scale` (1,): the mask each face is pasted with (the enhancer's `blend` in scale)."""
+    inits = [_const("lo", np.array(0.0, np.float32)), _const("one", np.array(1.0, np.float32)),
+             _const("half", np.array(0.5, np.float32)), _const("two", np.array(2.0, np.float32)),
+             _const("nchw", np.array([-1, 1, model, model], np.int64)),
+             _const("out_shape", np.array([-1, crop, crop], np.int64))]
+    nodes = [helper.make_node("Cast", [f"raw{i}"], [f"raw{i}_f"], to=TensorProto.FLOAT) for i in range(models)]
+    nodes.append(helper.make_node("Min", [f"raw{i}_f" for i in range(models)], ["raw_min"]) if models > 1
+                 else helper.make_node("Identity", ["raw0_f"], ["raw_min"]))
+    nodes += [helper.make_node("Clip", ["raw_min", "lo", "one"], ["raw_clip"]),
+              helper.make_node("Reshape", ["raw_clip", "nchw"], ["mask_small"])]
+    if model * 2 == crop:
+        more, more_inits = _blur("mask_small", 2.5, "blurred_small")
+        nodes += more
+        inits += more_inits
+        more, more_inits = _resize("blurred_small", crop, "blurred")
+    else:
+        more, more_inits = _resize("mask_small", crop, "mask_big")
+        nodes += more
+        inits += more_inits
+        nodes.append(helper.make_node("Clip", ["mask_big", "lo", "one"], ["mask_big_c"]))
+        more, more_inits = _blur("mask_big_c", 5.0, "blurred")
+    nodes += more
+    inits += more_inits
+    nodes += [helper.make_node("Clip", ["blurred", "half", "one"], ["upper"]),
+              helper.make_node("Sub", ["upper", "half"], ["upper0"]),
+              helper.make_node("Mul", ["upper0", "two"], ["occlusion"]),
+              helper.make_node("Reshape", ["occlusion", "out_shape"], ["occlusion3"]),
+              helper.make_node("Min", ["occlusion3", "box"], ["combined"]),
+              helper.make_node("Clip", ["combined", "lo", "one"], ["combined_c"]),
+              helper.make_node("Mul", ["combined_c", "scale"], ["masks"])]
+    inputs = [helper.make_tensor_value_info(f"raw{i}", _FLOAT[dtype], ["faces", model, model, 1])
+              for i in range(models)]
+    inputs += [helper.make_tensor_value_info("box", TensorProto.FLOAT, [crop, crop]),
+               helper.make_tensor_value_info("scale", TensorProto.FLOAT, [1])]
+    return _model(nodes, inputs, [helper.make_tensor_value_info("masks", TensorProto.FLOAT, ["faces", crop, crop])],
+                  inits, "ffb_occlusion")

@@ -6,7 +6,9 @@ import threading
 
 import cv2
 import numpy as np
+import onnx
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 
 from conftest import astronaut_face, cpu_session
 from facefusion_batch.errors import SettingsError
@@ -21,7 +23,7 @@ from facefusion_batch.processors import device_chain as device_chain_module
 from facefusion_batch.processors.chain import ProcessorChain
 from facefusion_batch.processors.device_chain import DeviceChain
 from facefusion_batch.processors.enhancer import Enhancer, EnhancerOptions
-from facefusion_batch.processors.masks import MaskOptions
+from facefusion_batch.processors.masks import MaskOptions, Occluder
 from facefusion_batch.processors.swapper import Swapper, SwapperOptions
 from facefusion_batch.settings import load_settings
 from standins import build_enhancer, build_swapper
@@ -65,8 +67,26 @@ def _scene() -> tuple[np.ndarray, list[Face]]:
     return frame, faces
 
 
+def _occluder(path, gain: float, offset: float):
+    """An XSeg stand-in whose mask follows the picture: clip(mean of the crop's channels * gain - offset, 0, 1)
+    (N, 256, 256, 1), so dark parts of the face count as occluded; dynamic batch."""
+    graph = helper.make_graph(
+        [helper.make_node("ReduceMean", ["input"], ["mean"], axes=[3], keepdims=1),
+         helper.make_node("Mul", ["mean", "gain"], ["scaled"]), helper.make_node("Sub", ["scaled", "offset"], ["raw"]),
+         helper.make_node("Clip", ["raw", "lo", "hi"], ["output"])], "xseg_standin",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 256, 256, 3])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, ["batch", 256, 256, 1])],
+        initializer=[numpy_helper.from_array(np.array(v, np.float32), n)
+                     for n, v in (("gain", gain), ("offset", offset), ("lo", 0.0), ("hi", 1.0))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
 def _chains(tmp_path, swap_mode="identity", enhance=True, boost=None, masks=MaskOptions(("box",), blur=0.3,
-                                                                                       padding=(0, 0, 0, 0))):
+                                                                                       padding=(0, 0, 0, 0)),
+            occluders=0):
     swap_spec, enh_spec = CATALOG["hyperswap_1a_256"], CATALOG["gfpgan_1.4"]
     swap_path = build_swapper(tmp_path / "hyperswap_1a_256.onnx", 256, mode=swap_mode, source_gain=0.4,
                               dynamic_batch=True)
@@ -74,13 +94,21 @@ def _chains(tmp_path, swap_mode="identity", enhance=True, boost=None, masks=Mask
     source = np.linspace(-0.3, 0.6, 512, dtype=np.float32).reshape(1, 512)
     options = SwapperOptions("hyperswap_1a_256", boost=boost)
     enh_options = EnhancerOptions("gfpgan_1.4", blend=70)
+    occluder_paths = [_occluder(tmp_path / f"xseg_{n + 1}.onnx", 3.0 - n, 0.4 + 0.2 * n) for n in range(occluders)]
+    occluder_specs = [CATALOG[f"xseg_{n + 1}"] for n in range(occluders)]
+    cpu_occluder = (Occluder(*[(cpu_session(p), s) for p, s in zip(occluder_paths, occluder_specs)][0],
+                             *[(cpu_session(p), s) for p, s in zip(occluder_paths, occluder_specs)][1:])
+                    if occluders else None)
     cpu = ProcessorChain(Swapper(cpu_session(swap_path), swap_spec, options),
-                         Enhancer(cpu_session(enh_path), enh_spec, enh_options) if enhance else None, masks)
+                         Enhancer(cpu_session(enh_path), enh_spec, enh_options) if enhance else None, masks,
+                         occluder=cpu_occluder)
     pool = SessionPool(_pool_settings(), io_binding=True)
     slots = threading.Semaphore(2)
+    guarded = [(GuardedSession(pool, p, slots, s.name), s) for p, s in zip(occluder_paths, occluder_specs)]
     device = DeviceChain(Swapper(GuardedSession(pool, swap_path, slots, "hyperswap_1a_256"), swap_spec, options),
                          Enhancer(GuardedSession(pool, enh_path, slots, "gfpgan_1.4"), enh_spec, enh_options)
-                         if enhance else None, masks, pool.graph)
+                         if enhance else None, masks, pool.graph,
+                         Occluder(guarded[0][0], guarded[0][1], *guarded[1:]) if occluders else None)
     return cpu, device, source
 
 
@@ -127,6 +155,16 @@ def test_a_flat_swapper_output_shows_the_mask_edges_the_same(tmp_path):
     _compare(cpu, device, source)
 
 
+@pytest.mark.parametrize("enhance, boost, occluders", [(True, None, 1), (False, 512, 1), (True, 512, 2)])
+def test_occlusion_mask_on_the_device_path_matches(tmp_path, enhance, boost, occluders):
+    """XSeg on the swap's crops (256: its own size; 512 with pixel boost: blurred at half size) and on the
+    enhancer's (512), one model or two (`many`: their minimum), smoothed and combined with the box mask on
+    the device: the CPU chain's picture within a grey level."""
+    cpu, device, source = _chains(tmp_path, enhance=enhance, boost=boost, occluders=occluders,
+                                  masks=MaskOptions(("box", "occlusion")))
+    _compare(cpu, device, source, levels=1)
+
+
 def test_device_path_sends_the_crops_to_the_models_as_device_values(tmp_path):
     """The model is fed the warp graph's OrtValue (never a numpy crop): the host holds no crop."""
     _, device, source = _chains(tmp_path, enhance=False)
@@ -150,6 +188,7 @@ def test_face_work_setting(monkeypatch):
     assert device_face_work(settings(face_work="device")) is True  # also on CPU (how it is tested)
     assert device_face_work(settings(execution_providers="cuda", face_work="cpu")) is False
     # masks the device path does not do: auto takes the CPU path, an explicit device is an error at start
-    assert device_face_work(settings(execution_providers="cuda", face_mask_types="box occlusion")) is False
-    with pytest.raises(SettingsError, match="box mask only.*has region"):
+    assert device_face_work(settings(execution_providers="cuda", face_mask_types="box occlusion")) is True
+    assert device_face_work(settings(execution_providers="cuda", face_mask_types="box area")) is False
+    with pytest.raises(SettingsError, match="box and occlusion masks only.*has region"):
         device_face_work(settings(face_work="device", face_mask_types="box region"))

@@ -385,14 +385,17 @@ def test_a_ray_worker_hands_the_swapper_weight_warning_to_the_driver(ff_env, sou
 @pytest.mark.parametrize("args", [("--processors", "face_swapper", "face_enhancer", "--face-swapper-model",
                                    "hyperswap_1a_256", "--face-enhancer-model", "gpen_bfr_512"),
                                   ("--face-swapper-model", "inswapper_128_fp16", "--face-swapper-pixel-boost",
-                                   "256x256")])
+                                   "256x256"),
+                                  ("--processors", "face_swapper", "face_enhancer", "--face-mask-types", "box",
+                                   "occlusion")])
 def test_face_work_on_the_device_path_gives_the_cpu_paths_picture(ff_env, picture, source, capsys, monkeypatch,
                                                                    args):
     """face_work = device (the ONNX graphs, here on the CPU provider) against face_work = cpu, end to end."""
     outputs = {}
     for where in ("cpu", "device"):
         monkeypatch.setenv("FFB_FACE_WORK", where)
-        code, summary, err = run(capsys, *args, "--face-mask-types", "box", "--no-watermark", "-s", str(source),
+        masks = () if "--face-mask-types" in args else ("--face-mask-types", "box")
+        code, summary, err = run(capsys, *args, *masks, "--no-watermark", "-s", str(source),
                                  "-t", str(picture), "-o", str(ff_env / where))
         assert code == 0, err
         outputs[where] = cv2.imread(str(ff_env / where / "portrait.png")).astype(np.int16)
@@ -406,4 +409,4 @@ def test_face_work_device_with_masks_it_does_not_do_is_refused_at_start(ff_env, 
                                                                          monkeypatch):
     monkeypatch.setenv("FFB_FACE_WORK", "device")
     code, _, err = run(capsys, *CHAIN, "-s", str(source), "-t", str(picture), "-o", str(ff_env / "out"))
-    assert code != 0 and "box mask only" in err and not (ff_env / "out" / "portrait.png").exists()
+    assert code != 0 and "box and occlusion masks only" in err and not (ff_env / "out" / "portrait.png").exists()
