@@ -338,6 +338,10 @@ class Settings:
                                      role="engine", range=(0, 64), facefusion="execution_device_ids")
     tensorrt_fp16: bool = _spec("execution", "Let TensorRT build FP16 engines (faster; cached in cache_path).", True,
                                 role="engine")
+    cuda_fp16: bool = _spec(
+        "execution", "With cuda (not tensorrt, which has tensorrt_fp16), run the swapper, enhancer and mask "
+        "models from fp16 copies made once in cache_path, each used only where its output stays within 1 % of "
+        "the fp32 model's; files FaceFusion ships in fp16 are used as they are.", True, role="engine")
     face_work: FaceWork = _spec(
         "execution", "Where the per-face work around the models runs (crop warps, box mask, pastes, enhancer "
         "blend): device: ONNX graphs on the execution provider, the frame sent to the GPU once; cpu: numpy/OpenCV; "

@@ -42,6 +42,9 @@ from facefusion_batch.processors.swapper import SwapperOptions, average_identity
 from facefusion_batch.processors.tensors import MergedRuns, batch_allowed
 from facefusion_batch.settings import Settings
 
+# Processor models that may run from an fp16 copy on CUDA (the detector, recogniser and classifier stay fp32:
+# their scores and embeddings decide which faces are swapped).
+_HALF_FAMILIES = ("swapper", "enhancer", "occluder", "parser")
 # Swapper kinds that take the source face as an image: with several sources, the first one's (FaceFusion's).
 _IMAGE_SOURCE = ("blendswap", "uniface")
 
@@ -225,7 +228,7 @@ class NeuralEngine:
         batch, path, name = self._concurrency.micro_batch, state.path, state.spec.name
         if batch > 1:
             path = dynamic_batch_model(path, self._settings.cache_path / "dynamic") or path
-        session = GuardedSession(self.pool, path, self._slots, name)  # timed under the model's own name
+        session = GuardedSession(self.pool, self._precise(state, path), self._slots, name)  # timed by model name
         if batch <= 1 or not batch_allowed(session, ("weight",)):
             return session
         return MergedRuns(session, self._make_batcher(name))
@@ -235,7 +238,14 @@ class NeuralEngine:
         dynamic batch axis where the model has or can be given one), never merged across frame threads,
         whose merging would bring the crops back to the host."""
         path = dynamic_batch_model(state.path, self._settings.cache_path / "dynamic") or state.path
-        return GuardedSession(self.pool, path, self._slots, state.spec.name)
+        return GuardedSession(self.pool, self._precise(state, path), self._slots, state.spec.name)
+
+    def _precise(self, state: store.ModelState, path: Path) -> Path:
+        """The file a processor model runs from: its fp16 copy on CUDA where that stays within tolerance
+        (SessionPool.half), unless the file is fp16 already."""
+        if state.spec.fp16 or state.spec.family not in _HALF_FAMILIES:
+            return path
+        return self.pool.half(path)
 
     def _make_batcher(self, name: str) -> Callable[[Callable], MicroBatcher]:
         def make(run: Callable) -> MicroBatcher:

@@ -95,10 +95,13 @@ class SessionPool:
     """Sessions keyed by (file, providers, device); thread-safe; load each model once per process."""
 
     def __init__(self, settings: Settings, io_binding: Optional[bool] = None,
-                 warm: Optional[bool] = None) -> None:
-        """`io_binding`/`warm`: bind every call / warm every session up; None: only sessions on a GPU."""
+                 warm: Optional[bool] = None, fp16: Optional[bool] = None) -> None:
+        """`io_binding`/`warm`: bind every call / warm every session up; None: only sessions on a GPU.
+        `fp16`: offer fp16 copies (`half`); None: with `cuda_fp16` on CUDA without TensorRT."""
         self._settings = settings
-        self._io_binding, self._warm = io_binding, warm
+        self._io_binding, self._warm, self._fp16 = io_binding, warm, fp16
+        self.fp16_notes: list[str] = []  # one line per model whose fp16 copy was weighed (used or not)
+        self._half_lock = threading.Lock()
         self.warmed: list[str] = []  # model files warmed up, in order (the tests and --verbose read it)
         self._lock = threading.Lock()
         self._sessions: dict[tuple, tuple[Any, Any]] = {}  # key -> (session, its run options)
@@ -139,6 +142,30 @@ class SessionPool:
                 self.loads += 1
             return self._sessions[key]
 
+    def half(self, path: Path) -> Path:
+        """The file to load for a processor model: its fp16 copy where one is wanted and stays within
+        tolerance (models/fp16.py; made and checked once, cached under cache_path), else `path`."""
+        if self._fp16 is None:
+            kept = self._kept_providers()
+            self._fp16 = self._settings.cuda_fp16 and "cuda" in kept and "tensorrt" not in kept
+        if not self._fp16:
+            return path
+        from facefusion_batch.models import fp16
+        from facefusion_batch.models.store import ChecksumMemo
+
+        with self._half_lock:  # one conversion per file, even when frame threads open models together
+            checksum = ChecksumMemo(self._settings.cache_path / "checksums.json").get(Path(path), "crc32")
+            copy, verdict = fp16.verified_copy(Path(path), self._settings.cache_path, checksum,
+                                               ort().__version__, self._create)
+            self.fp16_notes.append(verdict)
+        return copy or path
+
+    def _kept_providers(self) -> tuple[str, ...]:
+        if self._kept is None:
+            self._kept = check_providers(self._settings.execution_providers,
+                                         self._settings.execution_device_id).kept
+        return self._kept
+
     def bound_device(self, session: Any) -> Optional[Device]:
         """The device whose IO binding `session`'s calls use; None for plain `session.run` calls."""
         return self._bound.get(id(session))
@@ -150,11 +177,9 @@ class SessionPool:
         engine for each."""
         with self._lock:
             if name not in self._graphs:
-                if self._kept is None:
-                    self._kept = check_providers(self._settings.execution_providers,
-                                                 self._settings.execution_device_id).kept
-                names = [n for n in self._kept if n != "tensorrt"]
-                if "tensorrt" in self._kept and "cuda" not in names:
+                kept = self._kept_providers()
+                names = [n for n in kept if n != "tensorrt"]
+                if "tensorrt" in kept and "cuda" not in names:
                     names.insert(0, "cuda")  # TensorRT loads only where CUDA does
                 session = self._create(model, provider_list(self._settings, names))
                 self._graphs[name] = (session, device_of(session, self._settings.execution_device_id))
@@ -167,9 +192,7 @@ class SessionPool:
         return run
 
     def _usable_providers(self, path: Path) -> list[Any]:
-        if self._kept is None:
-            self._kept = check_providers(self._settings.execution_providers,
-                                         self._settings.execution_device_id).kept
+        self._kept_providers()
         if "tensorrt" not in self._kept:
             return provider_list(self._settings, self._kept, Path(path))
         from facefusion_batch.models.store import ChecksumMemo
