@@ -217,7 +217,7 @@ class NeuralEngine:
         path = state.path
         if self._concurrency.micro_batch > 1:
             path = dynamic_batch_model(path, self._settings.cache_path / "dynamic") or path
-        session = GuardedSession(self.pool, path, self._slots, state.spec.name)  # timed under the model's name
+        session = GuardedSession(self.pool, self._precise(state, path), self._slots, state.spec.name)
         return InSwapper(session, state.spec, read_emap(state.path),
                          self._concurrency.micro_batch, self._settings.batch_wait_ms / 1000,
                          self._concurrency.batcher_producers)

@@ -410,3 +410,24 @@ def test_face_work_device_with_masks_it_does_not_do_is_refused_at_start(ff_env, 
     monkeypatch.setenv("FFB_FACE_WORK", "device")
     code, _, err = run(capsys, *CHAIN, "-s", str(source), "-t", str(picture), "-o", str(ff_env / "out"))
     assert code != 0 and "box and occlusion masks only" in err and not (ff_env / "out" / "portrait.png").exists()
+
+
+def test_fp16_copies_of_the_processor_models_give_the_fp32_picture(ff_env, picture, source, capsys, monkeypatch):
+    """With fp16 on (cuda_fp16 on a CUDA machine; forced here on the CPU provider), gpen_bfr_512 runs from a
+    verified fp16 copy under cache_path/fp16, hyperswap_1a_256 (fp16 as FaceFusion ships it) as it is."""
+    from facefusion_batch.models import sessions
+
+    outputs = {}
+    original = sessions.SessionPool.__init__
+    for half in (False, True):
+        monkeypatch.setattr(sessions.SessionPool, "__init__",
+                            lambda self, settings, **kw: original(self, settings, **{**kw, "fp16": half}))
+        code, _, err = run(capsys, "--processors", "face_swapper", "face_enhancer", "--face-swapper-model",
+                           "hyperswap_1a_256", "--face-enhancer-model", "gpen_bfr_512", "--no-watermark",
+                           "-s", str(source), "-t", str(picture), "-o", str(ff_env / f"out{half}"))
+        assert code == 0, err
+        outputs[half] = cv2.imread(str(ff_env / f"out{half}" / "portrait.png")).astype(np.int16)
+    verdicts = sorted(p.name for p in (ff_env / "cache" / "fp16").iterdir())
+    assert any(v.startswith("gpen_bfr_512-") and v.endswith(".fp16.accepted") for v in verdicts), verdicts
+    assert not any(v.startswith("hyperswap") for v in verdicts)
+    assert np.abs(outputs[True] - outputs[False]).max() <= 2
