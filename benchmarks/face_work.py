@@ -29,10 +29,10 @@ from facefusion_batch.models.sessions import GuardedSession, SessionPool  # noqa
 from facefusion_batch.processors.chain import ProcessorChain  # noqa: E402
 from facefusion_batch.processors.device_chain import DeviceChain  # noqa: E402
 from facefusion_batch.processors.enhancer import Enhancer, EnhancerOptions  # noqa: E402
-from facefusion_batch.processors.masks import MaskOptions  # noqa: E402
+from facefusion_batch.processors.masks import MaskOptions, Occluder  # noqa: E402
 from facefusion_batch.processors.swapper import Swapper, SwapperOptions  # noqa: E402
 from facefusion_batch.settings import load_settings  # noqa: E402
-from processors.test_device_chain import _scene  # noqa: E402  the 720p real-face scene of the tests
+from processors.test_device_chain import _occluder, _scene  # noqa: E402  the tests' 720p real faces, XSeg stand-in
 from standins import build_enhancer, build_swapper  # noqa: E402
 
 
@@ -64,29 +64,33 @@ def main(argv: list[str] | None = None) -> int:
                               dynamic_batch=True)
     enh_path = build_enhancer(folder / "gfpgan_1.4.onnx", 512, mode="identity", dynamic_batch=True)
     swap_spec, enh_spec = CATALOG["hyperswap_1a_256"], CATALOG["gfpgan_1.4"]
-    masks = MaskOptions(("box",))
+    xseg = _occluder(folder / "xseg_1.onnx", 3.0, 0.4)
     source = np.linspace(-0.3, 0.6, 512, dtype=np.float32).reshape(1, 512)
     host_pool, device_pool = SessionPool(settings, io_binding=False), SessionPool(settings, io_binding=True)
     slots = threading.Semaphore(2)
 
-    def adapters(pool, enhance):
+    def adapters(pool, enhance, occlusion):
         swapper = Swapper(GuardedSession(pool, swap_path, slots, "swap"), swap_spec, SwapperOptions(swap_spec.name))
         enhancer = Enhancer(GuardedSession(pool, enh_path, slots, "enh"), enh_spec,
                             EnhancerOptions(enh_spec.name)) if enhance else None
-        return swapper, enhancer
+        occluder = Occluder(GuardedSession(pool, xseg, slots, "xseg"), CATALOG["xseg_1"]) if occlusion else None
+        masks = MaskOptions(("box", "occlusion") if occlusion else ("box",))
+        return swapper, enhancer, masks, occluder
 
     frame, all_faces = _scene()
     print(f"720p, {args.frames} frames, provider {args.provider}; ms per face (wall / process CPU)")
-    print(f"{'chain':<16}{'faces':>6}{'cpu path':>20}{'device path':>20}{'wall ratio':>12}")
-    for enhance in (False, True):
-        cpu_chain = ProcessorChain(*adapters(host_pool, enhance), masks)
-        device_chain = DeviceChain(*adapters(device_pool, enhance), masks, device_pool.graph)
+    print(f"{'chain':<18}{'faces':>6}{'cpu path':>20}{'device path':>20}{'wall ratio':>12}")
+    for enhance, occlusion in ((False, False), (True, False), (True, True)):
+        swapper, enhancer, masks, occluder = adapters(host_pool, enhance, occlusion)
+        cpu_chain = ProcessorChain(swapper, enhancer, masks, occluder)
+        swapper, enhancer, masks, occluder = adapters(device_pool, enhance, occlusion)
+        device_chain = DeviceChain(swapper, enhancer, masks, device_pool.graph, occluder)
         for count in args.faces:
             faces = all_faces[:count]
             host = _time(cpu_chain, frame, faces, source, args.frames)
             dev = _time(device_chain, frame, faces, source, args.frames)
-            name = "swap+enhance" if enhance else "swap"
-            print(f"{name:<16}{count:>6}{host[0] * 1e3 / count:>10.1f} /{host[1] * 1e3 / count:>7.1f}"
+            name = ("swap+enhance" if enhance else "swap") + ("+occl" if occlusion else "")
+            print(f"{name:<18}{count:>6}{host[0] * 1e3 / count:>10.1f} /{host[1] * 1e3 / count:>7.1f}"
                   f"{dev[0] * 1e3 / count:>12.1f} /{dev[1] * 1e3 / count:>7.1f}{dev[0] / host[0]:>12.2f}")
     return 0
 
