@@ -877,6 +877,10 @@ def _check_processors(settings: Settings) -> None:
     start, end = settings.face_selector_age_start, settings.face_selector_age_end
     if start is not None and end is not None and start > end:
         raise SettingsError(f"face_selector_age_start {start} is above face_selector_age_end {end}; swap them")
+    if settings.face_work == "device" and "area" in settings.face_mask_types:
+        # processors/device_chain.py's DEVICE_MASKS: the area mask (a landmark hull) runs on the CPU path only
+        raise SettingsError("face_work = device does the box, occlusion and region masks, not the area mask "
+                            "(face_mask_types has area); use face_work = auto or cpu")
 
 
 def _check_ray(settings: Settings) -> None:

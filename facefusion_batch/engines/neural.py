@@ -165,6 +165,7 @@ class NeuralEngine:
 
     def _load(self, settings: Settings, slots: threading.Semaphore) -> None:
         self.config = processor_config(settings)
+        self.device_work = device_face_work(settings)  # a face_work it can't do is refused before any model loads
         self.warnings = tuple(self.config.ignored_settings())
         states = neural_model_states(settings)
         check_states(states)
@@ -188,7 +189,6 @@ class NeuralEngine:
         self._processors: Processors | None = None
         self._classifier: FaceClassifier | None = None
         self._landmarker = self._face_landmarker(settings, by_name)
-        self.device_work = device_face_work(settings)
         if uses_earlier_path(settings) and not self.device_work:
             self._swapper = self._inswapper(by_name[settings.face_swapper_model])
             if self.config.classify:

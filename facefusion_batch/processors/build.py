@@ -51,5 +51,5 @@ def build_processors(plan: ProcessorConfig, open_session: Callable[[str], Any],
         enhancer = Enhancer(open_session(plan.enhancer.model), CATALOG[plan.enhancer.model], plan.enhancer)
     classifier = FaceClassifier(open_session(CLASSIFIER), CATALOG[CLASSIFIER]) if plan.classify else None
     chain = (ProcessorChain(swapper, enhancer, plan.masks, occluder, parser) if open_graph is None
-             else DeviceChain(swapper, enhancer, plan.masks, open_graph, occluder))
+             else DeviceChain(swapper, enhancer, plan.masks, open_graph, occluder, parser))
     return Processors(chain, swapper, classifier)

@@ -7,8 +7,8 @@ from the host.
 It does what ProcessorChain does: the swap of every face is pasted, then the enhancer crops are taken from
 the swapped frame, enhanced and pasted with `blend` x its mask; for a face whose enhancer crop is no larger
 than the face, the swap is folded into the enhancer's crop instead (device_graphs.fold_graph) and the two
-pastes become one, as ProcessorChain folds them. Masks: box and occlusion (XSeg, one model or `many`);
-region and area masks stay on the CPU path (`device_support` says why a configuration can't take this one).
+pastes become one, as ProcessorChain folds them. Masks: box, occlusion (XSeg, one model or `many`) and
+region (BiSeNet); the area mask (a landmark hull) stays on the CPU path (`device_support`).
 
 The same code runs on the CPU provider, which is how its pictures are checked against ProcessorChain here.
 """
@@ -25,15 +25,16 @@ from facefusion_batch.faces.types import Face
 from facefusion_batch.models.binding import Device, upload
 from facefusion_batch.processors.chain import footprint, magnifies
 from facefusion_batch.processors.device_graphs import (fold_graph, occluder_input_graph, occlusion_mask_graph,
-                                                       paste_graph, warp_graph)
+                                                       paste_graph, region_input_graph, region_mask_graph,
+                                                       warp_graph)
 from facefusion_batch.processors.enhancer import Enhancer
-from facefusion_batch.processors.masks import MaskOptions, Occluder
+from facefusion_batch.processors.masks import REGION_CLASSES, MaskOptions, Occluder, Parser
 from facefusion_batch.processors.swapper import _DENORMALISED, Swapper
 from facefusion_batch.processors.tensors import batch_allowed
 
 # (name, graph bytes) -> a runner of that graph on the models' device: feeds -> list of OrtValues there
 GraphOpener = Callable[[str, bytes], Callable[[dict[str, Any]], list[Any]]]
-DEVICE_MASKS = ("box", "occlusion")
+DEVICE_MASKS = ("box", "occlusion", "region")
 _DTYPES = {"tensor(float16)": np.float16}
 
 
@@ -41,8 +42,8 @@ def device_support(masks: MaskOptions) -> str | None:
     """None when the device path can run these masks; else why not, in words for a settings error."""
     others = [t for t in masks.types if t not in DEVICE_MASKS]
     if others:
-        return (f"face_work = device does the box and occlusion masks only (face_mask_types has "
-                f"{' '.join(others)}); use face_work = auto or cpu")
+        return (f"face_work = device does the box, occlusion and region masks, not the area mask (face_mask_types "
+                f"has {' '.join(others)}); use face_work = auto or cpu")
     return None
 
 
@@ -57,40 +58,68 @@ class _Faces:
 
 
 class _Masks:
-    """A stage's paste masks: its box mask (x `scale`) alone, or min(box, occlusion) x `scale` made on the
-    device from the stage's crops (occluder input graph -> each occluder model -> smoothing graph)."""
+    """A stage's paste masks: its box mask (x `scale`) alone, or the minimum of the box, occlusion and region
+    masks x `scale`, made on the device: occlusion from the stage's crops (occluder input graph -> each
+    occluder model -> smoothing graph), region from the swapper's output (region input graph -> the parser
+    -> region graph)."""
 
     def __init__(self, box: np.ndarray, scale: float, device: Device, occluder: Occluder | None,
-                 open_graph: GraphOpener, name: str) -> None:
+                 open_graph: GraphOpener, name: str, parser: Parser | None = None, regions: Sequence[str] = (),
+                 swap: tuple[int, int, tuple, tuple, Any] | None = None) -> None:
         size = box.shape[0]
         self.box = upload((box * np.float32(scale))[None].astype(np.float32), device)
         self._box, self._scale = upload(box.astype(np.float32), device), np.array([scale], np.float32)
         self._models: list[tuple[Any, Any]] = []
+        self._parser = None
         if occluder is not None:
             for session, spec in occluder._models:
-                if not batch_allowed(session):
-                    raise ValueError(f"{spec.name} has a fixed batch of 1: the device path gives the occluder a "
-                                     "frame's faces in one call (a dynamic batch axis)")
+                _check_batch(session, spec.name)
                 graph = open_graph(f"occluder-input-{spec.name}-{size}", occluder_input_graph(
                     size, spec.size, spec.rgb, spec.mean, spec.std, spec.nhwc, _input_type(session, "input")))
                 self._models.append((session, graph))
             first = occluder._models[0]
             self._smooth = open_graph(f"occlusion-{name}-{len(self._models)}", occlusion_mask_graph(
                 len(self._models), first[1].size, size, _output_type(first[0])))
+        if parser is not None and swap is not None:
+            session, spec = parser._session, parser._spec
+            _check_batch(session, spec.name)
+            tile, tiles, unit_mean, unit_std, swap_dtype = swap
+            classes = session.get_outputs()[0].shape[1]
+            wanted = [REGION_CLASSES[r] for r in regions]  # type: ignore[index]
+            self._parser = session
+            self._region_input = open_graph(f"region-input-{spec.name}-{size}", region_input_graph(
+                tile, tiles, unit_mean, unit_std, spec.size, spec.rgb, spec.mean, spec.std, swap_dtype,
+                _input_type(session, "input")))
+            self._region = open_graph(f"region-{spec.name}-{size}-{'-'.join(map(str, wanted))}", region_mask_graph(
+                classes if isinstance(classes, int) else 19, wanted, spec.size, size, _output_type(session)))
 
     @property
     def needs_levels(self) -> bool:
         return bool(self._models)
 
-    def make(self, levels: Any, count: int) -> list[tuple[Any, int]]:
-        if not self._models:
+    def make(self, levels: Any, count: int, output: Any = None) -> list[tuple[Any, int]]:
+        """Each face's mask: (a mask batch on the device, the face's row in it). `levels`: the crops' grey
+        levels (for the occluder); `output`: the swapper's output batch (for the parser)."""
+        if not self._models and self._parser is None:
             return [(self.box, 0)] * count
-        raws = {}
-        for index, (session, graph) in enumerate(self._models):
-            tensor = graph({"levels": levels})[0]
-            raws[f"raw{index}"] = session.run_on_device({"input": tensor})[0]
-        masks = self._smooth({**raws, "box": self._box, "scale": self._scale})[0]
+        masks = self.box
+        if self._models:
+            raws = {}
+            for index, (session, graph) in enumerate(self._models):
+                tensor = graph({"levels": levels})[0]
+                raws[f"raw{index}"] = session.run_on_device({"input": tensor})[0]
+            masks = self._smooth({**raws, "box": self._box, "scale": self._scale})[0]
+        if self._parser is not None:
+            tensor = self._region_input({"output": output})[0]
+            scores = self._parser.run_on_device({"input": tensor})[0]
+            masks = self._region({"scores": scores, "base": masks})[0]
         return [(masks, position) for position in range(count)]
+
+
+def _check_batch(session: Any, name: str) -> None:
+    if not batch_allowed(session):
+        raise ValueError(f"{name} has a fixed batch of 1: the device path gives it a frame's faces in one call "
+                         "(a dynamic batch axis)")
 
 
 class DeviceChain:
@@ -99,7 +128,7 @@ class DeviceChain:
     same device (SessionPool.graph)."""
 
     def __init__(self, swapper: Swapper | None, enhancer: Enhancer | None, masks: MaskOptions,
-                 open_graph: GraphOpener, occluder: Occluder | None = None) -> None:
+                 open_graph: GraphOpener, occluder: Occluder | None = None, parser: Parser | None = None) -> None:
         if swapper is None and enhancer is None:
             raise ValueError("the processor chain needs face_swapper or face_enhancer")
         reason = device_support(masks)
@@ -107,6 +136,8 @@ class DeviceChain:
             raise ValueError(reason)
         if "occlusion" in masks.types and occluder is None:
             raise ValueError("the occlusion mask needs a face occluder model (xseg_1, xseg_2 or xseg_3)")
+        if "region" in masks.types and parser is None and swapper is not None:
+            raise ValueError("the region mask needs a face parser model (bisenet_resnet_18 or bisenet_resnet_34)")
         self.swapper, self.enhancer, self.masks = swapper, enhancer, masks
         occluding = occluder if "occlusion" in masks.types else None
         first = swapper or enhancer
@@ -116,8 +147,10 @@ class DeviceChain:
         if swapper is not None:
             spec, session = swapper.spec, swapper._session
             self._swap_box = box_mask(swapper.size, masks.blur, masks.padding)
-            swap_masks = _Masks(self._swap_box, 1.0, self.device, occluding, open_graph, f"swap-{swapper.size}")
             self._unit = (spec.mean, spec.std) if spec.kind in _DENORMALISED else ((0.0,) * 3, (1.0,) * 3)
+            swap_masks = _Masks(self._swap_box, 1.0, self.device, occluding, open_graph, f"swap-{swapper.size}",
+                                parser if "region" in masks.types else None, masks.regions,
+                                (spec.size, (swapper.size // spec.size) ** 2, *self._unit, _output_type(session)))
             self._swap = _Stage(
                 session, swapper.size, spec.size, "target",
                 open_graph(f"warp-{spec.name}-{swapper.size}-{swap_masks.needs_levels}", warp_graph(
@@ -249,7 +282,7 @@ class _Stage:
             feeds = {self.input_name: warped[0], **other_feeds(np.array(group), self.per_face), **self.shared}
             out = self.session.run_on_device(feeds)[0]
             result.outputs += [(out, position * self.per_face) for position in range(len(group))]
-            result.masks += self.masks.make(warped[1] if len(warped) > 1 else None, len(group))
+            result.masks += self.masks.make(warped[1] if len(warped) > 1 else None, len(group), out)
         return result
 
     def paste_face(self, image: Any, shape: tuple[int, ...], faces: _Faces, index: int, matrix: np.ndarray) -> Any:

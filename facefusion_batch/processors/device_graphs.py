@@ -515,3 +515,82 @@ def occlusion_mask_graph(models: int, model: int, crop: int, dtype=np.float32) -
                helper.make_tensor_value_info("scale", TensorProto.FLOAT, [1])]
     return _model(nodes, inputs, [helper.make_tensor_value_info("masks", TensorProto.FLOAT, ["faces", crop, crop])],
                   inits, "ffb_occlusion")
+
+
+def region_input_graph(tile: int, tiles: int, unit_mean: Sequence[float], unit_std: Sequence[float], model: int,
+                       rgb: bool, mean: Sequence[float], std: Sequence[float], swap_dtype=np.float32,
+                       dtype=np.float32) -> bytes:
+    """The swapper's output batch `output` (N*tiles, 3, tile, tile) -> `tensor`, the face parser's input for
+    each face: the swapped crop decoded (as paste_graph's "unit"), rounded to whole levels (the CPU chain's
+    uint8 crop), resized to the parser's size (OpenCV rounds a uint8 resize half up), its channel order and
+    mean/std."""
+    k = int(round(tiles ** 0.5))
+    size = tile * k
+    nodes, inits = _decoded("output", tile, k, True, "unit", unit_mean, unit_std, "swapped")
+    inits += [_const("lo", np.array(0.0, np.float32)), _const("hi", np.array(255.0, np.float32)),
+              _const("half", np.array(0.5, np.float32)),
+              _const("order", np.array([2, 1, 0] if rgb else [0, 1, 2], np.int64)),
+              _const("scale", (1.0 / (255.0 * np.asarray(std, np.float32))).reshape(1, 3, 1, 1)),
+              _const("shift", (np.asarray(mean, np.float32) / np.asarray(std, np.float32)).reshape(1, 3, 1, 1))]
+    nodes += [helper.make_node("Round", ["swapped"], ["swapped_r"]),
+              helper.make_node("Clip", ["swapped_r", "lo", "hi"], ["levels"])]
+    if size != model:
+        more, more_inits = _resize("levels", model, "small_raw")
+        nodes += more
+        inits += more_inits
+        nodes += [helper.make_node("Add", ["small_raw", "half"], ["small_half"]),
+                  helper.make_node("Floor", ["small_half"], ["small_round"]),
+                  helper.make_node("Clip", ["small_round", "lo", "hi"], ["small"])]
+    else:
+        nodes.append(helper.make_node("Identity", ["levels"], ["small"]))
+    nodes += [helper.make_node("Gather", ["small", "order"], ["ordered"], axis=1),
+              helper.make_node("Mul", ["ordered", "scale"], ["scaled"]),
+              helper.make_node("Sub", ["scaled", "shift"], ["normalised"]),
+              helper.make_node("Cast", ["normalised"], ["tensor"], to=_FLOAT[dtype])]
+    return _model(nodes, [helper.make_tensor_value_info("output", _FLOAT[swap_dtype], ["rows", 3, tile, tile])],
+                  [helper.make_tensor_value_info("tensor", _FLOAT[dtype], ["faces", 3, model, model])], inits,
+                  "ffb_region_input")
+
+
+def region_mask_graph(classes: int, wanted: Sequence[int], model: int, crop: int, dtype=np.float32) -> bytes:
+    """The face parser's class scores `scores` (N, classes, model, model) -> `masks` (N, crop, crop): where the
+    best class is a wanted one (a tie counts as wanted), resized to the crop, softened (blur, stretch
+    0.5..1 to 0..1) as processors/masks.py does, and the minimum with `base` (N or 1, crop, crop): the box
+    mask or the box and occlusion masks."""
+    wanted = list(wanted)
+    others = [c for c in range(classes) if c not in set(wanted)]
+    inits = [_const("wanted", np.array(wanted, np.int64)), _const("lo", np.array(0.0, np.float32)),
+             _const("one", np.array(1.0, np.float32)), _const("half", np.array(0.5, np.float32)),
+             _const("two", np.array(2.0, np.float32)),
+             _const("out_shape", np.array([-1, crop, crop], np.int64))]
+    nodes = [helper.make_node("Cast", ["scores"], ["scores_f"], to=TensorProto.FLOAT),
+             helper.make_node("Gather", ["scores_f", "wanted"], ["wanted_scores"], axis=1),
+             helper.make_node("ReduceMax", ["wanted_scores"], ["best_wanted"], axes=[1], keepdims=1)]
+    if others:
+        inits.append(_const("others", np.array(others, np.int64)))
+        nodes += [helper.make_node("Gather", ["scores_f", "others"], ["other_scores"], axis=1),
+                  helper.make_node("ReduceMax", ["other_scores"], ["best_other"], axes=[1], keepdims=1),
+                  helper.make_node("GreaterOrEqual", ["best_wanted", "best_other"], ["is_wanted"]),
+                  helper.make_node("Cast", ["is_wanted"], ["region_small"], to=TensorProto.FLOAT)]
+    else:  # every class wanted: the whole crop
+        nodes += [helper.make_node("Mul", ["best_wanted", "lo"], ["zeros"]),
+                  helper.make_node("Add", ["zeros", "one"], ["region_small"])]
+    if model != crop:
+        more, more_inits = _resize("region_small", crop, "region_big")
+        nodes += more
+        inits += more_inits
+    else:
+        nodes.append(helper.make_node("Identity", ["region_small"], ["region_big"]))
+    nodes.append(helper.make_node("Clip", ["region_big", "lo", "one"], ["region_c"]))
+    more, more_inits = _blur("region_c", 5.0, "blurred")
+    nodes += more
+    inits += more_inits
+    nodes += [helper.make_node("Clip", ["blurred", "half", "one"], ["upper"]),
+              helper.make_node("Sub", ["upper", "half"], ["upper0"]),
+              helper.make_node("Mul", ["upper0", "two"], ["region"]),
+              helper.make_node("Reshape", ["region", "out_shape"], ["region3"]),
+              helper.make_node("Min", ["region3", "base"], ["masks"])]
+    return _model(nodes, [helper.make_tensor_value_info("scores", _FLOAT[dtype], ["faces", classes, model, model]),
+                          helper.make_tensor_value_info("base", TensorProto.FLOAT, ["masks", crop, crop])],
+                  [helper.make_tensor_value_info("masks", TensorProto.FLOAT, ["faces", crop, crop])], inits,
+                  "ffb_region")

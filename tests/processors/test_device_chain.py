@@ -23,7 +23,7 @@ from facefusion_batch.processors import device_chain as device_chain_module
 from facefusion_batch.processors.chain import ProcessorChain
 from facefusion_batch.processors.device_chain import DeviceChain
 from facefusion_batch.processors.enhancer import Enhancer, EnhancerOptions
-from facefusion_batch.processors.masks import MaskOptions, Occluder
+from facefusion_batch.processors.masks import MaskOptions, Occluder, Parser
 from facefusion_batch.processors.swapper import Swapper, SwapperOptions
 from facefusion_batch.settings import load_settings
 from standins import build_enhancer, build_swapper
@@ -84,6 +84,27 @@ def _occluder(path, gain: float, offset: float):
     return path
 
 
+def _parser(path):
+    """A BiSeNet stand-in whose classes follow the picture: skin (1) scores the red channel as fed
+    (ImageNet-normalised), background (0) scores 0, every other class -10; dynamic batch."""
+    nodes = [helper.make_node("Slice", ["input", "c0", "c1", "axis1"], ["red"]),
+             helper.make_node("Mul", ["red", "zero"], ["zeros"]),
+             helper.make_node("Add", ["zeros", "low"], ["lows"])]
+    planes = ["zeros", "red"] + ["lows"] * 17
+    nodes.append(helper.make_node("Concat", planes, ["output"], axis=1))
+    inits = [numpy_helper.from_array(np.array(v, dtype), n) for n, v, dtype in (
+        ("c0", [0], np.int64), ("c1", [1], np.int64), ("axis1", [1], np.int64), ("zero", 0.0, np.float32),
+        ("low", -10.0, np.float32))]
+    graph = helper.make_graph(nodes, "bisenet_standin",
+                              [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 3, 512, 512])],
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, ["batch", 19, 512, 512])],
+                              initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
 def _chains(tmp_path, swap_mode="identity", enhance=True, boost=None, masks=MaskOptions(("box",), blur=0.3,
                                                                                        padding=(0, 0, 0, 0)),
             occluders=0):
@@ -99,16 +120,21 @@ def _chains(tmp_path, swap_mode="identity", enhance=True, boost=None, masks=Mask
     cpu_occluder = (Occluder(*[(cpu_session(p), s) for p, s in zip(occluder_paths, occluder_specs)][0],
                              *[(cpu_session(p), s) for p, s in zip(occluder_paths, occluder_specs)][1:])
                     if occluders else None)
+    parser_path = _parser(tmp_path / "bisenet_resnet_34.onnx") if "region" in masks.types else None
+    parser_spec = CATALOG["bisenet_resnet_34"]
     cpu = ProcessorChain(Swapper(cpu_session(swap_path), swap_spec, options),
                          Enhancer(cpu_session(enh_path), enh_spec, enh_options) if enhance else None, masks,
-                         occluder=cpu_occluder)
+                         occluder=cpu_occluder,
+                         parser=Parser(cpu_session(parser_path), parser_spec) if parser_path else None)
     pool = SessionPool(_pool_settings(), io_binding=True)
     slots = threading.Semaphore(2)
     guarded = [(GuardedSession(pool, p, slots, s.name), s) for p, s in zip(occluder_paths, occluder_specs)]
     device = DeviceChain(Swapper(GuardedSession(pool, swap_path, slots, "hyperswap_1a_256"), swap_spec, options),
                          Enhancer(GuardedSession(pool, enh_path, slots, "gfpgan_1.4"), enh_spec, enh_options)
                          if enhance else None, masks, pool.graph,
-                         Occluder(guarded[0][0], guarded[0][1], *guarded[1:]) if occluders else None)
+                         Occluder(guarded[0][0], guarded[0][1], *guarded[1:]) if occluders else None,
+                         Parser(GuardedSession(pool, parser_path, slots, "bisenet_resnet_34"), parser_spec)
+                         if parser_path else None)
     return cpu, device, source
 
 
@@ -165,6 +191,16 @@ def test_occlusion_mask_on_the_device_path_matches(tmp_path, enhance, boost, occ
     _compare(cpu, device, source, levels=1)
 
 
+@pytest.mark.parametrize("enhance, boost, occluders", [(False, None, 0), (True, 512, 1), (False, 1024, 0)])
+def test_region_mask_on_the_device_path_matches(tmp_path, enhance, boost, occluders):
+    """BiSeNet on the swapped crops (resized to its 512 from 256, 512 or 1024), the chosen regions' mask
+    softened and combined with the box (and occlusion) masks on the device: the CPU chain's picture."""
+    types = ("box", "occlusion", "region") if occluders else ("box", "region")
+    cpu, device, source = _chains(tmp_path, enhance=enhance, boost=boost, occluders=occluders,
+                                  masks=MaskOptions(types, regions=("skin", "nose")))
+    _compare(cpu, device, source, levels=1)
+
+
 def test_device_path_sends_the_crops_to_the_models_as_device_values(tmp_path):
     """The model is fed the warp graph's OrtValue (never a numpy crop): the host holds no crop."""
     _, device, source = _chains(tmp_path, enhance=False)
@@ -189,6 +225,7 @@ def test_face_work_setting(monkeypatch):
     assert device_face_work(settings(execution_providers="cuda", face_work="cpu")) is False
     # masks the device path does not do: auto takes the CPU path, an explicit device is an error at start
     assert device_face_work(settings(execution_providers="cuda", face_mask_types="box occlusion")) is True
+    assert device_face_work(settings(execution_providers="cuda", face_mask_types="box region")) is True
     assert device_face_work(settings(execution_providers="cuda", face_mask_types="box area")) is False
-    with pytest.raises(SettingsError, match="box and occlusion masks only.*has region"):
-        device_face_work(settings(face_work="device", face_mask_types="box region"))
+    with pytest.raises(SettingsError, match="not the area mask.*has area"):
+        device_face_work(settings(face_work="device", face_mask_types="box region area"))
