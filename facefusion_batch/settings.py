@@ -343,9 +343,10 @@ class Settings:
         "models from fp16 copies made once in cache_path, each used only where its output stays within 1 % of "
         "the fp32 model's; files FaceFusion ships in fp16 are used as they are.", True, role="engine")
     face_work: FaceWork = _spec(
-        "execution", "Where the per-face work around the models runs (crop warps, box mask, pastes, enhancer "
-        "blend): device: ONNX graphs on the execution provider, the frame sent to the GPU once; cpu: numpy/OpenCV; "
-        "auto: device with cuda/tensorrt, cpu otherwise.", "auto", role="engine")
+        "execution", "Where the per-face work around the models runs (crop warps, masks, pastes, enhancer "
+        "blend): device: ONNX graphs on the execution provider, the frame sent to the GPU once (not with the area "
+        "mask); cpu: numpy/OpenCV; auto: device with cuda/tensorrt where it can, cpu otherwise.", "auto",
+        role="engine")
     execution_thread_count: int = _spec("execution", "Frame worker threads.",
                                         default_factory=lambda: min(8, os.cpu_count() or 1),
                                         role="engine", range=(1, 256))

@@ -194,14 +194,25 @@ class NeuralEngine:
             if self.config.classify:
                 self._classifier = FaceClassifier(self._open(by_name[CLASSIFIER]), CATALOG[CLASSIFIER])
         else:
-            opener = self._open_on_device if self.device_work else self._open
-            self._processors = build_processors(self.config, lambda name: opener(by_name[name]),
-                                                lambda name: read_emap(by_name[name].path),
-                                                pool.graph if self.device_work else None)
+            self._processors = self._build(by_name)
             self._classifier = self._processors.classifier
         self._weighted = (self._processors is not None and self._processors.swapper is not None
                           and settings.face_swapper_weight != 0.5
                           and CATALOG[settings.face_swapper_model].kind not in _IMAGE_SOURCE)
+
+    def _build(self, by_name: dict[str, store.ModelState]) -> Processors:
+        """The processors, on the device path when chosen. A model the device path can't feed (a fixed batch
+        of 1 that could not be given a dynamic one) sends `auto` to the CPU path and stops `device` at start."""
+        emap = lambda name: read_emap(by_name[name].path)  # noqa: E731
+        if self.device_work:
+            try:
+                return build_processors(self.config, lambda name: self._open_on_device(by_name[name]), emap,
+                                        self.pool.graph)
+            except ValueError as exc:
+                if self._settings.face_work == "device":
+                    raise SettingsError(f"face_work = device: {exc}; use face_work = auto or cpu") from None
+                self.device_work = False
+        return build_processors(self.config, lambda name: self._open(by_name[name]), emap)
 
     def _face_landmarker(self, settings: Settings, by_name: dict[str, store.ModelState]) -> FaceLandmarker | None:
         names = landmarker_names(settings)

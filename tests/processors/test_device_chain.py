@@ -229,3 +229,18 @@ def test_face_work_setting(monkeypatch):
     assert device_face_work(settings(execution_providers="cuda", face_mask_types="box area")) is False
     with pytest.raises(SettingsError, match="not the area mask.*has area"):
         device_face_work(settings(face_work="device", face_mask_types="box region area"))
+
+
+def test_a_fixed_batch_occluder_sends_auto_to_the_cpu_path_and_stops_device(tmp_path):
+    """XSeg with a batch of 1 (no dynamic axis): DeviceChain can't give it a frame's faces in one call."""
+    from standins import build_occluder
+
+    spec = CATALOG["hyperswap_1a_256"]
+    swap_path = build_swapper(tmp_path / "hyperswap_1a_256.onnx", 256, mode="identity", dynamic_batch=True)
+    xseg = build_occluder(tmp_path / "xseg_1.onnx", np.ones((256, 256), np.float32), dynamic_batch=False)
+    pool = SessionPool(settings(), io_binding=True)
+    slots = threading.Semaphore(1)
+    with pytest.raises(ValueError, match="xseg_1 has a fixed batch of 1"):
+        DeviceChain(Swapper(GuardedSession(pool, swap_path, slots), spec, SwapperOptions(spec.name)), None,
+                    MaskOptions(("box", "occlusion")), pool.graph,
+                    Occluder(GuardedSession(pool, xseg, slots), CATALOG["xseg_1"]))

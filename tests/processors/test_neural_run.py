@@ -432,3 +432,21 @@ def test_fp16_copies_of_the_processor_models_give_the_fp32_picture(ff_env, pictu
     assert any(v.startswith("gpen_bfr_512-") and v.endswith(".fp16.accepted") for v in verdicts), verdicts
     assert not any(v.startswith("hyperswap") for v in verdicts)
     assert np.abs(outputs[True] - outputs[False]).max() <= 2
+
+
+def test_a_model_the_device_path_cannot_feed_sends_auto_to_the_cpu_path(ff_env, picture, source, capsys,
+                                                                         monkeypatch):
+    from facefusion_batch.engines import neural
+    from facefusion_batch.processors import build
+
+    def refuse(*args, **kwargs):
+        raise ValueError("xseg_1 has a fixed batch of 1")
+    monkeypatch.setattr(build, "DeviceChain", refuse)
+    monkeypatch.setenv("FFB_FACE_WORK", "device")
+    code, _, err = run(capsys, "-s", str(source), "-t", str(picture), "-o", str(ff_env / "device"))
+    assert code != 0 and "face_work = device: xseg_1 has a fixed batch of 1" in err
+    monkeypatch.setenv("FFB_FACE_WORK", "auto")
+    monkeypatch.setattr(neural, "device_face_work", lambda settings: True)  # as on a GPU
+    code, _, err = run(capsys, "--no-watermark", "-s", str(source), "-t", str(picture), "-o", str(ff_env / "auto"))
+    assert code == 0, err
+    assert (ff_env / "auto" / "portrait.png").is_file()
