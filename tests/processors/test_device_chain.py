@@ -244,3 +244,17 @@ def test_a_fixed_batch_occluder_sends_auto_to_the_cpu_path_and_stops_device(tmp_
         DeviceChain(Swapper(GuardedSession(pool, swap_path, slots), spec, SwapperOptions(spec.name)), None,
                     MaskOptions(("box", "occlusion")), pool.graph,
                     Occluder(GuardedSession(pool, xseg, slots), CATALOG["xseg_1"]))
+
+
+def test_helper_graphs_are_timed_apart_from_the_models(tmp_path):
+    """The benchmark's model-bound time sums the pool's model timings: the device path's warps and pastes
+    are not model time and go to `face_work_timings`."""
+    from facefusion_batch.timing import Timings
+
+    _, device, source = _chains(tmp_path)
+    pool = device.swapper._session._pool
+    pool.timings, pool.face_work_timings = Timings(), Timings()
+    frame, faces = _scene()
+    device.process(frame, faces, source)
+    assert set(pool.timings.snapshot()) == {"hyperswap_1a_256", "gfpgan_1.4"}
+    assert {"warp", "paste", "fold"} <= set(pool.face_work_timings.snapshot())
