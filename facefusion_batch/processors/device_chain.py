@@ -29,7 +29,7 @@ from facefusion_batch.processors.device_graphs import (fold_graph, occluder_inpu
                                                        warp_graph)
 from facefusion_batch.processors.enhancer import Enhancer
 from facefusion_batch.processors.masks import REGION_CLASSES, MaskOptions, Occluder, Parser
-from facefusion_batch.processors.swapper import _DENORMALISED, Swapper
+from facefusion_batch.processors.swapper import Swapper, output_range
 from facefusion_batch.processors.tensors import batch_allowed
 
 # (name, graph bytes) -> a runner of that graph on the models' device: feeds -> list of OrtValues there
@@ -72,16 +72,16 @@ class _Masks:
         self._models: list[tuple[Any, Any]] = []
         self._parser = None
         if occluder is not None:
-            for session, spec in occluder._models:
+            for session, spec in occluder.models:
                 _check_batch(session, spec.name)
                 graph = open_graph(f"occluder-input-{spec.name}-{size}", occluder_input_graph(
                     size, spec.size, spec.rgb, spec.mean, spec.std, spec.nhwc, _input_type(session, "input")))
                 self._models.append((session, graph))
-            first = occluder._models[0]
+            first = occluder.models[0]
             self._smooth = open_graph(f"occlusion-{name}-{len(self._models)}", occlusion_mask_graph(
                 len(self._models), first[1].size, size, _output_type(first[0])))
         if parser is not None and swap is not None:
-            session, spec = parser._session, parser._spec
+            session, spec = parser.session, parser.spec
             _check_batch(session, spec.name)
             tile, tiles, unit_mean, unit_std, swap_dtype = swap
             classes = session.get_outputs()[0].shape[1]
@@ -142,12 +142,12 @@ class DeviceChain:
         occluding = occluder if "occlusion" in masks.types else None
         first = swapper or enhancer
         assert first is not None
-        self.device: Device = first._session.device()
+        self.device: Device = first.session.device()
         self._swap = self._enhance = self._fold = self._fold_paste = None
         if swapper is not None:
-            spec, session = swapper.spec, swapper._session
+            spec, session = swapper.spec, swapper.session
             self._swap_box = box_mask(swapper.size, masks.blur, masks.padding)
-            self._unit = (spec.mean, spec.std) if spec.kind in _DENORMALISED else ((0.0,) * 3, (1.0,) * 3)
+            self._unit = output_range(spec)
             swap_masks = _Masks(self._swap_box, 1.0, self.device, occluding, open_graph, f"swap-{swapper.size}",
                                 parser if "region" in masks.types else None, masks.regions,
                                 (spec.size, (swapper.size // spec.size) ** 2, *self._unit, _output_type(session)))
@@ -160,7 +160,7 @@ class DeviceChain:
                     spec.size, (swapper.size // spec.size) ** 2, True, "unit", *self._unit, _output_type(session))),
                 swap_masks)
         if enhancer is not None:
-            spec, session = enhancer.spec, enhancer._session
+            spec, session = enhancer.spec, enhancer.session
             # FaceFusion's enhancer uses the box blur without padding; `blend` scales the whole mask
             enhance_masks = _Masks(box_mask(enhancer.size, masks.blur, (0, 0, 0, 0)), enhancer.options.blend / 100.0,
                                    self.device, occluding, open_graph, f"enhance-{enhancer.size}")
@@ -171,9 +171,9 @@ class DeviceChain:
                     _input_type(session, "input"), levels=enhance_masks.needs_levels)),
                 open_graph(f"paste-{spec.name}", paste_graph(enhancer.size, 1, True, "signed",
                                                              dtype=_output_type(session))),
-                enhance_masks, shared=dict(enhancer._shared))
+                enhance_masks, shared=enhancer.shared_feeds)
             if swapper is not None:
-                swap_spec, swap_session = swapper.spec, swapper._session
+                swap_spec, swap_session = swapper.spec, swapper.session
                 self._fold = open_graph(f"fold-{swap_spec.name}-{swapper.size}-{spec.name}", fold_graph(
                     enhancer.size, swap_spec.size, (swapper.size // swap_spec.size) ** 2, swapper.size, spec.rgb,
                     spec.mean, spec.std, spec.nhwc, _input_type(session, "input"), *self._unit,

@@ -205,7 +205,7 @@ def test_device_path_sends_the_crops_to_the_models_as_device_values(tmp_path):
     """The model is fed the warp graph's OrtValue (never a numpy crop): the host holds no crop."""
     _, device, source = _chains(tmp_path, enhance=False)
     fed = []
-    session = device.swapper._session
+    session = device.swapper.session
     original = session.run_on_device
 
     def spy(feeds):
@@ -252,7 +252,7 @@ def test_helper_graphs_are_timed_apart_from_the_models(tmp_path):
     from facefusion_batch.timing import Timings
 
     _, device, source = _chains(tmp_path)
-    pool = device.swapper._session._pool
+    pool = device.swapper.session._pool
     pool.timings, pool.face_work_timings = Timings(), Timings()
     frame, faces = _scene()
     device.process(frame, faces, source)
