@@ -168,6 +168,13 @@ class SessionPool:
                                          self._settings.execution_device_id).kept
         return self._kept
 
+    def run(self, session: Any, feeds: dict[str, Any], output_names: Any = None, run_options: Any = None) -> list[Any]:
+        """`session.run` for one of this pool's sessions: through IO binding where the pool binds it (GPU)."""
+        device = self.bound_device(session)
+        if device is None:
+            return session.run(output_names, feeds, run_options)
+        return run_to_host(session, feeds, device, run_options, output_names)
+
     def bound_device(self, session: Any) -> Optional[Device]:
         """The device whose IO binding `session`'s calls use; None for plain `session.run` calls."""
         return self._bound.get(id(session))
@@ -286,14 +293,11 @@ class GuardedSession:
     def run(self, output_names: Any, feeds: dict[str, Any]) -> list[Any]:
         session, run_options = self._pool.entry(self._path)
         self.calls.add()
-        device = self._pool.bound_device(session)
         with self._slots, timed(self._pool.timings, self.name):
             cpu = self._pool.cpu_timings
             start = time.thread_time()
             try:
-                if device is None:
-                    return session.run(output_names, feeds, run_options)
-                return run_to_host(session, feeds, device, run_options, output_names)
+                return self._pool.run(session, feeds, output_names, run_options)
             finally:
                 if cpu is not None:
                     cpu.add(self.name, time.thread_time() - start)
