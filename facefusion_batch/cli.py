@@ -18,26 +18,23 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-import typing
 from typing import Any, Callable, Optional
 
 import typer
 
-from facefusion_batch import __version__, interrupts, jsonlines
+from facefusion_batch import __version__, cli_options, interrupts, jsonlines
+from facefusion_batch.cli_options import MULTI_VALUE_FLAGS, RunOnly, Shared, WatchOnly, panels_of, setting_flags, take
 from facefusion_batch.errors import FfbError, SettingsError, SourceError
 from facefusion_batch.listing import capped, listed
-from facefusion_batch.settings import (Engine, ExecutorKind, FaceEnhancerModel, FaceOccluderModel,
-                                       FaceParserModel, FaceSelectorGender, FaceSelectorMode, FaceSelectorOrder,
-                                       FaceLandmarkerModel, FaceSelectorRace, FaceSwapperModel, FrameTransport,
-                                       LabelPosition,
-                                       OutputProvenance, ContentGate, VideoEncoder, VideoMemoryStrategy, VideoPreset,
-                                       check_paths,
-                                       choices, describe, load_settings)
+from facefusion_batch.settings import Engine, Resolved, Settings, check_paths, describe, load_settings
 from facefusion_batch.video.ffmpeg import describe_ffmpeg, use_ffmpeg
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
 models_app = typer.Typer(no_args_is_help=True, help="List, download and verify the neural models.")
 app.add_typer(models_app, name="models")
+
+
+EXIT_INTERRUPTED = 130  # an interrupted command's exit code (SIGINT, or SIGTERM to ffb run)
 
 
 def reports_errors(command):
@@ -57,11 +54,11 @@ def reports_errors(command):
         except typer.Exit:
             raise
         except KeyboardInterrupt:
-            _error(command.__name__, 130, "interrupted", as_json, stamp)
-            raise typer.Exit(130) from None
-        except Exception as exc:  # a bug: the traceback follows, and a script still gets its line
-            if as_json:
-                jsonlines.emit(stamp.error(command.__name__, 1, f"internal error: {type(exc).__name__}: {exc}"))
+            _error(command.__name__, EXIT_INTERRUPTED, "interrupted", as_json, stamp)
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+        except Exception as exc:  # a bug: the traceback follows (no line of ffb's), and a script still gets its line
+            _error(command.__name__, 1, f"internal error: {type(exc).__name__}: {exc}", as_json, stamp,
+                   say=lambda: None)
             raise
         raise typer.Exit(code or 0)
 
@@ -121,12 +118,17 @@ def _stderr_is_stdout() -> bool:
     return (out.st_dev, out.st_ino) == (err.st_dev, err.st_ino)
 
 
-def _error(command: str, code: int, message: str, as_json: bool, stamp: "RunStamp") -> None:
-    """An error: its stderr line and, under --json, its JSON document (then alone when both are one file)."""
+def _error(command: str, code: int, message: str, as_json: bool, stamp: Optional["RunStamp"] = None,
+           say: Optional[Callable[[], None]] = None) -> None:
+    """Every error ffb reports: its stderr line (`say` shows another form: a usage error as Click draws it) and,
+    under --json, its JSON document (then alone when both are one file)."""
     if not as_json or not _stderr_is_stdout():
-        print(f"ffb: error: {message}" if code != 130 else "ffb: interrupted", file=sys.stderr)
+        if say is not None:
+            say()
+        else:
+            print(f"ffb: error: {message}" if code != EXIT_INTERRUPTED else "ffb: interrupted", file=sys.stderr)
     if as_json:
-        jsonlines.emit(stamp.error(command, code, message))
+        jsonlines.emit((stamp or RunStamp.now()).error(command, code, message))
 
 
 def _load(profile: Optional[Path], flags: dict[str, Any]):
@@ -140,341 +142,35 @@ def _print_json(data: Any) -> None:
     jsonlines.emit(data)
 
 
-@app.command()
-@reports_errors
-def run(
-    source: Optional[list[Path]] = typer.Option(None, "--source", "-s", help="Image of the face to put into the "
-                                                "targets; repeat (-s a.jpg -s b.jpg) to average several photos "
-                                                "of one person into one identity (neural engine); FaceFusion's "
-                                                "--source-paths a.jpg b.jpg works too."),
-    target: Optional[list[str]] = typer.Option(None, "--target", "-t", help="Video, image, directory (searched "
-                                               "recursively) or quoted glob ('clips/**/*.mp4': outputs mirror the "
-                                               "tree below clips/); repeat, or list more after it (FaceFusion's "
-                                               "--target-path works too)."),
-    more_targets: Optional[list[str]] = typer.Argument(None, metavar="TARGET", help="More targets, e.g. "
-                                                       "what an unquoted clips/*.mp4 expands to.", show_default=False),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Output directory (mirrors the target tree), "
-                                          "or with one target the output file (-o result.mp4; FaceFusion's "
-                                          "--output-path works too). Default: output_path from the profile, "
-                                          "else ./output"),
-    profile: Optional[Path] = typer.Option(None, "--profile", "-p", help="Settings file: a FaceFusion "
-                                           "facefusion.ini as it is (FaceFusion's --config-path works too), or "
-                                           "ffb's .ini or .toml. Precedence: defaults < profile < FFB_* env < "
-                                           "flags."),
-    many_faces: bool = typer.Option(False, "--many-faces", help="Swap every face (same as --face-selector-mode many)."),
-    face_selector_mode: Optional[FaceSelectorMode] = typer.Option(None, help="Which faces to swap: many, one "
-                                                                  "(largest; ffb's default), reference (faces "
-                                                                  "like --reference-face; FaceFusion's default)."),
-    reference_face: Optional[Path] = typer.Option(None, "--reference-face", help="Image of the face to replace; "
-                                                  "implies --face-selector-mode reference."),
-    engine: Optional[Engine] = typer.Option(None, help="auto (neural if its models are "
-                                         "present, else offline), neural, offline."),
-    models_path: Optional[Path] = typer.Option(None, help="Directory of .onnx models (a FaceFusion .assets/models "
-                                               "directory works)."),
-    face_detector_model: Optional[str] = typer.Option(None, metavar="MODEL", help="Neural face detector: "
-                                                      + ", ".join(choices("face_detector_model")) + " (FaceFusion's "
-                                                      "yolo_face works too)."),
-    face_detector_size: Optional[str] = typer.Option(None, metavar="SIZE", help="Detector input size: 640 or "
-                                                     "FaceFusion's 640x640 (square)."),
-    face_detector_score: Optional[float] = typer.Option(None, help="0..1: minimum detection score (default 0.5)."),
-    processors: Optional[str] = typer.Option(None, metavar="PROCESSOR...", help="face_swapper, optionally followed "
-                                             "by face_enhancer (neural engine), e.g. --processors face_swapper "
-                                             "face_enhancer."),
-    face_swapper_model: Optional[FaceSwapperModel] = typer.Option(None, help="Swapper model (FaceFusion's names; "
-                                                                  "default inswapper_128)."),
-    face_swapper_weight: Optional[float] = typer.Option(None, help="0..1: 0.5 the source identity as is, higher "
-                                                        "keeps more of the target's own."),
-    face_swapper_pixel_boost: Optional[str] = typer.Option(None, metavar="SIZE", help="Swap at this crop size, "
-                                                           "e.g. 512x512 (tiled into model-size patches); default "
-                                                           "the model's size."),
-    face_enhancer_model: Optional[FaceEnhancerModel] = typer.Option(None, help="Enhancer model (with --processors "
-                                                                    "... face_enhancer)."),
-    face_enhancer_blend: Optional[int] = typer.Option(None, help="0..100: how much of the enhanced face is used "
-                                                      "(default 80)."),
-    face_enhancer_weight: Optional[float] = typer.Option(None, help="0..1: CodeFormer's fidelity (others ignore "
-                                                         "it)."),
-    face_mask_types: Optional[str] = typer.Option(None, metavar="TYPE...", help="Masks for the paste: box, "
-                                                  "occlusion, region, area (neural engine), e.g. "
-                                                  "--face-mask-types box occlusion."),
-    face_mask_blur: Optional[float] = typer.Option(None, help="0..1: blur of the box mask's edge (default 0.3)."),
-    face_mask_padding: Optional[str] = typer.Option(None, metavar="PERCENT...", help="Box mask padding, 1 to 4 "
-                                                    "percentages: top right bottom left."),
-    face_mask_regions: Optional[str] = typer.Option(None, metavar="REGION...", help="Face parts the region mask "
-                                                    "keeps: " + " ".join(choices("face_mask_regions")) + "."),
-    face_mask_areas: Optional[str] = typer.Option(None, metavar="AREA...", help="Face areas the area mask keeps: "
-                                                  + " ".join(choices("face_mask_areas")) + "."),
-    face_occluder_model: Optional[FaceOccluderModel] = typer.Option(None, help="Occlusion mask model (many: every "
-                                                                    "XSeg, the strictest wins)."),
-    face_parser_model: Optional[FaceParserModel] = typer.Option(None, help="Region mask model."),
-    face_landmarker_model: Optional[FaceLandmarkerModel] = typer.Option(None, help="68-point landmarker for the "
-                                                                        "area mask (default 2dfan4; many: both)."),
-    face_landmarker_score: Optional[float] = typer.Option(None, help="0..1: landmarker score a face needs, else "
-                                                          "the 68-from-5 estimate is used (default 0.5)."),
-    face_selector_order: Optional[FaceSelectorOrder] = typer.Option(None, help="Order of a frame's faces; "
-                                                                    "--face-selector-mode one takes the first."),
-    face_selector_gender: Optional[FaceSelectorGender] = typer.Option(None, help="Only faces of this gender "
-                                                                      "(auto: the source face's; needs the "
-                                                                      "fairface model)."),
-    face_selector_race: Optional[FaceSelectorRace] = typer.Option(None, help="Only faces of this race (auto: the "
-                                                                  "source face's; needs the fairface model)."),
-    face_selector_age_start: Optional[int] = typer.Option(None, help="Only faces of at least this age (fairface)."),
-    face_selector_age_end: Optional[int] = typer.Option(None, help="Only faces younger than this age (fairface)."),
-    reference_face_distance: Optional[float] = typer.Option(None, help="0..1: how unlike --reference-face a face "
-                                                            "may be and still be swapped (FaceFusion's scale; "
-                                                            "default 0.3, lower is stricter)."),
-    face_detector_min_size: Optional[int] = typer.Option(None, help="Offline engine: find faces down to this "
-                                                         "many pixels by scanning tiles (slower; 0: off)."),
-    execution_providers: Optional[str] = typer.Option(None, metavar="PROVIDER...", help="Providers in order "
-                                                      "of preference: cpu, cuda, tensorrt, e.g. "
-                                                      "--execution-providers cuda cpu."),
-    execution_device_id: Optional[str] = typer.Option(None, metavar="ID", help="GPU index (FaceFusion's "
-                                                      "--execution-device-ids works too, with one id)."),
-    execution_thread_count: Optional[int] = typer.Option(None, help="Frame worker threads."),
-    execution_queue_count: Optional[int] = typer.Option(None, help="Frames in flight per worker thread."),
-    execution_inference_slots: Optional[int] = typer.Option(None, help="Model calls allowed at once (0: 1 on a "
-                                                            "GPU, the thread count on CPU)."),
-    ffmpeg_path: Optional[Path] = typer.Option(None, help="ffmpeg executable to use (default: the bundled one); "
-                                               "must be version 6.0 or newer."),
-    output_video_encoder: Optional[VideoEncoder] = typer.Option(None, help="ffmpeg video encoder."),
-    output_video_preset: Optional[VideoPreset] = typer.Option(None, help="Encoder speed preset."),
-    output_video_quality: Optional[int] = typer.Option(None, help="0..100, higher is better (maps to CRF)."),
-    output_image_quality: Optional[int] = typer.Option(None, help="0..100: JPEG/WebP quality of image targets' "
-                                                       "outputs (default 95)."),
-    output_image_scale: Optional[float] = typer.Option(None, help="0.25..8: image outputs at this multiple of "
-                                                       "the target's size (default 1)."),
-    temp_path: Optional[Path] = typer.Option(None, help="Directory for temporary frames and chunks."),
-    cache_path: Optional[Path] = typer.Option(None, help="Directory of the source-face cache and the local C2PA "
-                                              "signing certificate (may be read-only once that exists)."),
-    state_path: Optional[Path] = typer.Option(None, help="Directory for the journal and lock (default: "
-                                              "OUTPUT/.ffb)."),
-    shared_path: Optional[Path] = typer.Option(None, help="Ray executor: directory every node mounts at the same "
-                                               "path, where chunks of a split video meet."),
-    chunk_size: Optional[int] = typer.Option(None, help="Frames per chunk (bounds temporary disk use)."),
-    temp_frame_format: Optional[str] = typer.Option(None, metavar="FORMAT", help="Format of the temporary frames: "
-                                                    + ", ".join(choices("temp_frame_format")) + " (FaceFusion's "
-                                                    "jpeg works too)."),
-    frame_transport: Optional[FrameTransport] = typer.Option(
-        None, help="temp: frames spooled through --temp-path in chunks; memory: no temporary frame files."),
-    keypoint_reuse: Optional[bool] = typer.Option(None, "--keypoint-reuse/--no-keypoint-reuse",
-                                                  help="Reuse and track faces while motion is small."),
-    video_memory_strategy: Optional[VideoMemoryStrategy] = typer.Option(
-        None, help="strict: free sessions between targets; moderate: shrink GPU arena; tolerant: keep all."),
-    system_memory_limit: Optional[int] = typer.Option(None, help="Memory limit in GB (0: none)."),
-    no_marking: bool = typer.Option(False, "--no-marking", help="Don't mark outputs as AI-modified at all: no "
-                                    "metadata, no C2PA (not advised)."),
-    output_provenance: Optional[OutputProvenance] = typer.Option(
-        None, help="c2pa: signed C2PA content credentials + metadata (default); metadata: metadata only; off."),
-    c2pa_certificate: Optional[Path] = typer.Option(None, help="Your organisation's signing certificate chain "
-                                                    "(PEM, signer first); default: a local one under cache_path."),
-    c2pa_private_key: Optional[Path] = typer.Option(None, help="Private key (PEM, unencrypted) of "
-                                                    "--c2pa-certificate."),
-    c2pa_timestamp_url: Optional[str] = typer.Option(None, metavar="URL", help="RFC 3161 time-stamp authority: "
-                                                     "signatures stay valid after the certificate expires."),
-    visible_label: Optional[str] = typer.Option(None, help="Draw this text (e.g. \"AI-generated\") in a corner of "
-                                                "every swapped frame and image."),
-    visible_label_position: Optional[LabelPosition] = typer.Option(None, help="Corner of the visible label."),
-    visible_label_size: Optional[float] = typer.Option(None, help="Label text height as a fraction of the "
-                                                       "frame height (default 0.03)."),
-    visible_label_opacity: Optional[float] = typer.Option(None, help="Label opacity 0..1 (default 0.8)."),
-    watermark: bool = typer.Option(False, "--watermark", help="Invisible watermark: the output's id in every "
-                                   "swapped frame (off by default: shows as grain on flat areas, see "
-                                   "docs/provenance.md)."),
-    no_watermark: bool = typer.Option(False, "--no-watermark", help="No invisible watermark (the default; "
-                                      "overrides a profile's output_watermark = true)."),
-    content_gate: Optional[ContentGate] = typer.Option(None, help="auto: check the source and each target for "
-                                                       "explicit content and block flagged targets (default); "
-                                                       "off: no check (recorded in every output)."),
-    executor: Optional[ExecutorKind] = typer.Option(None, help="local: this process; ray: spread the batch over a Ray "
-                                                "cluster (needs the ray extra of facefusion-batch)."),
-    ray_address: Optional[str] = typer.Option(None, help="Ray cluster to join: auto or ray://host:10001 (implies "
-                                              "--executor ray); without it Ray starts on this machine."),
-    force: bool = typer.Option(False, "--force", help="Redo targets the journal says are finished and unchanged."),
-    retry_failed: bool = typer.Option(False, "--retry-failed", help="Also retry targets whose last run failed "
-                                      "though they are unchanged (changed and new targets always run)."),
-    wait: bool = typer.Option(False, "--wait", help="If another ffb run holds this output, wait for it instead "
-                                                    "of exiting (exit code 6)."),
-    print_settings: bool = typer.Option(False, "--print-settings", help="Show the resolved settings and exit."),
-    as_json: bool = typer.Option(False, "--json", help="Print the summary on stdout as one line of JSON (run id, "
-                                 "start/end time UTC, version, engine, counts, outcomes); errors too."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
-    log_level: Optional[str] = typer.Option(None, metavar="LEVEL", help="info: progress and notes; error: only "
-                                            "errors and the summary (FaceFusion's warn and debug: info)."),
-    metrics_file: Optional[Path] = typer.Option(None, "--metrics-file", help="Write Prometheus metrics to this "
-                                                "file every 15 s and at the end, atomically: for node_exporter's "
-                                                "textfile collector, a *.prom file in its directory."),
-) -> int:
+def run(**options: Any) -> int:
     """Swap the source face into every target video and image.
 
     FaceFusion's headless-run command line works as it is where ffb can do what it asks (ffb headless-run is
     ffb run); its options ffb lacks are named, ignored when they would not change the output, refused
     otherwise (docs/facefusion-ini.md)."""
     stamp = RunStamp.now()
-    flags: dict[str, Any] = {
-        "output_path": output, "engine": engine, "models_path": models_path,
-        "face_detector_model": face_detector_model, "face_detector_min_size": face_detector_min_size,
-        "face_detector_size": face_detector_size, "face_detector_score": face_detector_score,
-        "reference_face_distance": reference_face_distance, "output_image_quality": output_image_quality,
-        "output_image_scale": output_image_scale,
-        "temp_frame_format": temp_frame_format, "log_level": log_level,
-        "processors": processors, "face_swapper_model": face_swapper_model,
-        "face_swapper_weight": face_swapper_weight, "face_swapper_pixel_boost": face_swapper_pixel_boost,
-        "face_enhancer_model": face_enhancer_model, "face_enhancer_blend": face_enhancer_blend,
-        "face_enhancer_weight": face_enhancer_weight, "face_mask_types": face_mask_types,
-        "face_mask_blur": face_mask_blur, "face_mask_padding": face_mask_padding,
-        "face_mask_regions": face_mask_regions, "face_mask_areas": face_mask_areas,
-        "face_occluder_model": face_occluder_model, "face_parser_model": face_parser_model,
-        "face_landmarker_model": face_landmarker_model, "face_landmarker_score": face_landmarker_score,
-        "face_selector_order": face_selector_order, "face_selector_gender": face_selector_gender,
-        "face_selector_race": face_selector_race, "face_selector_age_start": face_selector_age_start,
-        "face_selector_age_end": face_selector_age_end,
-        "execution_providers": execution_providers,
-        "execution_device_id": execution_device_id, "execution_thread_count": execution_thread_count,
-        "execution_queue_count": execution_queue_count, "execution_inference_slots": execution_inference_slots,
-        "ffmpeg_path": ffmpeg_path,
-        "output_video_encoder": output_video_encoder, "output_video_preset": output_video_preset,
-        "output_video_quality": output_video_quality, "temp_path": temp_path, "chunk_size": chunk_size,
-        "cache_path": cache_path, "state_path": state_path, "shared_path": shared_path,
-        "frame_transport": frame_transport, "keypoint_reuse": keypoint_reuse,
-        "video_memory_strategy": video_memory_strategy, "system_memory_limit": system_memory_limit,
-        "face_selector_mode": "many" if many_faces else face_selector_mode,
-        "reference_face_path": reference_face, "output_marking": False if no_marking else None,
-        "executor": executor or ("ray" if ray_address else None), "ray_address": ray_address,
-        "output_provenance": output_provenance, "c2pa_certificate": c2pa_certificate,
-        "c2pa_private_key": c2pa_private_key, "c2pa_timestamp_url": c2pa_timestamp_url,
-        "visible_label": visible_label,
-        "visible_label_position": visible_label_position, "visible_label_size": visible_label_size,
-        "visible_label_opacity": visible_label_opacity, "output_watermark": True if watermark else False if no_watermark else None,
-        "content_gate": content_gate,
-    }
-    if reference_face and not (many_faces or face_selector_mode):
-        flags["face_selector_mode"] = "reference"
-    resolved = _load(profile, flags)
-    settings = resolved.settings
-    use_ffmpeg(settings.ffmpeg_path)
-    if print_settings:
-        from facefusion_batch.concurrency import concurrency_of
-
-        rows = describe(resolved) + concurrency_of(resolved.settings).rows() + _ffmpeg_rows(resolved)
-        if as_json:
-            _print_json(rows)
-        else:
-            _settings_table(rows)
-        return 0
-    target = [*(target or []), *(more_targets or [])]
-    if not source or not target:
-        raise SettingsError("ffb run needs --source FACE_IMAGE and at least one --target; see ffb run --help")
-    sources = list(dict.fromkeys(source))  # the same photo twice is one photo
-    check_paths(settings)
-    if settings.output_file is not None:
-        _check_output_file(settings.output_file, target)
-
-    if settings.executor == "ray":
-        from facefusion_batch.executors import require_ray
-
-        require_ray()  # before the lock: say at once how to install it
-    for path in sources:
-        check_source(path)  # before the lock and the models: exit 4 at once
-    watching = _WATCHING.get()
-    if watching is not None:  # `ffb watch`: these options, one long-lived run (see `watch` below)
-        return _watch(settings, lambda: _reloaded(profile, flags), sources[0] if len(sources) == 1 else sources,
-                      target, watching, wait, quiet, retry_failed, as_json, stamp)
-    _check_targets_exist(target)
+    resolved = _resolve(options)
+    if options["print_settings"]:
+        return _show_settings(resolved, options["as_json"])
+    shared, own, settings = take(Shared, options), take(RunOnly, options), resolved.settings
+    source, targets = _inputs(shared, settings)
+    _check_targets_exist(targets)
     metrics = None
-    if metrics_file:
+    if own.metrics_file:
         from facefusion_batch.runner.metrics import FileMetrics
 
         # A path it can't write fails here, before anything starts; the output tells several jobs' files apart.
-        metrics = FileMetrics(metrics_file, {"output": str(settings.output_path)})
+        metrics = FileMetrics(own.metrics_file, {"output": str(settings.output_path)})
     with interrupts.handled() as signals:  # cron's kill (SIGTERM) ends a run like Ctrl-C
-        result = _run(settings, sources[0] if len(sources) == 1 else sources, target, wait, quiet, force,
-                      retry_failed, metrics, signals)
+        result = _run(settings, source, targets, shared, own.force, metrics, signals)
         with signals.held():  # the summary is printed whole, whatever arrives now
             result.interrupted = result.interrupted or signals.signalled
-            code = 130 if result.interrupted else 1 if result.failed else 0
-            if quiet and settings.log_level != "error":  # -q drops progress, not the run's warnings
+            code = EXIT_INTERRUPTED if result.interrupted else 1 if result.failed else 0
+            if shared.quiet and settings.log_level != "error":  # -q drops progress, not the run's warnings
                 for warning in result.warnings:
                     warn(warning)
-            _print_summary(result, as_json, stamp, code)
+            _print_summary(result, shared.as_json, stamp, code)
     return code
-
-
-# `ffb run --help` in groups, so that ~60 options read as a few short lists (and an 80-column terminal
-# shows every flag's name whole). An option not listed here shows under "Options".
-RUN_HELP_PANELS: dict[str, tuple[str, ...]] = {
-    "Faces and files": ("source", "target", "output", "profile"),
-    "Face selector": ("many_faces", "face_selector_mode", "reference_face", "face_selector_order",
-                      "face_selector_gender", "face_selector_race", "face_selector_age_start",
-                      "face_selector_age_end", "reference_face_distance"),
-    "Processors (FaceFusion's flags; neural engine)": (
-        "processors", "face_swapper_model", "face_swapper_weight", "face_swapper_pixel_boost",
-        "face_enhancer_model", "face_enhancer_blend", "face_enhancer_weight"),
-    "Face masks (FaceFusion's flags)": ("face_mask_types", "face_mask_blur", "face_mask_padding",
-                                        "face_mask_regions", "face_mask_areas", "face_occluder_model",
-                                        "face_parser_model", "face_landmarker_model", "face_landmarker_score"),
-    "Engine, models, face detection": ("engine", "models_path", "face_detector_model", "face_detector_size",
-                                       "face_detector_score", "face_detector_min_size"),
-    "Face tracking": ("keypoint_reuse",),
-    "Execution": ("execution_providers", "execution_device_id", "execution_thread_count",
-                  "execution_queue_count", "execution_inference_slots", "video_memory_strategy",
-                  "system_memory_limit", "ffmpeg_path", "temp_path", "chunk_size", "temp_frame_format",
-                  "frame_transport", "cache_path", "state_path", "shared_path"),
-    "Output": ("output_video_encoder", "output_video_preset", "output_video_quality", "output_image_quality",
-               "output_image_scale"),
-    "Marking and provenance": ("no_marking", "output_provenance", "c2pa_certificate", "c2pa_private_key",
-                               "c2pa_timestamp_url",
-                               "visible_label", "visible_label_position", "visible_label_size",
-                               "visible_label_opacity", "watermark", "no_watermark", "content_gate"),
-    "Batch": ("executor", "ray_address", "force", "retry_failed", "wait", "print_settings", "as_json", "quiet",
-              "log_level", "metrics_file"),
-}
-
-
-LONG_CHOICES = 14  # characters: a longer `<a|b|c>` list squeezes the flag names; it goes in the help text
-
-
-def _group_help(command: Any, panels: dict[str, tuple[str, ...]]) -> None:
-    """Put each named parameter of `command` in its help panel, and show a long list of choices as a short
-    metavar (the last word of the flag) with the choices in the help text (Typer reads both when it builds
-    the help, after this)."""
-    import inspect
-    import typing
-
-    parameters = inspect.signature(command).parameters
-    for panel, names in panels.items():
-        for name in names:
-            parameters[name].default.rich_help_panel = panel
-    for name, hint in typing.get_type_hints(inspect.unwrap(command)).items():
-        values = typing.get_args(next((a for a in typing.get_args(hint) if a is not type(None)), hint))
-        option = parameters[name].default if name in parameters else None
-        if hint in (bool, Optional[bool]) and isinstance(option, typer.models.OptionInfo) and option.metavar is None:
-            option.metavar = ""  # a flag takes no value: no `<bool>` beside it (it read as if it took one)
-            continue
-        if not values or not all(isinstance(v, str) for v in values) or not isinstance(option, typer.models.OptionInfo):
-            continue
-        if len("|".join(values)) > LONG_CHOICES and option.metavar is None:
-            option.metavar = name.rsplit("_", 1)[-1].upper()
-            if not all(value in (option.help or "") for value in values):
-                option.help = f"{option.help} Choices: {', '.join(values)}."
-
-
-_group_help(run, RUN_HELP_PANELS)
-
-
-@dataclass(frozen=True)
-class WatchOptions:
-    """What `ffb watch` adds to the options of `ffb run`."""
-
-    settle: float
-    poll: bool
-    metrics_port: Optional[int]
-    metrics_bind: str
-
-
-# Set (for one call) by the `watch` command, which runs `run`'s option handling: run then hands over to _watch.
-_WATCHING: contextvars.ContextVar[Optional[WatchOptions]] = contextvars.ContextVar("ffb_watching", default=None)
-# Options of `ffb run` that `ffb watch` does not take: every file is done once per change anyway (--force would
-# have nothing to mean after the first lot), and the metrics are served (--metrics-port), not written.
-_NOT_WATCH = ("force", "metrics_file")
 
 
 def watch(**options: Any) -> int:
@@ -494,46 +190,60 @@ def watch(**options: Any) -> int:
 
     Example: ffb watch -s face.jpg -t incoming/ -o swapped/ --metrics-port 9101
     """
-    watching = WatchOptions(options.pop("settle"), options.pop("poll"), options.pop("metrics_port"),
-                            options.pop("metrics_bind"))
-    token = _WATCHING.set(watching)
-    try:
-        return run.__wrapped__(**options, **{name: _RUN_DEFAULTS[name] for name in _NOT_WATCH})
-    finally:
-        _WATCHING.reset(token)
+    stamp = RunStamp.now()
+    resolved = _resolve(options)
+    if options["print_settings"]:
+        return _show_settings(resolved, options["as_json"])
+    shared = take(Shared, options)
+    source, targets = _inputs(shared, resolved.settings)
+    return _watch(resolved.settings, lambda: _reloaded(options), source, targets, shared,
+                  take(WatchOnly, options), stamp)
 
 
-def _watch_signature() -> None:
-    """`watch` takes `run`'s options (declared once, there) less _NOT_WATCH, plus its own."""
-    own = [
-        inspect.Parameter("settle", inspect.Parameter.KEYWORD_ONLY, annotation=float, default=typer.Option(
-            3.0, "--settle", min=0.0, help="Seconds a file must stay unchanged (size and modification time) "
-                                           "before it is taken: longer for slow uploads.")),
-        inspect.Parameter("poll", inspect.Parameter.KEYWORD_ONLY, annotation=bool, default=typer.Option(
-            False, "--poll", help="Poll the directories (every second) instead of filesystem events: for network "
-                                  "filesystems (NFS, SMB) where events from other machines never arrive.")),
-        inspect.Parameter("metrics_port", inspect.Parameter.KEYWORD_ONLY, annotation=Optional[int],
-                          default=typer.Option(None, "--metrics-port", min=0, max=65535, help="Serve Prometheus "
-                                               "metrics at http://BIND:PORT/metrics while watching (e.g. 9101).")),
-        inspect.Parameter("metrics_bind", inspect.Parameter.KEYWORD_ONLY, annotation=str, default=typer.Option(
-            "127.0.0.1", "--metrics-bind", help="Address the metrics endpoint listens on (0.0.0.0: every "
-                                                "interface; it has no authentication).")),
-    ]
-    taken = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in _RUN_SIGNATURE.parameters.values()
-             if p.name not in _NOT_WATCH]
-    parameters = taken + own
-    watch.__signature__ = inspect.Signature(parameters, return_annotation=int)
-    watch.__annotations__ = {**{p.name: p.annotation for p in parameters}, "return": int}
+def _resolve(options: dict[str, Any]) -> Resolved:
+    """The settings of a run or watch: its profile, the environment and its flags; ffmpeg chosen."""
+    resolved = _load(options["profile"], setting_flags(options))
+    use_ffmpeg(resolved.settings.ffmpeg_path)
+    return resolved
 
 
-def _watch(settings, reload, source_path: Path | list[Path], target: list[str], watching: WatchOptions, wait: bool,
-           quiet: bool, retry_failed: bool, as_json: bool, stamp: "RunStamp") -> int:
-    """`ffb watch` once `run` has checked the options: until a signal. Exit 0 on SIGTERM (a service stopped),
-    130 on SIGINT; an error before the watch began: its code."""
+def _show_settings(resolved: Resolved, as_json: bool) -> int:
+    """--print-settings: every setting with its value, origin and role, what runs at once, which ffmpeg."""
+    from facefusion_batch.concurrency import concurrency_of
+
+    rows = describe(resolved) + concurrency_of(resolved.settings).rows() + _ffmpeg_rows(resolved)
+    if as_json:
+        _print_json(rows)
+    else:
+        _settings_table(rows)
+    return 0
+
+
+def _inputs(shared: Shared, settings: Settings) -> tuple[Path | list[Path], list[str]]:
+    """The source (several photos of one person: a list) and the targets, checked before the lock and the
+    models: a bad source is exit 4 at once, a missing Ray says at once how to install it."""
+    targets = [*(shared.target or []), *(shared.more_targets or [])]
+    if not shared.source or not targets:
+        raise SettingsError("ffb run needs --source FACE_IMAGE and at least one --target; see ffb run --help")
+    sources = list(dict.fromkeys(shared.source))  # the same photo twice is one photo
+    check_paths(settings)
+    if settings.output_file is not None:
+        _check_output_file(settings.output_file, targets)
+    if settings.executor == "ray":
+        from facefusion_batch.executors import require_ray
+
+        require_ray()
+    for path in sources:
+        check_source(path)
+    return (sources[0] if len(sources) == 1 else sources), targets
+
+
+def _watch(settings: Settings, reload: Callable[[], Settings], source: Path | list[Path], targets: list[str],
+           shared: Shared, watching: WatchOnly, stamp: "RunStamp") -> int:
+    """`ffb watch` once its options are checked: until a signal. Exit 0 on SIGTERM (a service stopped), 130 on
+    SIGINT; an error before the watch began: its code."""
     from facefusion_batch.api import watch as watch_folders
     from facefusion_batch.runner.metrics import RunMetrics, serve
-    from facefusion_batch.runner.batch import INTERRUPTED, BatchResult
-    from facefusion_batch.workflow.outcome import Outcome
     from facefusion_batch.runner.progress import make_reporter
 
     if settings.output_file is not None:
@@ -542,18 +252,18 @@ def _watch(settings, reload, source_path: Path | list[Path], target: list[str], 
     metrics = RunMetrics({"output": str(settings.output_path)})
     server = None
     with interrupts.handled() as signals:
-        reporter = make_reporter(quiet=quiet or settings.log_level == "error")
+        reporter = make_reporter(quiet=shared.quiet or settings.log_level == "error")
         try:
             if watching.metrics_port is not None:
                 server = serve(metrics.registry, watching.metrics_port, watching.metrics_bind)
                 reporter.message(f"ffb watch: metrics at http://{server.address}:{server.port}/metrics")
-            result = watch_folders(source_path, target, settings, settle=watching.settle, poll=watching.poll,
-                                   retry_failed=retry_failed, wait=wait, reporter=metrics.reporter(reporter),
-                                   metrics=metrics, reload=reload, lost_signal=signals.raise_lost,
-                                   on_outcome=_watch_line(stamp) if as_json else None)
+            result = watch_folders(source, targets, settings, settle=watching.settle, poll=watching.poll,
+                                   retry_failed=shared.retry_failed, wait=shared.wait,
+                                   reporter=metrics.reporter(reporter), metrics=metrics, reload=reload,
+                                   lost_signal=signals.raise_lost,
+                                   on_outcome=_watch_line(stamp) if shared.as_json else None)
         except KeyboardInterrupt:  # before the watch began (e.g. while waiting for the lock)
-            result = BatchResult(str(settings.engine), [], [], [Outcome("(batch)", "failed", reason=INTERRUPTED)],
-                                 interrupted=True)
+            result = _interrupted_before_start(settings)
         finally:
             with signals.held():
                 if server is not None:
@@ -561,10 +271,19 @@ def _watch(settings, reload, source_path: Path | list[Path], target: list[str], 
                 metrics.close()
                 reporter.close()
         with signals.held():
-            code = 0 if signals.signum == signal.SIGTERM else 130
+            code = 0 if signals.signum == signal.SIGTERM else EXIT_INTERRUPTED
             result.interrupted = True
-            _print_summary(result, as_json, stamp, code, command="watch")
+            _print_summary(result, shared.as_json, stamp, code, command="watch")
     return code
+
+
+def _interrupted_before_start(settings: Settings) -> Any:
+    """The result of a batch a signal ended before any target began."""
+    from facefusion_batch.runner.batch import INTERRUPTED, BatchResult
+    from facefusion_batch.workflow.outcome import Outcome
+
+    return BatchResult(str(settings.engine), [], [], [Outcome("(batch)", "failed", reason=INTERRUPTED)],
+                       interrupted=True)
 
 
 def _watch_line(stamp: "RunStamp") -> Callable[[Any], None]:
@@ -576,35 +295,36 @@ def _watch_line(stamp: "RunStamp") -> Callable[[Any], None]:
     return emit
 
 
-def _reloaded(profile: Optional[Path], flags: dict[str, Any]):
+def _reloaded(options: dict[str, Any]) -> Settings:
     """The settings again (SIGHUP): the profile re-read, under the same flags; FfbError when it is wrong."""
-    settings = _load(profile, flags).settings
+    settings = _load(options["profile"], setting_flags(options)).settings
     check_paths(settings)
     return settings
 
 
-def _run(settings, source_path: Path | list[Path], target: list[str], wait: bool, quiet: bool, force: bool,
-         retry_failed: bool, metrics, signals: interrupts.Interrupts):
+def _run(settings: Settings, source: Path | list[Path], targets: list[str], shared: Shared, force: bool, metrics,
+         signals: interrupts.Interrupts):
     """The batch's result (through the public API); a signal before the batch began gives an interrupted
     result with no targets."""
     from facefusion_batch.api import run as run_batch
-    from facefusion_batch.runner.batch import INTERRUPTED, BatchResult
-    from facefusion_batch.workflow.outcome import Outcome
     from facefusion_batch.runner.progress import make_reporter
 
-    reporter = make_reporter(quiet=quiet or settings.log_level == "error")
+    reporter = make_reporter(quiet=shared.quiet or settings.log_level == "error")
     reporter = metrics.reporter(reporter) if metrics else reporter
-    result = None
     try:
-        result = run_batch(source_path, target, settings=settings, force=force, retry_failed=retry_failed,
-                           wait=wait, reporter=reporter, metrics=metrics, lost_signal=signals.raise_lost)
+        return run_batch(source, targets, settings=settings, force=force, retry_failed=shared.retry_failed,
+                         wait=shared.wait, reporter=reporter, metrics=metrics, lost_signal=signals.raise_lost)
     except KeyboardInterrupt:
-        result = BatchResult(str(settings.engine), [], [], [Outcome("(batch)", "failed", reason=INTERRUPTED)],
-                             interrupted=True)
+        return _interrupted_before_start(settings)
     finally:
         with signals.held():
             reporter.close()
-    return result
+
+
+app.command("run")(reports_errors(cli_options.command(run, Shared, RunOnly)))
+app.command("watch")(reports_errors(cli_options.command(watch, Shared, WatchOnly)))
+# The panels of `ffb run --help`, each with its options in order.
+RUN_HELP_PANELS: dict[str, tuple[str, ...]] = panels_of(run.__signature__)
 
 
 def outcome_document(outcome: dict[str, Any]) -> dict[str, Any]:
@@ -715,12 +435,6 @@ def _summary_table(result) -> None:
     counts = result.to_dict()["counts"]
     print_line(f"done {counts['done']}, no face {counts['no_face']}, skipped {counts['skipped']}, "
                + (f"blocked {counts['blocked']}, " if counts['blocked'] else "") + f"failed {counts['failed']}")
-
-
-_RUN_SIGNATURE = inspect.signature(run.__wrapped__, eval_str=True)
-_RUN_DEFAULTS = {name: _RUN_SIGNATURE.parameters[name].default.default for name in _NOT_WATCH}
-_watch_signature()
-app.command("watch")(reports_errors(watch))
 
 
 @models_app.command("list")
@@ -1118,8 +832,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         return _main(args, as_json)
     except KeyboardInterrupt:  # outside any command's own handling, e.g. while a lazy import runs
-        _error(_command_of(args), 130, "interrupted", as_json, RunStamp.now())
-        return 130
+        _error(_command_of(args), EXIT_INTERRUPTED, "interrupted", as_json)
+        return EXIT_INTERRUPTED
     finally:
         _JSON_WARNINGS.reset(token)
 
@@ -1134,23 +848,16 @@ def _main(args: list[str], as_json: bool) -> int:
     try:  # a FaceFusion command line: its names made ffb's, its options ffb lacks dropped or refused
         translated = facefusion_flags.translate(args, _own_flags(args), _own_flags(args, valued=True), _is_target)
     except SettingsError as exc:
-        _error(args[0], exc.exit_code, str(exc), as_json, RunStamp.now())
+        _error(args[0], exc.exit_code, str(exc), as_json)
         return exc.exit_code
     if translated.warning:
         warn(translated.warning)
     args = join_multi_values(translated.args)
-    empty = empty_path(args)
-    if empty:
-        _error(_command_of(args), 2, empty, as_json, RunStamp.now())
-        return 2
-    valued = _flag_given_a_value(args)
-    if valued:
-        _error(_command_of(args), 2, valued, as_json, RunStamp.now())
-        return 2
-    several = several_sources(args)
-    if several:
-        _error("run", 2, several, as_json, RunStamp.now())
-        return 2
+    for refused in (empty_path, _flag_given_a_value, several_sources):  # what Click would misread
+        problem = refused(args)
+        if problem:
+            _error(_command_of(args), 2, problem, as_json)
+            return 2
     try:
         code = app(args=args, prog_name="ffb", standalone_mode=False)
     except typer.Abort:
@@ -1159,10 +866,7 @@ def _main(args: list[str], as_json: bool) -> int:
     except typer.TyperException as exc:  # usage: an unknown flag, a value not among the choices
         if not hasattr(exc, "format_message"):
             raise
-        if not as_json or not _stderr_is_stdout():
-            _show_usage_error(exc)
-        if as_json:
-            jsonlines.emit(RunStamp.now().error(_command_of(args), exc.exit_code, exc.format_message()))
+        _error(_command_of(args), exc.exit_code, exc.format_message(), as_json, say=functools.partial(_show_usage_error, exc))
         return exc.exit_code
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -1204,11 +908,6 @@ def _own_flags(args: list[str], valued: bool = False) -> frozenset[str]:
         return frozenset()
     return frozenset(flag for param in command.params for flag in (*param.opts, *param.secondary_opts)
                      if not valued or not getattr(param, "is_flag", True))
-
-
-# `ffb run` flags that take several values after one flag, as FaceFusion's (argparse nargs='+').
-MULTI_VALUE_FLAGS = ("--processors", "--face-mask-types", "--face-mask-padding", "--face-mask-regions",
-                     "--face-mask-areas", "--execution-providers")
 
 
 def join_multi_values(args: list[str]) -> list[str]:
@@ -1271,10 +970,9 @@ def empty_path(args: list[str]) -> str | None:
                      if (c.name or getattr(c.callback, "__name__", "").replace("_", "-")) == name), None)
     if callback is None:
         return None
-    hints = typing.get_type_hints(callback)
-    flags = {flag for key, parameter in inspect.signature(callback).parameters.items()
+    flags = {flag for key, parameter in inspect.signature(callback, eval_str=True).parameters.items()
              if isinstance(parameter.default, typer.models.OptionInfo)
-             and ("Path" in str(hints.get(key)) or key == "target")
+             and ("Path" in str(parameter.annotation) or key == "target")
              for flag in parameter.default.param_decls or (f"--{key.replace('_', '-')}",)}
     for index, arg in enumerate(args):
         flag, equals, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")

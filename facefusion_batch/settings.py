@@ -496,6 +496,18 @@ _FACEFUSION_VALUES = {
 }
 
 
+def facefusion_spellings(name: str) -> tuple[str, ...] | None:
+    """FaceFusion's ways of writing a value of this setting that ffb's own name for it also takes (a flag of it
+    then takes text that `parse_value` reads); None when its values have one form."""
+    if name in ("face_detector_size", "face_swapper_pixel_boost"):
+        return ("640x640",) if name == "face_detector_size" else ()
+    if name == "execution_device_id":
+        return ()  # FaceFusion's list of ids, when it holds one
+    if name in _FACEFUSION_VALUES and DECLARED[name].facefusion is None:  # else its FaceFusion key's flag takes them
+        return tuple(_FACEFUSION_VALUES[name])
+    return None
+
+
 def _facefusion_form(name: str, raw: Any) -> Any:
     if not isinstance(raw, str):
         return raw

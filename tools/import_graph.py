@@ -25,6 +25,7 @@ FLOORS: tuple[tuple[str, int], ...] = (
     ("facefusion_batch.__main__", 10),
     ("facefusion_batch.launch", 10),  # the `ffb` entry point: signal handlers first, then the CLI
     ("facefusion_batch.cli", 9),
+    ("facefusion_batch.cli_options", 9),  # the flags of run and watch, made from the settings' declarations
     ("facefusion_batch.bench", 8),
     ("facefusion_batch.api", 8),
     ("facefusion_batch.runner", 7),  # one run's bookkeeping: driver, journal, lock, progress, summary, metrics

@@ -20,8 +20,9 @@ HEADER = """# Settings
 
 Generated from `facefusion_batch/settings.py` by `tools/settings_doc.py`; do not edit by hand (a test fails
 when this file is stale). Every setting can be given in a profile (`--profile FILE`, ini or TOML, under its
-section) or as an environment variable `FFB_<KEY>` (upper case); the common ones also as `ffb run` flags
-(`--key-with-dashes`, see `ffb run --help`). Later sources win: defaults < profile < environment < flags. `ffb run --print-settings` shows the resolved values,
+section) or as an environment variable `FFB_<KEY>` (upper case), and as a flag of `ffb run` and `ffb watch`
+(`--key-with-dashes`, see `ffb run --help`; `output_path` is `--output`, `reference_face_path`
+`--reference-face`, `output_marking` `--no-marking`, `output_watermark` `--watermark`). Later sources win: defaults < profile < environment < flags. `ffb run --print-settings` shows the resolved values,
 where each came from and each setting's role.
 
 Each setting declares its role, what changing it does:
