@@ -63,6 +63,7 @@ FrameTransport = Literal["temp", "memory"]
 VideoMemoryStrategy = Literal["strict", "moderate", "tolerant"]
 LogLevel = Literal["error", "info"]
 ExecutorKind = Literal["local", "processes", "ray"]
+FaceWork = Literal["auto", "cpu", "device"]
 OutputProvenance = Literal["c2pa", "metadata", "off"]
 C2paOnFailure = Literal["fail", "metadata"]
 LabelPosition = Literal["bottom-right", "bottom-left", "top-right", "top-left"]
@@ -378,6 +379,15 @@ class Settings:
         role="engine", range=(0, 64))
     tensorrt_fp16: bool = _spec("execution", "Let TensorRT build FP16 engines (faster; cached in cache_path).", True,
                                 role="engine")
+    cuda_fp16: bool = _spec(
+        "execution", "With cuda (not tensorrt, which has tensorrt_fp16), run the swapper, enhancer and mask "
+        "models from fp16 copies made once in cache_path, each used only where its output stays within 1 % of "
+        "the fp32 model's; files FaceFusion ships in fp16 are used as they are.", True, role="engine")
+    face_work: FaceWork = _spec(
+        "execution", "Where the per-face work around the models runs (crop warps, masks, pastes, enhancer "
+        "blend): device: ONNX graphs on the execution provider, the frame sent to the GPU once (not with the area "
+        "mask); cpu: numpy/OpenCV; auto: device with cuda/tensorrt where it can, cpu otherwise.", "auto",
+        role="engine")
     execution_thread_count: int = _spec("execution", "Frame worker threads.",
                                         default_factory=lambda: min(8, os.cpu_count() or 1),
                                         role="engine", range=(1, 256))
@@ -963,6 +973,10 @@ def _check_processors(settings: Settings) -> None:
     if start is not None and end is not None and start >= end:
         raise SettingsError(f"trim_frame_start {start} is not below trim_frame_end {end}: the part kept would be "
                             "empty (the end is exclusive); set trim_frame_end above trim_frame_start")
+    if settings.face_work == "device" and "area" in settings.face_mask_types:
+        # processors/device_chain.py's DEVICE_MASKS: the area mask (a landmark hull) runs on the CPU path only
+        raise SettingsError("face_work = device does the box, occlusion and region masks, not the area mask "
+                            "(face_mask_types has area); use face_work = auto or cpu")
 
 
 def _check_ray(settings: Settings) -> None:

@@ -38,10 +38,14 @@ from facefusion_batch.processors.landmarker import (ESTIMATOR, Estimator68From5,
                                                     LandmarkerOptions, PeppaWutzLandmarker, landmarker_models)
 from facefusion_batch.processors.masks import MaskOptions
 from facefusion_batch.processors.config import ProcessorConfig
+from facefusion_batch.processors.device_chain import device_support
 from facefusion_batch.processors.swapper import SwapperOptions, average_identity
 from facefusion_batch.processors.tensors import MergedRuns, batch_allowed
 from facefusion_batch.settings import Settings
 
+# Processor models that may run from an fp16 copy on CUDA (the detector, recogniser and classifier stay fp32:
+# their scores and embeddings decide which faces are swapped).
+_HALF_FAMILIES = ("swapper", "enhancer", "occluder", "parser")
 # Swapper kinds that take the source face as an image: with several sources, the first one's (FaceFusion's).
 _IMAGE_SOURCE = ("blendswap", "uniface")
 
@@ -78,6 +82,20 @@ def uses_earlier_path(settings: Settings) -> bool:
             and settings.face_swapper_pixel_boost in ("", "128x128") and settings.face_swapper_weight == 0.5
             and settings.face_mask_types == ("box",) and settings.face_mask_blur == 0.3
             and settings.face_mask_padding == (0, 0, 0, 0))
+
+
+def device_face_work(settings: Settings) -> bool:
+    """Whether the per-face work runs on the execution device (DeviceChain): `face_work = device`, or `auto`
+    with CUDA/TensorRT and masks the device path does. SettingsError for `device` with masks it doesn't."""
+    reason = device_support(MaskOptions(settings.face_mask_types, settings.face_mask_blur,
+                                        settings.face_mask_padding, settings.face_mask_regions,
+                                        settings.face_mask_areas))
+    if settings.face_work == "device":
+        if reason:
+            raise SettingsError(reason)
+        return True
+    gpu = any(p in ("cuda", "tensorrt") for p in settings.execution_providers)
+    return settings.face_work == "auto" and gpu and reason is None
 
 
 def needs_landmarks(settings: Settings) -> bool:
@@ -148,6 +166,7 @@ class NeuralEngine:
 
     def _load(self, settings: Settings, slots: threading.Semaphore) -> None:
         self.config = processor_config(settings)
+        self.device_work = device_face_work(settings)  # a face_work it can't do is refused before any model loads
         self.warnings = tuple(self.config.ignored_settings())
         states = neural_model_states(settings)
         check_states(states)
@@ -166,13 +185,12 @@ class NeuralEngine:
         self._processors: Processors | None = None
         self._classifier: FaceClassifier | None = None
         self._landmarker = self._face_landmarker(settings, by_name)
-        if uses_earlier_path(settings):
+        if uses_earlier_path(settings) and not self.device_work:
             self._swapper = self._inswapper(by_name[settings.face_swapper_model])
             if self.config.classify:
                 self._classifier = FaceClassifier(self._open(by_name[CLASSIFIER]), CATALOG[CLASSIFIER])
         else:
-            self._processors = build_processors(self.config, lambda name: self._open(by_name[name]),
-                                                lambda name: read_emap(by_name[name].path))
+            self._processors = self._build(by_name)
             self._classifier = self._processors.classifier
         self._weighted = (self._processors is not None and self._processors.swapper is not None
                           and settings.face_swapper_weight != 0.5
@@ -195,6 +213,20 @@ class NeuralEngine:
         return FaceDetection(detectors, settings.face_detector_angles,
                              settings.face_detector_margin)  # type: ignore[arg-type]
 
+    def _build(self, by_name: dict[str, store.ModelState]) -> Processors:
+        """The processors, on the device path when chosen. A model the device path can't feed (a fixed batch
+        of 1 that could not be given a dynamic one) sends `auto` to the CPU path and stops `device` at start."""
+        emap = lambda name: read_emap(by_name[name].path)  # noqa: E731
+        if self.device_work:
+            try:
+                return build_processors(self.config, lambda name: self._open_on_device(by_name[name]), emap,
+                                        self.pool.graph)
+            except ValueError as exc:
+                if self._settings.face_work == "device":
+                    raise SettingsError(f"face_work = device: {exc}; use face_work = auto or cpu") from None
+                self.device_work = False
+        return build_processors(self.config, lambda name: self._open(by_name[name]), emap)
+
     def _face_landmarker(self, settings: Settings, by_name: dict[str, store.ModelState]) -> FaceLandmarker | None:
         names = landmarker_names(settings)
         if not names:
@@ -209,7 +241,7 @@ class NeuralEngine:
         path = state.path
         if self._concurrency.micro_batch > 1:
             path = dynamic_batch_model(path, self._settings.cache_path / "dynamic") or path
-        session = GuardedSession(self.pool, path, self._slots, state.spec.name)  # timed under the model's name
+        session = GuardedSession(self.pool, self._precise(state, path), self._slots, state.spec.name)
         return InSwapper(session, state.spec, read_emap(state.path),
                          self._concurrency.micro_batch, self._settings.batch_wait_ms / 1000,
                          self._concurrency.batcher_producers)
@@ -220,10 +252,24 @@ class NeuralEngine:
         batch, path, name = self._concurrency.micro_batch, state.path, state.spec.name
         if batch > 1:
             path = dynamic_batch_model(path, self._settings.cache_path / "dynamic") or path
-        session = GuardedSession(self.pool, path, self._slots, name)  # timed under the model's own name
+        session = GuardedSession(self.pool, self._precise(state, path), self._slots, name)  # timed by model name
         if batch <= 1 or not batch_allowed(session, ("weight",)):
             return session
         return MergedRuns(session, self._make_batcher(name))
+
+    def _open_on_device(self, state: store.ModelState) -> GuardedSession:
+        """A processor model's session for the device path: its calls take a frame's faces together (with a
+        dynamic batch axis where the model has or can be given one), never merged across frame threads,
+        whose merging would bring the crops back to the host."""
+        path = dynamic_batch_model(state.path, self._settings.cache_path / "dynamic") or state.path
+        return GuardedSession(self.pool, self._precise(state, path), self._slots, state.spec.name)
+
+    def _precise(self, state: store.ModelState, path: Path) -> Path:
+        """The file a processor model runs from: its fp16 copy on CUDA where that stays within tolerance
+        (SessionPool.half), unless the file is fp16 already."""
+        if state.spec.fp16 or state.spec.family not in _HALF_FAMILIES:
+            return path
+        return self.pool.half(path)
 
     def _make_batcher(self, name: str) -> Callable[[Callable], MicroBatcher]:
         def make(run: Callable) -> MicroBatcher:

@@ -74,6 +74,7 @@ class ModelSpec:
     boost_sizes: tuple[int, ...] = ()
     nhwc: bool = False
     commercial: bool | None = None
+    fp16: bool = False  # the file is stored in fp16 already (FaceFusion's `precision: fp16`)
 
 
 def _facefusion(name: str, family: Family, size: int, template: str | None, mean: float, std: float,
@@ -236,6 +237,9 @@ CONTENT_ANALYSERS: tuple[ModelSpec, ...] = (
 CATALOG.update({spec.name: spec for spec in PROCESSOR_MODELS + CONTENT_ANALYSERS})
 for _name in ("inswapper_128", "inswapper_128_fp16"):
     CATALOG[_name] = replace(CATALOG[_name], kind="inswapper", boost_sizes=_BOOST_128, commercial=False)
+# FaceFusion 3.8.1's face_swapper table marks these files `'precision': 'fp16'`.
+for _name in ("hyperswap_1a_256", "hyperswap_1b_256", "hyperswap_1c_256", "inswapper_128_fp16"):
+    CATALOG[_name] = replace(CATALOG[_name], fp16=True)
 for _name in ("arcface_w600k_r50", "scrfd_2.5g", "retinaface_10g"):
     CATALOG[_name] = replace(CATALOG[_name], commercial=False)
 CATALOG["yoloface_8n"] = replace(CATALOG["yoloface_8n"], commercial=None)

@@ -113,7 +113,7 @@ class ProcessorChain:
             if swapped is not None:
                 face = swapped[index]
                 to_enhancer = compose(matrix, cv2.invertAffineTransform(face.matrix))
-                box = None if magnifies(matrix) else _footprint(face.mask, to_enhancer, size)
+                box = None if magnifies(matrix) else footprint(face.mask, to_enhancer, size)
                 if box is None:
                     paste_back(frame, face.crop, face.mask, face.matrix)
                 elif box[2] > box[0] and box[3] > box[1]:
@@ -161,7 +161,7 @@ def magnifies(matrix: np.ndarray) -> bool:
     return abs(float(np.linalg.det(np.asarray(matrix, dtype=np.float64)[:, :2]))) > 1.0
 
 
-def _footprint(mask: np.ndarray, matrix: np.ndarray, size: int) -> tuple[int, int, int, int] | None:
+def footprint(mask: np.ndarray, matrix: np.ndarray, size: int) -> tuple[int, int, int, int] | None:
     """The box (x0, y0, x1, y1) of a size x size crop covering every pixel `mask` pastes visibly (more than
     half a grey level's weight) under `matrix`, with a pixel to spare for interpolation; empty when nothing
     is visible; None when some of it lands outside the crop."""

@@ -42,6 +42,15 @@ class Enhancer:
         # CodeFormer's fidelity: a float64 (1,) input named `weight`, shared by every face of a call.
         self._shared = {"weight": np.array([options.weight], dtype=np.float64)} if "weight" in names else {}
 
+    @property
+    def session(self) -> Any:
+        return self._session
+
+    @property
+    def shared_feeds(self) -> dict[str, np.ndarray]:
+        """Inputs fed once per call whatever the faces (CodeFormer's `weight`)."""
+        return dict(self._shared)
+
     def enhance(self, crops: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Enhanced (size, size, 3) BGR float32 crops (whole numbers 0..255, as FaceFusion rounds them)."""
         if not crops:

@@ -69,6 +69,11 @@ class Occluder:
     def __init__(self, session: Any, spec: ModelSpec, *more: tuple[Any, ModelSpec]) -> None:
         self._models = [(session, spec), *more]
 
+    @property
+    def models(self) -> list[tuple[Any, ModelSpec]]:
+        """(session, spec) of each XSeg model, in order."""
+        return list(self._models)
+
     def masks(self, crops: Sequence[np.ndarray]) -> list[np.ndarray]:
         if not crops:
             return []
@@ -90,6 +95,14 @@ class Parser:
 
     def __init__(self, session: Any, spec: ModelSpec) -> None:
         self._session, self._spec = session, spec
+
+    @property
+    def session(self) -> Any:
+        return self._session
+
+    @property
+    def spec(self) -> ModelSpec:
+        return self._spec
 
     def masks(self, crops: Sequence[np.ndarray], regions: Sequence[MaskRegion]) -> list[np.ndarray]:
         if not crops:

@@ -49,6 +49,13 @@ def weighs_identity(spec: ModelSpec) -> bool:
     return spec.kind not in _SOURCE_IMAGE
 
 
+def output_range(spec: ModelSpec) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """(mean, std) that map the model's output back to RGB in [0, 1] (x * std + mean)."""
+    if spec.kind in _DENORMALISED:
+        return tuple(spec.mean), tuple(spec.std)
+    return (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)
+
+
 def weight_factor(weight: float) -> float:
     """FaceFusion maps the weight 0..1 to a mixing factor 0.35..-0.35 (0 at 0.5)."""
     return float(np.interp(weight, [0.0, 1.0], [0.35, -0.35]))
@@ -70,6 +77,11 @@ class Swapper:
         self.size = pixel_boost.check_boost(spec, options.boost or spec.size)
         self.template = WARP_TEMPLATES[spec.template or "arcface_128"]
         self._session, self._converter, self._emap = session, converter, emap
+
+    @property
+    def session(self) -> Any:
+        """The swapper model's session (the device path calls it with values on the device)."""
+        return self._session
 
     # -- source identity (once per source) ---------------------------------------------------------------
 

@@ -157,9 +157,9 @@ def build_gate(settings: Settings, pool, slots=None) -> ContentGate:
 def _call(pool, path: Path, feed: dict[str, np.ndarray], slots) -> np.ndarray:
     session = pool.get(path)
     if slots is None:
-        return session.run(None, feed)[0]
+        return pool.run(session, feed)[0]  # IO binding on a GPU, as every model call
     with slots:
-        return session.run(None, feed)[0]
+        return pool.run(session, feed)[0]
 
 
 def _facefusion_runner(pool, settings: Settings, specs: list[ModelSpec], slots) -> Callable[[np.ndarray], bool]:

@@ -1,17 +1,17 @@
 """Speed-ups of the processor chain stay exact: the enhancer step folds the swapped face in only inside the
-box its mask reaches (`_footprint`); the parser picks the regions with per-plane maxima (`best_is_wanted`)."""
+box its mask reaches (`footprint`); the parser picks the regions with per-plane maxima (`best_is_wanted`)."""
 import cv2
 import numpy as np
 
 from facefusion_batch.faces.geometry import box_mask
-from facefusion_batch.processors.chain import _footprint
+from facefusion_batch.processors.chain import footprint
 
 
 def test_footprint_box_holds_every_visibly_pasted_pixel():
     mask = box_mask(256, 0.3, (0, 0, 0, 0))
     matrix = cv2.getRotationMatrix2D((128.0, 128.0), 12, 1.2).astype(np.float32)
     matrix[:, 2] += (128, 128)  # the 256 crop's centre on the 512 crop's: inside it, turned and larger
-    box = _footprint(mask, matrix, 512)
+    box = footprint(mask, matrix, 512)
     assert box is not None
     x0, y0, x1, y1 = box
     warped = cv2.warpAffine(mask, matrix, (512, 512), flags=cv2.INTER_LINEAR, borderValue=0.0)
@@ -24,8 +24,8 @@ def test_footprint_box_holds_every_visibly_pasted_pixel():
 def test_footprint_is_none_when_the_mask_reaches_outside_and_empty_when_nothing_shows():
     mask = box_mask(256, 0.3, (0, 0, 0, 0))
     shifted = np.array([[1, 0, 300], [0, 1, 0]], np.float32)
-    assert _footprint(mask, shifted, 512) is None
-    x0, y0, x1, y1 = _footprint(np.zeros((256, 256), np.float32), shifted, 512)
+    assert footprint(mask, shifted, 512) is None
+    x0, y0, x1, y1 = footprint(np.zeros((256, 256), np.float32), shifted, 512)
     assert x1 <= x0 or y1 <= y0
 
 

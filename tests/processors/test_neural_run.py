@@ -380,3 +380,73 @@ def test_a_ray_worker_hands_the_swapper_weight_warning_to_the_driver(ff_env, sou
         if worker._processor is not None:
             worker._processor.engine.close()
     assert len(info.warnings) == 1 and info.warnings[0].startswith(f"{WEIGHT_IGNORED} uniface_256:")
+
+
+@pytest.mark.parametrize("args", [("--processors", "face_swapper", "face_enhancer", "--face-swapper-model",
+                                   "hyperswap_1a_256", "--face-enhancer-model", "gpen_bfr_512"),
+                                  ("--face-swapper-model", "inswapper_128_fp16", "--face-swapper-pixel-boost",
+                                   "256x256"),
+                                  ("--processors", "face_swapper", "face_enhancer", "--face-mask-types", "box",
+                                   "occlusion", "region")])
+def test_face_work_on_the_device_path_gives_the_cpu_paths_picture(ff_env, picture, source, capsys, monkeypatch,
+                                                                   args):
+    """face_work = device (the ONNX graphs, here on the CPU provider) against face_work = cpu, end to end."""
+    outputs = {}
+    for where in ("cpu", "device"):
+        monkeypatch.setenv("FFB_FACE_WORK", where)
+        masks = () if "--face-mask-types" in args else ("--face-mask-types", "box")
+        code, summary, err = run(capsys, *args, *masks, "--no-watermark", "-s", str(source),
+                                 "-t", str(picture), "-o", str(ff_env / where))
+        assert code == 0, err
+        outputs[where] = cv2.imread(str(ff_env / where / "portrait.png")).astype(np.int16)
+    before = cv2.imread(str(picture)).astype(np.int16)
+    assert np.abs(outputs["device"] - before).max(axis=-1).mean() > 1  # the face was processed
+    diff = np.abs(outputs["device"] - outputs["cpu"])
+    assert diff.max() <= 2 and (diff > 1).mean() < 1e-3, (diff.max(), (diff > 1).sum())
+
+
+def test_face_work_device_with_masks_it_does_not_do_is_refused_at_start(ff_env, picture, source, capsys,
+                                                                         monkeypatch):
+    monkeypatch.setenv("FFB_FACE_WORK", "device")
+    code, _, err = run(capsys, "--face-mask-types", "box", "area", "-s", str(source), "-t", str(picture), "-o",
+                       str(ff_env / "out"))
+    assert code != 0 and "not the area mask" in err and not (ff_env / "out" / "portrait.png").exists()
+
+
+def test_fp16_copies_of_the_processor_models_give_the_fp32_picture(ff_env, picture, source, capsys, monkeypatch):
+    """With fp16 on (cuda_fp16 on a CUDA machine; forced here on the CPU provider), gpen_bfr_512 runs from a
+    verified fp16 copy under cache_path/fp16, hyperswap_1a_256 (fp16 as FaceFusion ships it) as it is."""
+    from facefusion_batch.models import sessions
+
+    outputs = {}
+    original = sessions.SessionPool.__init__
+    for half in (False, True):
+        monkeypatch.setattr(sessions.SessionPool, "__init__",
+                            lambda self, settings, **kw: original(self, settings, **{**kw, "fp16": half}))
+        code, _, err = run(capsys, "--processors", "face_swapper", "face_enhancer", "--face-swapper-model",
+                           "hyperswap_1a_256", "--face-enhancer-model", "gpen_bfr_512", "--no-watermark",
+                           "-s", str(source), "-t", str(picture), "-o", str(ff_env / f"out{half}"))
+        assert code == 0, err
+        outputs[half] = cv2.imread(str(ff_env / f"out{half}" / "portrait.png")).astype(np.int16)
+    verdicts = sorted(p.name for p in (ff_env / "cache" / "fp16").iterdir())
+    assert any(v.startswith("gpen_bfr_512-") and v.endswith(".fp16.accepted") for v in verdicts), verdicts
+    assert not any(v.startswith("hyperswap") for v in verdicts)
+    assert np.abs(outputs[True] - outputs[False]).max() <= 2
+
+
+def test_a_model_the_device_path_cannot_feed_sends_auto_to_the_cpu_path(ff_env, picture, source, capsys,
+                                                                         monkeypatch):
+    from facefusion_batch.engines import neural
+    from facefusion_batch.processors import build
+
+    def refuse(*args, **kwargs):
+        raise ValueError("xseg_1 has a fixed batch of 1")
+    monkeypatch.setattr(build, "DeviceChain", refuse)
+    monkeypatch.setenv("FFB_FACE_WORK", "device")
+    code, _, err = run(capsys, "-s", str(source), "-t", str(picture), "-o", str(ff_env / "device"))
+    assert code != 0 and "face_work = device: xseg_1 has a fixed batch of 1" in err
+    monkeypatch.setenv("FFB_FACE_WORK", "auto")
+    monkeypatch.setattr(neural, "device_face_work", lambda settings: True)  # as on a GPU
+    code, _, err = run(capsys, "--no-watermark", "-s", str(source), "-t", str(picture), "-o", str(ff_env / "auto"))
+    assert code == 0, err
+    assert (ff_env / "auto" / "portrait.png").is_file()
