@@ -14,6 +14,10 @@
 #              busy % and memory (NVML), cores busy, the bound, the decoder and encoder used, NVDEC/NVENC
 #   facefusion benchmarks/facefusion_baseline.py: ffb (threads, then --executor processes) vs FaceFusion 3.8.1
 #              on the same stand-ins, clip and ffmpeg, CUDA, FaceFusion's default 8 threads; 1080p, then 4k
+#   device     the device-resident per-face work: benchmarks/device_graphs_placement.py (exit 1 if pixel-sized
+#              work is off the GPU), benchmarks/face_work.py (CPU path vs device path per face), then ffb benchmark
+#              at the first size with face_work cpu vs device and cuda_fp16 off vs on (the TensorRT and fp16
+#              caches it leaves are listed)
 #   workers    benchmarks/process_workers.py at 1080p: threads vs --executor processes (4 workers x 4 threads)
 #              (vs Ray with fractional GPUs when Ray is importable) on short clips and one long clip
 #   tests      tests/models/test_cuda.py and the neural end-to-end tests on CUDA (long; not in the default)
@@ -24,7 +28,7 @@ REPORT=${1:-gpu-report}
 mkdir -p "$REPORT"
 exec > >(tee -a "$REPORT/log.txt") 2>&1
 PY=${PYTHON:-python3}
-STEPS=${STEPS:-detect bench facefusion workers}  # in this order; tests: also the CUDA tests (long)
+STEPS=${STEPS:-detect bench facefusion device workers}  # in this order; tests: also the CUDA tests (long)
 BUDGET=${BUDGET:-570}  # seconds for the whole script: a step that would run past it is cut or skipped
 CONVS=${CONVS:-4}
 CHANNELS=${CHANNELS:-64}
@@ -126,9 +130,29 @@ for row in r['runs']: print(row)
 for k, v in r['ratios'].items(): print(k, v)" "$REPORT/workers.json"
 }
 
+run_device() {
+  local limit; limit=$(budget 120) || return 0
+  step "device-resident per-face work on $PROVIDER (${limit}s at most)"
+  timeout 30 "$PY" benchmarks/device_graphs_placement.py --provider "$PROVIDER" > "$REPORT/placement.txt" || status=1
+  cat "$REPORT/placement.txt"
+  timeout 40 "$PY" benchmarks/face_work.py --provider "$PROVIDER" --frames 30 | tee "$REPORT/face_work.txt"
+  limit=$(budget 60) || return 0
+  local cache="$work/cache-device"
+  FFB_MODELS_PATH=$models FFB_CACHE_PATH=$cache FFB_FACE_WORK=cpu FFB_CUDA_FP16=false timeout "$limit" \
+    "$PY" -m facefusion_batch benchmark "${SIZES%% *}" --engine neural --seconds "$SECS" --profile "$work/swap.ini" \
+    --compare "$work/chain.ini" --json > "$REPORT/benchmark-cpu-work.json" || status=1
+  limit=$(budget 60) || return 0
+  FFB_MODELS_PATH=$models FFB_CACHE_PATH=$cache FFB_FACE_WORK=device FFB_CUDA_FP16=true timeout "$limit" \
+    "$PY" -m facefusion_batch benchmark "${SIZES%% *}" --engine neural --seconds "$SECS" --profile "$work/swap.ini" \
+    --compare "$work/chain.ini" --json > "$REPORT/benchmark-device-work.json" || status=1
+  ls -R "$cache/tensorrt" "$cache/fp16" 2>/dev/null | head -40 > "$REPORT/caches.txt"
+}
+
 run_tests() {
   step "CUDA tests"
   "$PY" -m pytest tests/models/test_cuda.py -v -rs -p no:cacheprovider || status=1
+  FFB_EXECUTION_PROVIDERS="cuda cpu" "$PY" -m pytest -q -p no:cacheprovider tests/processors/test_device_chain.py \
+    tests/models/test_tensorrt_binding.py tests/models/test_fp16.py || status=1
   step "neural end-to-end tests on CUDA"
   FFB_EXECUTION_PROVIDERS="cuda cpu" "$PY" -m pytest tests/processors -x -q -p no:cacheprovider | tail -15
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
