@@ -18,6 +18,7 @@ import pytest
 import ray
 
 from conftest import decode_all, face_frame, make_clip
+from pool_runs import by_name, run
 from facefusion_batch.cli import main
 from facefusion_batch.video.probe import probe
 
@@ -35,16 +36,6 @@ def ray_env(env, monkeypatch):
     monkeypatch.setenv("FFB_RAY_WORKERS", "2")
     monkeypatch.setenv("FFB_EXECUTION_THREAD_COUNT", "1")
     return env
-
-
-def run(args: list[str], capsys, executor: str = "local") -> tuple[int, dict, str]:
-    code = main(["run", "--json", "--executor", executor, *args])
-    captured = capsys.readouterr()
-    return code, json.loads(captured.out) if captured.out.strip().startswith("{") else {}, captured.err
-
-
-def by_name(summary: dict) -> dict[str, dict]:
-    return {Path(o["target"]).name: o for o in summary["outcomes"]}
 
 
 def test_batch_of_clips_equals_the_thread_executor(ray_env, source_image, capsys):
