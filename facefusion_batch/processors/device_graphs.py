@@ -36,6 +36,64 @@ def _const(name: str, value) -> onnx.TensorProto:
     return numpy_helper.from_array(np.asarray(value), name)
 
 
+def _sampling_base(size: int) -> np.ndarray:
+    """(S*S, 3): every pixel (u, v, 1) of a size x size crop, row by row."""
+    u, v = np.meshgrid(np.arange(size, dtype=np.float32), np.arange(size, dtype=np.float32))
+    return np.stack([u.ravel(), v.ravel(), np.ones(size * size, np.float32)], axis=1)
+
+
+def _frame_crops(size: int) -> tuple[list, list]:
+    """Nodes from `frame` (H, W, 3) uint8 and `inverse` (N, 2, 3) (crop pixel -> frame pixel) to `crops`
+    (N, 3, S, S): the frame's planes sampled bilinearly (border padding), in whole grey levels as OpenCV's uint8
+    crop. Defines `base` (_sampling_base), `lo` and `hi` (0 and 255) for the graph's other nodes."""
+    inits = [_const("base", _sampling_base(size)), _const("zero_axis", np.array([0], np.int64)),
+             _const("hw_index", np.array([1, 0], np.int64)),
+             _const("frame_grid_shape", np.array([1, -1, size, 2], np.int64)),
+             _const("planes_shape", np.array([3, -1, size, size], np.int64)),
+             _const("lo", np.array(0.0, np.float32)), _const("hi", np.array(255.0, np.float32))]
+    nodes = [
+        helper.make_node("Cast", ["frame"], ["frame_f"], to=TensorProto.FLOAT),
+        helper.make_node("Transpose", ["frame_f"], ["frame_chw"], perm=[2, 0, 1]),
+        helper.make_node("Unsqueeze", ["frame_chw", "zero_axis"], ["image"]),
+        # sampling points: (S*S, 3) @ (N, 3, 2) -> (N, S*S, 2) frame pixels (x, y), extent = (W, H)
+        helper.make_node("Transpose", ["inverse"], ["inverse_t"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["base", "inverse_t"], ["points"]),
+        helper.make_node("Shape", ["frame"], ["frame_shape"]),
+        helper.make_node("Gather", ["frame_shape", "hw_index"], ["extent_i"]),
+        helper.make_node("Cast", ["extent_i"], ["extent"], to=TensorProto.FLOAT),
+    ]
+    more, more_inits = _grid("points", "extent", "points_unit")
+    nodes += more + [
+        helper.make_node("Reshape", ["points_unit", "frame_grid_shape"], ["grid"]),
+        helper.make_node("GridSample", ["image", "grid"], ["sampled"], mode="bilinear", padding_mode="border",
+                         align_corners=1),  # (1, 3, N*S, S)
+        helper.make_node("Round", ["sampled"], ["rounded"]),
+        helper.make_node("Clip", ["rounded", "lo", "hi"], ["clipped"]),
+        helper.make_node("Reshape", ["clipped", "planes_shape"], ["planes"]),
+        helper.make_node("Transpose", ["planes"], ["crops"], perm=[1, 0, 2, 3]),  # (N, 3, S, S)
+    ]
+    return nodes, inits + more_inits
+
+
+def _model_input(levels: str, rgb: bool, mean: Sequence[float], std: Sequence[float], nhwc: bool,
+                 dtype) -> tuple[list, list]:
+    """Nodes from `levels` (N, 3, h, w) BGR grey levels to `tensor`, a model's input: its channel order,
+    (x / 255 - mean) / std, NHWC when `nhwc`, in `dtype`."""
+    mean32, std32 = np.asarray(mean, np.float32), np.asarray(std, np.float32)
+    inits = [_const("order", np.array([2, 1, 0] if rgb else [0, 1, 2], np.int64)),  # channel c is plane order[c]
+             _const("scale", (1.0 / (255.0 * std32)).reshape(1, 3, 1, 1)),
+             _const("shift", (mean32 / std32).reshape(1, 3, 1, 1))]
+    nodes = [helper.make_node("Gather", [levels, "order"], ["ordered"], axis=1),
+             helper.make_node("Mul", ["ordered", "scale"], ["scaled"]),
+             helper.make_node("Sub", ["scaled", "shift"], ["normalised"])]
+    current = "normalised"
+    if nhwc:
+        nodes.append(helper.make_node("Transpose", [current], ["nhwc"], perm=[0, 2, 3, 1]))
+        current = "nhwc"
+    nodes.append(helper.make_node("Cast", [current], ["tensor"], to=_FLOAT[dtype]))
+    return nodes, inits
+
+
 def warp_graph(size: int, tile: int, rgb: bool, mean: Sequence[float], std: Sequence[float],
                nhwc: bool = False, dtype=np.float32, levels: bool = False) -> bytes:
     """Inputs `frame` (H, W, 3) uint8 and `inverse` (N, 2, 3) float32 (crop pixel -> frame pixel); output
@@ -45,45 +103,7 @@ def warp_graph(size: int, tile: int, rgb: bool, mean: Sequence[float], std: Sequ
     k = size // tile
     if k * tile != size:
         raise ValueError(f"crop size {size} is not a multiple of the model size {tile}")
-    u, v = np.meshgrid(np.arange(size, dtype=np.float32), np.arange(size, dtype=np.float32))
-    base = np.stack([u.ravel(), v.ravel(), np.ones(size * size, np.float32)], axis=1)  # (S*S, 3)
-    mean32, std32 = np.asarray(mean, np.float32), np.asarray(std, np.float32)
-    order = [2, 1, 0] if rgb else [0, 1, 2]  # the model's channel c is the frame's plane order[c]
-    inits = [
-        _const("base", base), _const("perm_out", np.array([0, 2, 1], np.int64)),
-        _const("zero_axis", np.array([0], np.int64)), _const("one", np.array(1.0, np.float32)),
-        _const("two", np.array(2.0, np.float32)), _const("hw_index", np.array([1, 0], np.int64)),
-        _const("grid_shape", np.array([1, -1, size, 2], np.int64)),
-        _const("planes_shape", np.array([3, -1, size, size], np.int64)),
-        _const("lo", np.array(0.0, np.float32)), _const("hi", np.array(255.0, np.float32)),
-        _const("order", np.array(order, np.int64)),
-        _const("scale", (1.0 / (255.0 * std32)).reshape(1, 3, 1, 1)),
-        _const("shift", (mean32 / std32).reshape(1, 3, 1, 1)),
-    ]
-    nodes = [
-        helper.make_node("Cast", ["frame"], ["frame_f"], to=TensorProto.FLOAT),
-        helper.make_node("Transpose", ["frame_f"], ["frame_chw"], perm=[2, 0, 1]),
-        helper.make_node("Unsqueeze", ["frame_chw", "zero_axis"], ["image"]),
-        # sampling points: (S*S, 3) @ (N, 3, 2) -> (N, S*S, 2) frame pixels (x, y)
-        helper.make_node("Transpose", ["inverse"], ["inverse_t"], perm=[0, 2, 1]),
-        helper.make_node("MatMul", ["base", "inverse_t"], ["points"]),
-        # to GridSample's [-1, 1] with align_corners: -1 + 2 p / (extent - 1), extent = (W, H)
-        helper.make_node("Shape", ["frame"], ["frame_shape"]),
-        helper.make_node("Gather", ["frame_shape", "hw_index"], ["extent_i"]),
-        helper.make_node("Cast", ["extent_i"], ["extent"], to=TensorProto.FLOAT),
-        helper.make_node("Sub", ["extent", "one"], ["extent_1"]),
-        helper.make_node("Div", ["two", "extent_1"], ["to_unit"]),
-        helper.make_node("Mul", ["points", "to_unit"], ["points_scaled"]),
-        helper.make_node("Sub", ["points_scaled", "one"], ["points_unit"]),
-        helper.make_node("Reshape", ["points_unit", "grid_shape"], ["grid"]),
-        helper.make_node("GridSample", ["image", "grid"], ["sampled"], mode="bilinear", padding_mode="border",
-                         align_corners=1),  # (1, 3, N*S, S)
-        # whole grey levels, as OpenCV's uint8 crop
-        helper.make_node("Round", ["sampled"], ["rounded"]),
-        helper.make_node("Clip", ["rounded", "lo", "hi"], ["clipped"]),
-        helper.make_node("Reshape", ["clipped", "planes_shape"], ["planes"]),
-        helper.make_node("Transpose", ["planes"], ["crops"], perm=[1, 0, 2, 3]),  # (N, 3, S, S)
-    ]
+    nodes, inits = _frame_crops(size)
     current = "crops"
     if k > 1:  # pixel boost: tile (a, b) holds crop pixels (i*k + a, j*k + b)
         inits += [_const("boost_shape", np.array([-1, 3, tile, k, tile, k], np.int64)),
@@ -92,14 +112,9 @@ def warp_graph(size: int, tile: int, rgb: bool, mean: Sequence[float], std: Sequ
                   helper.make_node("Transpose", ["boost"], ["boost_t"], perm=[0, 3, 5, 1, 2, 4]),
                   helper.make_node("Reshape", ["boost_t", "tiles_shape"], ["tiles"])]
         current = "tiles"
-    nodes += [helper.make_node("Gather", [current, "order"], ["ordered"], axis=1),
-              helper.make_node("Mul", ["ordered", "scale"], ["scaled"]),
-              helper.make_node("Sub", ["scaled", "shift"], ["normalised"])]
-    current = "normalised"
-    if nhwc:
-        nodes.append(helper.make_node("Transpose", [current], ["nhwc"], perm=[0, 2, 3, 1]))
-        current = "nhwc"
-    nodes.append(helper.make_node("Cast", [current], ["tensor"], to=_FLOAT[dtype]))
+    more, more_inits = _model_input(current, rgb, mean, std, nhwc, dtype)
+    nodes += more
+    inits += more_inits
     if levels:
         nodes.append(helper.make_node("Identity", ["crops"], ["levels"]))
     shape = ["faces", tile, tile, 3] if nhwc else ["faces", 3, tile, tile]
@@ -171,53 +186,19 @@ def fold_graph(size: int, swap_tile: int, swap_tiles: int, swap_size: int, rgb: 
     the swapped face in the enhancer's crop, `weight` (N, 1, S, S) its mask (0 outside the box) and `inside`
     (N, 1, S, S) 1 in the box; `levels` the enhancer's input as BGR whole grey levels (the occluder's)."""
     k = int(round(swap_tiles ** 0.5))
-    u, v = np.meshgrid(np.arange(size, dtype=np.float32), np.arange(size, dtype=np.float32))
-    base = np.stack([u.ravel(), v.ravel(), np.ones(size * size, np.float32)], axis=1)
-    mean32, std32 = np.asarray(mean, np.float32), np.asarray(std, np.float32)
-    order = [2, 1, 0] if rgb else [0, 1, 2]
-    inits = [
-        _const("base", base), _const("zero_axis", np.array([0], np.int64)),
-        _const("hw_index", np.array([1, 0], np.int64)), _const("grid_shape", np.array([-1, size, size, 2], np.int64)),
-        _const("frame_grid_shape", np.array([1, -1, size, 2], np.int64)),
-        _const("planes_shape", np.array([3, -1, size, size], np.int64)),
-        _const("lo", np.array(0.0, np.float32)), _const("hi", np.array(255.0, np.float32)),
-        _const("one", np.array(1.0, np.float32)),
+    nodes, inits = _frame_crops(size)  # the enhancer's crop of the frame, whole grey levels (BGR)
+    inits += [
+        _const("grid_shape", np.array([-1, size, size, 2], np.int64)),
         _const("swap_extent", np.array([swap_size, swap_size], np.float32)),
         _const("mask_shape", np.array([-1, 1, swap_size, swap_size], np.int64)),
-        _const("order", np.array(order, np.int64)),
-        _const("scale", (1.0 / (255.0 * std32)).reshape(1, 3, 1, 1)),
-        _const("shift", (mean32 / std32).reshape(1, 3, 1, 1)),
         _const("us", np.arange(size, dtype=np.int64).reshape(1, 1, 1, size)),
         _const("vs", np.arange(size, dtype=np.int64).reshape(1, 1, size, 1)),
         _const("c0", np.array([0], np.int64)), _const("c1", np.array([1], np.int64)),
         _const("c2", np.array([2], np.int64)), _const("c3", np.array([3], np.int64)),
         _const("box_shape", np.array([-1, 1, 1, 1], np.int64)),
     ]
-    nodes = [
-        # the enhancer's crop of the frame, whole grey levels (as warp_graph)
-        helper.make_node("Cast", ["frame"], ["frame_f"], to=TensorProto.FLOAT),
-        helper.make_node("Transpose", ["frame_f"], ["frame_chw"], perm=[2, 0, 1]),
-        helper.make_node("Unsqueeze", ["frame_chw", "zero_axis"], ["image"]),
-        helper.make_node("Transpose", ["inverse"], ["inverse_t"], perm=[0, 2, 1]),
-        helper.make_node("MatMul", ["base", "inverse_t"], ["points"]),
-        helper.make_node("Shape", ["frame"], ["frame_shape"]),
-        helper.make_node("Gather", ["frame_shape", "hw_index"], ["extent_i"]),
-        helper.make_node("Cast", ["extent_i"], ["extent"], to=TensorProto.FLOAT),
-    ]
-    more, more_inits = _grid("points", "extent", "points_unit")
-    nodes += more
-    inits += more_inits
-    nodes += [
-        helper.make_node("Reshape", ["points_unit", "frame_grid_shape"], ["grid"]),
-        helper.make_node("GridSample", ["image", "grid"], ["sampled"], mode="bilinear", padding_mode="border",
-                         align_corners=1),
-        helper.make_node("Round", ["sampled"], ["rounded"]),
-        helper.make_node("Clip", ["rounded", "lo", "hi"], ["clipped"]),
-        helper.make_node("Reshape", ["clipped", "planes_shape"], ["planes"]),
-        helper.make_node("Transpose", ["planes"], ["crops"], perm=[1, 0, 2, 3]),  # (N, 3, S, S) BGR levels
-        # the swapped faces and their mask, sampled into the enhancer's crop
-        helper.make_node("Gather", ["swap", "rows"], ["swap_rows"], axis=0),
-    ]
+    # the swapped faces and their mask, sampled into the enhancer's crop
+    nodes.append(helper.make_node("Gather", ["swap", "rows"], ["swap_rows"], axis=0))
     more, more_inits = _decoded("swap_rows", swap_tile, k, True, "unit", swap_mean, swap_std, "swapped")
     nodes += more
     inits += more_inits
@@ -253,15 +234,10 @@ def fold_graph(size: int, swap_tile: int, swap_tiles: int, swap_size: int, rgb: 
         helper.make_node("Clip", ["with_swap", "lo", "hi"], ["with_swap_c"]),
         helper.make_node("Round", ["with_swap_c"], ["base_levels"]),
         helper.make_node("Identity", ["base_levels"], ["levels"]),
-        helper.make_node("Gather", ["base_levels", "order"], ["ordered"], axis=1),
-        helper.make_node("Mul", ["ordered", "scale"], ["scaled"]),
-        helper.make_node("Sub", ["scaled", "shift"], ["normalised"]),
     ]
-    current = "normalised"
-    if nhwc:
-        nodes.append(helper.make_node("Transpose", [current], ["nhwc"], perm=[0, 2, 3, 1]))
-        current = "nhwc"
-    nodes.append(helper.make_node("Cast", [current], ["tensor"], to=_FLOAT[dtype]))
+    more, more_inits = _model_input("base_levels", rgb, mean, std, nhwc, dtype)
+    nodes += more
+    inits += more_inits
     shape = ["faces", size, size, 3] if nhwc else ["faces", 3, size, size]
     return _model(nodes, [helper.make_tensor_value_info("frame", TensorProto.UINT8, ["height", "width", 3]),
                           helper.make_tensor_value_info("inverse", TensorProto.FLOAT, ["count", 2, 3]),
@@ -450,26 +426,17 @@ def occluder_input_graph(crop: int, model: int, rgb: bool, mean: Sequence[float]
                          nhwc: bool, dtype=np.float32) -> bytes:
     """`levels` (N, 3, crop, crop) BGR whole grey levels -> `tensor`, the occluder's input: resized to the
     model's size and rounded as OpenCV resizes a uint8 crop (half up), then its channel order and mean/std."""
-    mean32, std32 = np.asarray(mean, np.float32), np.asarray(std, np.float32)
     inits = [_const("half", np.array(0.5, np.float32)), _const("lo", np.array(0.0, np.float32)),
-             _const("hi", np.array(255.0, np.float32)),
-             _const("order", np.array([2, 1, 0] if rgb else [0, 1, 2], np.int64)),
-             _const("scale", (1.0 / (255.0 * std32)).reshape(1, 3, 1, 1)),
-             _const("shift", (mean32 / std32).reshape(1, 3, 1, 1))]
+             _const("hi", np.array(255.0, np.float32))]
     nodes, more = _resize("levels", model, "small") if crop != model else (
         [helper.make_node("Identity", ["levels"], ["small"])], [])
     inits += more
     nodes += [helper.make_node("Add", ["small", "half"], ["small_half"]),
               helper.make_node("Floor", ["small_half"], ["small_round"]),
-              helper.make_node("Clip", ["small_round", "lo", "hi"], ["small_levels"]),
-              helper.make_node("Gather", ["small_levels", "order"], ["ordered"], axis=1),
-              helper.make_node("Mul", ["ordered", "scale"], ["scaled"]),
-              helper.make_node("Sub", ["scaled", "shift"], ["normalised"])]
-    current = "normalised"
-    if nhwc:
-        nodes.append(helper.make_node("Transpose", [current], ["nhwc"], perm=[0, 2, 3, 1]))
-        current = "nhwc"
-    nodes.append(helper.make_node("Cast", [current], ["tensor"], to=_FLOAT[dtype]))
+              helper.make_node("Clip", ["small_round", "lo", "hi"], ["small_levels"])]
+    more, more_inits = _model_input("small_levels", rgb, mean, std, nhwc, dtype)
+    nodes += more
+    inits += more_inits
     shape = ["faces", model, model, 3] if nhwc else ["faces", 3, model, model]
     return _model(nodes, [helper.make_tensor_value_info("levels", TensorProto.FLOAT, ["faces", 3, crop, crop])],
                   [helper.make_tensor_value_info("tensor", _FLOAT[dtype], shape)], inits, "ffb_occluder_input")
@@ -528,10 +495,7 @@ def region_input_graph(tile: int, tiles: int, unit_mean: Sequence[float], unit_s
     size = tile * k
     nodes, inits = _decoded("output", tile, k, True, "unit", unit_mean, unit_std, "swapped")
     inits += [_const("lo", np.array(0.0, np.float32)), _const("hi", np.array(255.0, np.float32)),
-              _const("half", np.array(0.5, np.float32)),
-              _const("order", np.array([2, 1, 0] if rgb else [0, 1, 2], np.int64)),
-              _const("scale", (1.0 / (255.0 * np.asarray(std, np.float32))).reshape(1, 3, 1, 1)),
-              _const("shift", (np.asarray(mean, np.float32) / np.asarray(std, np.float32)).reshape(1, 3, 1, 1))]
+              _const("half", np.array(0.5, np.float32))]
     nodes += [helper.make_node("Round", ["swapped"], ["swapped_r"]),
               helper.make_node("Clip", ["swapped_r", "lo", "hi"], ["levels"])]
     if size != model:
@@ -543,10 +507,9 @@ def region_input_graph(tile: int, tiles: int, unit_mean: Sequence[float], unit_s
                   helper.make_node("Clip", ["small_round", "lo", "hi"], ["small"])]
     else:
         nodes.append(helper.make_node("Identity", ["levels"], ["small"]))
-    nodes += [helper.make_node("Gather", ["small", "order"], ["ordered"], axis=1),
-              helper.make_node("Mul", ["ordered", "scale"], ["scaled"]),
-              helper.make_node("Sub", ["scaled", "shift"], ["normalised"]),
-              helper.make_node("Cast", ["normalised"], ["tensor"], to=_FLOAT[dtype])]
+    more, more_inits = _model_input("small", rgb, mean, std, False, dtype)
+    nodes += more
+    inits += more_inits
     return _model(nodes, [helper.make_tensor_value_info("output", _FLOAT[swap_dtype], ["rows", 3, tile, tile])],
                   [helper.make_tensor_value_info("tensor", _FLOAT[dtype], ["faces", 3, model, model])], inits,
                   "ffb_region_input")
