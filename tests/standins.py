@@ -365,6 +365,18 @@ def _scrfd_tables(faces: Sequence, size: int) -> tuple[dict, dict, dict]:
     return scores, bboxes, kpss
 
 
+def _constant_output(name: str, const: np.ndarray, gate: str | None, dep: str, nodes: list, inits: list):
+    """Output `name`: the constant `const` (times `gate`, when given), made to depend on the input through
+    `dep`; returns its value info."""
+    inits.append(_init(f'const_{name}', const))
+    value = f'const_{name}'
+    if gate is not None:
+        nodes.append(helper.make_node('Mul', [value, gate], [f'gated_{name}']))
+        value = f'gated_{name}'
+    nodes.append(helper.make_node('Add', [value, dep], [name]))
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, list(const.shape))
+
+
 def _scrfd_graph(path: PathLike, faces: Sequence, size: int, scores: dict, bboxes: dict, kpss: dict, title: str,
                  preprocessing: str | None = None) -> None:
     nodes: list = []
@@ -378,13 +390,8 @@ def _scrfd_graph(path: PathLike, faces: Sequence, size: int, scores: dict, bboxe
                  + [bboxes[s] for s in SCRFD_STRIDES]
                  + [kpss[s] for s in SCRFD_STRIDES])
     for i, (name, const) in enumerate(zip(SCRFD_OUTPUT_NAMES, constants)):
-        inits.append(_init(f'const_{name}', const))
-        if i < len(SCRFD_STRIDES):  # scores: nothing is found where the image is flat
-            nodes.append(helper.make_node('Mul', [f'const_{name}', gate], [f'gated_{name}']))
-            nodes.append(helper.make_node('Add', [f'gated_{name}', dep], [name]))
-        else:
-            nodes.append(helper.make_node('Add', [f'const_{name}', dep], [name]))
-        outputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(const.shape)))
+        # scores: nothing is found where the image is flat
+        outputs.append(_constant_output(name, const, gate if i < len(SCRFD_STRIDES) else None, dep, nodes, inits))
     graph = helper.make_graph(
         nodes, title,
         inputs=[helper.make_tensor_value_info('input', TensorProto.FLOAT, [1, 3, size, size])],
@@ -447,14 +454,8 @@ def build_yunet(path: PathLike, faces: Sequence, size: int = 640) -> None:
     outputs = []
     for kind, table in (('cls', cls), ('obj', obj), ('bbox', bbox), ('kps', kpss)):
         for s in YUNET_STRIDES:
-            name, const = f'{kind}_{s}', table[s]
-            inits.append(_init(f'const_{name}', const))
-            if kind == 'cls':
-                nodes.append(helper.make_node('Mul', [f'const_{name}', gate], [f'gated_{name}']))
-                nodes.append(helper.make_node('Add', [f'gated_{name}', dep], [name]))
-            else:
-                nodes.append(helper.make_node('Add', [f'const_{name}', dep], [name]))
-            outputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(const.shape)))
+            name = f'{kind}_{s}'
+            outputs.append(_constant_output(name, table[s], gate if kind == 'cls' else None, dep, nodes, inits))
     graph = helper.make_graph(
         nodes, 'yunet_2023_mar_standin',
         inputs=[helper.make_tensor_value_info('input', TensorProto.FLOAT, [1, 3, size, size])],
