@@ -296,12 +296,14 @@ class Tracker:
         return is_cut(self._thumb, thumb)
 
     def missing(self, index: int, faces: list[Face]) -> list[Face]:
-        """Where the confirmed tracks that none of `faces` continues are predicted to be in frame `index`:
-        regions to look at again before a face is declared gone."""
+        """Where the tracks that none of `faces` continues are predicted to be in frame `index`: regions to look
+        at again before a face is declared gone. A track seen on one frame only is looked for on the next (a
+        face coming in across the edge, found once by the detectors, is often missed by them on the frame after:
+        the mesh fitted where it was finds it), not carried (`update`)."""
         matched = {track.id for track in self._associate(index, faces).values()}
         found, looked = [], set()
         for track in self.tracks.values():
-            if (track.id in matched or track.hits < 2 or index - track.last > COAST
+            if (track.id in matched or (track.hits < 2 and index - track.last > 1) or index - track.last > COAST
                     or index - track.confirmed > REFIT_SPAN):
                 continue
             predicted = _face(track.face, track.expected(index - track.last))

@@ -365,7 +365,19 @@ CANDIDATE_SCORE = 0.15  # small full-range boxes scored this much (below the thr
 MAX_CANDIDATES = 6  # ... the likeliest this many per frame
 EDGE_PAD = 0.125  # the frame mirrored out this share of its long side across every edge, for faces cut by it:
 EDGE_CUT = 0.1  # ... those reaching out of the frame by this share of their size at least ...
-EDGE_INSIDE = 0.3  # ... with this share of their box in the frame
+EDGE_INSIDE = 0.3  # ... with this share of their box's side in the frame, along either axis
+# Faces the edge cuts that the mirrored view scores below the threshold, from CANDIDATE_SCORE (a small face, or
+# one turned and cut: 0.15-0.45), the likeliest this many a frame, are looked at again closer (`_recheck_edges`) ...
+EDGE_CANDIDATES = 2
+EDGE_CONTEXT = 3.0  # ... on a view this many times their size
+# A mesh crop that reaches out of the frame is padded by repeating the frame's edge pixels, which smears a face
+# the edge cuts into streaks: with 30-40 % of it in frame the mesh says "no face" (presence 0-0.2) on a face
+# plainly there, although its points are still where the face is (within 4-10 % of its size). Such a crop scoring
+# below this is asked again with the frame mirrored out instead (the face completed by its mirror image, as the
+# detectors see it in `mirror`: presence 0.7-1 on the same faces), and the better presence is taken. Its points
+# are not: on the mirrored picture the mesh fits the face and its mirror image together, 8-18 % of the face's
+# size off the face when 30 % of it is in frame; the repeated edge's stay.
+MIRRORED_RETRY = 0.5
 SWEEP_SPLIT = 2.2  # a sweep for small faces (`sweep`) sees square tiles of the long side over this, half overlapping
 
 
@@ -419,13 +431,27 @@ def _cut_by_edge(result: Found, pad: int, factor: float, shape: tuple[int, ...],
     height, width = shape[:2]
     side = np.maximum(boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1])
     outside = np.maximum.reduce([-boxes[:, 0], -boxes[:, 1], boxes[:, 2] - width, boxes[:, 3] - height])
-    inside = (np.minimum(boxes[:, 2], width) - np.maximum(boxes[:, 0], 0)) * \
-        (np.minimum(boxes[:, 3], height) - np.maximum(boxes[:, 1], 0))
-    keep = (outside > EDGE_CUT * side) & (inside > EDGE_INSIDE * side * side)
+    # In frame along each axis: a face cut across a corner is mirrored out twice, and its box holds a quarter
+    # of the frame's share of it (its area share would drop it); a mirror image of a face beside the edge lies
+    # out of the frame along one axis.
+    across = np.minimum(np.minimum(boxes[:, 2], width) - np.maximum(boxes[:, 0], 0),
+                        np.minimum(boxes[:, 3], height) - np.maximum(boxes[:, 1], 0))
+    keep = (outside > EDGE_CUT * side) & (across > EDGE_INSIDE * side)
     sure = np.concatenate([part[0] for part in found]) if found else np.zeros((0, 4))
     keep &= np.array([not _centre_in(box, sure) and not any(_centre_in(o, box[None]) for o in sure)
                       for box in boxes], bool).reshape(-1)
     return boxes[keep], keypoints[keep], scores[keep]
+
+
+def _likeliest(candidates: Found, parts: list[Found], count: int) -> list[np.ndarray]:
+    """The boxes of the `count` best-scored candidates not on a face of `parts`, nor on one another."""
+    boxes, _, scores = candidates
+    sure = np.concatenate([part[0] for part in parts]).reshape(-1, 4)
+    kept: list[np.ndarray] = []
+    for i in np.argsort(-scores, kind="stable"):
+        if len(kept) < count and not any(_overlap(boxes[i], other) for other in (*sure, *kept)):
+            kept.append(boxes[i])
+    return kept
 
 
 def _split(result: Found, threshold: float) -> tuple[Found, Found]:
@@ -480,12 +506,43 @@ class MediaPipeDetector:
             sure, unsure = _split(result, self.score_threshold)
             found[view.frame].append(sure)
             doubtful[view.frame].append(unsure)
+        edge_candidates = []
         for index, result in enumerate(results[len(tiled):]):
             _, pad, factor = mirrored[index]
-            found[index].append(_cut_by_edge(_split(result, self.score_threshold)[0], pad, factor,
-                                             frames[index].shape, found[index]))
+            sure, unsure = _split(result, self.score_threshold)
+            found[index].append(_cut_by_edge(sure, pad, factor, frames[index].shape, found[index]))
+            edge_candidates.append(_cut_by_edge(unsure, pad, factor, frames[index].shape, found[index]))
         self._recheck_small(frames, found, doubtful)
+        self._recheck_edges(frames, found, edge_candidates)
         return [self._merge(parts) for parts in found]
+
+    def _recheck_edges(self, frames: Sequence[np.ndarray], found: list[list[Found]], candidates: list[Found]) -> None:
+        """Faces the edge cuts that the mirrored view scored below the threshold (the likeliest EDGE_CANDIDATES a
+        frame) are looked at again by the short-range model, on a view EDGE_CONTEXT times their size around
+        each, at full resolution, the frame mirrored out across its edges, all in one batch: the mirrored view
+        is shrunk to the full-range model's 192 px, where a face of 60 px (at 640 px) is 14 px, and the
+        short-range model is made for faces that fill much of its view (a face half in frame scores 0.7-0.95
+        there). A face found there joins the frame's faces (`found`); the candidate alone never does (the face
+        mesh, asked instead, also takes a mirrored pattern, e.g. a badge on a shirt at the edge, for a face)."""
+        crops, owners = [], []
+        for index, cands in enumerate(candidates):
+            for box in _likeliest(cands, found[index], EDGE_CANDIDATES):
+                side = max(16, round(EDGE_CONTEXT * float(max(box[2] - box[0], box[3] - box[1]))))
+                x0, y0 = round(float(box[0] + box[2] - side) / 2), round(float(box[1] + box[3] - side) / 2)
+                shift = np.array([[1.0, 0, -x0], [0, 1.0, -y0]])
+                crops.append(cv2.warpAffine(frames[index], shift, (side, side), flags=cv2.INTER_NEAREST,
+                                            borderMode=cv2.BORDER_REFLECT))
+                owners.append((index, box, x0, y0))
+        views = [View(i, 0, 0, crop.shape[1], crop.shape[0]) for i, crop in enumerate(crops)]
+        results = self._short.run(crops, views, self.score_threshold, self.iou_threshold) if crops else []
+        for (index, box, x0, y0), (boxes, keypoints, scores) in zip(owners, results):
+            offset = np.array([x0, y0], np.float32)
+            cut = _cut_by_edge((boxes + np.tile(offset, 2), keypoints + offset, scores), 0, 1.0,
+                               frames[index].shape, found[index])
+            near = [j for j in range(len(cut[2])) if _overlap(box, cut[0][j])]
+            if near:
+                j = max(near, key=lambda j: cut[2][j])
+                found[index].append((cut[0][j:j + 1], cut[1][j:j + 1], cut[2][j:j + 1]))
 
     def _recheck_small(self, frames: Sequence[np.ndarray], found: list[list[Found]],
                        doubtful: list[list[Found]]) -> None:
@@ -601,13 +658,19 @@ def roi_to_frame_matrix(centre: np.ndarray, side: float, rotation: float, size: 
     return np.concatenate([linear, offset[:, None]], axis=1)
 
 
-def _crop(frame: np.ndarray, crop_to_frame: np.ndarray, size: int) -> np.ndarray:
+def _crop(frame: np.ndarray, crop_to_frame: np.ndarray, size: int, border: int = cv2.BORDER_REPLICATE) -> np.ndarray:
     # warpAffine addresses pixel centres; shift both sides by half a pixel from the corner origin.
     shift = np.array([[1.0, 0, 0.5], [0, 1.0, 0.5], [0, 0, 1.0]])
     unshift = np.array([[1.0, 0, -0.5], [0, 1.0, -0.5], [0, 0, 1.0]])
     matrix = (unshift @ np.vstack([crop_to_frame, [0, 0, 1]]) @ shift)[:2]
     return cv2.warpAffine(frame, matrix, (size, size), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
-                          borderMode=cv2.BORDER_REPLICATE)
+                          borderMode=border)
+
+
+def _reaches_out(crop_to_frame: np.ndarray, size: int, shape: tuple[int, ...]) -> bool:
+    """Whether a crop's square (crop pixels 0..size) reaches beyond the frame's edge."""
+    corners = np.array([[0, 0, 1], [size, 0, 1], [0, size, 1], [size, size, 1]], np.float64) @ crop_to_frame.T
+    return bool(corners.min() < 0 or (corners[:, 0] > shape[1]).any() or (corners[:, 1] > shape[0]).any())
 
 
 class MediaPipeLandmarker:
@@ -618,19 +681,28 @@ class MediaPipeLandmarker:
         self.size = _session_input_size(session, "face landmarker")
 
     def predict(self, frame: np.ndarray, detections: Sequence[Detection]) -> FaceMesh:
-        """Landmarks and presence for every detection of one frame, in one session run."""
+        """Landmarks and presence for every detection of one frame, in one session run; a second run asks again
+        whether there is a face on the crops that reach out of the frame and found none (see MIRRORED_RETRY)."""
         if not detections:
             return FaceMesh(np.zeros((0, NUM_LANDMARKS, 3), np.float32), np.zeros(0, np.float32))
         matrices = [roi_to_frame_matrix(*roi_from_detection(d), self.size) for d in detections]
-        crops = np.stack([_crop(frame, m, self.size)[..., ::-1] for m in matrices])
-        inputs = {INPUT_NAME: to_nchw(crops, INPUT_RANGES["landmarks"])}
-        raw, flags = self.session.run(["landmarks", "face_flag"], inputs)
-        raw = raw.reshape(len(detections), NUM_LANDMARKS, 3).astype(np.float64)
+        raw, presence = self._run([_crop(frame, m, self.size) for m in matrices])
+        retry = [i for i, m in enumerate(matrices)
+                 if presence[i] < MIRRORED_RETRY and _reaches_out(m, self.size, frame.shape)]
+        if retry:
+            _, found = self._run([_crop(frame, matrices[i], self.size, cv2.BORDER_REFLECT) for i in retry])
+            presence[retry] = np.maximum(presence[retry], found)
         points = np.empty_like(raw)
         for i, matrix in enumerate(matrices):
             points[i, :, :2] = raw[i, :, :2] @ matrix[:, :2].T + matrix[:, 2]
             points[i, :, 2] = raw[i, :, 2] * math.hypot(matrix[0, 0], matrix[1, 0])
-        return FaceMesh(points.astype(np.float32), sigmoid_scores(flags.reshape(len(detections))))
+        return FaceMesh(points.astype(np.float32), presence)
+
+    def _run(self, crops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """Raw crop-pixel landmarks (N, 468, 3) and presence (N,) of BGR crops, in one session run."""
+        inputs = {INPUT_NAME: to_nchw(np.stack([crop[..., ::-1] for crop in crops]), INPUT_RANGES["landmarks"])}
+        raw, flags = self.session.run(["landmarks", "face_flag"], inputs)
+        return raw.reshape(len(crops), NUM_LANDMARKS, 3).astype(np.float64), sigmoid_scores(flags.reshape(len(crops)))
 
     def landmarks(self, frame: np.ndarray, detections: Sequence[Detection]) -> np.ndarray:
         """(N, 468, 3) landmarks in frame pixels; see ``predict`` for the presence scores too."""

@@ -50,6 +50,25 @@ def test_an_unconfirmed_track_is_not_carried():
     assert tracker.update(1, [], detected=True) == []
 
 
+def test_a_face_seen_once_is_looked_for_on_the_next_frame_and_kept_where_found():
+    # A face coming in, found once by the detectors and missed by them on the frame after: looked for there
+    # (the mesh fitted on its place), it continues its track; not found, it is gone (never carried).
+    tracker = Tracker(1000, 600)
+    (first,) = tracker.update(0, [face(100, 100)], detected=True)
+    (looked,) = tracker.missing(1, [])
+    assert looked.box[0] == pytest.approx(100, abs=1)
+    (kept,) = tracker.update(1, [], True, refits=[face(104, 100)])
+    assert kept.track == first.track and not kept.coasting
+    once = Tracker(1000, 600)
+    once.update(0, [face(100, 100)], detected=True)
+    assert len(once.missing(1, [])) == 1 and once.update(1, [], True, refits=[]) == []
+    # Seen once two frames ago: not looked for (a single false detection is not kept alive by refits).
+    stale = Tracker(1000, 600)
+    stale.update(0, [face(100, 100)], detected=True)
+    stale.update(1, [face(700, 100)], detected=True)
+    assert [f.box[0] for f in stale.missing(2, [face(700, 100)])] == []
+
+
 def test_a_cut_ends_every_track():
     tracker = Tracker(1000, 600)
     dark, bright = np.full((54, 96), 30.0, np.float32), np.full((54, 96), 200.0, np.float32)

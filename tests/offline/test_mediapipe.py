@@ -347,3 +347,80 @@ def test_faces_found_on_the_mirrored_frame_are_kept_where_the_edge_cuts_them() -
     kept, points, _ = mp._cut_by_edge((boxes / 2, keypoints / 2, scores), 40, 2.0, (360, 640, 3), found)
     assert kept.tolist() == [[-50, 20, 50, 120]]  # boxes in the mirrored image, half the frame's size
     assert points[0, 0].tolist() == [0, 70]
+
+
+class _Centred:
+    """A stand-in short-range model: whatever it is shown, a face of a third of the view at its centre (as
+    `_recheck_edges` centres its views on the candidate), scored `score`; the whole frame (its first call) shows
+    none. Records the views' sides."""
+
+    size = 128
+
+    def __init__(self, score: float) -> None:
+        self.score, self.calls, self.sides = score, 0, []
+
+    def run(self, frames, views, score_threshold, iou_threshold, floor=None):
+        self.calls += 1
+        results = []
+        for view in views:
+            side = view.width
+            if self.calls > 1:
+                self.sides.append(side)
+            box = np.array([[side / 3, side / 3, 2 * side / 3, 2 * side / 3]], np.float32)
+            keep = self.calls > 1 and self.score >= score_threshold
+            boxes = box if keep else np.zeros((0, 4), np.float32)
+            keypoints = np.repeat(((boxes[:, :2] + boxes[:, 2:]) / 2)[:, None, :], 6, axis=1)
+            results.append((boxes, keypoints, np.full(len(boxes), self.score, np.float32)))
+        return results
+
+
+@pytest.mark.parametrize("closer", [0.9, 0.2])
+def test_a_face_the_edge_cuts_scored_low_is_looked_at_again_closer(closer: float) -> None:
+    # The mirrored view scores a face cut by the left edge 0.3 (a 60 px face is 14 px of it): the short-range
+    # model looks at it again on a view three times its size at full resolution, and it is a face only where
+    # found there.
+    frame = np.zeros((360, 640, 3), np.uint8)
+    short = _Centred(closer)
+    long = _Canned([((-30, 100, 30, 160), 0.3)], [])  # (the second: the closer look for small faces)
+    (found,) = _with_models(short, long).detect([frame])
+    assert short.sides == [180]
+    if closer < 0.5:
+        assert found == []
+    else:
+        (face,) = found
+        assert np.allclose(face.box, (-30, 100, 30, 160), atol=1) and face.score == pytest.approx(closer)
+
+
+def test_low_scored_faces_wholly_inside_or_on_a_found_face_are_no_edge_candidates() -> None:
+    frame = np.zeros((360, 640, 3), np.uint8)
+    # Inside the frame (the closer look for small faces is for those), and cut by the edge but centred on a face
+    # found at the threshold.
+    long = _Canned([((300, 100, 360, 160), 0.3), ((-40, 20, 60, 120), 0.9), ((-30, 30, 50, 110), 0.35)], [])
+    short = _Centred(0.9)
+    (found,) = _with_models(short, long).detect([frame])
+    assert short.sides == [] and all(d.score >= 0.5 for d in found)
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_the_mesh_finds_a_face_mostly_cut_off_by_the_side_edge(detector: mp.MediaPipeDetector,
+                                                                  landmarker: mp.MediaPipeLandmarker,
+                                                                  astronaut: np.ndarray, monkeypatch,
+                                                                  side: str) -> None:
+    # The frame's edge cuts the astronaut's face, 30 % of it left in frame (a face leaving, looked for by its
+    # track). Padded by repeating the edge's pixels, the mesh crop shows streaks where most of the face should be
+    # and the mesh says "no face" although its points are on the face; asked again on the frame mirrored out, it
+    # says there is one, and the points stay the first fit's.
+    (whole,) = [d for d in detector.detect([astronaut])[0] if d.box[2] - d.box[0] > 100]
+    share = 0.7 if side == "left" else 0.3
+    middle = int(round(whole.box[0] + share * (whole.box[2] - whole.box[0])))
+    frame = np.ascontiguousarray(astronaut[:, middle:] if side == "left" else astronaut[:, :middle])
+    shift = np.array([middle if side == "left" else 0, 0], np.float32)
+    cut = mp.Detection(whole.box - np.tile(shift, 2), whole.score, whole.keypoints - shift)
+    found = landmarker.predict(frame, [cut])
+    assert found.presence[0] > 0.5
+    reference = landmarker.predict(astronaut, [whole]).points[0, :, :2] - shift
+    inside = (reference[:, 0] >= 0) & (reference[:, 0] < frame.shape[1])
+    error = np.linalg.norm(found.points[0, inside, :2] - reference[inside], axis=1)
+    assert np.median(error) < 0.08 * (whole.box[2] - whole.box[0]), np.median(error)
+    monkeypatch.setattr(mp, "MIRRORED_RETRY", 0.0)  # the repeated edge alone: the premise
+    assert landmarker.predict(frame, [cut]).presence[0] < 0.5

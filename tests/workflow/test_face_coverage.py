@@ -170,3 +170,35 @@ def test_small_faces_in_a_picture_are_found_by_the_sweep(processor):
     assert len(processor.engine.detect(frame)) < len(boxes), "premise: the whole-frame detection misses some"
     out, count = processor.frame(frame.copy())
     assert count == len(boxes) and all(_strength(frame, out, b) >= SWAPPED for b in boxes)
+
+
+@pytest.mark.parametrize("edge", ["left", "right", "top", "bottom", "top-left", "top-right", "bottom-left",
+                                  "bottom-right"])
+def test_a_60_px_face_coming_in_across_an_edge_or_a_corner_is_swapped_from_half_in_frame_on(processor, edge):
+    # The camera pans (the backdrop moves with the face) so that a 60 px face comes in across an edge or a
+    # corner, over 24 frames, until it is whole near that edge. On the mirrored view (shrunk to 192 px) it is
+    # ~14 px and scored low: looked at again closer at full resolution it is found from about a third in frame,
+    # and its track, once found, is looked for on every frame after (no frame dropped where the detectors blink).
+    photo, box = _photo(np.ascontiguousarray(data.astronaut()[:, :, ::-1]), processor)
+    size, (width, height) = 60, SIZE
+    dx = -1 if "left" in edge else 1 if "right" in edge else 0
+    dy = -1 if "top" in edge else 1 if "bottom" in edge else 0
+    wall = _backdrop(3 * width, 3 * height)
+    start = (width / 2 + dx * (width / 2 + size / 2), height / 2 + dy * (height / 2 + size / 2))  # just outside
+    end = (width / 2 + dx * (width / 2 - 0.6 * size), height / 2 + dy * (height / 2 - 0.6 * size))  # whole
+    frames, boxes = [], []
+    for step in range(24):
+        t = step / 23
+        centre = (start[0] + (end[0] - start[0]) * t, start[1] + (end[1] - start[1]) * t)
+        ox, oy = round(start[0] - centre[0]), round(start[1] - centre[1])
+        canvas = wall[height + oy:2 * height + oy, width + ox:2 * width + ox].copy()
+        boxes.append(_place(canvas, photo, box, size, centre))
+        frames.append(canvas)
+    out = _video(processor, frames)
+    seen = [(round(_inside(b), 2), round(_strength(f, o, b), 1)) for f, o, b in zip(frames, out, boxes)]
+    assert all(strength >= SWAPPED for inside, strength in seen if inside >= 0.5), seen
+    for frame, done, face in zip(frames, out, boxes):  # nothing swapped beside the face
+        changed = np.abs(done.astype(int) - frame.astype(int)).max(axis=-1) > 8
+        x1, y1, x2, y2 = face
+        changed[max(0, int(y1) - 30):max(0, int(y2) + 30), max(0, int(x1) - 30):max(0, int(x2) + 30)] = False
+        assert changed.sum() < 30
