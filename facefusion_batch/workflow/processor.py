@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
-from facefusion_batch import __version__
+from facefusion_batch.version import __version__
 from facefusion_batch.engines import build_engine
 from facefusion_batch.engines.base import FaceEngine, Selection, build_selection
 from facefusion_batch.engines.source_cache import Record
