@@ -236,8 +236,7 @@ def join(processor: FrameProcessor, item: JoinItem, shared: Workspace) -> Outcom
     target = item.target
     gate = processor.gate_record
     try:
-        # the watermark the segments carry, named in the manifest
-        processor = processor.for_target(target.path, info=item.info)
+        processor = processor.marked_for(target.path)  # the watermark the segments carry, named in the manifest
         verdict = gate_verdict(processor, target, item.info)
         if verdict.flagged:
             return Outcome(str(target.path), "blocked", reason=f"{target.path}: {verdict.reason}",

@@ -74,11 +74,16 @@ class FrameProcessor:
         processor = self
         if self.selection.per_target:
             processor = dataclasses.replace(self, selection=self._reference_of(target, info))
+        return processor.marked_for(target, content)
+
+    def marked_for(self, target: Path, content: str | None = None) -> FrameProcessor:
+        """This processor with the watermark of `target`'s output (see for_target), and nothing else of the
+        target's: what joining a split video's chunks needs, since no frame is swapped there."""
         if not self.watermarks:
-            return processor
+            return self
         content = content or sha256_of(target)
         sources = ",".join(sorted(self.source_sha256.split(",")))  # one identity whatever the order of -s
-        return dataclasses.replace(processor, watermark=Watermarker(payload_of(f"{content}|{sources}")))
+        return dataclasses.replace(self, watermark=Watermarker(payload_of(f"{content}|{sources}")))
 
     def _reference_of(self, target: Path, info: VideoInfo | None = None) -> Selection:
         """Reference mode without a reference photo: the selection whose reference face is the target's own,

@@ -180,3 +180,24 @@ def test_a_ray_output_is_not_placed_when_its_target_was_replaced_meanwhile(env, 
     outcome = work.outcomes[0]
     assert outcome.status == "failed" and "changed while it was processed" in outcome.reason
     assert outcome.cause == "changed" and not target.output.exists() and not staged.exists()
+
+
+def test_a_join_takes_no_reference_face(env, source_image, monkeypatch):
+    """Reference mode without a reference photo: each segment takes the target's reference face (it swaps
+    frames), the join only joins: it must not decode the reference frame and detect its faces again."""
+    clip = make_clip(env / "v.mp4", frames=25)
+    info = probe(clip)
+    settings = load_settings(None, os.environ, {"chunk_size": 10, "output_path": env / "out", "engine": "neural",
+                                                "face_selector_mode": "reference"}).settings
+    batch = prepare(settings, source_image, print)
+    (env / "out").mkdir()
+    decoded = []
+    real = processor_module.frame_at
+    monkeypatch.setattr(processor_module, "frame_at", lambda *a, **k: decoded.append(a[1]) or real(*a, **k))
+    target, shared = Target(clip, "video", env / "out" / "v.mp4"), Workspace(env / "shared")
+    for first, last in ((0, 2), (2, None)):
+        assert encode_segment(batch, Segment(target, "k", first, last, info), shared, lambda n: None).status == "done"
+    assert decoded == [0, 0]
+    outcome = join_segments(batch, Join(target, "k", env / "out" / ".v.staged.mp4", info), shared)
+    assert outcome.status == "done" and outcome.frames == 25
+    assert decoded == [0, 0], "the join decoded the reference frame again"
