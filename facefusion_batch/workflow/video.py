@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from facefusion_batch.video.probe import VideoInfo
 from facefusion_batch.workflow.chunks import Counters, FrameFunction, encode_chunks
 from facefusion_batch.workflow.finish import Seal, finish_video
 from facefusion_batch.workflow.lookahead import Prepared
 from facefusion_batch.workflow.video_plan import JobOptions, VideoPlan, plan_video
-from facefusion_batch.video.probe import VideoInfo
 from facefusion_batch.workflow.workspace import Workspace
 
 
