@@ -45,6 +45,11 @@ HAIRLINE_MIN = 0.25
 # forehead to chin) lies inside the ring.
 RING_SCALE = 1.02
 FEATHER = 0.06
+# The region whose mean change tells whether a swap is visible (`visible_change`, the engine's FAINT threshold):
+# the oval at this scale with this share of the forehead, the mask's before the mask grew (the threshold was
+# tuned on it; over the grown mask's box small far faces read fainter and were left unswapped).
+VISIBLE_RING = 0.96
+VISIBLE_FOREHEAD = 0.75
 MASK_HALF = 3.0  # feathers this wide (pixels, sigma) or wider are computed at half resolution
 # Colour transfer (match_colour): the low frequencies are measured on a grid this many cells across the work
 # rect, blurred over this share of it; the lightness may move by at most LIGHTNESS_LIMIT (L units); the
@@ -268,8 +273,10 @@ def _similarity(source: np.ndarray, target: np.ndarray) -> np.ndarray:
 
 def visible_change(before: np.ndarray, after: np.ndarray, landmarks: np.ndarray) -> float:
     """Mean change (grey levels, all channels) a swap made over the face's box from brows to chin (the
-    bounding box of ``mask_ring``, clipped to the frame): how much of a swap a viewer can see."""
-    low, high = _box(mask_ring(_xy(landmarks)), before.shape)
+    bounding box of the face oval scaled by VISIBLE_RING with VISIBLE_FOREHEAD of its forehead, clipped to the
+    frame): how much of a swap a viewer can see. The region is fixed, not the mask's (which may grow), so that
+    the same swap is judged alike whatever the mask covers."""
+    low, high = _box(mask_ring(_xy(landmarks), VISIBLE_FOREHEAD, VISIBLE_RING), before.shape)
     if high[0] <= low[0] or high[1] <= low[1]:
         return 0.0
     region = (slice(low[1], high[1]), slice(low[0], high[0]))
@@ -406,11 +413,11 @@ def face_mask(points: np.ndarray, shape: tuple[int, int], size: float, *, keep_m
     return cv2.resize(mask, (shape[1], shape[0]), interpolation=cv2.INTER_LINEAR)
 
 
-def mask_ring(points: np.ndarray, forehead_keep: float = FOREHEAD_KEEP) -> np.ndarray:
-    """The face oval, scaled by RING_SCALE, with its part above the eyes lowered (hair, hat brims)."""
+def mask_ring(points: np.ndarray, forehead_keep: float = FOREHEAD_KEEP, scale: float | None = None) -> np.ndarray:
+    """The face oval, scaled by ``scale`` (RING_SCALE), with its part above the eyes lowered (hair, hat brims)."""
     oval = points[list(FACE_OVAL)]
     centre = oval.mean(axis=0)
-    ring = centre + (oval - centre) * RING_SCALE
+    ring = centre + (oval - centre) * (RING_SCALE if scale is None else scale)
     up = points[FOREHEAD] - points[CHIN]
     up /= np.linalg.norm(up)
     eyes = points[list(OUTER_EYE_CORNERS)].mean(axis=0)
