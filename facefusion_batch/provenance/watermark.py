@@ -231,19 +231,22 @@ def luma(frame: np.ndarray) -> np.ndarray:
     return bgr[:, :, 0] * 0.114 + bgr[:, :, 1] * 0.587 + bgr[:, :, 2] * 0.299
 
 
-READ_SIGMA = 1.5  # the reader's high-pass and local-level scale, in the copy's pixels
-READ_FLOOR = 1.0  # grey levels squared added to the local detail level (the mark's own, at the weakest)
+# The reader's high-pass and local-level scale in the copy's pixels, and the grey levels squared added to the
+# local detail power, for a period of at least SMALL_PERIOD and for a smaller one (a copy scaled down, whose
+# mark is finer and whose encoder left less of it)
+READ_SIGMA, READ_FLOOR = 1.5, 1.0
+SMALL_PERIOD, SMALL_SIGMA, SMALL_FLOOR = 0.8 * TILE, 1.0, 2.0
 
 
-def _highpass(gray: np.ndarray) -> np.ndarray:
+def _highpass(gray: np.ndarray, sigma: float = READ_SIGMA, floor: float = READ_FLOOR) -> np.ndarray:
     """The picture's fine detail, each pixel weighted by the inverse of the local detail power: the matched
     filter for a mark of even strength under noise (the picture) whose power varies from place to place, so
     flat areas, where the mark is most of what is there, count most."""
     import cv2
 
-    residual = gray - cv2.GaussianBlur(gray, (0, 0), READ_SIGMA)
-    level = cv2.GaussianBlur(residual * residual, (0, 0), READ_SIGMA)
-    return residual / (level + READ_FLOOR)
+    residual = gray - cv2.GaussianBlur(gray, (0, 0), sigma)
+    level = cv2.GaussianBlur(residual * residual, (0, 0), sigma)
+    return residual / (level + floor)
 
 
 def _autocorrelation_periods(hp: np.ndarray) -> list[float]:
@@ -434,13 +437,16 @@ def read_gray(gray: np.ndarray) -> Reading:
     if min(gray.shape) < 64:
         return Reading(False)
     hp = _highpass(gray)
+    small: list[np.ndarray] = []  # the high pass for small periods, made when one is tried
     best = Reading(False)
     scores = []
 
     def attempt(period: float) -> Reading | None:
         nonlocal best
         top = 0.0
-        for z, payload, bits_z in _decode(_fold(hp, period, period)):
+        if period < SMALL_PERIOD and not small:
+            small.append(_highpass(gray, SMALL_SIGMA, SMALL_FLOOR))
+        for z, payload, bits_z in _decode(_fold(small[0] if period < SMALL_PERIOD else hp, period, period)):
             top = max(top, z)
             if payload is not None and z >= SYNC_MIN and bits_z >= BITS_Z:
                 return Reading(True, payload, z, bits_z, period)
