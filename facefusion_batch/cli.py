@@ -22,7 +22,8 @@ from typing import Any, Callable, Optional
 
 import typer
 
-from facefusion_batch import __version__, cli_options, interrupts, jsonlines
+from facefusion_batch import cli_options, interrupts, jsonlines
+from facefusion_batch.version import __version__
 from facefusion_batch.cli_options import MULTI_VALUE_FLAGS, RunOnly, Shared, WatchOnly, panels_of, setting_flags, take
 from facefusion_batch.errors import FfbError, SettingsError, SourceError
 from facefusion_batch.listing import capped, listed

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Sequence
 
-from facefusion_batch import __version__
+from facefusion_batch.version import __version__
 
 # IPTC digital source type for media edited with a trained model.
 DIGITAL_SOURCE_TYPE = "http://cv.iptc.org/newscodes/digitalsourcetype/compositeWithTrainedAlgorithmicMedia"

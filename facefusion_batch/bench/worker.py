@@ -33,7 +33,8 @@ from facefusion_batch.workflow.analysis import Reference, thumbnail
 from facefusion_batch.runner.driver import run_batch
 from facefusion_batch.executors.base import Claim, Work
 from facefusion_batch.executors.local import LocalExecutor
-from facefusion_batch.workflow.video import encode_chunks, job_options, plan_video
+from facefusion_batch.workflow.chunks import encode_chunks
+from facefusion_batch.workflow.video_plan import job_options, plan_video
 from facefusion_batch.workflow.workspace import Workspace
 from facefusion_batch.workflow.job import Completion
 from facefusion_batch.workflow.lookahead import Lookahead

@@ -28,7 +28,7 @@ from facefusion_batch.executors.work_items import (Item, Join, Segment, StorageC
 from facefusion_batch.workflow.identity import Changed, Pin
 from facefusion_batch.workflow.job import profile_note
 from facefusion_batch.workflow.processor import Sources, source_paths
-from facefusion_batch.workflow.video import reshape_of
+from facefusion_batch.workflow.video_plan import reshape_of
 from facefusion_batch.workflow.workspace import Workspace, remove_stale
 from facefusion_batch.provenance.sign import place
 from facefusion_batch.workflow import guard

@@ -24,9 +24,6 @@ from facefusion_batch.faces.geometry import align_matrix, box_mask, compose
 from facefusion_batch.faces.types import Face
 from facefusion_batch.models.binding import Device, upload
 from facefusion_batch.processors.chain import footprint, magnifies
-from facefusion_batch.processors.device_graphs import (fold_graph, occluder_input_graph, occlusion_mask_graph,
-                                                       paste_graph, region_input_graph, region_mask_graph,
-                                                       warp_graph)
 from facefusion_batch.processors.enhancer import Enhancer
 from facefusion_batch.processors.masks import REGION_CLASSES, MaskOptions, Occluder, Parser
 from facefusion_batch.processors.swapper import Swapper, output_range
@@ -66,6 +63,7 @@ class _Masks:
     def __init__(self, box: np.ndarray, scale: float, device: Device, occluder: Occluder | None,
                  open_graph: GraphOpener, name: str, parser: Parser | None = None, regions: Sequence[str] = (),
                  swap: tuple[int, int, tuple, tuple, Any] | None = None) -> None:
+        from facefusion_batch.processors import device_graphs as graphs  # here: onnx takes seconds to import
         size = box.shape[0]
         self.box = upload((box * np.float32(scale))[None].astype(np.float32), device)
         self._box, self._scale = upload(box.astype(np.float32), device), np.array([scale], np.float32)
@@ -74,11 +72,11 @@ class _Masks:
         if occluder is not None:
             for session, spec in occluder.models:
                 _check_batch(session, spec.name)
-                graph = open_graph(f"occluder-input-{spec.name}-{size}", occluder_input_graph(
+                graph = open_graph(f"occluder-input-{spec.name}-{size}", graphs.occluder_input_graph(
                     size, spec.size, spec.rgb, spec.mean, spec.std, spec.nhwc, _input_type(session, "input")))
                 self._models.append((session, graph))
             first = occluder.models[0]
-            self._smooth = open_graph(f"occlusion-{name}-{len(self._models)}", occlusion_mask_graph(
+            self._smooth = open_graph(f"occlusion-{name}-{len(self._models)}", graphs.occlusion_mask_graph(
                 len(self._models), first[1].size, size, _output_type(first[0])))
         if parser is not None and swap is not None:
             session, spec = parser.session, parser.spec
@@ -87,11 +85,12 @@ class _Masks:
             classes = session.get_outputs()[0].shape[1]
             wanted = [REGION_CLASSES[r] for r in regions]  # type: ignore[index]
             self._parser = session
-            self._region_input = open_graph(f"region-input-{spec.name}-{size}", region_input_graph(
+            self._region_input = open_graph(f"region-input-{spec.name}-{size}", graphs.region_input_graph(
                 tile, tiles, unit_mean, unit_std, spec.size, spec.rgb, spec.mean, spec.std, swap_dtype,
                 _input_type(session, "input")))
-            self._region = open_graph(f"region-{spec.name}-{size}-{'-'.join(map(str, wanted))}", region_mask_graph(
-                classes if isinstance(classes, int) else 19, wanted, spec.size, size, _output_type(session)))
+            self._region = open_graph(f"region-{spec.name}-{size}-{'-'.join(map(str, wanted))}",
+                                      graphs.region_mask_graph(classes if isinstance(classes, int) else 19, wanted,
+                                                               spec.size, size, _output_type(session)))
 
     @property
     def needs_levels(self) -> bool:
@@ -138,6 +137,7 @@ class DeviceChain:
             raise ValueError("the occlusion mask needs a face occluder model (xseg_1, xseg_2 or xseg_3)")
         if "region" in masks.types and parser is None and swapper is not None:
             raise ValueError("the region mask needs a face parser model (bisenet_resnet_18 or bisenet_resnet_34)")
+        from facefusion_batch.processors import device_graphs as graphs  # as in _Masks
         self.swapper, self.enhancer, self.masks = swapper, enhancer, masks
         occluding = occluder if "occlusion" in masks.types else None
         first = swapper or enhancer
@@ -153,10 +153,10 @@ class DeviceChain:
                                 (spec.size, (swapper.size // spec.size) ** 2, *self._unit, _output_type(session)))
             self._swap = _Stage(
                 session, swapper.size, spec.size, "target",
-                open_graph(f"warp-{spec.name}-{swapper.size}-{swap_masks.needs_levels}", warp_graph(
+                open_graph(f"warp-{spec.name}-{swapper.size}-{swap_masks.needs_levels}", graphs.warp_graph(
                     swapper.size, spec.size, spec.rgb, spec.mean, spec.std, spec.nhwc,
                     _input_type(session, "target"), levels=swap_masks.needs_levels)),
-                open_graph(f"paste-{spec.name}-{swapper.size}", paste_graph(
+                open_graph(f"paste-{spec.name}-{swapper.size}", graphs.paste_graph(
                     spec.size, (swapper.size // spec.size) ** 2, True, "unit", *self._unit, _output_type(session))),
                 swap_masks)
         if enhancer is not None:
@@ -166,19 +166,19 @@ class DeviceChain:
                                    self.device, occluding, open_graph, f"enhance-{enhancer.size}")
             self._enhance = _Stage(
                 session, enhancer.size, enhancer.size, "input",
-                open_graph(f"warp-{spec.name}-{enhance_masks.needs_levels}", warp_graph(
+                open_graph(f"warp-{spec.name}-{enhance_masks.needs_levels}", graphs.warp_graph(
                     enhancer.size, enhancer.size, spec.rgb, spec.mean, spec.std, spec.nhwc,
                     _input_type(session, "input"), levels=enhance_masks.needs_levels)),
-                open_graph(f"paste-{spec.name}", paste_graph(enhancer.size, 1, True, "signed",
+                open_graph(f"paste-{spec.name}", graphs.paste_graph(enhancer.size, 1, True, "signed",
                                                              dtype=_output_type(session))),
                 enhance_masks, shared=enhancer.shared_feeds)
             if swapper is not None:
                 swap_spec, swap_session = swapper.spec, swapper.session
-                self._fold = open_graph(f"fold-{swap_spec.name}-{swapper.size}-{spec.name}", fold_graph(
+                self._fold = open_graph(f"fold-{swap_spec.name}-{swapper.size}-{spec.name}", graphs.fold_graph(
                     enhancer.size, swap_spec.size, (swapper.size // swap_spec.size) ** 2, swapper.size, spec.rgb,
                     spec.mean, spec.std, spec.nhwc, _input_type(session, "input"), *self._unit,
                     _output_type(swap_session)))
-                self._fold_paste = open_graph(f"fold-paste-{spec.name}", paste_graph(
+                self._fold_paste = open_graph(f"fold-paste-{spec.name}", graphs.paste_graph(
                     enhancer.size, 1, True, "signed", dtype=_output_type(session), fold=True))
 
     def process(self, frame: np.ndarray, faces: Sequence[Face], source: np.ndarray | None = None,

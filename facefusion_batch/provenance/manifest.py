@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from facefusion_batch import __version__
+from facefusion_batch.version import __version__
 from facefusion_batch.marking import DIGITAL_SOURCE_TYPE
 
 SWAP_ASSERTION = "ffb.swap"

@@ -4,7 +4,6 @@ step with the next target's first). Nothing here reports an outcome or touches t
 does that."""
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import time
 from pathlib import Path
@@ -17,7 +16,9 @@ from facefusion_batch.workflow.lookahead import Prepared
 from facefusion_batch.workflow.outcome import NO_FACE, Outcome, failed
 from facefusion_batch.workflow.output_guard import prepare_output
 from facefusion_batch.workflow.processor import FrameProcessor
-from facefusion_batch.workflow.video import Seal, encode_chunks, encode_video, finish_video, job_options, plan_video
+from facefusion_batch.workflow.finish import Seal
+from facefusion_batch.workflow.video import encode_segment, encode_video, join_segments
+from facefusion_batch.workflow.video_plan import job_options
 from facefusion_batch.workflow.workspace import Workspace
 from facefusion_batch.provenance.content_gate import Verdict
 from facefusion_batch.targets import Target, not_regular
@@ -64,7 +65,7 @@ def begin(processor: FrameProcessor, target: Target, progress: TargetProgress, r
         refuse_special(target)
         processor = processor.for_target(target.path, content)  # its watermark; hashes the target if need be
         prepared = ready() if ready else None
-        verdict = gate_verdict(processor, target, prepared)
+        verdict = gate_verdict(processor, target, prepared.info if prepared is not None else None)
         if verdict.flagged:
             if prepared is not None and prepared.decoder is not None:
                 prepared.decoder.stop(kill=True)
@@ -114,15 +115,16 @@ def refuse_special(target: Target) -> None:
         raise TargetError(reason)
 
 
-def gate_verdict(processor: FrameProcessor, target: Target, prepared: Prepared | None = None) -> Verdict:
-    """The content gate's verdict on a target (not flagged when the gate does not run)."""
+def gate_verdict(processor: FrameProcessor, target: Target, info: VideoInfo | None = None) -> Verdict:
+    """The content gate's verdict on a target (not flagged when the gate does not run); `info`: the video
+    as probed already."""
     gate = processor.gate
     if gate is None or gate.status != "checked":
         return Verdict(False)
     if target.kind == "image":
         with timed(processor.timings, "gate"):
             return gate.check_picture(read_picture(target.path, error=MediaError).frames)
-    info = prepared.info if prepared is not None else probe(target.path)
+    info = info or probe(target.path)
     with timed(processor.timings, "gate"):
         return gate.check_video(target.path, info.width, info.height, float(info.fps))
 
@@ -207,29 +209,15 @@ class JoinItem(Protocol):
 
 def segment(processor: FrameProcessor, item: SegmentItem, shared: Workspace,
             on_frames: Callable[[int], None]) -> Outcome:
-    """A segment of a video split across Ray workers: probe and plan it, then decode, analyse, process and
-    encode its chunks in a scratch workspace on this node's temp_path (spooled frames stay on local disk),
-    and publish the finished chunks to the shared workspace. Chunks another attempt already published are
-    not done again; a retry on the same node also reuses the scratch's finished chunks."""
+    """A segment of a video split across pool workers (see video.encode_segment), as the target's outcome."""
     engine, settings = processor.engine, processor.settings
     started, calls, profiles = time.perf_counter(), engine.detector_calls(), profiles_left(engine)
     target = item.target
     scratch = Workspace.scratch(settings.temp_path, item.key, item.first)
     try:
-        processor = processor.for_target(target.path)  # the same watermark as a whole target's
-        plan = plan_video(target.path, target.output, job_options(settings, processor.timings), item.info)
-        size = plan.options.chunk_size
-        done = shared.make().resume(size, item.first, item.last)
-        on_frames(done.frames)
-        frames = done.frames
-        if not done.done:
-            # Mode `one` continues its choice from this segment's own chunk before the resume point only:
-            # the segment before may or may not have published its last chunk yet, and an output must not
-            # depend on which node finished first. A segment's first chunk chooses afresh.
-            own = shared if done.index > item.first else None
-            frames += encode_chunks(plan, scratch.make(), processor, on_frames, done.index, item.last,
-                                    before=own).frames
-            scratch.publish(shared, size, done.index, item.last)
+        processor = processor.for_target(target.path, info=item.info)  # the same watermark as a whole target's
+        frames = encode_segment(target.path, target.output, processor, job_options(settings, processor.timings),
+                                shared, scratch, item.first, item.last, on_frames, item.info)
     except Exception as exc:  # noqa: BLE001 - one target's failure, whatever it is, is not the batch's
         return failed(target, exc, processor.settings.temp_path, started)
     finally:
@@ -241,23 +229,21 @@ def segment(processor: FrameProcessor, item: SegmentItem, shared: Workspace,
 
 
 def join(processor: FrameProcessor, item: JoinItem, shared: Workspace) -> Outcome:
-    """The join of a video split across Ray workers: its segments' chunks and the original audio joined into
-    `item.staged`, verified and sealed. The content gate looks at the video first (its segments were swapped
-    on several workers at once, so a flagged video is caught here: blocked, nothing written)."""
+    """The join of a video split across pool workers (see video.join_segments), as the target's outcome.
+    The content gate looks at the video first (its segments were swapped on several workers at once, so a
+    flagged video is caught here: blocked, nothing written)."""
     started = time.perf_counter()
     target = item.target
     gate = processor.gate_record
     try:
-        processor = processor.for_target(target.path)  # the watermark the segments carry, named in the manifest
-        verdict = gate_verdict(processor, target)
+        processor = processor.marked_for(target.path)  # the watermark the segments carry, named in the manifest
+        verdict = gate_verdict(processor, target, item.info)
         if verdict.flagged:
             return Outcome(str(target.path), "blocked", reason=f"{target.path}: {verdict.reason}",
                            seconds=time.perf_counter() - started, content_gate=gate)
-        plan = plan_video(target.path, target.output, job_options(processor.settings, processor.timings),
-                          item.info)
-        note = finish_video(dataclasses.replace(plan, out=item.staged), shared, processor.tags,
-                            processor.seal(target.path))
-        frames, faces = shared.totals(plan.options.chunk_size)
+        note, frames, faces = join_segments(target.path, target.output, item.staged,
+                                            job_options(processor.settings, processor.timings), shared,
+                                            processor.tags, processor.seal(target.path), item.info)
     except Exception as exc:  # noqa: BLE001 - as in segment
         return failed(target, exc, processor.settings.temp_path, started)
     status, reason = ("done", note) if faces else ("no_face", NO_FACE)

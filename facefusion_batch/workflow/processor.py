@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
-from facefusion_batch import __version__
+from facefusion_batch.version import __version__
 from facefusion_batch.engines import build_engine
 from facefusion_batch.engines.base import FaceEngine, Selection, build_selection
 from facefusion_batch.engines.source_cache import Record
@@ -25,7 +25,7 @@ from facefusion_batch.media import kind_of, read_image
 from facefusion_batch.memory import apply_memory_limit
 from facefusion_batch.models.store import sha256_of
 from facefusion_batch.workflow.analysis import MotionGate, Reference, TrackState, face_patches, track
-from facefusion_batch.workflow.video import Seal
+from facefusion_batch.workflow.finish import Seal
 from facefusion_batch.provenance.content_gate import ContentGate, build_gate
 from facefusion_batch.provenance.label import VisibleLabel
 from facefusion_batch.provenance.sign import Marker, mode_of
@@ -34,7 +34,7 @@ from facefusion_batch.settings import DECLARED, FIELDS, Settings, engine_changed
 from facefusion_batch.timing import Timings, timed
 from facefusion_batch.video.decoder import frame_at
 from facefusion_batch.video.ffmpeg import use_ffmpeg
-from facefusion_batch.video.probe import probe
+from facefusion_batch.video.probe import VideoInfo, probe
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,27 +65,34 @@ class FrameProcessor:
         """Whether this run puts the invisible watermark in its outputs' frames."""
         return self.settings.output_watermark and mode_of(self.settings) != "off"
 
-    def for_target(self, target: Path, content: str | None = None) -> FrameProcessor:
+    def for_target(self, target: Path, content: str | None = None, info: VideoInfo | None = None
+                   ) -> FrameProcessor:
         """The processor for one target's frames: with that output's watermark, whose payload is a hash of
         the target's content (`content`: its sha256 when known) and the source face(s): what the output is
-        made of, the same in every run and executor that swaps this face into this target."""
+        made of, the same in every run and executor that swaps this face into this target. `info`: the
+        target video as probed already."""
         processor = self
         if self.selection.per_target:
-            processor = dataclasses.replace(self, selection=self._reference_of(target))
+            processor = dataclasses.replace(self, selection=self._reference_of(target, info))
+        return processor.marked_for(target, content)
+
+    def marked_for(self, target: Path, content: str | None = None) -> FrameProcessor:
+        """This processor with the watermark of `target`'s output (see for_target), and nothing else of the
+        target's: what joining a split video's chunks needs, since no frame is swapped there."""
         if not self.watermarks:
-            return processor
+            return self
         content = content or sha256_of(target)
         sources = ",".join(sorted(self.source_sha256.split(",")))  # one identity whatever the order of -s
-        return dataclasses.replace(processor, watermark=Watermarker(payload_of(f"{content}|{sources}")))
+        return dataclasses.replace(self, watermark=Watermarker(payload_of(f"{content}|{sources}")))
 
-    def _reference_of(self, target: Path) -> Selection:
+    def _reference_of(self, target: Path, info: VideoInfo | None = None) -> Selection:
         """Reference mode without a reference photo: the selection whose reference face is the target's own,
         from its frame reference_frame_number (an image: the image), as FaceFusion takes it; TargetError when
         that frame has no face to take."""
         number, position = self.settings.reference_frame_number, self.settings.reference_face_position
         with timed(self.timings, "detect"):
             if kind_of(target) == "video":
-                info = probe(target)
+                info = info or probe(target)
                 if number >= info.frame_count:
                     raise TargetError(f"{target}: reference_frame_number {number} is past its {info.frame_count} "
                                       "frames; set it to a frame showing the face to replace")

@@ -88,6 +88,14 @@ def journal_entry(env: Path, target: Path):
         journal.close()
 
 
+def arrive(path: Path, frames: int) -> Path:
+    """A clip that lands in a watched folder at once, as an upload renamed into place: written under a hidden
+    name (never a target), then renamed. An in-place write can stall past the settle time on a loaded
+    machine and be taken half written (the settling itself has its own tests)."""
+    partial = make_clip(path.with_name(f".{path.stem}.tmp{path.suffix}"), frames=frames)
+    return partial.replace(path)
+
+
 def finished(env: Path, target: Path) -> Callable[[], bool]:
     """Whether the journal records `target` done (its output appears a moment before: wait for this)."""
     def check() -> bool:
@@ -157,7 +165,7 @@ def test_cron_and_watch_share_the_journal(env, source_image, watches):
     watch = watches(env, source_image, incoming).ready()
     assert main(["run", "-q", "-s", str(source_image), "-t", str(incoming), "-o", str(env / "out")]) == 6, \
         "the watch holds the output's lock for its life"
-    late = make_clip(incoming / "b.mp4", frames=6)
+    late = arrive(incoming / "b.mp4", frames=6)
     watch.wait_for(finished(env, late), "the new file done")
     code, summary = watch.stop()
     assert code == 0
@@ -240,13 +248,13 @@ def test_sighup_rereads_the_profile_for_the_next_files(env, source_image, watche
     profile = env / "profile.toml"
     profile.write_text("[output_creation]\noutput_video_quality = 80\n")
     watch = watches(env, source_image, incoming, "--profile", str(profile)).ready()
-    first = make_clip(incoming / "a.mp4", frames=6)
+    first = arrive(incoming / "a.mp4", frames=6)
     watch.wait_for(finished(env, first), "first done")
     profile.write_text("[output_creation]\noutput_video_quality = 40\noutput_image_quality = 50\n")
     watch.process.send_signal(signal.SIGHUP)
     watch.wait_for(lambda: "settings reloaded" in watch.log(), "the reload")
     assert "engine rebuilt" not in watch.log(), "the output qualities need no new engine"
-    second = make_clip(incoming / "b.mp4", frames=6)
+    second = arrive(incoming / "b.mp4", frames=6)
     watch.wait_for(finished(env, second), "second done")
     profile.write_text("[output_creation]\noutput_video_quality = 'not a number'\n")
     watch.process.send_signal(signal.SIGHUP)
@@ -254,7 +262,7 @@ def test_sighup_rereads_the_profile_for_the_next_files(env, source_image, watche
     profile.write_text("[output_creation]\noutput_video_quality = 40\n[face_detector]\nface_detector_model = 'yoloface'\n")
     watch.process.send_signal(signal.SIGHUP)
     watch.wait_for(lambda: "(engine rebuilt: " in watch.log(), "the engine rebuilt for another detector")
-    third = make_clip(incoming / "c.mp4", frames=6)
+    third = arrive(incoming / "c.mp4", frames=6)
     watch.wait_for(finished(env, third), "third done")
     code, summary = watch.stop()
     assert code == 0
@@ -331,7 +339,7 @@ def test_prometheus_scrapes_a_watch(env, source_image, watches, tmp_path):
     incoming.mkdir()
     port = free_port()
     watch = watches(env, source_image, incoming, "--metrics-port", str(port)).ready()
-    good = make_clip(incoming / "good.mp4", frames=6)
+    good = arrive(incoming / "good.mp4", frames=6)
     garbage = incoming / "garbage.mp4"
     garbage.write_bytes(b"\0" * 4096)
     watch.wait_for(lambda: finished(env, good)() and journal_entry(env, garbage) is not None

@@ -13,7 +13,8 @@ from facefusion_batch.cli import main
 from facefusion_batch.executors.work_items import Join, Segment
 from facefusion_batch.workflow import job
 from facefusion_batch.workflow.job import join as join_segments, segment as encode_segment
-from facefusion_batch.workflow import video as video_job
+from facefusion_batch.workflow import finish, video, video_plan
+from facefusion_batch.workflow import processor as processor_module
 from facefusion_batch.workflow.outcome import Outcome
 from facefusion_batch.workflow.processor import prepare
 from facefusion_batch.workflow.workspace import Workspace
@@ -30,8 +31,9 @@ def test_segments_and_join_use_the_drivers_probe(env, source_image, monkeypatch)
     batch = prepare(settings, source_image, print)
     (env / "out").mkdir()
     probed = []
-    real = video_job.probe
-    monkeypatch.setattr(video_job, "probe", lambda path: probed.append(path) or real(path))
+    real = video_plan.probe
+    for module in (video_plan, finish, job, processor_module):  # every place a worker could probe from
+        monkeypatch.setattr(module, "probe", lambda path: probed.append(path) or real(path))
     target, shared = Target(clip, "video", env / "out" / "v.mp4"), Workspace(env / "shared")
     for first, last in ((0, 2), (2, None)):
         assert encode_segment(batch, Segment(target, "k", first, last, info), shared, lambda n: None).status == "done"
@@ -65,11 +67,11 @@ def test_a_worker_item_failure_of_any_kind_is_that_items_one_line(env, source_im
     def fail(*args, **kwargs):
         raise error
 
-    monkeypatch.setattr(job, "encode_chunks", fail)
+    monkeypatch.setattr(video, "encode_chunks", fail)
     outcome = encode_segment(batch, Segment(target, "k", 0, None, info), shared, lambda n: None)
     assert outcome.status == "failed" and says in outcome.reason and str(target.path) in outcome.reason
     assert "\n" not in outcome.reason
-    monkeypatch.setattr(job, "finish_video", fail)
+    monkeypatch.setattr(video, "finish_video", fail)
     outcome = join_segments(batch, Join(target, "k", env / "out" / ".v.staged.mp4", info), shared)
     assert outcome.status == "failed" and says in outcome.reason
 
@@ -81,7 +83,7 @@ def test_a_worker_never_swallows_an_interruption(env, source_image, monkeypatch,
     def interrupt(*args, **kwargs):
         raise signal_like()
 
-    monkeypatch.setattr(job, "encode_chunks", interrupt)
+    monkeypatch.setattr(video, "encode_chunks", interrupt)
     with pytest.raises(signal_like):
         encode_segment(batch, Segment(target, "k", 0, None, info), shared, lambda n: None)
 
@@ -178,3 +180,24 @@ def test_a_ray_output_is_not_placed_when_its_target_was_replaced_meanwhile(env, 
     outcome = work.outcomes[0]
     assert outcome.status == "failed" and "changed while it was processed" in outcome.reason
     assert outcome.cause == "changed" and not target.output.exists() and not staged.exists()
+
+
+def test_a_join_takes_no_reference_face(env, source_image, monkeypatch):
+    """Reference mode without a reference photo: each segment takes the target's reference face (it swaps
+    frames), the join only joins: it must not decode the reference frame and detect its faces again."""
+    clip = make_clip(env / "v.mp4", frames=25)
+    info = probe(clip)
+    settings = load_settings(None, os.environ, {"chunk_size": 10, "output_path": env / "out", "engine": "neural",
+                                                "face_selector_mode": "reference"}).settings
+    batch = prepare(settings, source_image, print)
+    (env / "out").mkdir()
+    decoded = []
+    real = processor_module.frame_at
+    monkeypatch.setattr(processor_module, "frame_at", lambda *a, **k: decoded.append(a[1]) or real(*a, **k))
+    target, shared = Target(clip, "video", env / "out" / "v.mp4"), Workspace(env / "shared")
+    for first, last in ((0, 2), (2, None)):
+        assert encode_segment(batch, Segment(target, "k", first, last, info), shared, lambda n: None).status == "done"
+    assert decoded == [0, 0]
+    outcome = join_segments(batch, Join(target, "k", env / "out" / ".v.staged.mp4", info), shared)
+    assert outcome.status == "done" and outcome.frames == 25
+    assert decoded == [0, 0], "the join decoded the reference frame again"

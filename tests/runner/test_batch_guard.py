@@ -14,7 +14,7 @@ from conftest import face_frame, make_clip
 from facefusion_batch.cli import main
 from facefusion_batch.runner import batch as batch_module
 from facefusion_batch.workflow import lookahead as lookahead_module
-from facefusion_batch.workflow import video as video_job
+from facefusion_batch.workflow import chunks as chunks_phase, finish as finish_phase, video_plan
 from facefusion_batch.workflow.processor import FrameProcessor
 from facefusion_batch.runner.journal import Journal
 from facefusion_batch.runner.progress import PlainReporter
@@ -47,21 +47,21 @@ def _inject(stage: str, error: BaseException, monkeypatch) -> None:
         patch(batch_module, "sha256_of", _named)
         patch(lookahead_module, "sha256_of", _named)
     elif stage == "probe":
-        patch(video_job, "probe", _named)
+        patch(video_plan, "probe", _named)
         patch(lookahead_module, "probe", _named)
     elif stage == "decode":
-        patch(video_job, "Decoder", lambda info, *a, **k: info.path.name == VICTIM)
+        patch(chunks_phase, "Decoder", lambda info, *a, **k: info.path.name == VICTIM)
         patch(lookahead_module, "Decoder", lambda info, *a, **k: info.path.name == VICTIM)
     elif stage == "analyse":
         patch(FrameProcessor, "analyse", lambda self, frame, *a: frame.shape == VICTIM_SHAPE)
     elif stage == "swap":
         patch(FrameProcessor, "swap_faces", lambda self, frame, *a: frame.shape == VICTIM_SHAPE)  # every frame's swap
     elif stage == "encode":
-        patch(video_job._Encoder, "write", lambda self, *a: self._path.name == VICTIM)
+        patch(chunks_phase._Encoder, "write", lambda self, *a: self._path.name == VICTIM)
     elif stage == "join":
-        patch(video_job, "_mux", lambda plan, *a, **k: plan.info.path.name == VICTIM)
+        patch(finish_phase, "_mux", lambda plan, *a, **k: plan.info.path.name == VICTIM)
     elif stage == "verify":
-        patch(video_job, "_verify", lambda partial, info, *a: info.path.name == VICTIM)
+        patch(finish_phase, "_verify", lambda partial, info, *a: info.path.name == VICTIM)
     elif stage == "rename":
         patch(pathlib.Path, "replace", lambda self, target: Path(target).name == VICTIM)
     elif stage == "journal":

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from facefusion_batch.workflow.video import _shortfall
+from facefusion_batch.workflow.chunks import _shortfall
 from facefusion_batch.video.ffmpeg import Colour
 from facefusion_batch.video.probe import VideoInfo
 

@@ -28,7 +28,7 @@ def test_video_without_faces_is_copied_through(env, source_image, capsys):
 def test_too_little_temp_disk_fails_that_target_only(env, source_image, capsys, monkeypatch):
     import shutil
 
-    from facefusion_batch.workflow import video as video_job
+    from facefusion_batch.workflow import video_plan
 
     real = shutil.disk_usage
 
@@ -36,7 +36,7 @@ def test_too_little_temp_disk_fails_that_target_only(env, source_image, capsys, 
         usage = real(path)
         return usage._replace(free=1000) if "tmp" in str(path) else usage
 
-    monkeypatch.setattr(video_job.shutil, "disk_usage", tiny)
+    monkeypatch.setattr(video_plan.shutil, "disk_usage", tiny)
     clip = make_clip(env / "a.mp4", frames=4)
     image = env / "b.png"
     import cv2

@@ -14,8 +14,9 @@ import pytest
 from conftest import astronaut_face, decode_all, grace_hopper
 from facefusion_batch.faces.tracking import Handover, Tracker
 from facefusion_batch.faces.types import Face
-from facefusion_batch.workflow import video as video_job
-from facefusion_batch.workflow.video import job_options
+from facefusion_batch.workflow import chunks as chunks_phase
+from facefusion_batch.workflow import video_plan
+from facefusion_batch.workflow.video_plan import job_options
 from facefusion_batch.workflow.processor import prepare
 from facefusion_batch.workflow.workspace import Workspace
 from facefusion_batch.settings import load_settings
@@ -68,9 +69,9 @@ def offline(tmp_path, monkeypatch):
 
 
 def encode(settings, processor, clip: Path, workspace: Workspace, last: int | None = None) -> np.ndarray:
-    plan = video_job.plan_video(clip, clip.with_suffix(".out.mp4"), job_options(settings))
+    plan = video_plan.plan_video(clip, clip.with_suffix(".out.mp4"), job_options(settings))
     # the processor for this target, as job.begin and the Ray worker use it (with the target's watermark)
-    video_job.encode_chunks(plan, workspace.make(), processor.for_target(clip), lambda n: None, last=last)
+    chunks_phase.encode_chunks(plan, workspace.make(), processor.for_target(clip), lambda n: None, last=last)
     chunks = range(-(-plan.info.frame_count // CHUNK))
     return np.concatenate([decode_all(workspace.chunk(i)) for i in chunks if workspace.finished(i)])
 

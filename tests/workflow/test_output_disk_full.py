@@ -180,16 +180,16 @@ def test_a_video_refused_for_output_space_is_not_journaled_failed(offline_env, s
     import shutil
 
     from conftest import make_clip
-    from facefusion_batch.workflow import video as video_job
+    from facefusion_batch.workflow import video_plan
 
     (offline_env / "in").mkdir()
     make_clip(offline_env / "in" / "a.mp4", frames=3, audio=False)
     real = shutil.disk_usage
-    monkeypatch.setattr(video_job.shutil, "disk_usage", lambda path: real(path)._replace(free=1000)
+    monkeypatch.setattr(video_plan.shutil, "disk_usage", lambda path: real(path)._replace(free=1000)
                         if Path(path) == offline_env / "out" else real(path))
     code, outcomes, err = _run(offline_env, source_image, offline_env / "in", offline_env / "out", capsys)
     assert code == 1 and FULL in outcomes[0]["reason"] and "has 1 kB" in outcomes[0]["reason"]
     assert _journal(offline_env / "out") == {"a.mp4": "interrupted"}
-    monkeypatch.setattr(video_job.shutil, "disk_usage", real)
+    monkeypatch.setattr(video_plan.shutil, "disk_usage", real)
     code, outcomes, _ = _run(offline_env, source_image, offline_env / "in", offline_env / "out", capsys)
     assert code == 0 and outcomes[0]["status"] == "done"

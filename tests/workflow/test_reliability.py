@@ -198,8 +198,8 @@ def test_a_run_killed_while_trying_the_output_dir_leaves_no_file_there(env, sour
 
 
 def test_finished_chunks_are_not_decoded_again(env, source_image, monkeypatch):
-    from facefusion_batch.workflow import video as video_job
-    from facefusion_batch.workflow.video import job_options
+    from facefusion_batch.workflow import chunks
+    from facefusion_batch.workflow.video_plan import job_options, plan_video
     from facefusion_batch.workflow.processor import prepare
     from facefusion_batch.workflow.workspace import Workspace
     from facefusion_batch.settings import load_settings
@@ -208,15 +208,15 @@ def test_finished_chunks_are_not_decoded_again(env, source_image, monkeypatch):
     settings = load_settings(None, os.environ, {"chunk_size": 20, "output_path": env / "out"}).settings
     batch = prepare(settings, source_image, print)
     (env / "out").mkdir()
-    plan = video_job.plan_video(clip, env / "out" / "a.mp4", job_options(settings))
+    plan = plan_video(clip, env / "out" / "a.mp4", job_options(settings))
     workspace = Workspace(env / "ws").make()
-    assert video_job.encode_chunks(plan, workspace, batch, lambda n: None).frames == 40
+    assert chunks.encode_chunks(plan, workspace, batch, lambda n: None).frames == 40
     assert workspace.end() == 40
 
     def no_decoder(*args, **kwargs):
         raise AssertionError("a decoder was started for work that is already done")
 
-    monkeypatch.setattr(video_job.subprocess, "Popen", no_decoder)
-    again = video_job.encode_chunks(plan, workspace, batch, lambda n: None)
+    monkeypatch.setattr(chunks.subprocess, "Popen", no_decoder)
+    again = chunks.encode_chunks(plan, workspace, batch, lambda n: None)
     assert (again.frames, again.resumed_frames) == (40, 40)
-    assert video_job.encode_chunks(plan, workspace, batch, lambda n: None, first=0, last=1).frames == 20
+    assert chunks.encode_chunks(plan, workspace, batch, lambda n: None, first=0, last=1).frames == 20

@@ -20,6 +20,7 @@ from facefusion_batch.video import ffmpeg
 from facefusion_batch.video.probe import probe
 from facefusion_batch.video.reshape import Reshape
 from facefusion_batch.workflow import video as video_job
+from facefusion_batch.workflow.video_plan import JobOptions
 from facefusion_batch.workflow.analysis import MotionGate, Reference
 from facefusion_batch.workflow.workspace import Workspace
 from facefusion_batch.video.ffmpeg import EncodeOptions
@@ -45,7 +46,7 @@ def strip_levels(path: Path) -> list[int]:
 
 def reshaped(tmp_path: Path, reshape: Reshape, frames: int = 40, audio: bool = True, processor=None) -> Path:
     clip = make_clip(tmp_path / "a.mp4", frames=frames, audio=audio)
-    options = video_job.JobOptions(temp_root=tmp_path / "tmp", chunk_size=8, frame_format="bmp", threads=2,
+    options = JobOptions(temp_root=tmp_path / "tmp", chunk_size=8, frame_format="bmp", threads=2,
                                    in_flight=3, encode=EncodeOptions("libx264", "ultrafast", 90), reshape=reshape)
     out = tmp_path / "out.mp4"
     encoded = video_job.encode_video(clip, out, processor or Marker(), {}, options, lambda n: None, lambda n: None)

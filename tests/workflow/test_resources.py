@@ -13,9 +13,9 @@ import cv2
 from conftest import face_frame, make_clip
 from facefusion_batch.cli import main
 from facefusion_batch.errors import MediaError
-from facefusion_batch.workflow import frames, video as video_job
+from facefusion_batch.workflow import frames, video_plan
 from facefusion_batch.workflow.guard import disk_full_reason
-from facefusion_batch.workflow.video import JobOptions, estimate, size_text
+from facefusion_batch.workflow.video_plan import JobOptions, estimate, size_text
 from facefusion_batch.video.ffmpeg import EncodeOptions
 from facefusion_batch.video.probe import probe
 
@@ -82,7 +82,7 @@ def test_a_75_frame_clip_runs_in_a_20_mb_temp_dir(env, source_image, capsys, mon
         usage = real(path)
         return usage._replace(free=20_000_000) if Path(path) == env / "tmp" else usage
 
-    monkeypatch.setattr(video_job.shutil, "disk_usage", twenty_mb)
+    monkeypatch.setattr(video_plan.shutil, "disk_usage", twenty_mb)
     code = main(["run", "--engine", "neural", "--json", "-q", "-s", str(source_image), "-t", str(clip),
                  "-o", str(env / "out"), "--temp-path", str(env / "tmp")])
     outcome = json.loads(capsys.readouterr().out)["outcomes"][0]

@@ -11,6 +11,9 @@ import pytest
 from conftest import make_clip
 from facefusion_batch.errors import MediaError
 from facefusion_batch.workflow import video as video_job
+from facefusion_batch.workflow.chunks import Counters, encode_chunks
+from facefusion_batch.workflow.finish import finish_video
+from facefusion_batch.workflow.video_plan import JobOptions, VideoPlan, plan_video
 from facefusion_batch.workflow.analysis import MotionGate, Reference
 from facefusion_batch.workflow.workspace import Workspace
 from facefusion_batch.video.ffmpeg import EncodeOptions
@@ -46,18 +49,18 @@ class Recorder:
         return frame, len(faces)
 
 
-def plan_for(tmp_path: Path, transport: str) -> video_job.VideoPlan:
+def plan_for(tmp_path: Path, transport: str) -> VideoPlan:
     clip = make_clip(tmp_path / "a.mp4", frames=18, audio=False)
-    options = video_job.JobOptions(temp_root=tmp_path / "tmp", chunk_size=10, frame_format="bmp", threads=2,
+    options = JobOptions(temp_root=tmp_path / "tmp", chunk_size=10, frame_format="bmp", threads=2,
                                    in_flight=4, encode=EncodeOptions("libx264", "ultrafast", 60),
                                    transport=transport)
-    return video_job.plan_video(clip, tmp_path / "out.mp4", options)
+    return plan_video(clip, tmp_path / "out.mp4", options)
 
 
 @pytest.mark.parametrize("transport", ["temp", "memory"])
 def test_every_reference_is_analysed_ahead_once(tmp_path, transport):
     plan, recorder = plan_for(tmp_path, transport), Recorder()
-    counters = video_job.encode_chunks(plan, Workspace(tmp_path / "ws").make(), recorder, lambda n: None)
+    counters = encode_chunks(plan, Workspace(tmp_path / "ws").make(), recorder, lambda n: None)
     assert counters.frames == 18
     # Static frames: a reference every 4 frames, and one at each chunk start (a fresh gate per chunk).
     assert sorted(recorder.analysed) == [0, 4, 8, 10, 14]
@@ -67,7 +70,7 @@ def test_every_reference_is_analysed_ahead_once(tmp_path, transport):
 def test_a_failed_analysis_fails_the_video_without_hanging(tmp_path):
     plan, recorder = plan_for(tmp_path, "temp"), Recorder(fail_at=8)
     with ThreadPoolExecutor(1) as runner:
-        job = runner.submit(video_job.encode_chunks, plan, Workspace(tmp_path / "ws").make(), recorder, lambda n: None)
+        job = runner.submit(encode_chunks, plan, Workspace(tmp_path / "ws").make(), recorder, lambda n: None)
         with pytest.raises(MediaError, match="detector failed"):
             job.result(timeout=60)
 
@@ -83,7 +86,7 @@ def test_an_interrupted_finish_keeps_the_chunks_of_a_resumable_workspace(tmp_pat
         raise KeyboardInterrupt
 
     monkeypatch.setattr(video_job, "finish_video", interrupted)
-    encoded = video_job.Encoded(plan=None, workspace=workspace, counters=video_job.Counters(), tags={},
+    encoded = video_job.Encoded(plan=None, workspace=workspace, counters=Counters(), tags={},
                                 resumable=resumable)
     with pytest.raises(KeyboardInterrupt):
         encoded.finish()
@@ -99,7 +102,7 @@ def test_a_link_planted_at_the_resume_workspace_is_not_followed(tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
     clip = make_clip(tmp_path / "a.mp4", frames=5, audio=False)
-    options = video_job.JobOptions(temp_root=tmp_path / "tmp", chunk_size=10, frame_format="bmp", threads=2,
+    options = JobOptions(temp_root=tmp_path / "tmp", chunk_size=10, frame_format="bmp", threads=2,
                                    in_flight=4, encode=EncodeOptions("libx264", "ultrafast", 60))
     options.temp_root.mkdir()
     os.symlink(outside, options.temp_root / "ffb-key")
@@ -128,14 +131,14 @@ def test_subtitles_a_container_cant_hold_are_reported(tmp_path, container, codec
     import dataclasses
 
     clip = make_clip(tmp_path / f"a.{container}", frames=5, audio=False)
-    options = video_job.JobOptions(temp_root=tmp_path / "tmp", chunk_size=10, frame_format="bmp", threads=2,
+    options = JobOptions(temp_root=tmp_path / "tmp", chunk_size=10, frame_format="bmp", threads=2,
                                    in_flight=4, encode=EncodeOptions("libx264", "ultrafast", 60))
-    plan = video_job.plan_video(clip, tmp_path / f"out.{container}", options)
+    plan = plan_video(clip, tmp_path / f"out.{container}", options)
     info = dataclasses.replace(plan.info, subtitle_codecs=codecs)  # as a probe of such a file reports them
     plan = dataclasses.replace(plan, info=info)
     workspace = Workspace(tmp_path / "ws").make()
-    video_job.encode_chunks(plan, workspace, Swapper(), lambda n: None)
-    assert video_job.finish_video(plan, workspace, {}) == note
+    encode_chunks(plan, workspace, Swapper(), lambda n: None)
+    assert finish_video(plan, workspace, {}) == note
     assert (tmp_path / f"out.{container}").is_file()
 
 
@@ -146,11 +149,11 @@ def test_cover_art_is_kept_in_mp4_unless_marking_tags_exclude_it(tmp_path, tags,
 
     clip = tmp_path / "cover.mp4"
     hostile_media._cover_art_first(clip)
-    options = video_job.JobOptions(temp_root=tmp_path / "tmp", chunk_size=10, frame_format="bmp", threads=2,
+    options = JobOptions(temp_root=tmp_path / "tmp", chunk_size=10, frame_format="bmp", threads=2,
                                    in_flight=4, encode=EncodeOptions("libx264", "ultrafast", 60))
-    plan = video_job.plan_video(clip, tmp_path / "out.mp4", options)
+    plan = plan_video(clip, tmp_path / "out.mp4", options)
     workspace = Workspace(tmp_path / "ws").make()
-    video_job.encode_chunks(plan, workspace, Swapper(), lambda n: None)
-    note = video_job.finish_video(plan, workspace, tags)
+    encode_chunks(plan, workspace, Swapper(), lambda n: None)
+    note = finish_video(plan, workspace, tags)
     assert (len(probe(tmp_path / "out.mp4").covers) == 1) == kept
     assert ("cover picture not kept" in note) == (not kept)
