@@ -328,7 +328,6 @@ def _peaks_of(surface: np.ndarray, count: int) -> list[tuple[int, int]]:
 @dataclass(frozen=True)
 class _Spectra:
     sync: np.ndarray  # conj(fft2) of the sync pattern
-    bits: np.ndarray  # conj(fft2) of each bit pattern (BITS, TILE, TILE)
     bits_power: np.ndarray  # |fft2|^2 of each bit pattern in the band, (BITS, band bins)
     band: np.ndarray  # the band's bins (bool, TILE x TILE)
 
@@ -342,7 +341,7 @@ def _pattern_spectra() -> _Spectra:
     with _lock:
         if _spectra is None:
             bits = np.fft.fft2(p.bits)
-            _spectra = _Spectra(np.conj(np.fft.fft2(p.sync)), np.conj(bits), np.abs(bits[:, band]) ** 2, band)
+            _spectra = _Spectra(np.conj(np.fft.fft2(p.sync)), np.abs(bits[:, band]) ** 2, band)
         return _spectra
 
 
