@@ -3,7 +3,8 @@ of tests/provenance/test_watermark.py leaves readable, and frames to look at.
 
     python benchmarks/watermark_strengths.py [--work DIR] [--strengths 0.8,1.0,1.2,1.4,1.6]
 
-Swaps Grace Hopper into the test's 360p clip (skimage's coffee with NASA's astronaut over it, 100 frames) and
+Swaps Grace Hopper into the test's 360p clip (skimage's coffee with NASA's astronaut over it, 100 frames, a
+strip at the bottom changing each frame) and
 into group.mp4 once with `ffb run --no-watermark`, then for each strength: marks every frame of the outputs
 (as ffb does, with `watermark.STRENGTH` set), encodes them as ffb does (x264 veryfast CRF 10), makes the
 test's five copies (CRF 28; scaled to 50 %; a centred 10 % crop; a 3 s excerpt; frame 2 s as JPEG q75) and
@@ -51,13 +52,13 @@ def encode(frames: list[np.ndarray], out: Path, crf: int = 10, preset: str = "ve
 
 
 def decode(path: Path) -> list[np.ndarray]:
-    capture = cv2.VideoCapture(str(path))
-    frames = []
-    while True:
-        ok, frame = capture.read()
-        if not ok:
-            return frames
-        frames.append(frame)
+    """Every frame, converted as ffb converts (ffmpeg, accurate rounding)."""
+    from facefusion_batch.video.probe import probe
+
+    info = probe(path)
+    raw = subprocess.run([*FF, "-i", str(path), "-map", "0:v:0", *SWS_FLAGS, "-f", "rawvideo", "-pix_fmt", "bgr24",
+                          "-"], capture_output=True, check=True).stdout
+    return list(np.frombuffer(raw, np.uint8).reshape(-1, info.height, info.width, 3).copy())
 
 
 def copies(clip: Path, folder: Path, width: int, height: int) -> dict[str, Path]:
@@ -83,7 +84,11 @@ def main() -> None:
     options = parser.parse_args()
     work, inputs = options.work, options.work / "in"
     inputs.mkdir(parents=True, exist_ok=True)
-    encode([test_frame()] * 100, inputs / "clip.mp4", crf=12, preset="ultrafast")
+    still = test_frame()
+    clip = [still.copy() for _ in range(100)]
+    for index, frame in enumerate(clip):
+        frame[-20:] = (index * 7) % 255  # as the test's clip: a strip that changes each frame
+    encode(clip, inputs / "clip.mp4", crf=12, preset="ultrafast")
     (inputs / "group.mp4").write_bytes((ROOT / "examples" / "clips" / "group.mp4").read_bytes())
     import matplotlib
 
