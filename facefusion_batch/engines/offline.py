@@ -34,10 +34,11 @@ FAINT = 5.0
 # hovering at a threshold is not switched between the source and itself from frame to frame (a flicker between
 # two identities): a track left as turned away is swapped again once it turns back below PROFILE - TURN_BACK;
 # whether its swap is visible is measured on its first frame and every RECHECK frames after, and a track left
-# as too faint is swapped again once its swap would change it by FAINT + FAINT_BACK. Between those frames a
-# swap is left only when clearly faint (below FAINT - FAINT_BACK).
+# as too faint is swapped again once its swap would change it by FAINT * (1 + FAINT_BACK). Between those frames
+# a swap is left only when clearly faint (below FAINT * (1 - FAINT_BACK)). The band is relative: the change's
+# frame-to-frame noise grows with the change (a face drifting by a pixel: about +-3 %).
 TURN_BACK = 0.2
-FAINT_BACK = 0.5
+FAINT_BACK = 0.1
 RECHECK = 10
 _SOURCE_MARGIN = 0.35
 REFIT_SIZE = 0.05  # a detector box within this (log ratio) of the mesh's own box ...
@@ -187,7 +188,7 @@ class OfflineEngine:
                 texture = self._texture(source)
                 change = classic.visible_change(frame, classic.swap_face(frame, face.landmarks, texture),
                                                 face.landmarks)
-                memo["faint"] = change < FAINT + (FAINT_BACK if memo.get("faint") else 0.0)
+                memo["faint"] = change < FAINT * (1 + (FAINT_BACK if memo.get("faint") else 0.0))
                 memo["checked"] = index
             leave = memo["turned"] or memo.get("faint", False)
             settled.append(dataclasses.replace(face, leave=leave) if leave else face)
@@ -201,7 +202,7 @@ class OfflineEngine:
                 self.profiles_left.add()  # left as it is, not mangled
                 continue
             swapped = classic.swap_face(frame, face.landmarks, texture)
-            faint = FAINT - (FAINT_BACK if face.memo is not None else 0.0)
+            faint = FAINT * (1 - (FAINT_BACK if face.memo is not None else 0.0))
             if classic.visible_change(frame, swapped, face.landmarks) < faint:
                 self.profiles_left.add()  # a change nobody would see is no swap: left, and said so
                 continue

@@ -31,8 +31,9 @@ NOSE_TIP, CHEEK_LINE = 1, (234, 454)
 PROFILE = 1.6
 LANDMARK_COUNT = 468
 
-# The oval's top runs into hair or a hat brim: keep this share of its height above the eyes.
-FOREHEAD_KEEP = 0.75
+# The oval's top runs into hair or a hat brim: keep at most this share of its height above the eyes (the source's
+# own hairline may lower it further, see HAIRLINE_MARGIN).
+FOREHEAD_KEEP = 0.9
 # Cheek landmarks whose colour is the source's skin colour (for finding its hairline).
 CHEEKS = (50, 280, 36, 266)
 # LAB distance (8-bit OpenCV units) from the skin colour beyond which a forehead pixel is hair.
@@ -40,10 +41,17 @@ HAIR_DISTANCE = 40.0
 # The swap region stops this share of the forehead below the source's hairline, and keeps at least HAIRLINE_MIN.
 HAIRLINE_MARGIN = 0.1
 HAIRLINE_MIN = 0.25
-# Pull the whole ring this much towards the face centre so background at the jaw line stays out.
-RING_SHRINK = 0.96
-# Feather width as a share of the face size (distance forehead to chin).
+# The mask's ring is the face oval scaled by this about its centre; its feather (a share of the face size,
+# forehead to chin) lies inside the ring. The swap reaches the face's outline: a band of the target's own
+# cheeks, jaw line and temples left around the source's face (a ring at 0.96) diluted its identity (tune
+# split: judge accepts 57 % -> 64 %, docs/quality.md); a sharper feather gains more but flickers more.
+RING_SCALE = 1.02
 FEATHER = 0.06
+# The region whose mean change tells whether a swap is visible (`visible_change`, the engine's FAINT threshold):
+# the oval at this scale with this share of the forehead, the mask's before the mask grew (the threshold was
+# tuned on it; over the grown mask's box small far faces read fainter and were left unswapped).
+VISIBLE_RING = 0.96
+VISIBLE_FOREHEAD = 0.75
 MASK_HALF = 3.0  # feathers this wide (pixels, sigma) or wider are computed at half resolution
 # Colour transfer (match_colour): the low frequencies are measured on a grid this many cells across the work
 # rect, blurred over this share of it; the lightness may move by at most LIGHTNESS_LIMIT (L units); the
@@ -213,7 +221,7 @@ def swap_face(frame: np.ndarray, target_landmarks: np.ndarray, source: SourceTex
     if not np.isfinite(target_landmarks).all() or size < MIN_FACE_SIZE:
         return result
     height, width = frame.shape[:2]
-    x0, y0, x1, y1 = _rect(points, FEATHER * size + 2, width, height)
+    x0, y0, x1, y1 = _rect(points, (max(RING_SCALE, 1.0) - 1 + FEATHER) * size + 2, width, height)
     if x1 - x0 < 2 or y1 - y0 < 2:
         return result
     local = points - (x0 + 0.5, y0 + 0.5)  # pixel-centre coordinates of the work rect
@@ -267,8 +275,10 @@ def _similarity(source: np.ndarray, target: np.ndarray) -> np.ndarray:
 
 def visible_change(before: np.ndarray, after: np.ndarray, landmarks: np.ndarray) -> float:
     """Mean change (grey levels, all channels) a swap made over the face's box from brows to chin (the
-    bounding box of ``mask_ring``, clipped to the frame): how much of a swap a viewer can see."""
-    low, high = _box(mask_ring(_xy(landmarks)), before.shape)
+    bounding box of the face oval scaled by VISIBLE_RING with VISIBLE_FOREHEAD of its forehead, clipped to the
+    frame): how much of a swap a viewer can see. The region is fixed, not the mask's (which may grow), so that
+    the same swap is judged alike whatever the mask covers."""
+    low, high = _box(mask_ring(_xy(landmarks), VISIBLE_FOREHEAD, VISIBLE_RING), before.shape)
     if high[0] <= low[0] or high[1] <= low[1]:
         return 0.0
     region = (slice(low[1], high[1]), slice(low[0], high[0]))
@@ -405,11 +415,11 @@ def face_mask(points: np.ndarray, shape: tuple[int, int], size: float, *, keep_m
     return cv2.resize(mask, (shape[1], shape[0]), interpolation=cv2.INTER_LINEAR)
 
 
-def mask_ring(points: np.ndarray, forehead_keep: float = FOREHEAD_KEEP) -> np.ndarray:
-    """The face oval, shrunk slightly and with its part above the eyes lowered (hair, hat brims)."""
+def mask_ring(points: np.ndarray, forehead_keep: float = FOREHEAD_KEEP, scale: float | None = None) -> np.ndarray:
+    """The face oval, scaled by ``scale`` (RING_SCALE), with its part above the eyes lowered (hair, hat brims)."""
     oval = points[list(FACE_OVAL)]
     centre = oval.mean(axis=0)
-    ring = centre + (oval - centre) * RING_SHRINK
+    ring = centre + (oval - centre) * (RING_SCALE if scale is None else scale)
     up = points[FOREHEAD] - points[CHIN]
     up /= np.linalg.norm(up)
     eyes = points[list(OUTER_EYE_CORNERS)].mean(axis=0)

@@ -1,5 +1,6 @@
 """benchmarks/quality_corpus.py: the clip generator's true boxes follow the camera, compositions keep them,
-and faces cut by the frame's edge count as present from half their box on (no judge, no downloads)."""
+and faces cut by the frame's edge count as present from half their box on; no person or photo is in two
+splits (no judge, no downloads)."""
 import sys
 from pathlib import Path
 
@@ -95,3 +96,68 @@ def test_padded_photo_keeps_its_faces_and_grey_keeps_three_channels():
     image = np.dstack([np.full((4, 4), v, np.uint8) for v in (10, 120, 250)])
     grey = corpus.grey(image)
     assert grey.shape == image.shape and (grey[..., 0] == grey[..., 2]).all()
+
+
+def split_contents(split: str) -> tuple[set, set]:
+    """The people (every face the split's photos hold, annotated ones too) and the photo files of a split."""
+    people, files = set(), set()
+    for name in corpus.photos_for(split):
+        kind, member, found, _ = corpus.SOURCES_OF_PHOTOS[name]
+        people.update(found)
+        people.update(person for _, person, _ in corpus.ANNOTATED.get(name, []))
+        files.add((kind, member))
+    return people, files
+
+
+def stand_in(name: str) -> corpus.Photo:
+    """A photo declared in the corpus, drawn: one bright square per face it holds, in its order."""
+    _, _, found, _ = corpus.SOURCES_OF_PHOTOS[name]
+    people = list(found) + [person for _, person, _ in corpus.ANNOTATED.get(name, [])]
+    image = np.full((700, 1000, 3), 40, np.uint8)
+    boxes = []
+    for i in range(len(people)):
+        box = (60.0 + 150 * i, 300.0, 120.0 + 150 * i, 360.0)
+        image[300:360, 60 + 150 * i:120 + 150 * i] = 220
+        boxes.append(box)
+    return corpus.Photo(name, image, boxes, people, [0.0] * len(people))
+
+
+def test_no_person_and_no_photo_is_in_two_splits():
+    contents = {split: split_contents(split) for split in corpus.SPLITS}
+    assert set(corpus.SPLITS) == {"tune", "heldout", "fresh"}
+    for a in corpus.SPLITS:
+        for b in corpus.SPLITS:
+            if a < b:
+                assert not contents[a][0] & contents[b][0], f"{a} and {b} share a person"
+                assert not contents[a][1] & contents[b][1], f"{a} and {b} share a photo"
+    used = [name for split in corpus.SPLITS for name in corpus.photos_for(split)]
+    assert len(used) == len(set(used)) and set(used) <= set(corpus.SOURCES_OF_PHOTOS)
+    assert set(corpus.ANNOTATED) <= set(used)
+
+
+@pytest.mark.parametrize("split", ["tune", "heldout", "fresh"])
+def test_each_split_is_built_from_its_own_photos(split, monkeypatch):
+    """Built from stand-ins of its own photos only (another split's photo is not there to read), a split's
+    sources, clips and images hold only its own people, every clip has two sources (`one` clips one), and
+    no clip or image name is shared with another split."""
+    monkeypatch.setattr(corpus, "load_photo", lambda name, judge, cache: stand_in(name))
+    built = corpus.build_split(split, None, Path("unused"), quick=True)
+    people = split_contents(split)[0]
+    assert len(built.sources) >= 4
+    assert {person for _, person in built.sources.values()} <= people
+    assert all(image.ndim == 3 and image.size for image, _ in built.sources.values())
+    full = corpus.build_split(split, None, Path("unused"), quick=False)
+    kinds = set()
+    for clip in full.clips:
+        assert set(clip.sources) <= set(full.sources)
+        assert len(clip.sources) == (1 if clip.mode == "one" else 2)
+        assert {p for shot in clip.shots for p in shot.photo.people} <= people
+        kinds.add(clip.name.split("_", 1)[1])
+    assert {"group_pan", "group_pan_one", "group_far", "static_cut", "closeup"} <= kinds
+    for name, photo, mode, names in full.images:
+        assert set(photo.people) <= people and set(names) <= set(full.sources)
+    for other in corpus.SPLITS:
+        if other != split:
+            theirs = corpus.build_split(other, None, Path("unused"), quick=True)
+            assert not {c.name for c in full.clips} & {c.name for c in theirs.clips}
+            assert not {i[0] for i in full.images} & {i[0] for i in theirs.images}
