@@ -146,18 +146,19 @@ def reencode(source: Path, out: Path, *args: str) -> Path:
 
 @pytest.fixture(scope="module")
 def marked_run(tmp_path_factory):
-    """One default offline run over a 4 s 640x360 clip and a picture of a real face."""
+    """One default offline run (the watermark on by default) over a 4 s 640x360 clip, a 2 s 1280x720 one and a
+    picture of a real face."""
     import os
 
     root = tmp_path_factory.mktemp("wm")
     # models_path left at its default, empty (set, it would ask for the neural engine)
     env = {**{k: v for k, v in os.environ.items() if k != "FFB_MODELS_PATH"}, "XDG_CACHE_HOME": str(root / "xdg"),
-           "FFB_CACHE_PATH": str(root / "cache"), "FFB_TEMP_PATH": str(root / "tmp"),
-           "FFB_OUTPUT_WATERMARK": "true"}
+           "FFB_CACHE_PATH": str(root / "cache"), "FFB_TEMP_PATH": str(root / "tmp")}
     inputs = root / "in"
     inputs.mkdir()
     frame = real_frame(640, 360)
     make_clip(inputs / "clip.mp4", frames=100, image=frame)
+    make_clip(inputs / "clip720.mp4", frames=50, image=real_frame(1280, 720))
     cv2.imwrite(str(inputs / "still.jpg"), real_frame())
     source = root / "source.jpg"
     cv2.imwrite(str(source), grace_hopper())
@@ -187,8 +188,11 @@ def test_run_marks_every_output_and_records_the_payload(marked_run):
 
 @pytest.mark.parametrize("transform", ["crf28", "half", "crop10", "excerpt3s", "jpeg_frame"])
 def test_watermark_survives_what_platforms_do(marked_run, transform):
+    """The issue's changes: on the 360p clip, and scaled to 50 % on the 720p one (a 360p output's 50 % copy,
+    320x180 re-encoded at CRF 28, is below what the mark survives at its strength: docs/provenance.md)."""
     root, outcomes = marked_run
-    clip = root / "out" / "clip.mp4"
+    name = "clip720.mp4" if transform == "half" else "clip.mp4"
+    clip = root / "out" / name
     copy = root / f"copy_{transform}.{'jpg' if transform == 'jpeg_frame' else 'mp4'}"
     if transform == "jpeg_frame":  # one frame exported, saved as JPEG quality 75
         png = copy.with_suffix(".png")
@@ -196,14 +200,13 @@ def test_watermark_survives_what_platforms_do(marked_run, transform):
                         str(png)], check=True)
         cv2.imwrite(str(copy), cv2.imread(str(png)), [cv2.IMWRITE_JPEG_QUALITY, 75])
     else:
-        extra = {"crf28": [], "half": ["-vf", "scale=320:180"], "crop10": ["-vf", "crop=576:324:32:18"],
+        extra = {"crf28": [], "half": ["-vf", "scale=640:360"], "crop10": ["-vf", "crop=576:324:32:18"],
                  "excerpt3s": ["-ss", "0.5", "-t", "3"]}[transform]
         reencode(clip, copy, *extra)
     finding = verify.inspect(copy)
     assert finding.c2pa == "none"
-    assert finding.watermark == outcomes["clip.mp4"]["watermark"], finding
-    if transform != "half":  # read with a margin, not just over the line
-        assert finding.watermark_bits >= 2 * wm.BITS_Z and finding.watermark_sync >= wm.SYNC_MIN + 3, finding
+    assert finding.watermark == outcomes[name]["watermark"], finding
+    assert finding.watermark_bits >= 2 * wm.BITS_Z and finding.watermark_sync >= wm.SYNC_MIN + 3, finding  # a margin
 
 
 def test_verify_links_a_stripped_copy_to_its_journal(marked_run, capsys):
