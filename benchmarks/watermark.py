@@ -1,6 +1,7 @@
 """The invisible watermark on real ffb outputs: imperceptibility, robustness, false positives.
 
     python benchmarks/watermark.py [--work DIR] [--clips 20] [--seconds 4] [--insightface-wheel WHEEL]
+                                   [--strength RMS]
 
 Makes `--clips` 720p clips of real faces (NASA's astronaut, Grace Hopper, insightface 2.1's t1.jpg group in
 thirds and Tom_Hanks, each also mirrored; `benchmarks`' talking-head composition: the photo on a textured
@@ -18,7 +19,9 @@ content gate on) and again with `--no-watermark`, then measures:
   PyWavelets on PYTHONPATH).
 
 The insightface wheel is read for its images only (`pip download --no-deps insightface==2.1`, cached);
-nothing is committed. Results: JSON on stdout and a table on stderr.
+nothing is committed. Results: JSON on stdout and a table on stderr. `--strength` measures the mark at another
+strength than ffb's (`watermark.STRENGTH`, set in the ffb runs through a sitecustomize on PYTHONPATH): what a
+change of strength would give, without changing ffb.
 """
 from __future__ import annotations
 
@@ -170,8 +173,18 @@ def main() -> None:
     parser.add_argument("--clips", type=int, default=22)
     parser.add_argument("--seconds", type=float, default=4.0)
     parser.add_argument("--insightface-wheel", type=Path)
+    parser.add_argument("--strength", type=float, help="the mark's RMS in grey levels (default: ffb's)")
     options = parser.parse_args()
     work = options.work
+    work.mkdir(parents=True, exist_ok=True)
+    extra_path = []
+    if options.strength is not None:
+        wm.STRENGTH = options.strength
+        site = work / "strength"
+        site.mkdir(exist_ok=True)
+        (site / "sitecustomize.py").write_text("from facefusion_batch.provenance import watermark\n"
+                                               f"watermark.STRENGTH = {options.strength!r}\n")
+        extra_path = [str(site)]
     targets, outputs = work / "targets", work / "marked"
     targets.mkdir(parents=True, exist_ok=True)
     photos = face_photos(work, options.insightface_wheel)[:options.clips]
@@ -183,7 +196,8 @@ def main() -> None:
     source = work / "source.jpg"
     cv2.imwrite(str(source), face_photos(work, options.insightface_wheel)[1][1])  # Grace Hopper
     env = {**os.environ, "FFB_CACHE_PATH": str(work / "cache"), "FFB_TEMP_PATH": str(work / "tmp"),
-           "FFB_ENGINE": "offline"}
+           "FFB_ENGINE": "offline",
+           "PYTHONPATH": os.pathsep.join([*extra_path, *filter(None, [os.environ.get("PYTHONPATH")])])}
     marked = ffb(["run", "--json", "-q", "--force", "-s", str(source), "-t", str(targets), "-o", str(outputs),
                   "--watermark"], env)
     plain = ffb(["run", "--json", "-q", "--force", "-s", str(source), "-t", str(targets), "-o", str(work / "plain"),
@@ -191,7 +205,7 @@ def main() -> None:
     done = {Path(o["target"]).name: o for o in marked["outcomes"] if o["status"] == "done"}
     plain_done = {Path(o["target"]).name for o in plain["outcomes"] if o["status"] == "done"}
     names = sorted(n for n in done if n in plain_done)
-    report: dict = {"outputs": len(names),
+    report: dict = {"outputs": len(names), "strength": wm.STRENGTH,
                     "not_swapped": {Path(o["target"]).name: o["status"] for o in marked["outcomes"]
                                     if Path(o["target"]).name not in names},
                     "gate": sorted({o["content_gate"] for o in marked["outcomes"]})}
@@ -225,8 +239,9 @@ def main() -> None:
             started = time.perf_counter()
             finding = verify.inspect(copy)
             read_s.append(time.perf_counter() - started)
-            robust[how].append(finding.watermark == done[name]["watermark"])
-    report["robustness"] = {how: f"{sum(hits)}/{len(hits)}" for how, hits in robust.items()}
+            robust[how].append(finding.watermark_bits if finding.watermark == done[name]["watermark"] else None)
+    report["robustness"] = {how: f"{sum(b is not None for b in hits)}/{len(hits)}" for how, hits in robust.items()}
+    report["bits_z_min"] = {how: min((b for b in hits if b is not None), default=None) for how, hits in robust.items()}
     report["read_s_median"] = float(np.median(read_s))
 
     false, checked = 0, 0

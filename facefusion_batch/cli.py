@@ -775,7 +775,7 @@ def _print_finding(finding) -> None:
             ("model", finding.model), ("signer", finding.signer), ("parent", finding.parent),
             ("source face", finding.source_face_sha256 and f"sha256 {finding.source_face_sha256}")]
     if finding.watermark or finding.soft_binding:
-        rows.append(("watermark", f"{finding.watermark} (sync {finding.watermark_sync})" if finding.watermark
+        rows.append(("watermark", f"{finding.watermark} (sync {finding.watermark_sync}, bits {finding.watermark_bits})" if finding.watermark
                      else f"not found (the manifest names {finding.soft_binding})"))
     if finding.journal:
         j = finding.journal

@@ -93,10 +93,9 @@ class Shared:
     no_marking: bool = _option(False, "--no-marking", panel=MARKING, help="Don't mark outputs as AI-modified at "
                                "all: no metadata, no C2PA (not advised).")
     watermark: bool = _option(False, "--watermark", panel=MARKING, help="Invisible watermark: the output's id in "
-                              "every swapped frame (off by default: shows as grain on flat areas, see "
-                              "docs/provenance.md).")
-    no_watermark: bool = _option(False, "--no-watermark", panel=MARKING, help="No invisible watermark (the "
-                                 "default; overrides a profile's output_watermark = true).")
+                              "every swapped frame (the default; overrides a profile's output_watermark = false).")
+    no_watermark: bool = _option(False, "--no-watermark", panel=MARKING, help="No invisible watermark in the "
+                                 "frames (the C2PA credential and metadata tags stay).")
     retry_failed: bool = _option(False, "--retry-failed", panel=BATCH, help="Also retry targets whose last run "
                                  "failed though they are unchanged (changed and new targets always run).")
     wait: bool = _option(False, "--wait", panel=BATCH, help="If another ffb run holds this output, wait for it "

@@ -343,9 +343,9 @@ class Settings:
                                          role="output", range=(0.05, 1.0))
     output_watermark: bool = _spec(
         "provenance", "Embed an invisible watermark carrying the output's 32-bit id in every frame of a swapped "
-        "output (survives re-encoding, scaling and cropping; off with marking off too). Off by default: at its "
-        "robust strength it shows as grain on flat areas (docs/provenance.md).", False,
-        role="output-unless-default")
+        "output (survives re-encoding, scaling and cropping; off with marking off too; docs/provenance.md says what "
+        "it survives and what it does not).", True,
+        role="output", keyed="watermark")
     content_gate: ContentGate = _spec(
         "provenance", "Check the source image and sampled frames of each target for explicit content before any "
         "swap; a flagged target is blocked. auto: FaceFusion's nsfw_1/2/3 from models_path when all three are "

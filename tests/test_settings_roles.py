@@ -46,8 +46,9 @@ def _key(flags: dict, monkeypatch) -> str:
     return processor.output_key(load_settings(None, {}, flags).settings, "abc", engine, marker)
 
 
-# Keys the hand-kept lists gave before the roles were declared (computed with that code): journals written by
-# default runs and these common ones still match, so nothing finished is redone after the change.
+# Keys the hand-kept lists gave before the roles were declared (computed with that code), when the invisible
+# watermark was off by default: journals written by those runs still match runs made as they were (the
+# watermark off), so nothing finished is redone after the change.
 @pytest.mark.parametrize("flags, key", [
     ({}, "aeea60adfa95ec8fcd60"),
     ({"face_selector_mode": "many"}, "86cd0aa39951cd62d7db"),
@@ -56,7 +57,16 @@ def _key(flags: dict, monkeypatch) -> str:
     ({"execution_thread_count": 3, "frame_transport": "memory", "batch_size": 4}, "aeea60adfa95ec8fcd60"),
 ])
 def test_journal_keys_of_earlier_runs_are_unchanged(flags, key, monkeypatch):
-    assert _key(flags, monkeypatch) == key
+    assert _key({**flags, "output_watermark": False}, monkeypatch) == key
+
+
+def test_the_watermark_on_by_default_redoes_what_was_made_without_it(monkeypatch):
+    """The watermark went on by default: a target finished when it was off (the key above) is redone with the
+    mark, and a change of the mark's strength changes the key too."""
+    assert _key({}, monkeypatch) != "aeea60adfa95ec8fcd60"
+    on = _key({}, monkeypatch)
+    monkeypatch.setattr(processor, "STRENGTH", 1.6)
+    assert _key({}, monkeypatch) != on
 
 
 @pytest.mark.parametrize("flags", [{"temp_frame_format": "jpg"}, {"c2pa_on_failure": "metadata"}])

@@ -46,9 +46,11 @@ class Finding:
     parent: str = ""
     journal: dict[str, Any] | None = None
     # The invisible watermark read from the frames (survives stripping and re-encoding): its payload (8 hex
-    # digits, "" when none was found), the sync score, and the payload the manifest's soft binding names.
+    # digits, "" when none was found), how far its sync and its bits stood out (standard deviations), and the
+    # payload the manifest's soft binding names.
     watermark: str = ""
     watermark_sync: float = 0.0
+    watermark_bits: float = 0.0
     soft_binding: str = ""
 
     @property
@@ -134,6 +136,7 @@ def _read_watermark(path: Path, finding: Finding) -> None:
         return
     finding.watermark = reading.hex if reading.found else ""
     finding.watermark_sync = round(reading.sync_z, 1)
+    finding.watermark_bits = round(reading.bits_z, 1)
     if finding.soft_binding and finding.watermark and finding.soft_binding != finding.watermark:
         finding.problems.append(f"the frames' watermark {finding.watermark} is not the one the manifest names "
                                 f"({finding.soft_binding})")

@@ -8,14 +8,17 @@ Design (see docs/provenance.md for the comparison with the DWT-DCT family):
   The first version (ss1: 3..14 cycles, 1.8 RMS) read worse after every change and showed as a coarser mottle.
 - The tile is a known sync pattern plus one pattern per payload bit (+/-), 32 payload bits and 12 check bits
   (a hash of the payload). The patterns come from a fixed public seed: anyone with ffb can read the mark.
-- Reading: the luma's fine detail, divided by its local level (textured areas drown the mark, flat ones
-  carry it), is resampled so a candidate period becomes the reference one (common resizes first, then the
-  periods the autocorrelation shows; a scaled copy has a scaled period) and folded onto one tile (every tile
-  adds up: a crop only moves the start). The folded tile's spectrum is divided by its own smoothed power
-  (a matched filter against the picture's coloured noise), the sync pattern's circular correlation peak
-  gives the offset, and the bits are read from the aligned tile. A mark counts as found when the sync peak
-  stands out (z >= SYNC_Z) and the check bits match. A video is read from the mean of frames sampled
-  through it. Pictures smaller than ~250 px hold too few tiles to read.
+- Reading: the luma's fine detail, each pixel weighted by the inverse of its local detail power (textured
+  areas drown the mark, flat ones carry it), is resampled so a candidate period becomes the reference one
+  (common resizes first, then the periods the autocorrelation shows; a scaled copy has a scaled period) and
+  folded onto one tile (every tile adds up: a crop only moves the start). The folded tile's spectrum is
+  divided by its own smoothed power (a matched filter against the picture's coloured noise); the sync
+  pattern's highest correlation peaks give candidate offsets, and at each the bits are read and decoded
+  (soft decisions, the cheapest words with up to three uncertain bits flipped, until the check bits match).
+  A mark counts as found when the check bits match and the decoded word's bits together stand out
+  (bits z >= BITS_Z; on a real mark about twice the sync's own z, on unmarked pictures below ~3.5) at a sync
+  peak of at least SYNC_MIN. A video is read from the mean of frames sampled through it. Pictures smaller
+  than ~250 px hold too few tiles to read.
 - Embedding adds a pattern prepared once per frame size with two saturating uint8 passes in place (~0.2 ms
   CPU per 720p frame).
 """
@@ -34,13 +37,16 @@ BAND = (3.0, 20.0)  # cycles per tile the patterns use: periods ~6.4..43 px at t
 PAYLOAD_BITS = 32
 CHECK_BITS = 12
 BITS = PAYLOAD_BITS + CHECK_BITS
-STRENGTH = 1.6  # RMS of the mark in grey levels
+STRENGTH = 1.0  # RMS of the mark in grey levels (docs/provenance.md: what reads it at 1.0, and what may not)
 SYNC_SHARE = 0.25  # of the mark's energy, in the sync pattern
-SYNC_Z = 6.5  # sync peak needed, in standard deviations of the correlation surface
-# Soft decoding: besides the hard bits, words with one or two of the FLIP_AMONG least certain bits flipped
-# are checked (56 words: the check bits then accept a wrong word with odds 56 / 4096, and only after a sync
-# peak that unmarked pictures do not reach).
-FLIP_AMONG = 10
+SYNC_MIN = 4.5  # a sync peak is decoded from this height, in standard deviations of its correlation surface
+PEAKS = 3  # the highest sync peaks decoded per candidate period
+BITS_Z = 6.0  # the decoded word's bits together must stand out this far above what no mark gives
+# Soft decoding: the hard bits, then the cheapest words with up to three of the FLIP_AMONG least certain bits
+# flipped, LIST words in all: the check bits then accept a wrong word with odds LIST / 4096, and only where
+# the sync and the bits stand out as unmarked pictures' do not.
+FLIP_AMONG = 12
+LIST = 56
 SEED = 0x46464232  # "FFB2": public, fixed; changing it makes earlier marks unreadable
 ALGORITHM = "org.ffb.watermark.ss2"  # the name the C2PA soft-binding assertion gives the method (ss1: the
 # first band and strength, whose marks this reader does not read)
@@ -90,7 +96,8 @@ def _band_noise(rng: np.random.Generator) -> np.ndarray:
     return (pattern / pattern.std()).astype(np.float32)
 
 
-_FLIPS = [()] + [(i,) for i in range(FLIP_AMONG)] + list(itertools.combinations(range(FLIP_AMONG), 2))
+_FLIPS = [flips for n in range(4) for flips in itertools.combinations(range(FLIP_AMONG), n)]
+_FLIP_MATRIX = np.array([[k in flips for k in range(FLIP_AMONG)] for flips in _FLIPS], np.float64)
 
 
 @dataclass(frozen=True)
@@ -201,13 +208,15 @@ class Watermarker:
 
 @dataclass(frozen=True)
 class Reading:
-    """What reading a picture found: `found` with its payload, else the best sync score seen."""
+    """What reading a picture found: `found` with its payload, else the best scores seen. `sync_z`: how far the
+    sync pattern's correlation peak stands out (standard deviations); `bits_z`: how far the decoded word's
+    bits stand out together, against what the same decoding gives on a picture without a mark."""
 
     found: bool
     payload: int | None = None
     sync_z: float = 0.0
+    bits_z: float = 0.0
     period: float = 0.0
-    bit_errors_margin: float = 0.0  # the weakest bit's correlation, relative to the mean one
 
     @property
     def hex(self) -> str:
@@ -222,14 +231,22 @@ def luma(frame: np.ndarray) -> np.ndarray:
     return bgr[:, :, 0] * 0.114 + bgr[:, :, 1] * 0.587 + bgr[:, :, 2] * 0.299
 
 
-def _highpass(gray: np.ndarray, sigma: float) -> np.ndarray:
-    """The picture's fine detail, each pixel divided by the local detail level: textured areas (where the
-    picture drowns the mark) count less than flat ones (where the mark is most of what is there)."""
+# The reader's high-pass and local-level scale in the copy's pixels, and the grey levels squared added to the
+# local detail power, for a period of at least SMALL_PERIOD and for a smaller one (a copy scaled down, whose
+# mark is finer and whose encoder left less of it)
+READ_SIGMA, READ_FLOOR = 1.5, 1.0
+SMALL_PERIOD, SMALL_SIGMA, SMALL_FLOOR = 0.8 * TILE, 1.0, 2.0
+
+
+def _highpass(gray: np.ndarray, sigma: float = READ_SIGMA, floor: float = READ_FLOOR) -> np.ndarray:
+    """The picture's fine detail, each pixel weighted by the inverse of the local detail power: the matched
+    filter for a mark of even strength under noise (the picture) whose power varies from place to place, so
+    flat areas, where the mark is most of what is there, count most."""
     import cv2
 
     residual = gray - cv2.GaussianBlur(gray, (0, 0), sigma)
-    level = cv2.GaussianBlur(residual * residual, (0, 0), 2 * sigma)
-    return residual / np.sqrt(level + STRENGTH ** 2)
+    level = cv2.GaussianBlur(residual * residual, (0, 0), sigma)
+    return residual / (level + floor)
 
 
 def _autocorrelation_periods(hp: np.ndarray) -> list[float]:
@@ -297,30 +314,83 @@ def _fold(hp: np.ndarray, period_y: float, period_x: float) -> np.ndarray:
     return padded.reshape(ny, TILE, nx, TILE).sum(axis=(0, 2))
 
 
-def _decode(folded: np.ndarray) -> tuple[float, int | None, float, float]:
-    """(sync z, payload or None, check ok margin, weakest bit margin) from one folded tile."""
-    p = patterns()
+def _peaks_of(surface: np.ndarray, count: int) -> list[tuple[int, int]]:
+    """The `count` highest local maxima of a circular surface, at least 4 px apart."""
+    import cv2
+
+    wrapped = np.pad(surface, 2, mode="wrap")
+    local = cv2.dilate(wrapped, np.ones((5, 5), np.uint8))[2:-2, 2:-2]
+    ys, xs = np.nonzero(surface >= local)
+    order = np.argsort(surface[ys, xs])[::-1][:count]
+    return [(int(ys[i]), int(xs[i])) for i in order]
+
+
+@dataclass(frozen=True)
+class _Spectra:
+    sync: np.ndarray  # conj(fft2) of the sync pattern
+    bits_power: np.ndarray  # |fft2|^2 of each bit pattern in the band, (BITS, band bins)
+    band: np.ndarray  # the band's bins (bool, TILE x TILE)
+
+
+_spectra: _Spectra | None = None
+
+
+def _pattern_spectra() -> _Spectra:
+    global _spectra
+    p, band = patterns(), _full_band()
+    with _lock:
+        if _spectra is None:
+            bits = np.fft.fft2(p.bits)
+            _spectra = _Spectra(np.conj(np.fft.fft2(p.sync)), np.abs(bits[:, band]) ** 2, band)
+        return _spectra
+
+
+# Under no mark, each bit's z is a standard normal and decoding takes its sign: the decoded word's sum of
+# bit z's is then a sum of BITS half-normals (mean and spread below); a mark adds BITS x its per-bit SNR.
+_NULL_MEAN = BITS * np.sqrt(2 / np.pi)
+_NULL_SPREAD = np.sqrt(BITS * (1 - 2 / np.pi))
+
+
+def _decode(folded: np.ndarray) -> list[tuple[float, int | None, float]]:
+    """(sync z, payload or None, bits z) at each of the sync correlation's highest peaks in one folded tile."""
+    spectra = _pattern_spectra()
     spectrum = np.fft.fft2(folded)
-    spectrum = np.where(_full_band(), spectrum / (_level(spectrum) ** 2 + 1e-9), 0)  # matched: / noise power
-    folded = np.fft.ifft2(spectrum).real
-    correlation = np.fft.ifft2(spectrum * np.conj(np.fft.fft2(p.sync))).real
-    dy, dx = np.unravel_index(int(np.argmax(correlation)), correlation.shape)
-    z = float((correlation[dy, dx] - correlation.mean()) / (correlation.std() + 1e-9))
-    aligned = np.roll(folded, (-dy, -dx), axis=(0, 1))
-    soft = np.tensordot(p.bits, aligned, axes=([1, 2], [0, 1]))
-    margin = float(np.min(np.abs(soft)) / (np.mean(np.abs(soft)) + 1e-9))
-    word = 0
+    spectrum = np.where(spectra.band, spectrum / (_level(spectrum) ** 2 + 1e-9), 0)  # matched: / noise power
+    correlation = np.fft.ifft2(spectrum * spectra.sync).real
+    mean, spread = correlation.mean(), correlation.std() + 1e-12
+    # each bit pattern's correlation spread over all offsets, from its spectrum (Parseval). Products here are
+    # elementwise, not BLAS: its threads cost more than these small sums on a busy machine
+    bit_spread = np.sqrt((spectra.bits_power * np.abs(spectrum[spectra.band]) ** 2).sum(axis=1)) / folded.size + 1e-12
+    whitened = np.fft.ifft2(spectrum).real.astype(np.float32)
+    bits = patterns().bits.reshape(BITS, -1)
+    found = []
+    for dy, dx in _peaks_of(correlation, PEAKS):
+        z = float((correlation[dy, dx] - mean) / spread)
+        aligned = np.roll(whitened, (-dy, -dx), axis=(0, 1))
+        soft = (bits * aligned.reshape(-1)).sum(axis=1, dtype=np.float64) / bit_spread
+        payload, word = _word(soft)
+        bits_z = float((np.dot(word, soft) - _NULL_MEAN) / _NULL_SPREAD) if word is not None else 0.0
+        found.append((z, payload, bits_z))
+    return found
+
+
+def _word(soft: np.ndarray) -> tuple[int | None, np.ndarray | None]:
+    """The payload whose word (check bits included) is nearest to the soft bits: the hard decision, then the
+    LIST cheapest words with up to three of the FLIP_AMONG least certain bits flipped (cheapest: the least
+    certainty given up); (None, None) when none has matching check bits."""
+    hard = 0
     for bit in soft > 0:
-        word = (word << 1) | int(bit)
-    weakest = [BITS - 1 - int(i) for i in np.argsort(np.abs(soft))[:FLIP_AMONG]]
-    for flips in _FLIPS:
-        candidate = word
-        for k in flips:
-            candidate ^= 1 << weakest[k]
-        payload, check = candidate >> CHECK_BITS, candidate & ((1 << CHECK_BITS) - 1)
+        hard = (hard << 1) | int(bit)
+    weakest = np.argsort(np.abs(soft))[:FLIP_AMONG]
+    costs = (_FLIP_MATRIX * np.abs(soft[weakest])).sum(axis=1)
+    for index in np.argsort(costs, kind="stable")[:LIST]:
+        word = hard
+        for k in _FLIPS[index]:
+            word ^= 1 << (BITS - 1 - int(weakest[k]))
+        payload, check = word >> CHECK_BITS, word & ((1 << CHECK_BITS) - 1)
         if check == _check(payload):
-            return z, payload, 1.0, margin
-    return z, None, 0.0, margin
+            return payload, bits_of(payload)
+    return None, None
 
 
 def _level(spectrum: np.ndarray) -> np.ndarray:
@@ -334,7 +404,7 @@ def _level(spectrum: np.ndarray) -> np.ndarray:
 
 # Scale factors tried besides the autocorrelation's candidates: common resizes of a 720p/1080p/4K output.
 _SCALES = (1.0, 0.5, 0.75, 2 / 3, 1.5, 2.0, 1 / 3, 0.25, 4 / 3, 0.8, 0.9, 1.25, 0.5625, 3.0)
-FINE_Z = 5.0  # a candidate period is searched finely only when its sync already shows
+FINE_Z = 4.0  # a candidate period is searched finely only when its sync already shows
 _FINE = (-0.012, -0.009, -0.006, -0.003, 0.003, 0.006, 0.009, 0.012)  # relative steps around a candidate
 
 
@@ -361,28 +431,38 @@ def _candidate_periods(hp: np.ndarray) -> Iterator[float]:
 
 def read_gray(gray: np.ndarray) -> Reading:
     """Look for a mark in a luma picture (float32): each candidate period is tried, the strongest few
-    searched finely (the fold needs the period to ~0.3 %), and the first decode whose sync stands out and
-    whose check bits match is the mark."""
+    searched finely (the fold needs the period to ~0.3 %), and the first decode whose sync and bits both
+    stand out and whose check bits match is the mark."""
     if min(gray.shape) < 64:
         return Reading(False)
-    hp = _highpass(gray, 3.0)
+    hp = _highpass(gray)
+    small: list[np.ndarray] = []  # the high pass for small periods, made when one is tried
+    best = Reading(False)
     scores = []
+
+    def attempt(period: float) -> Reading | None:
+        nonlocal best
+        top = 0.0
+        if period < SMALL_PERIOD and not small:
+            small.append(_highpass(gray, SMALL_SIGMA, SMALL_FLOOR))
+        for z, payload, bits_z in _decode(_fold(small[0] if period < SMALL_PERIOD else hp, period, period)):
+            top = max(top, z)
+            if payload is not None and z >= SYNC_MIN and bits_z >= BITS_Z:
+                return Reading(True, payload, z, bits_z, period)
+            if (z, bits_z) > (best.sync_z, best.bits_z):
+                best = Reading(False, sync_z=z, bits_z=bits_z, period=period)
+        scores.append((top, period))
+        return None
+
     for period in _candidate_periods(hp):
-        z, payload, _, margin = _decode(_fold(hp, period, period))
-        if payload is not None and z >= SYNC_Z:
-            return Reading(True, payload, z, period, margin)
-        scores.append((z, period))
-    best = Reading(False, sync_z=max(scores)[0] if scores else 0.0)
+        if (reading := attempt(period)) is not None:
+            return reading
     for z0, period in sorted(scores, reverse=True)[:3]:
         if z0 < FINE_Z:  # nothing there: an unmarked picture ends here
             break
         for step in _FINE:
-            fine = period * (1 + step)
-            z, payload, _, margin = _decode(_fold(hp, fine, fine))
-            if payload is not None and z >= SYNC_Z:
-                return Reading(True, payload, z, fine, margin)
-            if z > best.sync_z:
-                best = Reading(False, sync_z=z, period=fine)
+            if (reading := attempt(period * (1 + step))) is not None:
+                return reading
     return best
 
 

@@ -29,7 +29,7 @@ from facefusion_batch.workflow.finish import Seal
 from facefusion_batch.provenance.content_gate import ContentGate, build_gate
 from facefusion_batch.provenance.label import VisibleLabel
 from facefusion_batch.provenance.sign import Marker, mode_of
-from facefusion_batch.provenance.watermark import Watermarker, payload_of
+from facefusion_batch.provenance.watermark import ALGORITHM, STRENGTH, Watermarker, payload_of
 from facefusion_batch.settings import DECLARED, FIELDS, Settings, engine_changed, with_role
 from facefusion_batch.timing import Timings, timed
 from facefusion_batch.video.decoder import frame_at
@@ -294,6 +294,8 @@ def output_key(settings: Settings, source_sha256: str, engine: FaceEngine, marke
         # journals from then still match and their finished targets are not redone.
         "reference_face_distance": 2.0 * settings.reference_face_distance,
     }
+    if settings.output_watermark:  # the mark's method and strength; off, the key is what it was before the mark
+        keyed["watermark"] = f"{ALGORITHM}@{STRENGTH}"
     return settings_key({
         **{name: getattr(settings, name) for name in with_role("output") if DECLARED[name].keyed is None},
         **keyed,
