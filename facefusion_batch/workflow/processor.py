@@ -294,8 +294,8 @@ def output_key(settings: Settings, source_sha256: str, engine: FaceEngine, marke
         # journals from then still match and their finished targets are not redone.
         "reference_face_distance": 2.0 * settings.reference_face_distance,
     }
-    if settings.output_watermark:  # the mark's method and strength; off, the key is what it was before the mark
-        keyed["watermark"] = f"{ALGORITHM}@{STRENGTH}"
+    if settings.output_watermark and mode_of(settings) != "off":  # the mark's method and strength; without
+        keyed["watermark"] = f"{ALGORITHM}@{STRENGTH}"  # a mark the key is what it was before the mark was made
     return settings_key({
         **{name: getattr(settings, name) for name in with_role("output") if DECLARED[name].keyed is None},
         **keyed,
