@@ -88,20 +88,21 @@ def test_every_output_shaping_processor_setting_is_in_the_journal_key():
 
 
 def test_processor_settings_at_their_defaults_leave_the_journal_key_as_it_was():
-    """An ffb user's journal from before the processor settings still matches: nothing is redone."""
+    """An ffb user's journal from before the processor settings still matches: nothing is redone (runs made as
+    then: the invisible watermark, off by default then, off)."""
     from types import SimpleNamespace
 
     from facefusion_batch.settings import load_settings
 
     engine = SimpleNamespace(name="neural", model_files=())
     marker = SimpleNamespace(key="m")
-    settings = load_settings(None, {}, {}).settings
+    settings = load_settings(None, {}, {"output_watermark": False}).settings
     before = processor.settings_key({"version": processor.__version__, "engine": "neural", "models": [],
                                      "source": "s", "reference": None, "provenance": "m",
                                      **{name: getattr(settings, name) for name in _SHAPING},
                                      "reference_face_distance": 0.6})  # ffb's cosine default before FaceFusion's scale
     assert processor.output_key(settings, "s", engine, marker) == before
-    enhanced = load_settings(None, {}, {"processors": "face_swapper face_enhancer"}).settings
+    enhanced = load_settings(None, {}, {"processors": "face_swapper face_enhancer", "output_watermark": False}).settings
     assert processor.output_key(enhanced, "s", engine, marker) != before
 
 
