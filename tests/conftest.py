@@ -1,6 +1,7 @@
 """Shared fixtures: stand-in neural models, real faces, and short real clips made with ffmpeg."""
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 from pathlib import Path
@@ -46,6 +47,24 @@ def grace_hopper() -> np.ndarray:
 
     path = Path(matplotlib.get_data_path()) / "sample_data" / "grace_hopper.jpg"
     return cv2.imread(str(path))
+
+
+@contextlib.contextmanager
+def hopper_processor(folder: Path, **settings):
+    """An offline frame processor in mode many with Grace Hopper as the source (cache and temp in `folder`;
+    `settings` on top), its engine closed on leaving."""
+    from facefusion_batch.settings import load_settings
+    from facefusion_batch.workflow.processor import prepare
+
+    source = folder / "hopper.png"
+    cv2.imwrite(str(source), grace_hopper())
+    loaded = load_settings(None, {}, {"engine": "offline", "face_selector_mode": "many", "cache_path": folder / "cache",
+                                      "temp_path": folder / "temp", **settings}).settings
+    made = prepare(loaded, source, lambda message: None)
+    try:
+        yield made
+    finally:
+        made.engine.close()
 
 
 def face_frame() -> np.ndarray:

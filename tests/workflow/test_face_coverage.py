@@ -7,17 +7,15 @@ least 5 grey levels inside the face's true box (the part of it inside the frame)
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
 from skimage import data
 
-from conftest import grace_hopper
+from conftest import hopper_processor
 from facefusion_batch.workflow.analysis import thumbnail
-from facefusion_batch.workflow.processor import FrameProcessor, prepare
-from facefusion_batch.settings import load_settings
+from facefusion_batch.workflow.processor import FrameProcessor
 
 SIZE = (640, 360)
 SWAPPED = 5.0
@@ -25,14 +23,8 @@ SWAPPED = 5.0
 
 @pytest.fixture(scope="module")
 def processor(tmp_path_factory) -> FrameProcessor:
-    folder = tmp_path_factory.mktemp("coverage")
-    source = folder / "hopper.png"
-    cv2.imwrite(str(source), grace_hopper())
-    settings = load_settings(None, {}, {"engine": "offline", "face_selector_mode": "many",
-                                        "cache_path": folder / "cache", "temp_path": folder / "temp"}).settings
-    made = prepare(settings, source, lambda message: None)
-    yield made
-    made.engine.close()
+    with hopper_processor(tmp_path_factory.mktemp("coverage")) as made:
+        yield made
 
 
 def _photo(image: np.ndarray, processor: FrameProcessor) -> tuple[np.ndarray, np.ndarray]:

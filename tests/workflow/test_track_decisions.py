@@ -9,12 +9,11 @@ import numpy as np
 import pytest
 from skimage import data
 
-from conftest import grace_hopper
+from conftest import hopper_processor
 from facefusion_batch.engines import offline
 from facefusion_batch.offline import classic
 from facefusion_batch.workflow.analysis import thumbnail
-from facefusion_batch.workflow.processor import FrameProcessor, prepare
-from facefusion_batch.settings import load_settings
+from facefusion_batch.workflow.processor import FrameProcessor
 
 SIZE = (320, 240)
 FRAMES = 30
@@ -22,14 +21,8 @@ FRAMES = 30
 
 @pytest.fixture(scope="module")
 def processor(tmp_path_factory) -> FrameProcessor:
-    folder = tmp_path_factory.mktemp("decisions")
-    source = folder / "hopper.png"
-    cv2.imwrite(str(source), grace_hopper())
-    settings = load_settings(None, {}, {"engine": "offline", "face_selector_mode": "many", "output_watermark": False,
-                                        "cache_path": folder / "cache", "temp_path": folder / "temp"}).settings
-    made = prepare(settings, source, lambda message: None)
-    yield made
-    made.engine.close()
+    with hopper_processor(tmp_path_factory.mktemp("decisions"), output_watermark=False) as made:
+        yield made
 
 
 def _clip() -> list[np.ndarray]:
