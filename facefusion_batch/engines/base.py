@@ -53,9 +53,10 @@ class FaceEngine(Protocol):
         engine cannot look (its tracks are carried with their motion through a miss instead)."""
         ...
 
-    def sweep(self, frame: np.ndarray, faces: Sequence[Face]) -> list[Face]:
+    def sweep(self, frame: np.ndarray, faces: Sequence[Face], changed: np.ndarray | None = None) -> list[Face]:
         """Faces besides `faces` (the frame's detections) that a closer look finds: small ones the whole-frame
-        detectors miss. Costs several detector inputs: the pipeline asks now and then."""
+        detectors miss. Costs several detector inputs: the pipeline asks now and then, and `changed` (a boolean
+        grid over the frame, any resolution; None: everywhere) says where to look."""
         ...
 
     def settle(self, frame: np.ndarray, faces: Sequence[Face], source: Record, index: int) -> list[Face]:

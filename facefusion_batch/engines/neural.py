@@ -371,7 +371,7 @@ class NeuralEngine:
         """The neural detectors see whole frames only: a missed face is carried by its track instead."""
         return None
 
-    def sweep(self, frame: np.ndarray, faces: Sequence[Face]) -> list[Face]:
+    def sweep(self, frame: np.ndarray, faces: Sequence[Face], changed: np.ndarray | None = None) -> list[Face]:
         """The neural detectors see the whole frame at their own input size: no closer look."""
         return []
 

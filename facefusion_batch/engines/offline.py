@@ -111,10 +111,11 @@ class OfflineEngine:
             detections = self._detector.detect([frame])[0]
         return self._fitted(frame, detections)
 
-    def sweep(self, frame: np.ndarray, faces: Sequence[Face]) -> list[Face]:
-        """Faces the whole-frame detectors missed (small ones), looked for on tiles of the frame: several
-        detector inputs, so the pipeline asks now and then (workflow/analysis.py `MotionGate`)."""
-        return self._fitted(frame, self._detector.sweep(frame, [face.box for face in faces]))
+    def sweep(self, frame: np.ndarray, faces: Sequence[Face], changed: np.ndarray | None = None) -> list[Face]:
+        """Faces the whole-frame detectors missed (small ones), looked for on tiles of the frame (those where
+        the picture `changed`): several detector inputs, so the pipeline asks now and then (workflow/analysis.py
+        `MotionGate`)."""
+        return self._fitted(frame, self._detector.sweep(frame, [face.box for face in faces], changed))
 
     def _fitted(self, frame: np.ndarray, detections: Sequence[Detection]) -> list[Face]:
         """The face mesh fitted on each detection; those the mesh says are no face are dropped."""
@@ -184,14 +185,15 @@ class OfflineEngine:
                 continue
             turned = abs(classic.turn(face.landmarks))
             memo["turned"] = turned > classic.PROFILE - (TURN_BACK if memo.get("turned") else 0.0)
+            swapped = None
             if not memo["turned"] and index >= memo.get("checked", -RECHECK) + RECHECK:
-                texture = self._texture(source)
-                change = classic.visible_change(frame, classic.swap_face(frame, face.landmarks, texture),
-                                                face.landmarks)
+                swapped = classic.swap_face(frame, face.landmarks, self._texture(source))
+                change = classic.visible_change(frame, swapped, face.landmarks)
                 memo["faint"] = change < FAINT * (1 + (FAINT_BACK if memo.get("faint") else 0.0))
                 memo["checked"] = index
             leave = memo["turned"] or memo.get("faint", False)
-            settled.append(dataclasses.replace(face, leave=leave) if leave else face)
+            settled.append(dataclasses.replace(face, leave=leave, swapped=None if leave else (frame, swapped))
+                           if leave or swapped is not None else face)
         return settled
 
     def swap(self, frame: np.ndarray, faces: Sequence[Face], source: Record) -> np.ndarray:
@@ -201,7 +203,11 @@ class OfflineEngine:
             if face.leave or (face.memo is None and abs(classic.turn(face.landmarks)) > classic.PROFILE):
                 self.profiles_left.add()  # left as it is, not mangled
                 continue
-            swapped = classic.swap_face(frame, face.landmarks, texture)
+            # Its swap made while settling is the same, as long as no face before it changed the frame.
+            if face.swapped is not None and face.swapped[0] is frame:
+                swapped = face.swapped[1]
+            else:
+                swapped = classic.swap_face(frame, face.landmarks, texture)
             faint = FAINT * (1 - (FAINT_BACK if face.memo is not None else 0.0))
             if classic.visible_change(frame, swapped, face.landmarks) < faint:
                 self.profiles_left.add()  # a change nobody would see is no swap: left, and said so

@@ -393,6 +393,26 @@ def _centre_in(box: np.ndarray, boxes: np.ndarray) -> bool:
     return bool(((boxes[:, 0] <= cx) & (cx <= boxes[:, 2]) & (boxes[:, 1] <= cy) & (cy <= boxes[:, 3])).any())
 
 
+def _outside_faces(changed: np.ndarray, known: np.ndarray, width: int, height: int) -> np.ndarray:
+    """`changed` (a boolean grid over a `width` x `height` frame) with the cells under each `known` box, grown by a
+    quarter of its size, cleared: a known face moving changes only itself."""
+    rows, cols = changed.shape[:2]
+    sx, sy = cols / width, rows / height
+    cells = changed.astype(bool)  # a copy
+    for x1, y1, x2, y2 in known:
+        px, py = (x2 - x1) / 4, (y2 - y1) / 4
+        cells[max(0, int((y1 - py) * sy)):max(0, int(np.ceil((y2 + py) * sy))),
+              max(0, int((x1 - px) * sx)):max(0, int(np.ceil((x2 + px) * sx)))] = False
+    return cells
+
+
+def _any_in(cells: np.ndarray, view: View, width: int, height: int) -> bool:
+    """Whether `cells` (a boolean grid over a `width` x `height` frame) holds a True cell inside `view`."""
+    sx, sy = cells.shape[1] / width, cells.shape[0] / height
+    return bool(cells[int(view.y * sy):int(np.ceil((view.y + view.height) * sy)),
+                      int(view.x * sx):int(np.ceil((view.x + view.width) * sx))].any())
+
+
 def _view_around(index: int, box: np.ndarray, side: float, width: int, height: int) -> View | None:
     """A square view of ``side`` pixels centred on ``box``, shifted (and if need be shrunk) into the frame."""
     side = int(min(side, width, height))
@@ -606,19 +626,26 @@ class MediaPipeDetector:
             keep = np.array([i not in drop for i in range(len(found[index][0][0]))], bool)
             found[index][0] = tuple(part[keep] for part in found[index][0])
 
-    def sweep(self, frame: np.ndarray, known: Sequence[np.ndarray]) -> list[Detection]:
+    def sweep(self, frame: np.ndarray, known: Sequence[np.ndarray], changed: np.ndarray | None = None
+              ) -> list[Detection]:
         """Faces on overlapping tiles of the frame (SWEEP_SPLIT across its long side) that none of the `known`
         boxes covers: on the whole frame the full-range model finds faces down to about 1/20 of its long side
         (see `_recheck_small`), on a tile down to about 1/22 of the tile's (a 640 px frame: ~22 px against
         ~36). Several inputs per call: run now and then (every few dozen frames, see workflow/analysis.py
-        `MotionGate`), tracks keep the faces it finds in between."""
+        `MotionGate`), tracks keep the faces it finds in between. With `changed` (a boolean grid over the frame),
+        only tiles where it holds a cell outside the known faces are looked at."""
         height, width = frame.shape[:2]
         side = max(16, round(max(width, height) / SWEEP_SPLIT))
         views = [View(0, x, y, min(side, width), min(side, height),
                       (x > 0, y > 0, x + side < width, y + side < height))
                  for y in _tile_starts(height, side) for x in _tile_starts(width, side)]
-        found = self._long.run([frame], views, self.score_threshold, self.iou_threshold)
         sure = np.array(known, np.float32).reshape(-1, 4)
+        if changed is not None:
+            cells = _outside_faces(changed, sure, width, height)
+            views = [view for view in views if _any_in(cells, view, width, height)]
+            if not views:
+                return []
+        found = self._long.run([frame], views, self.score_threshold, self.iou_threshold)
         return [d for d in self._merge(found) if not _centre_in(d.box, sure)
                 and not any(_centre_in(o, d.box[None]) for o in sure)]
 

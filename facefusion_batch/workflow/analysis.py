@@ -23,8 +23,12 @@ THUMB_WIDTH = 96
 TRACK_WIDTH = 192  # face patches for tracking are at most this wide
 # Every this many frames a reference frame also sweeps the frame for small faces (the engine's `sweep`: several
 # detector inputs), and so does the reference right after it (a face found once starts a track that the next
-# frame must confirm); tracks keep what it finds in between.
+# frame must confirm); tracks keep what it finds in between. The sweep looks only where the picture changed since
+# the last one (`Sweep`: a face that was not there could not appear where nothing moved), and everywhere at least
+# every SWEEP_FULL frames.
 SWEEP = 24
+SWEEP_FULL = 96
+SWEEP_CHANGE = 12.0  # grey levels a thumbnail pixel must change by since the last sweep for the sweep to look there
 SCENE_CUT = 6.0  # a reference is dropped when the whole thumbnail changes this many times the threshold
 MIN_RESPONSE = 0.08  # phase correlation peaks weaker than this are not trusted
 MAX_SHIFT = 0.25  # of the face's size: larger jumps mean detect anew
@@ -63,7 +67,15 @@ class Reference:
     result: Future = field(default_factory=Future)  # -> (faces, their patches)
     ahead: bool = False  # analysed by a task of its own, ahead of its frame's turn
     tracks: TrackState | None = None  # the face tracks of its gate's frames
-    sweep: bool = False  # also look for small faces the whole-frame detectors miss (see SWEEP)
+    sweep: Sweep | None = None  # also look for small faces the whole-frame detectors miss (see SWEEP)
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """Where a reference's sweep for small faces looks: `changed`, a boolean grid over the frame (a thumbnail's
+    pixels; True where the picture changed since the last sweep), or everywhere (None)."""
+
+    changed: np.ndarray | None = None
 
 
 class TrackState:
@@ -223,21 +235,38 @@ class MotionGate:
         self._boxes: np.ndarray | None = None  # faces of the previous reference; None: look everywhere
         self.references = 0
         self._swept: int | None = None  # the frame of the latest sweep
+        self._swept_thumb: np.ndarray | None = None  # its thumbnail
+        self._sweep: Sweep | None = None  # where it looked
+        self._full: int | None = None  # the frame of the latest sweep that looked everywhere
 
     def reference_for(self, index: int, thumb: np.ndarray, frame_width: int) -> tuple[Reference, bool]:
         """(reference to use, whether this frame is a new reference and must be detected)."""
         ref = self._reference
         if ref is None or not self._enabled or self._needs_detection(index, thumb, ref, frame_width):
             self._previous, self._boxes = (ref if self._enabled else None), None
-            sweep = self._swept is None or index - self._swept >= SWEEP or index == self._swept + 1
-            if sweep and (self._swept is None or index != self._swept + 1):
-                self._swept = index
-            ref = self._reference = Reference(index, thumb, tracks=self.tracks, sweep=sweep)
+            ref = self._reference = Reference(index, thumb, tracks=self.tracks, sweep=self._sweep_for(index, thumb))
             if self.tracks is not None:
                 self.tracks.begin(index)
             self.references += 1
             return ref, True
         return ref, False
+
+    def _sweep_for(self, index: int, thumb: np.ndarray) -> Sweep | None:
+        """The sweep a new reference frame makes, if any (see SWEEP)."""
+        if self._swept is not None and index == self._swept + 1:
+            return self._sweep  # the reference right after a sweep confirms what it found, where it looked
+        if (self._full is None or index - self._full >= SWEEP_FULL or self._swept_thumb is None
+                or thumb.shape != self._swept_thumb.shape):
+            sweep, self._full = Sweep(), index
+        elif index - self._swept >= SWEEP:
+            changed = cv2.absdiff(thumb, self._swept_thumb) > SWEEP_CHANGE
+            if not changed.any():
+                return None  # nothing moved since the last sweep: no face can have come in
+            sweep = Sweep(cv2.dilate(changed.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool))
+        else:
+            return None
+        self._swept, self._swept_thumb, self._sweep = index, thumb, sweep
+        return sweep
 
     def _needs_detection(self, index: int, thumb: np.ndarray, ref: Reference, frame_width: int) -> bool:
         if index - ref.index >= self._interval or thumb.shape != ref.thumb.shape:

@@ -124,8 +124,8 @@ class FrameProcessor:
         try:
             with timed(self.timings, "detect"):
                 faces = self.engine.detect(frame)
-                if reference.sweep:
-                    faces = faces + self.engine.sweep(frame, faces)
+                if reference.sweep is not None:
+                    faces = faces + self.engine.sweep(frame, faces, reference.sweep.changed)
             with timed(self.timings, "track"):
                 patches = face_patches(frame, faces) if self.settings.keypoint_reuse else []
         except BaseException as exc:

@@ -11,7 +11,7 @@ import pytest
 from conftest import cpu_session, face_frame, make_clip
 from facefusion_batch.cli import main
 from facefusion_batch.faces.types import Face
-from facefusion_batch.workflow.analysis import SWEEP, MotionGate, face_patches, motion, thumbnail, track
+from facefusion_batch.workflow.analysis import SWEEP, SWEEP_FULL, MotionGate, face_patches, motion, thumbnail, track
 
 
 def shifted(frame: np.ndarray, dx: float, dy: float) -> np.ndarray:
@@ -58,19 +58,44 @@ def test_gate_looks_around_the_previous_references_faces():
 
 def test_the_sweep_for_small_faces_runs_every_sweep_frames_on_a_reference_and_on_the_reference_after_it():
     # Every frame a reference (a pan, or reuse off): the sweep's frame and the next (a face it found starts a
-    # track the next frame must confirm). A still shot: the first reference at least SWEEP frames on.
+    # track the next frame must confirm). With reuse on: the first reference at least SWEEP frames on.
     gate = MotionGate(False, 4.0, 12)
-    swept = [i for i in range(3 * SWEEP) if plan_reference(gate, i).sweep]
+    swept = [i for i in range(3 * SWEEP) if plan_reference(gate, i, panned(i)).sweep]
     assert swept == [0, 1, SWEEP, SWEEP + 1, 2 * SWEEP, 2 * SWEEP + 1]
     gate = MotionGate(True, threshold=4.0, interval=5)
-    references = {r.index: r for r in (plan_reference(gate, i) for i in range(3 * SWEEP))}
+    references = {r.index: r for r in (plan_reference(gate, i, panned(i // 5 * 5)) for i in range(3 * SWEEP))}
     swept = [index for index, r in references.items() if r.sweep]
     firsts = [next(i for i in range(n * SWEEP, 3 * SWEEP) if i % 5 == 0) for n in range(3)]
     assert swept == firsts
 
 
-def plan_reference(gate: MotionGate, index: int):
-    reference, new = gate.reference_for(index, thumbnail(face_frame()), 640)
+def panned(index: int) -> np.ndarray:
+    return shifted(face_frame(), 6.0 * index, 0)
+
+
+def test_in_a_still_shot_the_sweep_looks_only_where_the_picture_changed_and_everywhere_every_sweep_full():
+    gate = MotionGate(False, 4.0, 12)
+    still = face_frame()
+    sweeps = {i: plan_reference(gate, i, still).sweep for i in range(2 * SWEEP_FULL + 2)}
+    swept = {i: s for i, s in sweeps.items() if s is not None}
+    assert sorted(swept) == [0, 1, SWEEP_FULL, SWEEP_FULL + 1, 2 * SWEEP_FULL, 2 * SWEEP_FULL + 1]
+    assert all(s.changed is None for s in swept.values()), "those look everywhere"
+    gate = MotionGate(False, 4.0, 12)
+    plan_reference(gate, 0, still)
+    walked_in = still.copy()
+    walked_in[20:60, 20:60] = 255 - walked_in[20:60, 20:60]  # something appears in the top-left corner
+    sweeps = [plan_reference(gate, i, walked_in).sweep for i in range(1, SWEEP + 2)]
+    assert [i + 1 for i, s in enumerate(sweeps) if s is not None] == [1, SWEEP, SWEEP + 1]
+    changed = sweeps[SWEEP - 1].changed
+    assert changed is not None and sweeps[SWEEP] is sweeps[SWEEP - 1], "the next reference confirms, alike"
+    rows, cols = np.nonzero(changed)
+    scale = changed.shape[1] / still.shape[1]
+    assert rows.min() >= 0 and rows.max() <= 62 * scale + 1 and cols.max() <= 62 * scale + 1
+
+
+def plan_reference(gate: MotionGate, index: int, frame: np.ndarray | None = None):
+    frame = face_frame() if frame is None else frame
+    reference, new = gate.reference_for(index, thumbnail(frame), frame.shape[1])
     if new:
         reference.result.set_result(([FACE], []))
     return reference

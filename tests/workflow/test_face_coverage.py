@@ -14,7 +14,7 @@ import pytest
 from skimage import data
 
 from conftest import hopper_processor
-from facefusion_batch.workflow.analysis import thumbnail
+from facefusion_batch.workflow.analysis import SWEEP, thumbnail
 from facefusion_batch.workflow.processor import FrameProcessor
 
 SIZE = (640, 360)
@@ -194,3 +194,21 @@ def test_a_60_px_face_coming_in_across_an_edge_or_a_corner_is_swapped_from_half_
         x1, y1, x2, y2 = face
         changed[max(0, int(y1) - 30):max(0, int(y2) + 30), max(0, int(x1) - 30):max(0, int(x2) + 30)] = False
         assert changed.sum() < 30
+
+
+def test_a_small_face_that_comes_into_a_still_shot_is_found_by_the_sweep_where_the_picture_changed(processor):
+    # A still shot (the first sweep finds nothing); from frame 10 a 26 px face moves in the top-right quarter,
+    # far below what the whole-frame detectors find. The sweep looks again, only where the picture changed since
+    # the first one, SWEEP frames on: it finds the face there, and the face's track keeps it swapped.
+    photo, box = _photo(np.ascontiguousarray(data.astronaut()[:, :, ::-1]), processor)
+    backdrop = _backdrop(*SIZE)
+    rng = np.random.default_rng(5)
+    frames, boxes = [], []
+    for index in range(SWEEP + 12):
+        frame = backdrop.copy()
+        boxes.append(_place(frame, photo, box, 26, (480 + 0.5 * index, 90)) if index >= 10 else None)
+        frames.append(np.clip(frame + rng.normal(0, 1.5, frame.shape), 0, 255).astype(np.uint8))
+    assert len(processor.engine.detect(frames[-1])) == 0, "premise: the whole-frame detection misses it"
+    out = _video(processor, frames)
+    strengths = [round(_strength(f, o, b), 1) for f, o, b in zip(frames, out, boxes) if b is not None]
+    assert all(s >= SWAPPED for s in strengths[SWEEP - 10 + 1:]), strengths

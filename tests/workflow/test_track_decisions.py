@@ -4,6 +4,8 @@ or swapped for stretches, never switched between the source and itself from fram
 face-frame left is counted for the summary."""
 from __future__ import annotations
 
+import dataclasses
+
 import cv2
 import numpy as np
 import pytest
@@ -120,3 +122,29 @@ def test_a_track_turning_away_for_good_is_left_from_then_on(processor, monkeypat
     swapped = _run(processor, frames)
     assert swapped[:FRAMES // 3] == [True] * (FRAMES // 3) and not any(swapped[-FRAMES // 3:]), swapped
     assert _switches(swapped) == 1
+
+
+def test_a_tracks_faint_check_is_the_frames_swap_not_a_second_one(processor, monkeypatch):
+    # Every RECHECK frames a track measures its swap's visible change (`settle`); the frame's swap then reuses
+    # that swap instead of making it again: one swap per face-frame, and the same pixels as a swap made anew.
+    frames = _clip()
+    calls = []
+    swap_face = classic.swap_face
+    monkeypatch.setattr(classic, "swap_face", lambda *a, **k: calls.append(1) or swap_face(*a, **k))
+
+    def outputs() -> list[np.ndarray]:
+        gate, done = processor.new_gate(), []
+        for index, frame in enumerate(frames):
+            reference, is_new = gate.reference_for(index, thumbnail(frame), frame.shape[1])
+            done.append(processor(frame.copy(), reference, is_new, index)[0])
+        return done
+
+    reused = outputs()
+    assert len(calls) == FRAMES and all((out != frame).any() for out, frame in zip(reused, frames))
+    settle = processor.engine.settle
+    monkeypatch.setattr(processor.engine, "settle", lambda *a: [dataclasses.replace(face, swapped=None)
+                                                               for face in settle(*a)])
+    calls.clear()
+    anew = outputs()
+    assert len(calls) > FRAMES, "premise: the checks made swaps of their own"
+    assert all((a == b).all() for a, b in zip(reused, anew))
