@@ -9,6 +9,7 @@ to the target's skin in LAB, and blended in with a feathered mask that leaves th
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import cv2
@@ -490,8 +491,7 @@ def match_colour(warped: np.ndarray, target: np.ndarray, mask: np.ndarray, skin:
     ratio = np.clip(np.hypot(target_low[..., 1], target_low[..., 2]) /
                     np.maximum(np.hypot(source_low[..., 1], source_low[..., 2]), 1.0), 0, 1) * CHROMA_DETAIL
     lab = cv2.cvtColor(warped, cv2.COLOR_BGR2LAB)
-    source_l, damping, shift = cv2.split(cv2.resize(np.dstack([source_l, damping, shift]).astype(np.float32),
-                                                    (width, height), interpolation=cv2.INTER_LINEAR))
+    source_l, damping, shift = _resized((source_l, damping, shift), (width, height))
     lightness = lab[..., 0].astype(np.float32)
     lightness += shift - np.maximum(lightness - source_l, 0) * damping
     lightness = cv2.LUT(np.clip(lightness + 0.5, 0, 255).astype(np.uint8), _SHOULDER)
@@ -501,7 +501,7 @@ def match_colour(warped: np.ndarray, target: np.ndarray, mask: np.ndarray, skin:
     half = (max(1, width // 2), max(1, height // 2))
 
     def to_half(*maps: np.ndarray) -> list[np.ndarray]:
-        return cv2.split(cv2.resize(np.dstack(maps).astype(np.float32), half, interpolation=cv2.INTER_LINEAR))
+        return _resized(maps, half)
 
     target_l, target_a, target_b = to_half(target_l, target_low[..., 1], target_low[..., 2])
     source_a, source_b, ratio = to_half(source_low[..., 1] + 128, source_low[..., 2] + 128, ratio)
@@ -519,6 +519,12 @@ def match_colour(warped: np.ndarray, target: np.ndarray, mask: np.ndarray, skin:
         channels.append(cv2.resize(np.clip(shifted * white + 128.5, 0, 255).astype(np.uint8), (width, height),
                                    interpolation=cv2.INTER_LINEAR))
     return cv2.cvtColor(cv2.merge([lightness, *channels]), cv2.COLOR_LAB2BGR)
+
+
+def _resized(maps: Sequence[np.ndarray], size: tuple[int, int]) -> list[np.ndarray]:
+    """Each map as float32, resized (bilinear) to ``size`` (w, h) one at a time: several times faster than
+    resizing them stacked, and the same values."""
+    return [cv2.resize(np.asarray(m, np.float32), size, interpolation=cv2.INTER_LINEAR) for m in maps]
 
 
 def shade_step(shape: tuple[int, int]) -> int:

@@ -135,14 +135,28 @@ def period_for(height: int, width: int) -> int:
     return max(TILE, round(TILE * min(height, width) / 720))
 
 
-def frame_delta(payload: int, height: int, width: int) -> np.ndarray:
-    """The mark for a whole frame: the tile at the frame's period, repeated, rounded to whole grey levels."""
+def period_tile(payload: int, height: int, width: int) -> np.ndarray:
+    """One period of the mark for a frame size, rounded to whole grey levels (int16)."""
     tile = tile_of(payload)
     period = period_for(height, width)
     if period != TILE:
         tile = _resize_periodic(tile, period)
-    reps = (-(-height // period), -(-width // period))
-    return np.rint(np.tile(tile, reps)[:height, :width]).astype(np.int16)
+    return np.rint(tile).astype(np.int16)
+
+
+def frame_delta(payload: int, height: int, width: int) -> np.ndarray:
+    """The mark for a whole frame: the tile at the frame's period, repeated, rounded to whole grey levels."""
+    tile = period_tile(payload, height, width)
+    reps = (-(-height // tile.shape[0]), -(-width // tile.shape[1]))
+    return np.tile(tile, reps)[:height, :width]
+
+
+def _signed_planes(delta: np.ndarray, channels: int) -> tuple[np.ndarray, np.ndarray]:
+    """(what to add, what to subtract) of a mark as uint8, repeated over `channels` (0: a grey picture)."""
+    up, down = np.clip(delta, 0, 255).astype(np.uint8), np.clip(-delta, 0, 255).astype(np.uint8)
+    if channels:
+        up, down = (np.repeat(p[:, :, None], channels, axis=2) for p in (up, down))
+    return up, down
 
 
 def _resize_periodic(tile: np.ndarray, size: int) -> np.ndarray:
@@ -175,11 +189,12 @@ class Watermarker:
             with self._lock:
                 planes = self._planes.get(key)
                 if planes is None:
-                    delta = frame_delta(self.payload, height, width)
-                    up, down = np.clip(delta, 0, 255).astype(np.uint8), np.clip(-delta, 0, 255).astype(np.uint8)
-                    if channels:
-                        up, down = (np.repeat(p[:, :, None], channels, axis=2) for p in (up, down))
-                    planes = (np.ascontiguousarray(up), np.ascontiguousarray(down))
+                    # Made at the tile's size and repeated as uint8 (the frame-sized float work cost more than a
+                    # short video's marking)
+                    tile = period_tile(self.payload, height, width)
+                    reps = (-(-height // tile.shape[0]), -(-width // tile.shape[1])) + ((1,) if channels else ())
+                    planes = tuple(np.ascontiguousarray(np.tile(plane, reps)[:height, :width])
+                                   for plane in _signed_planes(tile, channels))
                     self._planes[key] = planes
         return planes
 
