@@ -283,7 +283,8 @@ def visible_change(before: np.ndarray, after: np.ndarray, landmarks: np.ndarray)
     if high[0] <= low[0] or high[1] <= low[1]:
         return 0.0
     region = (slice(low[1], high[1]), slice(low[0], high[0]))
-    return float(cv2.absdiff(before[region], after[region]).mean())
+    part = before[region]
+    return float(cv2.norm(part, after[region], cv2.NORM_L1)) / part.size  # the mean |difference|, exactly
 
 
 def _box(points: np.ndarray, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
