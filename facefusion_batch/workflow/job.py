@@ -61,21 +61,33 @@ def begin(processor: FrameProcessor, target: Target, progress: TargetProgress, r
         return Outcome(str(target.path), status, str(target.output), note if swapped else NO_FACE, frames,
                        time.perf_counter() - started, calls_made, profiles_made, gate, mark)
 
+    prepared: Prepared | None = None
+
+    def release() -> None:
+        """The video prepared ahead will not be encoded: its decoder goes, and the next video's may start."""
+        if prepared is not None and prepared.decoder is not None:
+            prepared.decoder.stop(kill=True)
+        if on_decoded is not None:
+            on_decoded()
+
     try:
         refuse_special(target)
-        processor = processor.for_target(target.path, content)  # its watermark; hashes the target if need be
         prepared = ready() if ready else None
-        verdict = gate_verdict(processor, target, prepared.info if prepared is not None else None)
+        try:
+            info = prepared.info if prepared is not None else None
+            processor = processor.for_target(target.path, content, info)  # its watermark; hashes the target if need be
+            verdict = gate_verdict(processor, target, info)
+            if not verdict.flagged:
+                prepare_output(processor.settings.output_dir, target.output, target.path)
+                processor.marker.check_output(target.path, target.output)
+        except BaseException:
+            release()
+            raise
         if verdict.flagged:
-            if prepared is not None and prepared.decoder is not None:
-                prepared.decoder.stop(kill=True)
-            if on_decoded is not None:
-                on_decoded()  # the next video's decoder may start
+            release()
             blocked = Outcome(str(target.path), "blocked", reason=f"{target.path}: {verdict.reason}",
                               seconds=time.perf_counter() - started, content_gate=gate)
             return lambda: blocked
-        prepare_output(processor.settings.output_dir, target.output, target.path)
-        processor.marker.check_output(target.path, target.output)
         if target.kind == "image":
             progress.start(1)
             swapped, note = process_image(processor, target, content, pin)

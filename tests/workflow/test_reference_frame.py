@@ -120,3 +120,24 @@ def test_the_position_counts_the_frames_faces_in_order(order, position, expected
     chosen = Selection("reference", None, 0.6, order).referring_to(frame, position, TwoFaces())
     assert chosen is not None and chosen.reference.tolist() == expected
     assert Selection("reference", None, 0.6, order).referring_to(np.zeros_like(frame), 0, TwoFaces()) is None
+
+
+def test_each_video_is_probed_once_in_reference_mode(env, source_image, capsys, monkeypatch):
+    """The reference frame is read with the probe the lookahead made for the video (no second probe), and a
+    video whose reference frame fails lets the next one go on."""
+    import importlib
+
+    probed: list[str] = []
+    for module in ("facefusion_batch.workflow.video_plan", "facefusion_batch.workflow.lookahead",
+                   "facefusion_batch.workflow.processor", "facefusion_batch.workflow.finish",
+                   "facefusion_batch.workflow.job"):
+        loaded = importlib.import_module(module)
+        original = loaded.probe
+        monkeypatch.setattr(loaded, "probe", lambda path, _o=original: probed.append(Path(path).name) or _o(path))
+    blank = np.full_like(face_frame(), 90)
+    clips = [write_video(env / "fade.mp4", [blank] * 3 + [face_frame()] * 3),
+             write_video(env / "first.mp4", [face_frame()] * 4), write_video(env / "second.mp4", [other_face()] * 4)]
+    code, summary, err = run(["-s", str(source_image), *[str(c) for c in clips], "-o", str(env / "out")], capsys)
+    assert code == 1 and (summary["counts"]["done"], summary["counts"]["failed"]) == (2, 1), err
+    names = [c.name for c in clips]
+    assert sorted(p for p in probed if p in names) == sorted(names), probed  # outputs are probed when verified
