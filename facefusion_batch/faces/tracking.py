@@ -7,9 +7,10 @@ so a resumed run, which analyses each chunk alone, makes the same choices as an 
 
 Smoothing: each track keeps filtered points (mesh landmarks, the 5 keypoints and the box corners, so all
 stay consistent) and a velocity. A frame's raw points are blended into the prediction (filtered + velocity)
-with a weight that is small when the face is still and the fit differs only by fitting noise (a re-detection
-on a still shot then eases in over a few frames instead of ticking) and 1 when the face really moves or
-turns (so nothing lags). A fit whose shape disagrees with the track (a mesh that went wrong) is rejected:
+in two parts: their pose (position, size, roll) with a weight that is small when the face is still and the
+fit differs only by fitting noise (a re-detection on a still shot then eases in over a few frames instead of
+ticking) and 1 when the face or the camera really moves (so nothing lags); their shape (expression, turn)
+with a weight set by how much the shape itself changed, so that on a pan fitting noise does not pass through. A fit whose shape disagrees with the track (a mesh that went wrong) is rejected:
 the track keeps its own shape at the fit's position until fits agree again or the disagreement persists.
 """
 from __future__ import annotations
@@ -118,6 +119,24 @@ def disagrees(prediction: np.ndarray, raw: np.ndarray, moves: bool = False) -> b
     offset = float(np.linalg.norm(raw[:, :2].mean(axis=0) - prediction[:, :2].mean(axis=0))) / size
     return (shape_residual(prediction, raw) > OUTLIER or abs(np.log(scale)) > SCALE_JUMP
             or (offset > OFFSET_JUMP and not moves))
+
+
+def _rms(a: np.ndarray, b: np.ndarray) -> float:
+    """RMS distance between corresponding points (x, y) of `a` and `b`."""
+    return float(np.sqrt(np.mean(np.sum((a[:, :2] - b[:, :2]) ** 2, axis=1))))
+
+
+def _posed(points: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """`points` moved by the similarity (shift, scale, roll; depth scaled alike) that best takes them onto
+    `target`: `target`'s pose with `points`' shape."""
+    centre, goal = points[:, :2].mean(axis=0), target[:, :2].mean(axis=0)
+    turn = similarity(points, target)
+    z = (points[:, 0] - centre[0]) + 1j * (points[:, 1] - centre[1])
+    moved = points.astype(np.float64, copy=True)
+    moved[:, 0], moved[:, 1] = (turn * z).real + goal[0], (turn * z).imag + goal[1]
+    if moved.shape[1] > 2:
+        moved[:, 2] *= abs(turn)
+    return moved.astype(points.dtype)
 
 
 def similarity(a: np.ndarray, b: np.ndarray) -> complex:
@@ -376,9 +395,13 @@ class Tracker:
                 track.points = prediction.copy()
                 track.points[:, :2] += weight * shift
             else:
-                difference = float(np.sqrt(np.mean(np.sum((raw[:, :2] - prediction[:, :2]) ** 2, axis=1)))) / size
-                weight = blend_weight(difference, track.speed(size))
-                track.points = prediction + weight * (raw - prediction)
+                # The fit's pose (position, size, roll) follows as the face or the camera moves; its shape
+                # (expression, turn) only as the shape itself changes: on a pan, fitting noise in the shape
+                # would otherwise pass straight through and the swapped texture would shimmer on the face.
+                posed = _posed(prediction, raw)
+                weight = blend_weight(_rms(posed, prediction) / size, track.speed(size))
+                shape_weight = blend_weight(_rms(raw, posed) / size, 0.0)
+                track.points = prediction + weight * (posed - prediction) + shape_weight * (raw - posed)
             if detected:
                 track.fitted, track.fitted_at = raw, index
             track.raw = raw
