@@ -196,7 +196,9 @@ class OfflineEngine:
                 continue
             turn = classic.turn(face.landmarks)
             memo["turned"] = abs(turn) > classic.PROFILE - (TURN_BACK if memo.get("turned") else 0.0)
-            mirror = memo["mirror"] = self._mirrors(turn, source, MIRROR_BACK if memo.get("mirror") else 0.0)
+            if "mirror" not in memo or not _cut_by_edge(face.landmarks, frame.shape):  # cut: the mesh's turn is a guess
+                memo["mirror"] = self._mirrors(turn, source, MIRROR_BACK if memo.get("mirror") else 0.0)
+            mirror = memo["mirror"]
             if memo.get("checked_mirror", mirror) != mirror:
                 memo.pop("checked", None)  # another texture: whether its swap shows is measured afresh
             if not memo["turned"] and index >= memo.get("checked", -RECHECK) + RECHECK:
@@ -259,6 +261,12 @@ class OfflineEngine:
         if self._detect_batcher is not None:
             self._detect_batcher.close()
         self.pool.close()
+
+
+def _cut_by_edge(landmarks: np.ndarray, shape: tuple[int, ...]) -> bool:
+    """Whether some of the face's mesh lies outside a frame of `shape` (its fits there are extrapolated)."""
+    xy = landmarks[:, :2]
+    return bool((xy < 0).any() or (xy[:, 0] > shape[1]).any() or (xy[:, 1] > shape[0]).any())
 
 
 def _meshed_box(face: Face) -> Face:
