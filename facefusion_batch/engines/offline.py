@@ -51,6 +51,7 @@ RECHECK = 10
 # 0.59 on the 46 degree face) and by up to 0.07 for a nearly frontal one. Per track with hysteresis (a track
 # swaps back to the source as is below MIRROR_TURN - MIRROR_BACK), so a face turning is switched once.
 MIRROR_TURN = 0.3
+MIRROR_APART = 0.6
 MIRROR_BACK = 0.1
 _SOURCE_MARGIN = 0.35
 REFIT_SIZE = 0.05  # a detector box within this (log ratio) of the mesh's own box ...
@@ -230,7 +231,8 @@ class OfflineEngine:
         """Whether a face turned by `turn` is turned the other way than the source's face, by at least
         MIRROR_TURN - `back` (see MIRROR_TURN), and the source's mirror image has a face to swap with."""
         texture, mirrored, side = self._textures_of(source)
-        return mirrored is not None and turn * side <= -(MIRROR_TURN - back)
+        away = -turn * np.sign(side)  # how far the face is turned the other way than the source's
+        return mirrored is not None and away >= MIRROR_TURN - back and away + abs(side) >= MIRROR_APART - back
 
     def _texture(self, source: Record, mirror: bool = False) -> classic.SourceTexture:
         """The source's face prepared for swapping, or its mirror image's (where `_mirrors` says so)."""
@@ -249,7 +251,7 @@ class OfflineEngine:
                 faces = self._fitted(flipped, self._detector.detect([flipped])[0])
                 mirrored = (classic.prepare_source(flipped, max(faces, key=lambda f: f.area).landmarks)
                             if faces else None)
-                side = 1.0 if classic.turn(texture.landmarks) >= 0 else -1.0
+                side = classic.turn(texture.landmarks) or 1e-6
                 entry = self._textures[id(source)] = (source, (texture, mirrored, side))
             return entry[1]
 
