@@ -113,7 +113,8 @@ class OfflineEngine:
         self._detect_batcher = (MicroBatcher(self._detector.detect, batch, settings.batch_wait_ms / 1000,
                                              "ffb-detect-batcher", concurrency.batcher_producers)
                                 if batch > 1 else None)
-        self._textures: dict[int, tuple[Record, tuple[classic.SourceTexture, classic.SourceTexture | None, float]]] = {}
+        self._textures: dict[int, tuple[Record, tuple[classic.SourceTexture, float]]] = {}
+        self._mirrors_made: dict[int, tuple[Record, classic.SourceTexture | None]] = {}
         self._lock = threading.Lock()
 
     def detect(self, frame: np.ndarray) -> list[Face]:
@@ -230,29 +231,37 @@ class OfflineEngine:
     def _mirrors(self, turn: float, source: Record, back: float = 0.0) -> bool:
         """Whether a face turned by `turn` is turned the other way than the source's face, by at least
         MIRROR_TURN - `back` (see MIRROR_TURN), and the source's mirror image has a face to swap with."""
-        texture, mirrored, side = self._textures_of(source)
+        texture, side = self._textures_of(source)
         away = -turn * np.sign(side)  # how far the face is turned the other way than the source's
-        return mirrored is not None and away >= MIRROR_TURN - back and away + abs(side) >= MIRROR_APART - back
+        return (away >= MIRROR_TURN - back and away + abs(side) >= MIRROR_APART - back
+                and self._mirrored(source) is not None)
 
     def _texture(self, source: Record, mirror: bool = False) -> classic.SourceTexture:
         """The source's face prepared for swapping, or its mirror image's (where `_mirrors` says so)."""
-        texture, mirrored, _ = self._textures_of(source)
-        return mirrored if mirror and mirrored is not None else texture
+        mirrored = self._mirrored(source) if mirror else None
+        return mirrored if mirrored is not None else self._textures_of(source)[0]
 
-    def _textures_of(self, source: Record) -> tuple[classic.SourceTexture, classic.SourceTexture | None, float]:
-        # Built once per source per process; keyed by the record the cache hands out for that source. The
-        # mirror image's face is found and meshed on the flipped photo (its own mesh, in the mesh's own point
-        # order), once; None where the mesh finds no face there. Last, the side the source's face is turned to.
+    def _textures_of(self, source: Record) -> tuple[classic.SourceTexture, float]:
+        # Built once per source per process; keyed by the record the cache hands out for that source. With it,
+        # the turn of the source's face (`classic.turn`; never 0, so that it has a side).
         with self._lock:
             entry = self._textures.get(id(source))
             if entry is None:
                 texture = classic.prepare_source(source["image"], source["landmarks"])
+                entry = self._textures[id(source)] = (source, (texture, classic.turn(texture.landmarks) or 1e-6))
+            return entry[1]
+
+    def _mirrored(self, source: Record) -> classic.SourceTexture | None:
+        # The source's mirror image prepared for swapping: its face found and meshed on the flipped photo (its
+        # own mesh, in the mesh's own point order), once per source per process, when a face first needs it;
+        # None where no face is found there.
+        with self._lock:
+            entry = self._mirrors_made.get(id(source))
+            if entry is None:
                 flipped = np.ascontiguousarray(source["image"][:, ::-1])
                 faces = self._fitted(flipped, self._detector.detect([flipped])[0])
-                mirrored = (classic.prepare_source(flipped, max(faces, key=lambda f: f.area).landmarks)
-                            if faces else None)
-                side = classic.turn(texture.landmarks) or 1e-6
-                entry = self._textures[id(source)] = (source, (texture, mirrored, side))
+                entry = self._mirrors_made[id(source)] = (source, classic.prepare_source(
+                    flipped, max(faces, key=lambda f: f.area).landmarks) if faces else None)
             return entry[1]
 
     def detector_calls(self) -> int:
