@@ -525,8 +525,8 @@ def sheets(rows: list[Scored], clip_frames: dict[str, tuple[Clip, list, list]], 
         backgrounds += [_label(inp[t], f"in {s.name} #{t}"), _label(out[t], "out"),
                         _label(diff, f"|out-in| x8, bg {s.worst_background[0]:.2f}")]
     write("background.png", backgrounds, 3)
-    write("turned.png", [c for s in rows for a, b, text in s.turned_crops for c in (_label(a, "in"), _label(b, text))][:32],
-          8)
+    write("turned.png", [c for s in rows for a, b, text in s.turned_crops
+                         for c in (_label(a, "in"), _label(b, text))][:32], 8)
     return written
 
 

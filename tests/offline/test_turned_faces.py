@@ -13,11 +13,13 @@ from skimage import data as skimage_data
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from conftest import hopper_processor  # noqa: E402
+from conftest import cpu_session, hopper_processor  # noqa: E402
 from facefusion_batch.engines import offline  # noqa: E402
 from facefusion_batch.offline import classic  # noqa: E402
+from facefusion_batch.offline.mediapipe import (MODEL_FILES, MediaPipeDetector,  # noqa: E402
+                                                MediaPipeLandmarker, asset_path)
 from facefusion_batch.workflow.analysis import thumbnail  # noqa: E402
-from test_classic import SOURCE_IMAGE, half_turned, mesh  # noqa: E402,F401 (mesh: the fixture)
+from test_classic import SOURCE_IMAGE, half_turned  # noqa: E402
 
 SQUEEZE = 0.35  # the far half squeezed to this share of its width: a face turned ~0.2-0.4 (`classic.turn`)
 
@@ -35,6 +37,15 @@ def astronaut_turned_the_other_way() -> np.ndarray:
     """The astronaut with her image-right half squeezed: turned the other way than the source (turn ~+0.4)."""
     flipped = np.ascontiguousarray(skimage_data.astronaut()[:, ::-1, ::-1])
     return np.ascontiguousarray(half_turned(flipped, nose_x=512 - 226, squeeze=SQUEEZE)[:, ::-1])
+
+
+@pytest.fixture(scope="module")
+def mesh():
+    """A function: BGR image -> (468, 3) landmarks of its most confident face (the packaged models)."""
+    long_range, short_range = (cpu_session(asset_path(MODEL_FILES[role])) for role in ("long_range", "short_range"))
+    detector = MediaPipeDetector(long_range, short_range)
+    landmarker = MediaPipeLandmarker(cpu_session(asset_path(MODEL_FILES["landmarks"])))
+    return lambda image: landmarker.landmarks(image, detector.detect([image])[0][:1])[0]
 
 
 @pytest.fixture(scope="module")
