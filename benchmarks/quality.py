@@ -187,6 +187,7 @@ class Scored:
     worst: list[tuple[float, np.ndarray, np.ndarray, str, str]] = field(default_factory=list)  # dist, in, out,
     # label, person: the judged faces, each person's worst kept for the sheets
     small: list[bool] = field(default_factory=list)  # per identity verdict: the true face at most q.SMALL px wide
+    turned: list[bool] = field(default_factory=list)  # per identity verdict: the true face turned (yaw >= q.TURNED)
     tracks: dict[tuple[int, int], q.TrackStats] = field(default_factory=dict)
     classes: list[tuple[tuple[str, ...], bool]] = field(default_factory=list)  # per present face-frame (many)
     faint: int = 0  # missed face-frames changed faintly (see q.is_faint)
@@ -197,7 +198,7 @@ class Scored:
     floor: list[float] = field(default_factory=list)
     events: list[tuple[str, int, tuple[int, int]]] = field(default_factory=list)  # kind, frame, track
     misses: list[tuple[str, np.ndarray, np.ndarray, str]] = field(default_factory=list)  # class, in, out, label
-    turned: list[tuple[np.ndarray, np.ndarray, str]] = field(default_factory=list)
+    turned_crops: list[tuple[np.ndarray, np.ndarray, str]] = field(default_factory=list)
     frames: int = 0
     floor_flicker: list[float] = field(default_factory=list)  # the encoder's own added flicker in face boxes
     phantom_frames: int = 0  # frames where the output changed a face-sized patch where no face is
@@ -216,7 +217,7 @@ def face_crop(frame: np.ndarray, box, size: int = 112, margin: float = 0.25) -> 
 
 
 def judge_frame(judge: Judge, inp: np.ndarray, out: np.ndarray, source_descriptor: np.ndarray,
-                target_people: list[tuple[tuple, str]], mode: str, source_person: str,
+                target_people: list[tuple[tuple, str, float]], mode: str, source_person: str,
                 scored: Scored, label: str) -> None:
     """Identity verdicts for the faces the judge finds in `inp` (not those of the source's own person)."""
     found_in = judge.detect(inp)
@@ -225,14 +226,15 @@ def judge_frame(judge: Judge, inp: np.ndarray, out: np.ndarray, source_descripto
         person = max(target_people, key=lambda tp: q.iou(tp[0], box), default=None)
         matched = person is not None and q.iou(person[0], box) > 0.3
         name = person[1] if matched else "?"
+        turned = matched and abs(person[2]) >= q.TURNED
         if name == source_person:
             continue
         width = (person[0][2] - person[0][0]) if matched else (box[2] - box[0])  # the true box's, where known
-        candidates.append((q.strength(inp, out, box), box, name, width))
+        candidates.append((q.strength(inp, out, box), box, name, width, turned))
     if mode == "one":  # only the face `one` chose is meant to change
         candidates = [max(candidates, key=lambda c: c[0])] if candidates else []
         candidates = [c for c in candidates if c[0] >= q.SWAPPED]
-    for change, box, name, width in candidates:
+    for change, box, name, width, turned in candidates:
         match = max(judge.detect_near(out, box), key=lambda b: q.iou(b, box), default=None)
         found = match is not None and q.iou(match, box) >= 0.3
         out_box = match if found else box
@@ -242,6 +244,7 @@ def judge_frame(judge: Judge, inp: np.ndarray, out: np.ndarray, source_descripto
                              found)
         scored.identity.append(verdict)
         scored.small.append(width <= q.SMALL)
+        scored.turned.append(turned)
         if change >= q.SWAPPED:
             scored.chroma_loss.append(q.chroma_loss(inp, out, box))
         scored.worst.append((verdict.to_source, face_crop(inp, box), face_crop(out, out_box),
@@ -311,13 +314,13 @@ def score_clip(clip: Clip, source: str, person: str, inp: list[np.ndarray], out:
         scored.events += [("none", t, max(clip.boxes[t], key=lambda k: clip.boxes[t][k][2] - clip.boxes[t][k][0]))
                           for t in range(len(chosen)) if chosen[t] is None and clip.boxes[t]]
     for t in range(0, len(inp), JUDGE_EVERY):
-        people = [(box, clip.people[track]) for track, box in clip.boxes[t].items()]
+        people = [(box, clip.people[track], clip.yaw[track]) for track, box in clip.boxes[t].items()]
         judge_frame(judge, inp[t], out[t], source_descriptor, people, clip.mode, person, scored,
                     f"{clip.name}@{source}#{t}")
         for track, box in clip.boxes[t].items():
-            shown = sum(text.startswith(f"{clip.name}:{track[0]}.{track[1]}@") for *_, text in scored.turned)
+            shown = sum(text.startswith(f"{clip.name}:{track[0]}.{track[1]}@") for *_, text in scored.turned_crops)
             if abs(clip.yaw[track]) >= q.TURNED and shown < 2 and t % (JUDGE_EVERY * 2) == 0:
-                scored.turned.append((face_crop(inp[t], box, 160), face_crop(out[t], box, 160),
+                scored.turned_crops.append((face_crop(inp[t], box, 160), face_crop(out[t], box, 160),
                                       f"{clip.name}:{track[0]}.{track[1]}@{source}#{t} yaw {clip.yaw[track]:+.0f}"))
     return scored
 
@@ -325,7 +328,7 @@ def score_clip(clip: Clip, source: str, person: str, inp: list[np.ndarray], out:
 def score_image(name: str, photo: Photo, source: str, person: str, inp: np.ndarray, out: np.ndarray, mode: str,
                 judge: Judge, source_descriptor: np.ndarray) -> Scored:
     scored = Scored(f"{name}@{source}", name, source, mode, frames=1)
-    judge_frame(judge, inp, out, source_descriptor, list(zip(photo.boxes, photo.people)), mode, person,
+    judge_frame(judge, inp, out, source_descriptor, list(zip(photo.boxes, photo.people, photo.yaw)), mode, person,
                 scored, f"{name}@{source}")
     scored.background.append(q.background_diff(inp, out, photo.boxes))
     scored.phantom_frames += q.phantoms(inp, out, photo.boxes) > 0
@@ -336,7 +339,7 @@ def score_image(name: str, photo: Photo, source: str, person: str, inp: np.ndarr
             scored.classes.append((q.face_classes(box, size, yaw), s < q.SWAPPED))
             scored.faint += q.is_faint(s, 0.0)
         if abs(yaw) >= q.TURNED:
-            scored.turned.append((face_crop(inp, box, 160), face_crop(out, box, 160),
+            scored.turned_crops.append((face_crop(inp, box, 160), face_crop(out, box, 160),
                                   f"{name}@{source} yaw {yaw:+.0f}"))
     return scored
 
@@ -348,6 +351,7 @@ def block(items: list[Scored]) -> dict:
     many = [s for s in items if s.mode == "many"]
     identity = q.identity_summary([v for s in many for v in s.identity])
     large = q.identity_summary([v for s in many for v, small in zip(s.identity, s.small) if not small])
+    turned = q.identity_summary([v for s in many for v, t in zip(s.identity, s.turned) if t])
     identity_one = q.identity_summary([v for s in items if s.mode == "one" for v in s.identity])
     tracks = [t for s in items for t in s.tracks.values()]
     flicker = q.flicker_summary([f for t in tracks for f in t.flicker])
@@ -364,6 +368,7 @@ def block(items: list[Scored]) -> dict:
     return {
         "faces_judged": identity["faces"], "accepted": identity["accepted"], "closer": identity["closer"],
         "found": identity["found"], "accepted_one": identity_one["accepted"], "accepted_large": large["accepted"],
+        "accepted_turned": turned["accepted"], "faces_judged_turned": turned["faces"],
         "lowest_source": lowest, "lowest_source_accepted": lowest_share,
         "face_frames": present, "missed": missed, "missed_share": missed / present if present else float("nan"),
         "faint": sum(s.faint for s in many), "profiles_left": sum(s.profiles_left for s in items),
@@ -404,6 +409,7 @@ GOALS = (  # the issue's table: key, text, test
 )
 
 COLUMNS = (("faces_judged", "judged", "{:.0f}"), ("accepted", "accept", "{:.0%}"), ("accepted_large", "acc>40", "{:.0%}"),
+           ("accepted_turned", "acc.turn", "{:.0%}"),
            ("closer", "closer", "{:.0%}"),
            ("found", "found", "{:.0%}"), ("accepted_one", "acc.one", "{:.0%}"), ("missed", "missed", "{:.0f}"),
            ("face_frames", "of", "{:.0f}"), ("missed_share", "miss%", "{:.1%}"), ("faint", "faint", "{:.0f}"),
@@ -519,8 +525,8 @@ def sheets(rows: list[Scored], clip_frames: dict[str, tuple[Clip, list, list]], 
         backgrounds += [_label(inp[t], f"in {s.name} #{t}"), _label(out[t], "out"),
                         _label(diff, f"|out-in| x8, bg {s.worst_background[0]:.2f}")]
     write("background.png", backgrounds, 3)
-    write("turned.png", [c for s in rows for a, b, text in s.turned for c in (_label(a, "in"), _label(b, text))][:32],
-          8)
+    write("turned.png", [c for s in rows for a, b, text in s.turned_crops
+                         for c in (_label(a, "in"), _label(b, text))][:32], 8)
     return written
 
 

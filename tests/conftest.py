@@ -50,14 +50,14 @@ def grace_hopper() -> np.ndarray:
 
 
 @contextlib.contextmanager
-def hopper_processor(folder: Path, **settings):
-    """An offline frame processor in mode many with Grace Hopper as the source (cache and temp in `folder`;
-    `settings` on top), its engine closed on leaving."""
+def hopper_processor(folder: Path, image: np.ndarray | None = None, **settings):
+    """An offline frame processor in mode many with Grace Hopper as the source (or `image`; cache and temp in
+    `folder`; `settings` on top), its engine closed on leaving."""
     from facefusion_batch.settings import load_settings
     from facefusion_batch.workflow.processor import prepare
 
     source = folder / "hopper.png"
-    cv2.imwrite(str(source), grace_hopper())
+    cv2.imwrite(str(source), grace_hopper() if image is None else image)
     loaded = load_settings(None, {}, {"engine": "offline", "face_selector_mode": "many", "cache_path": folder / "cache",
                                       "temp_path": folder / "temp", **settings}).settings
     made = prepare(loaded, source, lambda message: None)

@@ -20,6 +20,9 @@ class Face:
     # decisions an engine makes per track rather than per frame; None for a face of no track (an image).
     memo: dict | None = field(default=None, compare=False, repr=False)
     leave: bool = False  # decided by its track (an engine's `settle`): left as it is, and counted so
+    # Decided by its track too (the offline engine's `settle`): swapped with the source's mirror image, the face
+    # being turned the other way than the source's.
+    mirror: bool = False
     # (a frame, that frame with this face swapped), made while its track decided (an engine's `settle`): the swap
     # reuses it when it is given that very frame, untouched.
     swapped: tuple[np.ndarray, np.ndarray] | None = field(default=None, compare=False, repr=False)

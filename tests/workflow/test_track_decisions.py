@@ -148,3 +148,38 @@ def test_a_tracks_faint_check_is_the_frames_swap_not_a_second_one(processor, mon
     anew = outputs()
     assert len(calls) > FRAMES, "premise: the checks made swaps of their own"
     assert all((a == b).all() for a, b in zip(reused, anew))
+
+
+def test_a_swap_turning_faint_mid_track_is_left_not_output_faintly(processor, monkeypatch):
+    """A face is swapped visibly or not at all: when a track's swap turns fainter between its checks (the face
+    turning away, or shrinking), no frame is output changed by less than FAINT; those frames are left as they
+    are and counted. (The band below FAINT once let swaps of 0.9-1 FAINT through: touched, not seen.)"""
+    frames = _clip()
+    with monkeypatch.context() as patch:
+        changes = _recorded(patch, classic, "visible_change")
+        patch.setattr(offline, "FAINT", 0.0)
+        _run(processor, frames)
+    first = changes[0]
+    original = classic.visible_change
+    fainter = FRAMES // 2 + 3  # not a check frame (those are every RECHECK frames from the first)
+    state = {"frame": 0, "measured": {}}
+
+    def measured(before, after, landmarks):  # from frame `fainter` on, the swap changes the face 15 % less
+        value = original(before, after, landmarks) * (0.85 if state["frame"] >= fainter else 1.0)
+        state["measured"][state["frame"]] = value  # the last measure of a frame is its swap's own
+        return value
+
+    monkeypatch.setattr(classic, "visible_change", measured)
+    monkeypatch.setattr(offline, "FAINT", 0.98 * first / (1 + offline.FAINT_BACK))  # swapped from the start
+    left_before = processor.engine.profiles_left.value
+    gate = processor.new_gate()
+    swapped = []
+    for index, frame in enumerate(frames):
+        state["frame"] = index
+        reference, is_new = gate.reference_for(index, thumbnail(frame), frame.shape[1])
+        out, _ = processor(frame.copy(), reference, is_new, index)
+        swapped.append(bool((out != frame).any()))
+        if swapped[-1]:
+            assert state["measured"][index] >= offline.FAINT, f"frame {index} output changed faintly"
+    assert swapped[:fainter] == [True] * fainter and not any(swapped[fainter:]), swapped
+    assert processor.engine.profiles_left.value - left_before == swapped.count(False)
