@@ -94,7 +94,9 @@ MIN_FACE_SIZE = 8.0
 # the texture into stripes, so the target's own pixels stay there. So do rim triangles whose corners run the
 # other way round (facing away in the target's pose).
 MAX_STRETCH = 2.5
-LEVEL_BLEND = 0.02  # scales this close above a pyramid level sample that level alone
+ALIAS_BLUR = 0.55  # blur (level pixels) per unit of sqrt(shrink^2 - 1) left after a pyramid level: no aliasing,
+# and at a shrink of 2 as soft as the next level sampled instead, so that a zooming face never pops at a level
+# change (tests/offline/test_classic.py: across a change the drawing moves at most ~1.4x a step within a level)
 # Detail matching (match_detail): the warped source is softened to the target face's sharpness (measured by a
 # probe blur of DETAIL_PROBE pixels), and further until its detail (gradient energy over the mask's core, on
 # grey pre-blurred by DETAIL_PRE to leave sensor noise out) is no more than DETAIL_ALLOW times the target
@@ -155,7 +157,10 @@ def prepare_source(image: np.ndarray, landmarks: np.ndarray) -> SourceTexture:
     local = (points - (x0, y0)).astype(np.float32)
     levels = [crop]
     while min(levels[-1].shape[:2]) >= 64 and len(levels) < 4:
-        levels.append(cv2.pyrDown(levels[-1]))
+        # Each level the one above averaged over 2x2 pixels (a pixel of it covers exactly four, so it sits where
+        # `warp_source` takes it to be; OpenCV's pyrDown is sharper-kerneled but a quarter pixel off).
+        height, width = (side // 2 for side in levels[-1].shape[:2])
+        levels.append(cv2.resize(levels[-1][:2 * height, :2 * width], (width, height), interpolation=cv2.INTER_AREA))
     return SourceTexture(tuple(levels), local, delaunay(local, crop.shape[1], crop.shape[0]), size,
                          min(FOREHEAD_KEEP, max(HAIRLINE_MIN, skin_height(crop, local) - HAIRLINE_MARGIN)),
                          _depth(landmarks))
@@ -581,11 +586,16 @@ def warp_source(source: SourceTexture, points: np.ndarray, depth: np.ndarray | N
     bilinear upsample is exact inside triangles and off by a fraction of a pixel at their edges.
     """
     target_size = _face_size(points)
-    # Trilinear: the two pyramid levels around the scale, blended by where the scale lies between them, so
-    # that a zooming face neither pops at a level change nor shimmers from sampling too sharp a level.
+    # The pyramid level at or just above the target's size, blurred for what remains of the shrink (up to 2x)
+    # just enough not to alias: the sharpest texture that does not shimmer as the face moves, and no pop at a
+    # level change (see ALIAS_BLUR). Blending two levels instead (trilinear) softens the features the face is
+    # recognised by (tune split: the judge's accept 63 -> 68 %).
     scale = float(np.clip(np.log2(source.size / max(target_size, 1e-6)), 0, len(source.levels) - 1))
     level = int(np.floor(scale))
-    between = scale - level if level + 1 < len(source.levels) else 0.0
+    image = source.levels[level]
+    sigma = ALIAS_BLUR * float(np.sqrt(4 ** (scale - level) - 1))
+    if sigma >= 0.1:
+        image = cv2.GaussianBlur(image, (0, 0), sigma)
     source_points = source.landmarks / 2 ** level - 0.5  # pixel-centre coordinates of that level
     triangles = source.triangles
     if depth is not None:  # far triangles first, so near ones overwrite them where the mesh folds
@@ -606,14 +616,7 @@ def warp_source(source: SourceTexture, points: np.ndarray, depth: np.ndarray | N
         map_x = cv2.resize(map_x, size, interpolation=cv2.INTER_LINEAR)
         map_y = cv2.resize(map_y, size, interpolation=cv2.INTER_LINEAR)
     map_x, map_y = map_x[:size[1], :size[0]], map_y[:size[1], :size[0]]
-    warped = cv2.remap(source.levels[level], map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
-    if between < LEVEL_BLEND:
-        return warped
-    # The same map one level down: pixel centres at half the coordinates.
-    coarser = cv2.remap(source.levels[level + 1], map_x * np.float32(0.5) - np.float32(0.25),
-                        map_y * np.float32(0.5) - np.float32(0.25), cv2.INTER_LINEAR,
-                        borderMode=cv2.BORDER_REPLICATE)
-    return cv2.addWeighted(warped, 1 - between, coarser, between, 0)
+    return cv2.remap(image, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
 
 
 def _triangle_maps(source: np.ndarray, target: np.ndarray) -> np.ndarray:
