@@ -26,6 +26,10 @@ from facefusion_batch.offline.mediapipe import (MODEL_FILES, Detection, MediaPip
 from facefusion_batch.settings import Settings
 
 _PRESENCE = 0.5  # face-mesh presence below this means the detection was not a face
+# ... and below this, that a track's face is not where the track says (`refit`). On small faces (25-45 px) the
+# presence goes up and down from frame to frame (0.1-0.9 on one face); on background patches of their size it
+# stays below 0.2. Between the two, a face the track follows continues; a new one needs _PRESENCE.
+_TRACKED_PRESENCE = 0.25
 # A swap that changes the face (brows to chin) by less than this mean (grey levels) is not visibly the source
 # (mostly a turned face whose visible half is cut away, or a source and target much alike): the face is left
 # as it is and counted with the faces left in profile, so the summary says so.
@@ -129,21 +133,27 @@ class OfflineEngine:
         # two boxes agree already, a second fit would give the same mesh: it is skipped (CPU).
         meshed = [_meshed_box(face) for face in faces]
         again = [i for i, (face, box) in enumerate(zip(faces, meshed)) if not _agree(face.box, box.box)]
-        refits = self.refit(frame, [meshed[i] for i in again]) if again else []
-        if len(refits) != len(again):  # a refit lost the face: keep only the faces refitted or agreeing
-            return [f for f in self.refit(frame, meshed)]
-        fitted = dict(zip(again, refits))
+        refits = self._fits(frame, [meshed[i] for i in again], _PRESENCE) if again else []
+        # A second fit that says "no face" where the first said one keeps the first: on a small face the mesh's
+        # presence goes up and down from fit to fit (0.1-0.9 on a dim 34 px face in sunglasses).
+        fitted = {i: face for i, face in zip(again, refits) if face is not None}
         return [fitted.get(i, box) for i, box in enumerate(meshed)]
 
     def refit(self, frame: np.ndarray, predicted: Sequence[Face]) -> list[Face]:
         """The face mesh fitted straight on tracks' predicted boxes (the landmark model needs only a region
-        and says whether a face is there): finds faces the detector missed, e.g. tilted or moving ones."""
+        and says whether a face is there): finds faces the detector missed, e.g. tilted or moving ones. A track
+        makes a face there likely, so less presence is asked than of a new face (_TRACKED_PRESENCE)."""
+        return [face for face in self._fits(frame, predicted, _TRACKED_PRESENCE) if face is not None]
+
+    def _fits(self, frame: np.ndarray, predicted: Sequence[Face], presence: float) -> list[Face | None]:
+        """The mesh fitted on each face's box, moved with it; None where its presence is below `presence`."""
         detections = [Detection(face.box, face.score, _keypoints(face)) for face in predicted]
         mesh = self._landmarker.predict(frame, detections)
         points = five_points(mesh.points)
-        found = []
+        found: list[Face | None] = []
         for i, face in enumerate(predicted):
-            if mesh.presence[i] < _PRESENCE:
+            if mesh.presence[i] < presence:
+                found.append(None)
                 continue
             moved = mesh.points[i, :, :2].mean(axis=0) - face.landmarks[:, :2].mean(axis=0)
             found.append(Face(box=face.box + np.tile(moved, 2).astype(face.box.dtype), score=float(mesh.presence[i]),

@@ -337,10 +337,18 @@ class Tracker:
     def _start(self, index: int, face: Face) -> Track:
         points = _points(face)
         track = Track(self._next_id, face, points, points, first=index, last=index, confirmed=index,
-                      area=self._visible_area(face.box), fitted=points, fitted_at=index)
+                      area=self._visible_area(face.box), fitted=points, fitted_at=index, motion=self._common_motion(index))
         self.tracks[track.id] = track
         self._next_id += 1
         return track
+
+    def _common_motion(self, index: int) -> np.ndarray:
+        """Where a face seen once is looked for next: as the faces tracked up to the frame before move (their
+        fits' median motion; none: still). A camera pan moves every face alike, a small face by most of its size
+        from frame to frame, and a new track looked for where it was is not found there (the mesh, fitted half a
+        face off a 30 px face, says "no face") and ends."""
+        moving = [t.motion for t in self.tracks.values() if t.hits >= 2 and t.last >= index - 1]
+        return np.median(moving, axis=0) if moving else np.zeros(2)
 
     def _follow(self, track: Track, index: int, face: Face, detected: bool, refit: bool = False) -> None:
         raw = _points(face)
@@ -348,8 +356,11 @@ class Tracker:
         prediction = track.predicted(gap)
         size = _size(prediction)
         # Rejected: a fit that disagrees with the track, unless the frame's edge cuts the face (its fits are
-        # extrapolated there, and change as it comes in or goes).
-        if (disagrees(prediction, raw, moves=not refit) and track.outliers < RELOCK and self._whole(prediction)
+        # extrapolated there, and change as it comes in or goes). A refit is judged against where it was looked
+        # for (`expected`: as its fits move), not against the smoothing's prediction, which lags a fast pan by
+        # most of a small face's size: there every refit was rejected and the track left behind its face.
+        reference = track.expected(gap) if refit else prediction
+        if (disagrees(reference, raw, moves=not refit) and track.outliers < RELOCK and self._whole(prediction)
                 and self._whole(raw)):
             # A fit that disagrees with the track (a mesh gone wrong): the track carries on with its motion.
             track.outliers += 1
