@@ -362,14 +362,14 @@ class Tracker:
         reference = track.expected(gap) if refit else prediction
         if (disagrees(reference, raw, moves=not refit) and track.outliers < RELOCK and self._whole(prediction)
                 and self._whole(raw)):
-            # A fit that disagrees with the track (a mesh gone wrong): the track keeps its own shape, where the
-            # detector found the face (its motion), or where a refit was looked for. Kept where the smoothing's
-            # prediction says, it lagged a fast pan and was swapped on the wall beside its face.
+            # A fit that disagrees with the track (a mesh gone wrong): the track keeps its own shape, its box
+            # centred where the detector's box is (the face's motion), or where a refit was looked for. Kept where
+            # the smoothing's prediction says, it lagged a fast pan and was swapped on the wall beside its face.
             track.outliers += 1
             self.rejected += 1
             anchor = reference if refit else raw
             track.points = prediction.copy()
-            track.points[:, :2] += anchor[:, :2].mean(axis=0) - prediction[:, :2].mean(axis=0)
+            track.points[:, :2] += anchor[-2:, :2].mean(axis=0) - prediction[-2:, :2].mean(axis=0)  # box corners
         else:
             track.outliers = 0
             step = (raw[:, :2].mean(axis=0) - track.raw[:, :2].mean(axis=0)) / gap
