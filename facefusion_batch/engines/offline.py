@@ -26,10 +26,6 @@ from facefusion_batch.offline.mediapipe import (MODEL_FILES, Detection, MediaPip
 from facefusion_batch.settings import Settings
 
 _PRESENCE = 0.5  # face-mesh presence below this means the detection was not a face
-# ... and below this, that a track's face is not where the track says (`refit`). On small faces (25-45 px) the
-# presence goes up and down from frame to frame (0.1-0.9 on one face); on background patches of their size it
-# stays below 0.2. Between the two, a face the track follows continues; a new one needs _PRESENCE.
-_TRACKED_PRESENCE = 0.25
 # A swap that changes the face (brows to chin) by less than this mean (grey levels) is not visibly the source
 # (mostly a turned face whose visible half is cut away, or a source and target much alike): the face is left
 # as it is and counted with the faces left in profile, so the summary says so.
@@ -141,9 +137,8 @@ class OfflineEngine:
 
     def refit(self, frame: np.ndarray, predicted: Sequence[Face]) -> list[Face]:
         """The face mesh fitted straight on tracks' predicted boxes (the landmark model needs only a region
-        and says whether a face is there): finds faces the detector missed, e.g. tilted or moving ones. A track
-        makes a face there likely, so less presence is asked than of a new face (_TRACKED_PRESENCE)."""
-        return [face for face in self._fits(frame, predicted, _TRACKED_PRESENCE) if face is not None]
+        and says whether a face is there): finds faces the detector missed, e.g. tilted or moving ones."""
+        return [face for face in self._fits(frame, predicted, _PRESENCE) if face is not None]
 
     def _fits(self, frame: np.ndarray, predicted: Sequence[Face], presence: float) -> list[Face | None]:
         """The mesh fitted on each face's box, moved with it; None where its presence is below `presence`."""

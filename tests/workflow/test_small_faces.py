@@ -151,3 +151,21 @@ def test_a_box_several_times_a_faces_size_does_not_hide_the_face(processor, astr
     detector._recheck_small([frame], found, [[unsure]])
     faces = detector._merge(found[0])
     assert any(mediapipe._overlap(f.box, boxes[0]) and f.box[2] - f.box[0] < 60 for f in faces)
+
+
+
+def test_the_sweep_looks_closer_at_faces_its_tiles_score_low(processor, astronaut):
+    # Faces of 24 px (1/27 of the frame's long side) under a warm dim light and rolled in a dim one: the sweep's
+    # tiles score them 0.15-0.5, a view three times their size finds them.
+    wall, boxes = _wall(astronaut, 640, 360, 24, CENTRES)
+    found = processor.engine._detector.sweep(_noisy(wall, 0), [])
+    assert all(any(mediapipe._overlap(d.box, boxes[i]) for d in found) for i in (1, 7))
+
+
+def test_a_face_whose_second_fit_says_no_face_keeps_its_first(processor, astronaut):
+    # The mesh is fitted on the detector's box, then on the box it spans; on the blurred 30 px face the first fit
+    # says "face" and the second "no face" (the presence of small faces goes up and down from fit to fit). The
+    # face is kept with its first fit (before, it was dropped).
+    wall, boxes = _wall(astronaut, 640, 360, 30, CENTRES)
+    faces = processor.engine.detect(_noisy(wall, 1))
+    assert any(mediapipe._overlap(f.box, boxes[3]) for f in faces)
