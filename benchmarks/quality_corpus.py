@@ -469,7 +469,8 @@ def _crowd(t1: Photo, bus: Photo, biden: Photo, hopper: Photo) -> Photo:
         ("t1-ross", 800, 40, 115, Look(contrast=0.7)),
         ("t1-chandler", 1750, 1180, 100, Look(roll=12, soft=16)),
     ]
-    parts = [(*person[name], x + CROWD_MARGIN[0], y + CROWD_MARGIN[1], width, look) for name, x, y, width, look in layout]
+    parts = [(*person[name], x + CROWD_MARGIN[0], y + CROWD_MARGIN[1], width, look)
+             for name, x, y, width, look in layout]
     width, height = 2400 + 2 * CROWD_MARGIN[0], 1350 + 2 * CROWD_MARGIN[1]
     return collage("t_crowd", parts, (width, height), 41, margin=(0.25, 0.35, 0.5))
 

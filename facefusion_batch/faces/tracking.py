@@ -337,7 +337,8 @@ class Tracker:
     def _start(self, index: int, face: Face) -> Track:
         points = _points(face)
         track = Track(self._next_id, face, points, points, first=index, last=index, confirmed=index,
-                      area=self._visible_area(face.box), fitted=points, fitted_at=index, motion=self._common_motion(index))
+                      area=self._visible_area(face.box), fitted=points, fitted_at=index,
+                      motion=self._common_motion(index))
         self.tracks[track.id] = track
         self._next_id += 1
         return track
