@@ -643,7 +643,9 @@ class MediaPipeDetector:
         results = self._long.run([frame], views, self.score_threshold, self.iou_threshold, CANDIDATE_SCORE)
         found, unsure = (list(parts) for parts in zip(*(_split(r, self.score_threshold) for r in results)))
         sure = np.array(known, np.float32).reshape(-1, 4)
-        found += self._closer(frame, unsure, [*found, (sure, np.zeros((len(sure), 6, 2)), np.zeros(len(sure)))])
+        # Candidates on a known face (fitted by the mesh: a face, whatever its size) are parts of it.
+        unsure = [tuple(part[[not _centre_in(box, sure) for box in u[0]]] for part in u) for u in unsure]
+        found += self._closer(frame, unsure, found)
         return [d for d in self._merge(found) if not _centre_in(d.box, sure)
                 and not any(_centre_in(o, d.box[None]) for o in sure)]
 
