@@ -21,6 +21,7 @@ each jump/switch/miss and turned faces zoomed.
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import hashlib
 import json
 import os
@@ -535,6 +536,10 @@ def sheets(rows: list[Scored], clip_frames: dict[str, tuple[Clip, list, list]], 
 def run_split(split_name: str, args, settings, judge: Judge) -> dict:
     started = time.perf_counter()
     split = corpus.build_split(split_name, judge, settings.cache_path / "quality", args.quick)
+    seeds = {clip.name: index for index, clip in enumerate(split.clips)}  # a clip's noise, whichever are chosen
+    if args.only:
+        split.clips = [c for c in split.clips if any(fnmatch.fnmatch(c.name, p) for p in args.only)]
+        split.images = [i for i in split.images if any(fnmatch.fnmatch(i[0], p) for p in args.only)]
     work = (args.keep / split_name) if args.keep else Path(tempfile.mkdtemp(prefix=f"ffb-quality-{split_name}-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
@@ -547,7 +552,7 @@ def run_split(split_name: str, args, settings, judge: Judge) -> dict:
                 sys.exit(f"the judge finds no face in source {name}")
             descriptors[name] = judge.describe(image, max(found, key=lambda b: b[2] - b[0]))
         jobs, inputs, rendered = [], {}, {}
-        for index, clip in enumerate(split.clips):
+        for clip in split.clips:
             key = tuple(id(shot) for shot in clip.shots)
             if key in rendered:  # the same shots in another mode: one rendering, one input file
                 twin = rendered[key]
@@ -555,7 +560,7 @@ def run_split(split_name: str, args, settings, judge: Judge) -> dict:
                 clip.people, clip.yaw, clip.cameras = twin.people, twin.yaw, twin.cameras
                 inputs[clip.name] = inputs[twin.name]
             else:
-                render(clip, index)
+                render(clip, seeds[clip.name])
                 inputs[clip.name] = work / f"{clip.name}.mp4"
                 write_lossless(clip.frames, inputs[clip.name])
                 rendered[key] = clip
@@ -612,6 +617,9 @@ def main() -> int:
                         help="which split of the corpus (tune on `tune` only; `heldout` and `fresh` are for "
                              "judging; `both`: tune and heldout)")
     parser.add_argument("--quick", action="store_true", help="half the frames, one source per clip (iteration, ~3 min a split)")
+    parser.add_argument("--only", nargs="+", metavar="PATTERN",
+                        help="only the clips and images whose names match (fnmatch patterns, e.g. 't_crowd*'): "
+                             "iteration on one class of failure; the split's totals are those clips' only")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--sheets", type=Path, default=Path("quality-sheets"),
                         help="contact sheets go here, a folder per split")

@@ -192,17 +192,50 @@ def padded(photo: Photo, margin: float, seed: int) -> Photo:
     return Photo(photo.name, np.clip(canvas, 0, 255).astype(np.uint8), boxes, list(photo.people), list(photo.yaw))
 
 
-def collage(name: str, parts: list[tuple[Photo, int, float, float, float]], size: tuple[int, int],
-            seed: int) -> Photo:
+@dataclass(frozen=True)
+class Look:
+    """How one person of a collage is seen (sizes as shares of the face's width, so a look reads the same at any
+    scale): the light's strength and colour, contrast (haze), focus blur, a low-resolution compressed copy,
+    roll."""
+
+    gain: float = 1.0  # brightness
+    contrast: float = 1.0  # about the cut's mean grey
+    tint: tuple[float, float, float] = (1.0, 1.0, 1.0)  # B, G, R gains: the light's colour
+    blur: float = 0.0  # Gaussian sigma, share of the face width
+    soft: float = 0.0  # the face shrunk to this many pixels across, saved as a JPEG of quality 35, enlarged back
+    roll: float = 0.0  # degrees, about the face's centre
+
+    def apply(self, cut: np.ndarray, centre: tuple[float, float], width: float) -> np.ndarray:
+        image = cut.astype(np.float32)
+        if self.roll:
+            matrix = cv2.getRotationMatrix2D(centre, self.roll, 1.0)
+            image = cv2.warpAffine(image, matrix, image.shape[1::-1], flags=cv2.INTER_CUBIC,
+                                   borderMode=cv2.BORDER_REFLECT)
+        if self.blur:
+            image = cv2.GaussianBlur(image, (0, 0), self.blur * width)
+        if self.soft:
+            factor = self.soft / width
+            small = cv2.resize(np.clip(image, 0, 255).astype(np.uint8), None, fx=factor, fy=factor,
+                               interpolation=cv2.INTER_AREA)
+            small = cv2.imdecode(cv2.imencode(".jpg", small, [cv2.IMWRITE_JPEG_QUALITY, 35])[1], cv2.IMREAD_COLOR)
+            image = cv2.resize(small, image.shape[1::-1], interpolation=cv2.INTER_LINEAR).astype(np.float32)
+        mean = float(image.mean())
+        image = ((image - mean) * self.contrast + mean) * self.gain * np.array(self.tint, np.float32)
+        return np.clip(image, 0, 255).astype(np.uint8)
+
+
+def collage(name: str, parts: list[tuple], size: tuple[int, int], seed: int,
+            margin: tuple[float, float, float] = (0.9, 0.9, 1.4)) -> Photo:
     """People cut from photos (head and shoulders) standing on one backdrop: a composite group. Each part is
-    (photo, face index, centre x, centre y of the face on the canvas, face width there). A part must not
-    hold another face of its photo."""
+    (photo, face index, centre x, centre y of the face on the canvas, face width there[, Look]). A part (its
+    face grown by `margin` of its size: sideways, above, below) must not hold another face of its photo."""
     canvas = backdrop(size, seed)
     boxes, people, yaws = [], [], []
-    for photo, index, cx, cy, width in parts:
+    side, above, below = margin
+    for photo, index, cx, cy, width, *look in parts:
         x1, y1, x2, y2 = photo.boxes[index]
         w, h = x2 - x1, y2 - y1
-        region = (x1 - 0.9 * w, y1 - 0.9 * h, x2 + 0.9 * w, y2 + 1.4 * h)
+        region = (x1 - side * w, y1 - above * h, x2 + side * w, y2 + below * h)
         for other, box in enumerate(photo.boxes):
             if other != index and q.iou(box, region) > 0:
                 sys.exit(f"collage {name}: the cut of {photo.people[index]} holds {photo.people[other]} too")
@@ -212,6 +245,8 @@ def collage(name: str, parts: list[tuple[Photo, int, float, float, float]], size
         scale = width / w
         cut = cv2.resize(photo.image[ry1:ry2, rx1:rx2], None, fx=scale, fy=scale,
                          interpolation=cv2.INTER_AREA if scale < 1 else cv2.INTER_CUBIC)
+        if look:
+            cut = look[0].apply(cut, (((x1 + x2) / 2 - rx1) * scale, ((y1 + y2) / 2 - ry1) * scale), width)
         left = int(round(cx - ((x1 + x2) / 2 - rx1) * scale))
         top = int(round(cy - ((y1 + y2) / 2 - ry1) * scale))
         # Keep the cut on the canvas (what falls off is dropped).
@@ -389,9 +424,55 @@ def _tune(p: dict[str, Photo], n) -> Split:
                                                   on_face(portrait, 0, 0.03, 0.05, 430, -2.0)], shake=0.8)],
              "many", ["biden-grey", "t1-ross"]),
     ]
+    crowd = _crowd(t1, bus, biden, hopper)
+    hall = padded(crowd, 0.35, 43)  # the crowd's wall in a larger room: the pan may look past it
+    cx, cy = CROWD_MARGIN  # keys below are in the far shot's view of the wall
+    hx, hy = 0.35 * crowd.image.shape[1] + cx, 0.35 * crowd.image.shape[0] + cy
+    clips += [
+        # The crowd from afar: every face 25-38 px, under its own light, focus and roll, some cut by the frame's
+        # edges and corners as the camera drifts and zooms in a little.
+        Clip("t_crowd_far", [Shot(crowd, n(50), [(cx + 1200, cy + 675, 2400, 0.0),
+                                                   (cx + 1150, cy + 700, 2200, 3.0)], shake=0.3)],
+             "many", ["bus-beard", "hopper"]),
+        # A fast zigzag pan over it (faces 30-43 px): small faces cross the frame in a few dozen frames, in and
+        # out at every edge and corner.
+        Clip("t_crowd_pan", [Shot(hall, n(48), [(hx + 350, hy + 300, 2000, 0.0), (hx + 1300, hy + 1050, 2000, -2.0),
+                                                (hx + 2100, hy + 350, 1900, 1.0)], shake=0.4)],
+             "many", ["biden-grey", "t1-ross"]),
+    ]
     images = [("t_group_image", t1, "many", ["hopper", "bus-beard"]),
               ("t_street_image", bus, "many", ["biden-grey"])]
     return Split("tune", sources, clips, images)
+
+
+CROWD_MARGIN = (120, 68)  # the crowd's wall around the part the far shot sees
+
+
+def _crowd(t1: Photo, bus: Photo, biden: Photo, hopper: Photo) -> Photo:
+    """The tune split's people (some twice) on a wall, each face 95-135 px wide on it, each under its own look:
+    dim, hazy, warm or cold light, out of focus, a low-resolution compressed copy, rolled; a few at the edges
+    and corners of its middle 2400 x 1350, which the far shot sees (cutting them), wholly on the wall."""
+    person = {name: (photo, photo.people.index(name)) for photo in (t1, bus, biden, hopper) for name in photo.people}
+    layout = [  # person, centre x, centre y, face width, look
+        ("t1-rachel", 70, 300, 120, Look()),
+        ("t1-monica", 600, 260, 110, Look(gain=0.55)),
+        ("t1-ross", 1100, 330, 120, Look(blur=0.06)),
+        ("t1-chandler", 1650, 280, 115, Look(contrast=0.55, gain=1.2)),
+        ("t1-joey", 2330, 330, 125, Look(tint=(0.8, 0.95, 1.2))),
+        ("t1-phoebe", 350, 720, 110, Look(soft=14)),
+        ("bus-beard", 900, 700, 120, Look(roll=18)),
+        ("bus-shades", 1450, 760, 105, Look(gain=0.7, blur=0.04)),
+        ("biden", 2000, 700, 115, Look(roll=-20, contrast=0.7)),
+        ("hopper", 1200, 1290, 120, Look()),
+        ("t1-rachel", 60, 1290, 110, Look(gain=0.6, tint=(1.2, 1.0, 0.85))),
+        ("t1-phoebe", 2345, 45, 120, Look(soft=16)),
+        ("t1-ross", 800, 40, 115, Look(contrast=0.7)),
+        ("t1-chandler", 1750, 1180, 100, Look(roll=12, soft=16)),
+    ]
+    parts = [(*person[name], x + CROWD_MARGIN[0], y + CROWD_MARGIN[1], width, look)
+             for name, x, y, width, look in layout]
+    width, height = 2400 + 2 * CROWD_MARGIN[0], 1350 + 2 * CROWD_MARGIN[1]
+    return collage("t_crowd", parts, (width, height), 41, margin=(0.25, 0.35, 0.5))
 
 
 def _heldout(p: dict[str, Photo], n) -> Split:

@@ -144,21 +144,26 @@ class OfflineEngine:
         # two boxes agree already, a second fit would give the same mesh: it is skipped (CPU).
         meshed = [_meshed_box(face) for face in faces]
         again = [i for i, (face, box) in enumerate(zip(faces, meshed)) if not _agree(face.box, box.box)]
-        refits = self.refit(frame, [meshed[i] for i in again]) if again else []
-        if len(refits) != len(again):  # a refit lost the face: keep only the faces refitted or agreeing
-            return [f for f in self.refit(frame, meshed)]
-        fitted = dict(zip(again, refits))
+        refits = self._fits(frame, [meshed[i] for i in again], _PRESENCE) if again else []
+        # A second fit that says "no face" where the first said one keeps the first: on a small face the mesh's
+        # presence goes up and down from fit to fit (0.1-0.9 on a dim 34 px face in sunglasses).
+        fitted = {i: face for i, face in zip(again, refits) if face is not None}
         return [fitted.get(i, box) for i, box in enumerate(meshed)]
 
     def refit(self, frame: np.ndarray, predicted: Sequence[Face]) -> list[Face]:
         """The face mesh fitted straight on tracks' predicted boxes (the landmark model needs only a region
         and says whether a face is there): finds faces the detector missed, e.g. tilted or moving ones."""
+        return [face for face in self._fits(frame, predicted, _PRESENCE) if face is not None]
+
+    def _fits(self, frame: np.ndarray, predicted: Sequence[Face], presence: float) -> list[Face | None]:
+        """The mesh fitted on each face's box, moved with it; None where its presence is below `presence`."""
         detections = [Detection(face.box, face.score, _keypoints(face)) for face in predicted]
         mesh = self._landmarker.predict(frame, detections)
         points = five_points(mesh.points)
-        found = []
+        found: list[Face | None] = []
         for i, face in enumerate(predicted):
-            if mesh.presence[i] < _PRESENCE:
+            if mesh.presence[i] < presence:
+                found.append(None)
                 continue
             moved = mesh.points[i, :, :2].mean(axis=0) - face.landmarks[:, :2].mean(axis=0)
             found.append(Face(box=face.box + np.tile(moved, 2).astype(face.box.dtype), score=float(mesh.presence[i]),

@@ -356,10 +356,19 @@ class Tracker:
     def _start(self, index: int, face: Face) -> Track:
         points = _points(face)
         track = Track(self._next_id, face, points, points, first=index, last=index, confirmed=index,
-                      area=self._visible_area(face.box), fitted=points, fitted_at=index)
+                      area=self._visible_area(face.box), fitted=points, fitted_at=index,
+                      motion=self._common_motion(index))
         self.tracks[track.id] = track
         self._next_id += 1
         return track
+
+    def _common_motion(self, index: int) -> np.ndarray:
+        """Where a face seen once is looked for next: as the faces tracked up to the frame before move (their
+        fits' median motion; none: still). A camera pan moves every face alike, a small face by most of its size
+        from frame to frame, and a new track looked for where it was is not found there (the mesh, fitted half a
+        face off a 30 px face, says "no face") and ends."""
+        moving = [t.motion for t in self.tracks.values() if t.hits >= 2 and t.last >= index - 1]
+        return np.median(moving, axis=0) if moving else np.zeros(2)
 
     def _follow(self, track: Track, index: int, face: Face, detected: bool, refit: bool = False) -> None:
         raw = _points(face)
@@ -367,13 +376,20 @@ class Tracker:
         prediction = track.predicted(gap)
         size = _size(prediction)
         # Rejected: a fit that disagrees with the track, unless the frame's edge cuts the face (its fits are
-        # extrapolated there, and change as it comes in or goes).
-        if (disagrees(prediction, raw, moves=not refit) and track.outliers < RELOCK and self._whole(prediction)
+        # extrapolated there, and change as it comes in or goes). A refit is judged against where it was looked
+        # for (`expected`: as its fits move), not against the smoothing's prediction, which lags a fast pan by
+        # most of a small face's size: there every refit was rejected and the track left behind its face.
+        reference = track.expected(gap) if refit else prediction
+        if (disagrees(reference, raw, moves=not refit) and track.outliers < RELOCK and self._whole(prediction)
                 and self._whole(raw)):
-            # A fit that disagrees with the track (a mesh gone wrong): the track carries on with its motion.
+            # A fit that disagrees with the track (a mesh gone wrong): the track keeps its own shape, its box
+            # centred where the detector's box is (the face's motion), or where a refit was looked for. Kept where
+            # the smoothing's prediction says, it lagged a fast pan and was swapped on the wall beside its face.
             track.outliers += 1
             self.rejected += 1
-            track.points = prediction
+            anchor = reference if refit else raw
+            track.points = prediction.copy()
+            track.points[:, :2] += anchor[-2:, :2].mean(axis=0) - prediction[-2:, :2].mean(axis=0)  # box corners
         else:
             track.outliers = 0
             step = (raw[:, :2].mean(axis=0) - track.raw[:, :2].mean(axis=0)) / gap

@@ -378,6 +378,17 @@ EDGE_CONTEXT = 3.0  # ... on a view this many times their size
 # are not: on the mirrored picture the mesh fits the face and its mirror image together, 8-18 % of the face's
 # size off the face when 30 % of it is in frame; the repeated edge's stay.
 MIRRORED_RETRY = 0.5
+# Boxes of one face differ in size by less than this ratio: the short-range model, seeing faces far below its
+# design size (30 px at 640 px), may put a box 4-7 times their size over one or a group of them (its keypoints
+# collapsed or spread over several faces); such a box is no face of theirs, and faces found or scored inside it
+# are still looked at (`_recheck_small`, `_recheck_edges`).
+SAME_FACE = 2.0
+# The mesh's face presence falls on small faces under a coloured or dim light (a 30 px face enlarged six times):
+# on 171 true faces of 25-45 px of the tune split (crowd, far group, street) it was below 0.5 on 28 %. Asked again
+# on the crop grey-balanced (`balanced`; only crops enlarged, and only where it said no face), 82 % are found
+# instead of 72 %, while on background patches of the same sizes it stays below 0.2 (contrast alone, or a larger
+# view, did not help: the grey balance does). What it finds there is a face it fits its points on.
+BALANCED_STD = 50.0
 SWEEP_SPLIT = 2.2  # a sweep for small faces (`sweep`) sees square tiles of the long side over this, half overlapping
 
 
@@ -385,6 +396,19 @@ def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
     """Whether two boxes (x1, y1, x2, y2) are one face: one's centre lies inside the other."""
     ca, cb = (a[:2] + a[2:]) / 2, (b[:2] + b[2:]) / 2
     return bool((b[:2] <= ca).all() and (ca <= b[2:]).all() or (a[:2] <= cb).all() and (cb <= a[2:]).all())
+
+
+def _same_face(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two boxes are one face (`_overlap`) of about one size (within SAME_FACE): the short-range model
+    gives a group of small faces, or one of them, a box several times their size, which must not hide them."""
+    side_a = float(max(a[2] - a[0], a[3] - a[1]))
+    side_b = float(max(b[2] - b[0], b[3] - b[1]))
+    return _overlap(a, b) and max(side_a, side_b) <= SAME_FACE * max(min(side_a, side_b), 1e-6)
+
+
+def _on_a_face(box: np.ndarray, boxes: np.ndarray) -> bool:
+    """Whether `box` is one of `boxes`' faces (`_same_face`)."""
+    return any(_same_face(box, other) for other in boxes)
 
 
 def _centre_in(box: np.ndarray, boxes: np.ndarray) -> bool:
@@ -458,8 +482,7 @@ def _cut_by_edge(result: Found, pad: int, factor: float, shape: tuple[int, ...],
                         np.minimum(boxes[:, 3], height) - np.maximum(boxes[:, 1], 0))
     keep = (outside > EDGE_CUT * side) & (across > EDGE_INSIDE * side)
     sure = np.concatenate([part[0] for part in found]) if found else np.zeros((0, 4))
-    keep &= np.array([not _centre_in(box, sure) and not any(_centre_in(o, box[None]) for o in sure)
-                      for box in boxes], bool).reshape(-1)
+    keep &= np.array([not _on_a_face(box, sure) for box in boxes], bool).reshape(-1)
     return boxes[keep], keypoints[keep], scores[keep]
 
 
@@ -469,7 +492,7 @@ def _likeliest(candidates: Found, parts: list[Found], count: int) -> list[np.nda
     sure = np.concatenate([part[0] for part in parts]).reshape(-1, 4)
     kept: list[np.ndarray] = []
     for i in np.argsort(-scores, kind="stable"):
-        if len(kept) < count and not any(_overlap(boxes[i], other) for other in (*sure, *kept)):
+        if len(kept) < count and not _on_a_face(boxes[i], [*sure, *kept]):
             kept.append(boxes[i])
     return kept
 
@@ -602,7 +625,7 @@ class MediaPipeDetector:
                 box = boxes[j]
                 side = float(max(box[2] - box[0], box[3] - box[1]))
                 # Centred on a face found already, or on a candidate looked at: that face again.
-                if side >= small or _centre_in(box, sure) or _centre_in(box, np.array(looked).reshape(-1, 4)):
+                if side >= small or _on_a_face(box, sure) or _centre_in(box, np.array(looked).reshape(-1, 4)):
                     continue
                 view = _view_around(index, box, RECHECK_CONTEXT * side, width, height)
                 if view is not None:
@@ -614,7 +637,7 @@ class MediaPipeDetector:
         results = self._long.run(frames, views, self.score_threshold, self.iou_threshold) if views else []
         for (index, i, box, sure), (boxes, keypoints, scores) in zip(owners, results):
             near = [j for j in range(len(boxes)) if _overlap(box, boxes[j])
-                    and (sure is None or not any(_overlap(boxes[j], o) for o in sure))]
+                    and (sure is None or not _on_a_face(boxes[j], sure))]
             if near:
                 j = max(near, key=lambda j: scores[j])
                 found[index].append((boxes[j:j + 1], keypoints[j:j + 1], scores[j:j + 1]))
@@ -645,9 +668,37 @@ class MediaPipeDetector:
             views = [view for view in views if _any_in(cells, view, width, height)]
             if not views:
                 return []
-        found = self._long.run([frame], views, self.score_threshold, self.iou_threshold)
+        results = self._long.run([frame], views, self.score_threshold, self.iou_threshold, CANDIDATE_SCORE)
+        found, unsure = (list(parts) for parts in zip(*(_split(r, self.score_threshold) for r in results)))
+        # Candidates on a known face (fitted by the mesh: a face, whatever its size) are parts of it.
+        unsure = [tuple(part[[not _centre_in(box, sure) for box in u[0]]] for part in u) for u in unsure]
+        found += self._closer(frame, unsure, found)
         return [d for d in self._merge(found) if not _centre_in(d.box, sure)
                 and not any(_centre_in(o, d.box[None]) for o in sure)]
+
+    def _closer(self, frame: np.ndarray, unsure: list[Found], parts: list[Found]) -> list[Found]:
+        """The sweep's boxes scored from CANDIDATE_SCORE up to the threshold (the likeliest MAX_CANDIDATES, not on a
+        face of `parts`) looked at again by the full-range model on a view RECHECK_CONTEXT times their size, in one
+        batch; the faces found there, on none of `parts`' faces. On a tile a face of 25-30 px (at 640 px) under a
+        dim or coloured light, rolled or blurred scores 0.1-0.45; seen closer, 0.55-0.8, as `_recheck_small`
+        finds for the whole frame's candidates."""
+        candidates = tuple(np.concatenate([p[n] for p in unsure]) for n in range(3))
+        height, width = frame.shape[:2]
+        owners, views = [], []
+        for box in _likeliest(candidates, parts, MAX_CANDIDATES):
+            view = _view_around(0, box, RECHECK_CONTEXT * float(max(box[2] - box[0], box[3] - box[1])), width, height)
+            if view is not None:
+                owners.append(box)
+                views.append(view)
+        sure = np.concatenate([p[0] for p in parts]).reshape(-1, 4)
+        kept = []
+        for box, (boxes, keypoints, scores) in zip(owners, self._long.run([frame], views, self.score_threshold,
+                                                                          self.iou_threshold) if views else []):
+            near = [j for j in range(len(boxes)) if _overlap(box, boxes[j]) and not _on_a_face(boxes[j], sure)]
+            if near:
+                j = max(near, key=lambda j: scores[j])
+                kept.append((boxes[j:j + 1], keypoints[j:j + 1], scores[j:j + 1]))
+        return kept
 
     def _merge(self, parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> list[Detection]:
         boxes, keypoints, scores = (np.concatenate([p[k] for p in parts]) for k in range(3))
@@ -694,6 +745,14 @@ def _crop(frame: np.ndarray, crop_to_frame: np.ndarray, size: int, border: int =
                           borderMode=border)
 
 
+def balanced(crop: np.ndarray) -> np.ndarray:
+    """`crop` grey-balanced and brightened: each channel's mean moved to mid-grey (a colour cast and dim light
+    taken out), the contrast stretched to BALANCED_STD grey levels where it is lower."""
+    values = crop.astype(np.float32)
+    gain = max(1.0, BALANCED_STD / max(float(values.std()), 1.0))
+    return np.clip((values - values.mean(axis=(0, 1))) * gain + 128.0, 0, 255).astype(np.uint8)
+
+
 def _reaches_out(crop_to_frame: np.ndarray, size: int, shape: tuple[int, ...]) -> bool:
     """Whether a crop's square (crop pixels 0..size) reaches beyond the frame's edge."""
     corners = np.array([[0, 0, 1], [size, 0, 1], [0, size, 1], [size, size, 1]], np.float64) @ crop_to_frame.T
@@ -719,6 +778,14 @@ class MediaPipeLandmarker:
         if retry:
             _, found = self._run([_crop(frame, matrices[i], self.size, cv2.BORDER_REFLECT) for i in retry])
             presence[retry] = np.maximum(presence[retry], found)
+        # A small face (its crop enlarged) that the mesh says is none is asked again on the crop grey-balanced
+        # (see BALANCED_STD); its points are taken where that finds it.
+        faint = [i for i, m in enumerate(matrices) if presence[i] < MIRRORED_RETRY and math.hypot(m[0, 0], m[1, 0]) < 1]
+        if faint:
+            points, found = self._run([balanced(_crop(frame, matrices[i], self.size)) for i in faint])
+            better = found > presence[faint]
+            raw[np.array(faint)[better]] = points[better]
+            presence[faint] = np.maximum(presence[faint], found)
         points = np.empty_like(raw)
         for i, matrix in enumerate(matrices):
             points[i, :, :2] = raw[i, :, :2] @ matrix[:, :2].T + matrix[:, 2]
