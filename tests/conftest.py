@@ -67,6 +67,19 @@ def hopper_processor(folder: Path, image: np.ndarray | None = None, **settings):
         made.engine.close()
 
 
+def run_video(processor, frames: list[np.ndarray]) -> list[np.ndarray]:
+    """`frames` processed as one chunk of a video is: planned by the motion gate, then in frame order (each frame
+    a copy, the originals left as they are)."""
+    from facefusion_batch.workflow.analysis import thumbnail
+
+    gate = processor.new_gate()
+    outputs = []
+    for index, frame in enumerate(frames):
+        reference, is_new = gate.reference_for(index, thumbnail(frame), frame.shape[1])
+        outputs.append(processor(frame.copy(), reference, is_new, index)[0])
+    return outputs
+
+
 def face_frame() -> np.ndarray:
     """A frame with a textured background and the astronaut's face inside FACE_BOX."""
     rng = np.random.default_rng(1)

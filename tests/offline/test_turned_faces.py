@@ -13,12 +13,11 @@ from skimage import data as skimage_data
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from conftest import cpu_session, hopper_processor  # noqa: E402
+from conftest import cpu_session, hopper_processor, run_video  # noqa: E402
 from facefusion_batch.engines import offline  # noqa: E402
 from facefusion_batch.offline import classic  # noqa: E402
 from facefusion_batch.offline.mediapipe import (MODEL_FILES, MediaPipeDetector,  # noqa: E402
                                                 MediaPipeLandmarker, asset_path)
-from facefusion_batch.workflow.analysis import thumbnail  # noqa: E402
 from test_classic import SOURCE_IMAGE, half_turned  # noqa: E402
 
 SQUEEZE = 0.35  # the far half squeezed to this share of its width: a face turned ~0.2-0.4 (`classic.turn`)
@@ -73,13 +72,6 @@ def unlike_the_source_seen_frontally(out: np.ndarray, frame: np.ndarray, landmar
     return min(distances)
 
 
-def _video(processor, frames: list[np.ndarray]) -> list[np.ndarray]:
-    gate = processor.new_gate()
-    outputs = []
-    for index, frame in enumerate(frames):
-        reference, is_new = gate.reference_for(index, thumbnail(frame), frame.shape[1])
-        outputs.append(processor(frame.copy(), reference, is_new, index)[0])
-    return outputs
 
 
 def test_the_premise_source_and_target_are_turned_apart(mesh):
@@ -97,7 +89,7 @@ def test_a_face_turned_the_other_way_than_the_source_is_swapped_with_its_mirror_
 
     def swapped() -> list[np.ndarray]:
         if kind == "video":
-            return _video(processor, frames)[2:]  # a still shot: its track settled
+            return run_video(processor, frames)[2:]  # a still shot: its track settled
         faces = engine.detect(frames[0])
         return [engine.swap(frames[0].copy(), faces, processor.source)]
 

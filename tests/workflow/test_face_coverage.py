@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from skimage import data
 
-from conftest import hopper_processor
-from facefusion_batch.workflow.analysis import SWEEP, thumbnail
+from conftest import hopper_processor, run_video
+from facefusion_batch.workflow.analysis import SWEEP
 from facefusion_batch.workflow.processor import FrameProcessor
 
 SIZE = (640, 360)
@@ -71,14 +71,6 @@ def _inside(box: np.ndarray) -> float:
     return width * height / ((box[2] - box[0]) * (box[3] - box[1]))
 
 
-def _video(processor: FrameProcessor, frames: list[np.ndarray]) -> list[np.ndarray]:
-    """The frames processed as one chunk of a video is: planned by the motion gate, then in frame order."""
-    gate = processor.new_gate()
-    out = []
-    for index, frame in enumerate(frames):
-        reference, is_new = gate.reference_for(index, thumbnail(frame), frame.shape[1])
-        out.append(processor(frame.copy(), reference, is_new, index)[0])
-    return out
 
 
 @pytest.mark.parametrize("way", ["leaving", "coming"])
@@ -101,7 +93,7 @@ def test_a_face_cut_by_the_edge_of_the_frame_is_swapped_while_much_of_it_is_in_f
         frames.append(canvas)
     if way == "coming":
         frames, boxes = frames[::-1], boxes[::-1]
-    out = _video(processor, frames)
+    out = run_video(processor, frames)
     seen = [(round(_inside(b), 2), round(_strength(f, o, b), 1)) for f, o, b in zip(frames, out, boxes)]
     # Coming in, a face is found once about half of it is in frame (the chin cut off is the hardest).
     least = 0.45 if way == "leaving" else 0.55
@@ -122,7 +114,7 @@ def test_faces_of_a_few_dozen_pixels_are_found_and_swapped(processor):
     boxes = [_place(frame, photo, box, 36, centre)
              for centre in ((100, 120), (260, 240), (420, 110), (540, 250), (160, 290))]
     frames = [frame] * 3  # a still shot: the first frame detected, the others tracked from it
-    out = _video(processor, frames)
+    out = run_video(processor, frames)
     strengths = [[round(_strength(frame, o, b), 1) for b in boxes] for o in out]
     assert all(s >= SWAPPED for row in strengths for s in row), strengths
     background = np.abs(out[0].astype(int) - frame.astype(int)).mean(axis=-1)
@@ -145,7 +137,7 @@ def test_faces_far_below_the_whole_frame_detectors_reach_are_found_by_the_sweep_
         boxes.append([_place(frame, photo, box, size, (x + 0.7 * index, y + 0.3 * index)) for x, y in centres])
         frames.append(np.clip(frame + rng.normal(0, 1.5, frame.shape), 0, 255).astype(np.uint8))
     assert len(processor.engine.detect(frames[0])) < len(centres), "premise: the whole-frame detection misses some"
-    out = _video(processor, frames)
+    out = run_video(processor, frames)
     strengths = [[round(_strength(f, o, b), 1) for b in faces] for f, o, faces in zip(frames, out, boxes)]
     assert all(s >= SWAPPED for row in strengths for s in row), strengths
     for frame, done, faces in zip(frames, out, boxes):  # nothing else taken for a face
@@ -186,7 +178,7 @@ def test_a_60_px_face_coming_in_across_an_edge_or_a_corner_is_swapped_from_half_
         canvas = wall[height + oy:2 * height + oy, width + ox:2 * width + ox].copy()
         boxes.append(_place(canvas, photo, box, size, centre))
         frames.append(canvas)
-    out = _video(processor, frames)
+    out = run_video(processor, frames)
     seen = [(round(_inside(b), 2), round(_strength(f, o, b), 1)) for f, o, b in zip(frames, out, boxes)]
     assert all(strength >= SWAPPED for inside, strength in seen if inside >= 0.5), seen
     for frame, done, face in zip(frames, out, boxes):  # nothing swapped beside the face
@@ -209,6 +201,6 @@ def test_a_small_face_that_comes_into_a_still_shot_is_found_by_the_sweep_where_t
         boxes.append(_place(frame, photo, box, 26, (480 + 0.5 * index, 90)) if index >= 10 else None)
         frames.append(np.clip(frame + rng.normal(0, 1.5, frame.shape), 0, 255).astype(np.uint8))
     assert len(processor.engine.detect(frames[-1])) == 0, "premise: the whole-frame detection misses it"
-    out = _video(processor, frames)
+    out = run_video(processor, frames)
     strengths = [round(_strength(f, o, b), 1) for f, o, b in zip(frames, out, boxes) if b is not None]
     assert all(s >= SWAPPED for s in strengths[SWEEP - 10 + 1:]), strengths

@@ -12,9 +12,8 @@ import numpy as np
 import pytest
 from skimage import data
 
-from conftest import hopper_processor
+from conftest import hopper_processor, run_video
 from facefusion_batch.offline import mediapipe
-from facefusion_batch.workflow.analysis import thumbnail
 from facefusion_batch.workflow.processor import FrameProcessor
 
 SWAPPED = 5.0
@@ -75,13 +74,6 @@ def _strength(before: np.ndarray, after: np.ndarray, box: np.ndarray) -> float:
     return float(np.abs(after[y1:y2, x1:x2].astype(int) - before[y1:y2, x1:x2].astype(int)).mean())
 
 
-def _video(processor: FrameProcessor, frames: list[np.ndarray]) -> list[np.ndarray]:
-    gate = processor.new_gate()
-    out = []
-    for index, frame in enumerate(frames):
-        reference, is_new = gate.reference_for(index, thumbnail(frame), frame.shape[1])
-        out.append(processor(frame.copy(), reference, is_new, index)[0])
-    return out
 
 
 def _noisy(frame: np.ndarray, seed: int) -> np.ndarray:
@@ -103,7 +95,7 @@ def test_small_faces_stay_swapped_through_a_fast_pan(processor, astronaut):
         x = round(index * 640 / 29)
         frames.append(_noisy(wall[:, x:x + 640], index))
         known.append([b - (x, 0, x, 0) for b in boxes])
-    out = _video(processor, frames)
+    out = run_video(processor, frames)
     seen = [_strength(f, o, b) >= SWAPPED for f, o, faces in zip(frames, out, known) for b in faces
             if b[0] >= 0 and b[2] <= 640]
     assert np.mean(seen) >= 0.85, f"{sum(seen)} of {len(seen)} face-frames swapped"
@@ -127,7 +119,7 @@ def test_a_small_dim_blurred_face_is_found_on_a_grey_balanced_crop(processor, as
     _, presence = landmarker._run([mediapipe._crop(frame, matrix, landmarker.size)])
     assert presence[0] < 0.5, "premise: on the crop as it is the mesh sees no face"
     assert landmarker.predict(frame, detections[:1]).presence[0] >= 0.5
-    out = _video(processor, frames)
+    out = run_video(processor, frames)
     assert all(_strength(f, o, box) >= SWAPPED for f, o in zip(frames, out))
 
 

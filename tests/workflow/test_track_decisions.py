@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from skimage import data
 
-from conftest import hopper_processor
+from conftest import hopper_processor, run_video
 from facefusion_batch.engines import offline
 from facefusion_batch.offline import classic
 from facefusion_batch.workflow.analysis import thumbnail
@@ -131,21 +131,13 @@ def test_a_tracks_faint_check_is_the_frames_swap_not_a_second_one(processor, mon
     calls = []
     swap_face = classic.swap_face
     monkeypatch.setattr(classic, "swap_face", lambda *a, **k: calls.append(1) or swap_face(*a, **k))
-
-    def outputs() -> list[np.ndarray]:
-        gate, done = processor.new_gate(), []
-        for index, frame in enumerate(frames):
-            reference, is_new = gate.reference_for(index, thumbnail(frame), frame.shape[1])
-            done.append(processor(frame.copy(), reference, is_new, index)[0])
-        return done
-
-    reused = outputs()
+    reused = run_video(processor, frames)
     assert len(calls) == FRAMES and all((out != frame).any() for out, frame in zip(reused, frames))
     settle = processor.engine.settle
     monkeypatch.setattr(processor.engine, "settle", lambda *a: [dataclasses.replace(face, swapped=None)
                                                                for face in settle(*a)])
     calls.clear()
-    anew = outputs()
+    anew = run_video(processor, frames)
     assert len(calls) > FRAMES, "premise: the checks made swaps of their own"
     assert all((a == b).all() for a, b in zip(reused, anew))
 
