@@ -244,7 +244,7 @@ class OfflineEngine:
     def _mirrors(self, turn: float, source: Record, back: float = 0.0) -> bool:
         """Whether a face turned by `turn` is turned the other way than the source's face, by at least
         MIRROR_TURN - `back` (see MIRROR_TURN), and the source's mirror image has a face to swap with."""
-        texture, side = self._textures_of(source)
+        side = self._textures_of(source)[1]
         away = -turn * np.sign(side)  # how far the face is turned the other way than the source's
         return (away >= MIRROR_TURN - back and away + abs(side) >= MIRROR_APART - back
                 and self._mirrored(source) is not None)

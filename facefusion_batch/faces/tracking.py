@@ -10,8 +10,9 @@ stay consistent) and a velocity. A frame's raw points are blended into the predi
 in two parts: their pose (position, size, roll) with a weight that is small when the face is still and the
 fit differs only by fitting noise (a re-detection on a still shot then eases in over a few frames instead of
 ticking) and 1 when the face or the camera really moves (so nothing lags); their shape (expression, turn)
-with a weight set by how much the shape itself changed, so that on a pan fitting noise does not pass through. A fit whose shape disagrees with the track (a mesh that went wrong) is rejected:
-the track keeps its own shape at the fit's position until fits agree again or the disagreement persists.
+with a weight set by how much the shape itself changed, so that on a pan fitting noise does not pass through.
+A fit whose shape disagrees with the track (a mesh that went wrong) is rejected: the track keeps its own shape
+at the fit's position until fits agree again or the disagreement persists.
 """
 from __future__ import annotations
 
@@ -126,17 +127,25 @@ def _rms(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.sqrt(np.mean(np.sum((a[:, :2] - b[:, :2]) ** 2, axis=1))))
 
 
+def _moved(points: np.ndarray, turn: complex, shift: np.ndarray) -> np.ndarray:
+    """A float64 copy of `points` turned and scaled by `turn` about their centre (depth scaled alike), then
+    shifted by `shift`."""
+    moved = points.astype(np.float64, copy=True)
+    if turn != 1:
+        centre = moved[:, :2].mean(axis=0)
+        z = (moved[:, 0] - centre[0]) + 1j * (moved[:, 1] - centre[1])
+        z *= turn
+        moved[:, 0], moved[:, 1] = z.real + centre[0], z.imag + centre[1]
+        if moved.shape[1] > 2:
+            moved[:, 2] *= abs(turn)
+    moved[:, :2] += shift
+    return moved
+
+
 def _posed(points: np.ndarray, target: np.ndarray) -> np.ndarray:
     """`points` moved by the similarity (shift, scale, roll; depth scaled alike) that best takes them onto
     `target`: `target`'s pose with `points`' shape."""
-    centre, goal = points[:, :2].mean(axis=0), target[:, :2].mean(axis=0)
-    turn = similarity(points, target)
-    z = (points[:, 0] - centre[0]) + 1j * (points[:, 1] - centre[1])
-    moved = points.astype(np.float64, copy=True)
-    moved[:, 0], moved[:, 1] = (turn * z).real + goal[0], (turn * z).imag + goal[1]
-    if moved.shape[1] > 2:
-        moved[:, 2] *= abs(turn)
-    return moved.astype(points.dtype)
+    return _moved(points, similarity(points, target), target[:, :2].mean(axis=0) - points[:, :2].mean(axis=0))
 
 
 def similarity(a: np.ndarray, b: np.ndarray) -> complex:
@@ -193,15 +202,7 @@ class Track:
     def predicted(self, frames: int = 1) -> np.ndarray:
         """The filtered points moved on `frames` frames: turned and scaled about their centre by the
         per-frame similarity (zoom, roll) seen between detections, and shifted by the velocity."""
-        moved = self.points.copy()
-        if self.similarity != 1:
-            centre = moved[:, :2].mean(axis=0)
-            z = (moved[:, 0] - centre[0]) + 1j * (moved[:, 1] - centre[1])
-            z *= self.similarity ** frames
-            moved[:, 0], moved[:, 1] = z.real + centre[0], z.imag + centre[1]
-            moved[:, 2] *= abs(self.similarity) ** frames
-        moved[:, :2] += self.velocity * frames
-        return moved
+        return _moved(self.points, self.similarity ** frames, self.velocity * frames)
 
 
 @dataclass(frozen=True)

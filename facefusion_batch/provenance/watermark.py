@@ -146,8 +146,12 @@ def period_tile(payload: int, height: int, width: int) -> np.ndarray:
 
 def frame_delta(payload: int, height: int, width: int) -> np.ndarray:
     """The mark for a whole frame: the tile at the frame's period, repeated, rounded to whole grey levels."""
-    tile = period_tile(payload, height, width)
-    reps = (-(-height // tile.shape[0]), -(-width // tile.shape[1]))
+    return _repeated(period_tile(payload, height, width), height, width)
+
+
+def _repeated(tile: np.ndarray, height: int, width: int) -> np.ndarray:
+    """`tile` repeated over a `height` x `width` picture (its channels, if any, as they are)."""
+    reps = (-(-height // tile.shape[0]), -(-width // tile.shape[1])) + (1,) * (tile.ndim - 2)
     return np.tile(tile, reps)[:height, :width]
 
 
@@ -192,8 +196,7 @@ class Watermarker:
                     # Made at the tile's size and repeated as uint8 (the frame-sized float work cost more than a
                     # short video's marking)
                     tile = period_tile(self.payload, height, width)
-                    reps = (-(-height // tile.shape[0]), -(-width // tile.shape[1])) + ((1,) if channels else ())
-                    planes = tuple(np.ascontiguousarray(np.tile(plane, reps)[:height, :width])
+                    planes = tuple(np.ascontiguousarray(_repeated(plane, height, width))
                                    for plane in _signed_planes(tile, channels))
                     self._planes[key] = planes
         return planes
