@@ -299,7 +299,10 @@ class Tracker:
             if track.id in seen:
                 continue
             gap = index - track.last
-            predicted = track.predicted(gap)
+            # Carried on as its fits moved (`expected`, as `missing` looks for it), not by the smoothing's
+            # velocity, which learns only from frames that were not detected: in a fast pan, every frame detected,
+            # it stayed 0 and a face that left at the edge was carried on the wall where it had been, swapped.
+            predicted = track.expected(gap)
             # Carried only while wholly inside the frame: a face the edge cuts that the mesh did not find again
             # where it should be (`missing`) is on its way out, and its motion is not known well enough.
             if (gap > COAST or track.hits < 2 or not self._whole(predicted) or track.id in looked

@@ -329,6 +329,22 @@ def test_a_fast_pan_detected_on_every_frame_keeps_one_track_and_leaves_no_face_b
     assert len(ids) == 1
 
 
+def test_a_face_lost_in_a_fast_pan_is_carried_on_with_the_pan_not_left_where_it_was():
+    # Every frame detected (a pan): the smoothing's velocity learns nothing, the fits' motion does. A face the
+    # detector then misses is carried on as the pan moves it, and leaving the frame it is not carried at all:
+    # carried where it was, it was swapped onto the wall beside the faces for up to COAST frames.
+    tracker = Tracker(1000, 600)
+    for t in range(6):
+        tracker.update(t, [face(600 - 30 * t, 200, 50)], True, refits=[])
+    carried = tracker.update(6, [], True, refits=None)
+    assert [o.coasting for o in carried] == [True]
+    assert carried[0].face.box[0] == pytest.approx(600 - 30 * 6, abs=6)
+    leaving = Tracker(1000, 600)
+    for t in range(6):
+        leaving.update(t, [face(160 - 30 * t, 200, 50)], True, refits=[])  # at x = 10 on the last frame
+    assert leaving.update(6, [], True, refits=None) == []  # on its way out across the left edge
+
+
 def test_a_track_looked_for_and_not_found_is_not_carried_unless_the_engine_cannot_look():
     def seen() -> Tracker:
         tracker = Tracker(1000, 600)
