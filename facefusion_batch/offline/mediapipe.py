@@ -389,6 +389,13 @@ SAME_FACE = 2.0
 # instead of 72 %, while on background patches of the same sizes it stays below 0.2 (contrast alone, or a larger
 # view, did not help: the grey balance does). What it finds there is a face it fits its points on.
 BALANCED_STD = 50.0
+# ... and a soft small face (out of focus, or a compressed copy of a few pixels enlarged) on the grey-balanced crop
+# sharpened too: its detail above a blur of SHARPEN_SIGMA crop pixels amplified SHARPEN times more. On the tune
+# split's crowd clips (159 true faces of 25-45 px) the mesh finds 86 % against 72 % on the balanced crop alone; on
+# 750 patches of the same sizes from photos without a face there (a street, a cat, a rocket, coffee cups, the
+# group's clothes and walls) it finds none, as on the balanced crop alone (a wider blur found one, a cup).
+SHARPEN = 2.0
+SHARPEN_SIGMA = 3.0
 SWEEP_SPLIT = 2.2  # a sweep for small faces (`sweep`) sees square tiles of the long side over this, half overlapping
 
 
@@ -753,6 +760,13 @@ def balanced(crop: np.ndarray) -> np.ndarray:
     return np.clip((values - values.mean(axis=(0, 1))) * gain + 128.0, 0, 255).astype(np.uint8)
 
 
+def sharpened(crop: np.ndarray) -> np.ndarray:
+    """`crop` with its detail (above a blur of SHARPEN_SIGMA pixels) amplified SHARPEN times more."""
+    values = crop.astype(np.float32)
+    return np.clip(values + SHARPEN * (values - cv2.GaussianBlur(values, (0, 0), SHARPEN_SIGMA)), 0, 255
+                   ).astype(np.uint8)
+
+
 def _reaches_out(crop_to_frame: np.ndarray, size: int, shape: tuple[int, ...]) -> bool:
     """Whether a crop's square (crop pixels 0..size) reaches beyond the frame's edge."""
     corners = np.array([[0, 0, 1], [size, 0, 1], [0, size, 1], [size, size, 1]], np.float64) @ crop_to_frame.T
@@ -768,7 +782,9 @@ class MediaPipeLandmarker:
 
     def predict(self, frame: np.ndarray, detections: Sequence[Detection]) -> FaceMesh:
         """Landmarks and presence for every detection of one frame, in one session run; a second run asks again
-        whether there is a face on the crops that reach out of the frame and found none (see MIRRORED_RETRY)."""
+        whether there is a face on the crops that reach out of the frame and found none (see MIRRORED_RETRY), a
+        third on small faces' crops that found none grey-balanced, and grey-balanced and sharpened (see
+        BALANCED_STD, SHARPEN)."""
         if not detections:
             return FaceMesh(np.zeros((0, NUM_LANDMARKS, 3), np.float32), np.zeros(0, np.float32))
         matrices = [roi_to_frame_matrix(*roi_from_detection(d), self.size) for d in detections]
@@ -778,11 +794,15 @@ class MediaPipeLandmarker:
         if retry:
             _, found = self._run([_crop(frame, matrices[i], self.size, cv2.BORDER_REFLECT) for i in retry])
             presence[retry] = np.maximum(presence[retry], found)
-        # A small face (its crop enlarged) that the mesh says is none is asked again on the crop grey-balanced
-        # (see BALANCED_STD); its points are taken where that finds it.
+        # A small face (its crop enlarged) that the mesh says is none is asked again on the crop grey-balanced, and
+        # grey-balanced and sharpened, in one run; its points are taken from the crop that finds it best.
         faint = [i for i, m in enumerate(matrices) if presence[i] < MIRRORED_RETRY and math.hypot(m[0, 0], m[1, 0]) < 1]
         if faint:
-            points, found = self._run([balanced(_crop(frame, matrices[i], self.size)) for i in faint])
+            grey = [balanced(_crop(frame, matrices[i], self.size)) for i in faint]
+            points, found = self._run([*grey, *(sharpened(crop) for crop in grey)])
+            points, found = points.reshape(2, len(faint), *points.shape[1:]), found.reshape(2, len(faint))
+            best = found.argmax(axis=0)
+            points, found = points[best, np.arange(len(faint))], found[best, np.arange(len(faint))]
             better = found > presence[faint]
             raw[np.array(faint)[better]] = points[better]
             presence[faint] = np.maximum(presence[faint], found)
