@@ -26,6 +26,11 @@ from facefusion_batch.offline.mediapipe import (MODEL_FILES, Detection, MediaPip
 from facefusion_batch.settings import Settings
 
 _PRESENCE = 0.5  # face-mesh presence below this means the detection was not a face
+# ... and a track's refit (the mesh asked where a face the detector missed should be, `refit`) below this: on a
+# small face the presence goes up and down from frame to frame (0.1-0.9 on a dim 34 px face in sunglasses), and a
+# track looked for and not found ends, so that at 0.5 such a face was swapped on, off and on again (tune split's
+# crowd pan, full run: toggles 35 -> 21, missed 38.0 -> 32.4 %, no phantom swap). A new face still needs _PRESENCE.
+REFIT_PRESENCE = 0.2
 # A swap that changes the face (its box, `classic.visible_change`) by less than this mean (grey levels) is not
 # visibly the source (mostly a turned face whose visible half is cut away, or a source and target much alike):
 # the face is left as it is and counted with the faces left in profile, so the summary says so. No face is
@@ -153,7 +158,7 @@ class OfflineEngine:
     def refit(self, frame: np.ndarray, predicted: Sequence[Face]) -> list[Face]:
         """The face mesh fitted straight on tracks' predicted boxes (the landmark model needs only a region
         and says whether a face is there): finds faces the detector missed, e.g. tilted or moving ones."""
-        return [face for face in self._fits(frame, predicted, _PRESENCE) if face is not None]
+        return [face for face in self._fits(frame, predicted, REFIT_PRESENCE) if face is not None]
 
     def _fits(self, frame: np.ndarray, predicted: Sequence[Face], presence: float) -> list[Face | None]:
         """The mesh fitted on each face's box, moved with it; None where its presence is below `presence`."""

@@ -86,6 +86,29 @@ def test_refit_finds_a_face_at_its_predicted_place_and_nothing_where_there_is_no
     assert engine.refit(np.full_like(frame, 90), [face]) == []
 
 
+def test_a_tracks_refit_needs_less_face_presence_than_a_new_face(env):
+    # On a small face the mesh's presence goes up and down from frame to frame; a track looked for where its face
+    # should be and not found ends. Where the mesh is unsure (presence 0.3), a track's refit continues it; a
+    # detection does not start a face.
+    from skimage import data as skimage_data
+
+    from facefusion_batch.engines import build_engine
+    from facefusion_batch.engines.offline import REFIT_PRESENCE, _PRESENCE
+    from facefusion_batch.offline.mediapipe import FaceMesh
+    from facefusion_batch.settings import load_settings
+
+    tmp_path, _ = env
+    engine = build_engine(load_settings(None, {}, {"engine": "offline", "cache_path": tmp_path / "cache"}).settings)
+    frame = np.ascontiguousarray(skimage_data.astronaut()[:, :, ::-1])
+    face = max(engine.detect(frame), key=lambda f: f.area)
+    unsure = (REFIT_PRESENCE + _PRESENCE) / 2
+    predict = engine._landmarker.predict
+    engine._landmarker.predict = lambda image, found: FaceMesh(predict(image, found).points,
+                                                              np.full(len(found), unsure, np.float32))
+    assert len(engine.refit(frame, [face])) == 1
+    assert engine.detect(frame) == []
+
+
 def test_second_mesh_fit_only_where_the_detector_box_disagrees_with_the_mesh(env):
     from skimage import data as skimage_data
 
