@@ -4,10 +4,11 @@
     python benchmarks/quality.py [--split tune|heldout|fresh|blind|both] [--quick] [--save FILE] [--sheets DIR] [--cli]
     python benchmarks/quality.py --split blind --corpus-only --sheets DIR   # the corpus alone, no ffb
 
-The corpus (benchmarks/quality_corpus.py) has three splits with no source identity and no target photo in
-common: `tune`, to tune ffb on, `heldout`, to judge it by and never to tune on, and `fresh`, built once the
-held-out split had been run and looked at, to judge a session's work on what nobody has seen (`both` is tune and
-held-out). Each has four sources and six or seven clips (640x360, 25 fps, lossless H.264 so the input is
+The corpus (benchmarks/quality_corpus.py) has four splits with no source identity and no target photo in
+common: `tune`, to tune ffb on, `heldout`, to judge it by and never to tune on, `fresh`, built once the
+held-out split had been run and looked at, and `blind`, built once `fresh` had been too: judged once at the end
+of a session, never tuned on (`both` is tune and held-out; `--corpus-only` renders a split's clips with their
+true boxes and runs no ffb). Each has four sources and six or seven clips (640x360, 25 fps, lossless H.264 so the input is
 exact) composed from real photos that packages ship: group pans and zooms where faces enter and leave at every
 edge and are cut by it, a group from afar (faces of 20-40 px), turned heads, a static group shot with a hard cut to a close-up, a close-up, the group pan again in
 mode `one`, and images. Every clip runs with two sources. The generator knows every face's true box in every

