@@ -651,7 +651,7 @@ def _blind(p: dict[str, Photo], n) -> Split:
     cx, cy = 0.15 * car.image.shape[1], 0.15 * car.image.shape[0]
     old, sofa = padded(couple, 0.3, 57), padded(family, 0.3, 59)
     front = hall.people.index("family-father")
-    pan = Shot(home, n(90), [(ox + 60, oy + 80, 600, -2.0), (ox + 500, oy + 280, 460, 0.0),
+    pan = Shot(home, n(90), [(ox + 180, oy + 100, 600, -2.0), (ox + 500, oy + 280, 460, 0.0),
                              (ox + 1150, oy + 400, 640, 2.0)], shake=0.6)
     father = family.people.index("family-father")
     clips = [
