@@ -1,12 +1,14 @@
 """Output quality of ffb, judged by an independent face-recognition model (dlib), on clips made from real faces.
 
     pip install -e '.[quality]'        # dlib-bin + face-recognition-models: the judge, never used by ffb
-    python benchmarks/quality.py [--split tune|heldout|fresh|both] [--quick] [--save FILE] [--sheets DIR] [--cli]
+    python benchmarks/quality.py [--split tune|heldout|fresh|blind|both] [--quick] [--save FILE] [--sheets DIR] [--cli]
+    python benchmarks/quality.py --split blind --corpus-only --sheets DIR   # the corpus alone, no ffb
 
-The corpus (benchmarks/quality_corpus.py) has three splits with no source identity and no target photo in
-common: `tune`, to tune ffb on, `heldout`, to judge it by and never to tune on, and `fresh`, built once the
-held-out split had been run and looked at, to judge a session's work on what nobody has seen (`both` is tune and
-held-out). Each has four sources and six or seven clips (640x360, 25 fps, lossless H.264 so the input is
+The corpus (benchmarks/quality_corpus.py) has four splits with no source identity and no target photo in
+common: `tune`, to tune ffb on, `heldout`, to judge it by and never to tune on, `fresh`, built once the
+held-out split had been run and looked at, and `blind`, built once `fresh` had been too: judged once at the end
+of a session, never tuned on (`both` is tune and held-out; `--corpus-only` renders a split's clips with their
+true boxes and runs no ffb). Each has four sources and six or seven clips (640x360, 25 fps, lossless H.264 so the input is
 exact) composed from real photos that packages ship: group pans and zooms where faces enter and leave at every
 edge and are cut by it, a group from afar (faces of 20-40 px), turned heads, a static group shot with a hard cut to a close-up, a close-up, the group pan again in
 mode `one`, and images. Every clip runs with two sources. The generator knows every face's true box in every
@@ -611,11 +613,74 @@ def run_split(split_name: str, args, settings, judge: Judge) -> dict:
     return report
 
 
+def corpus_sheets(split_name: str, args, settings, judge: Judge) -> list[Path]:
+    """The corpus of a split without ffb: per clip, 12 of its frames with every face's true box (green clear,
+    yellow cut by the edge, cyan small, magenta turned; thin grey: touching the frame but not present, labelled
+    with the person and yaw), and its images with their boxes; and a count of its face-frames by class. Only to
+    check the corpus itself (boxes, annotations): nothing of ffb runs."""
+    started = time.perf_counter()
+    split = corpus.build_split(split_name, judge, settings.cache_path / "quality", args.quick)
+    seeds = {clip.name: index for index, clip in enumerate(split.clips)}
+    folder = args.sheets / f"corpus-{split_name}"
+    folder.mkdir(parents=True, exist_ok=True)
+    colours = {"clear": (0, 200, 0), "edge": (0, 220, 255), "small": (255, 220, 0), "turned": (255, 0, 255)}
+
+    def drawn(image, boxes, near, people, yaws, scale):
+        out = cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+        for box in near:
+            cv2.rectangle(out, *(tuple(int(round(v * scale)) for v in pair) for pair in (box[:2], box[2:])),
+                          (150, 150, 150), 1)
+        for key, box in boxes.items():
+            classes = q.face_classes(box, image.shape[1::-1], yaws[key])
+            colour = colours["turned" if "turned" in classes else classes[0]]
+            corner = tuple(int(round(v * scale)) for v in box[:2])
+            cv2.rectangle(out, corner, tuple(int(round(v * scale)) for v in box[2:]), colour, 2)
+            cv2.putText(out, f"{people[key]} {yaws[key]:.0f}", (corner[0], max(10, corner[1] - 3)),
+                        cv2.FONT_HERSHEY_SIMPLEX, 0.35, colour, 1)
+        return out
+
+    written, counts = [], {}
+    for clip in split.clips:
+        render(clip, seeds[clip.name])
+        picks = np.linspace(0, len(clip.frames) - 1, 12).round().astype(int)
+        tiles = []
+        for i in picks:
+            tile = drawn(clip.frames[i], clip.boxes[i], clip.near[i], clip.people, clip.yaw, 0.5)
+            cv2.putText(tile, str(i), (4, 14), cv2.FONT_HERSHEY_SIMPLEX, 0.45, (255, 255, 255), 1)
+            tiles.append(tile)
+        sheet = np.vstack([np.hstack(tiles[r:r + 4]) for r in range(0, 12, 4)])
+        written.append(folder / f"{clip.name}.png")
+        cv2.imwrite(str(written[-1]), sheet)
+        tally = counts.setdefault(clip.name, {"frames": len(clip.frames)})
+        for boxes in clip.boxes:
+            for key, box in boxes.items():
+                for kind in q.face_classes(box, SIZE, clip.yaw[key]):
+                    tally[kind] = tally.get(kind, 0) + 1
+        widths = [b[2] - b[0] for boxes in clip.boxes for b in boxes.values()]
+        tally["width"] = (round(min(widths)), round(max(widths))) if widths else None
+    for name, photo, mode, names in split.images:
+        keys = {i: box for i, box in enumerate(photo.boxes)}
+        scale = min(1.0, 1280 / photo.image.shape[1])
+        written.append(folder / f"{name}.png")
+        cv2.imwrite(str(written[-1]), drawn(photo.image, keys, [], dict(enumerate(photo.people)),
+                                            dict(enumerate(photo.yaw)), scale))
+    for name, (image, person) in split.sources.items():
+        written.append(folder / f"source-{name}.png")
+        cv2.imwrite(str(written[-1]), image)
+    for name, tally in counts.items():
+        print(name, tally)
+    print(f"corpus of {split_name}: built and rendered in {time.perf_counter() - started:.0f} s; sheets in {folder}")
+    return written
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", default="tune", choices=(*corpus.SPLITS, "both"),
-                        help="which split of the corpus (tune on `tune` only; `heldout` and `fresh` are for "
-                             "judging; `both`: tune and heldout)")
+                        help="which split of the corpus (tune on `tune` only; `heldout`, `fresh` and `blind` are "
+                             "for judging, `blind` once at the end of a session; `both`: tune and heldout)")
+    parser.add_argument("--corpus-only", action="store_true",
+                        help="no ffb: render the split's clips and write sheets of their frames with the true "
+                             "boxes (to check the corpus itself), into SHEETS/corpus-SPLIT")
     parser.add_argument("--quick", action="store_true", help="half the frames, one source per clip (iteration, ~3 min a split)")
     parser.add_argument("--only", nargs="+", metavar="PATTERN",
                         help="only the clips and images whose names match (fnmatch patterns, e.g. 't_crowd*'): "
@@ -641,6 +706,10 @@ def main() -> int:
     settings = load_settings(None, os.environ, {"engine": args.engine}).settings
     judge = Judge()
     splits = ("tune", "heldout") if args.split == "both" else (args.split,)
+    if args.corpus_only:
+        for name in splits:
+            corpus_sheets(name, args, settings, judge)
+        return 0
     reports = {name: run_split(name, args, settings, judge) for name in splits}
     saved = reports[splits[0]] if len(splits) == 1 else reports
     if args.save:

