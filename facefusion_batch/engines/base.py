@@ -129,9 +129,10 @@ class Selection:
 
     def pick_tracked(self, frame: np.ndarray, tracked: list[Tracked], tracker: Tracker, detected: bool,
                      engine: FaceEngine) -> list[Face]:
-        """Faces to swap among a frame's tracked faces: `one` keeps the shot's chosen track; `reference`
-        judges each track by the mean distance of its faces measured so far (measured again on detected
-        frames, at most REFERENCE_LOOKS times), so one odd frame does not switch a person on or off."""
+        """Faces to swap among a frame's tracked faces: `one` keeps the shot's chosen track while its face is in
+        the picture; `reference` judges each track by the mean distance of its faces measured so far (measured
+        again on detected frames, at most REFERENCE_LOOKS times), so one odd frame does not switch a person on
+        or off. Each with how much of its swap to show (`Face.opacity`, `Tracker.opacity`)."""
         if tracked and self.keep is not None:
             tracked = self._vote(frame, tracked, tracker, detected)
         return [tracker.faded(t) for t in self._tracked(frame, tracked, tracker, detected, engine)]
