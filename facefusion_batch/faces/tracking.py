@@ -42,9 +42,9 @@ MAX_ROLL = 0.03
 MIN_SPAN = 3  # zoom and roll are measured between detected fits at least this many frames apart (fit noise)
 REFIT_SPAN = 30  # frames a track is looked for by refits after the detector last saw it
 IN_FRAME = 0.3  # a track is looked for while this share of its face's box is inside the frame
-LEAVING = 0.55  # mode `one`: its face with less than this share of its box inside the frame is leaving the picture
+LEAVING = 0.5  # mode `one`: its face with less than this share of its box inside the frame is leaving the picture
 EDGE_FADE = (IN_FRAME, 0.4)  # a swap fades out as its face's share in frame falls from the second to the first
-FADE_IN = 4  # frames over which mode `one`'s next choice within a shot fades in (from 2 / (FADE_IN + 1))
+FADE_IN = 3  # frames over which mode `one`'s next choice within a shot fades in (from 2 / (FADE_IN + 1))
 CUT_HISTOGRAM = 0.5  # L1 distance of normalised grey histograms (0..2) above which two frames are a cut
 CUT_CHANGE = 25.0  # ... and mean absolute grey change above which
 
