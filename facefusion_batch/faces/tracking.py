@@ -520,9 +520,8 @@ class Tracker:
         x1, y1, x2, y2 = (float(v) for v in item.face.box)
         track = self.tracks.get(item.track)
         if track is not None and track.whole is not None:
-            width, height = track.whole
-            x1, x2 = (min(x1, x2 - width), x2) if x1 < 0 else (x1, max(x2, x1 + width)) if x2 > self._width else (x1, x2)
-            y1, y2 = (min(y1, y2 - height), y2) if y1 < 0 else (y1, max(y2, y1 + height)) if y2 > self._height else (y1, y2)
+            x1, x2 = _grown(x1, x2, track.whole[0], self._width)
+            y1, y2 = _grown(y1, y2, track.whole[1], self._height)
         return self._share(np.array([x1, y1, x2, y2]))
 
     def _share(self, box: np.ndarray) -> float:
@@ -547,6 +546,15 @@ class Tracker:
         if self.chosen is None or self.chosen not in self._last or self._thumb is None:
             return None
         return Handover(tuple(float(v) for v in self._last[self.chosen]), self._thumb)  # type: ignore[arg-type]
+
+
+def _grown(low: float, high: float, size: float, end: float) -> tuple[float, float]:
+    """A box's span along one axis made at least `size` long out beyond the frame's edge (0 or `end`) it crosses."""
+    if low < 0:
+        return min(low, high - size), high
+    if high > end:
+        return low, max(high, low + size)
+    return low, high
 
 
 def _on_any(box: np.ndarray, boxes: list[np.ndarray]) -> bool:

@@ -340,7 +340,8 @@ def _faded(frame: np.ndarray, swapped: np.ndarray, face: Face) -> np.ndarray:
                 weight = np.minimum(weight, np.clip(distance / min(beyond, EDGE_RAMP * size), 0.0, 1.0))
         return weight
 
-    alpha = face.opacity * ramp(y1, y2, top, bottom, height)[:, None, None] * ramp(x1, x2, left, right, width)[None, :, None]
+    alpha = face.opacity * (ramp(y1, y2, top, bottom, height)[:, None, None]
+                            * ramp(x1, x2, left, right, width)[None, :, None])
     out = frame.copy()
     before = frame[y1:y2, x1:x2].astype(np.float32)
     out[y1:y2, x1:x2] = np.clip(before + alpha * (swapped[y1:y2, x1:x2] - before) + 0.5, 0, 255).astype(frame.dtype)
