@@ -129,15 +129,20 @@ class Selection:
 
     def pick_tracked(self, frame: np.ndarray, tracked: list[Tracked], tracker: Tracker, detected: bool,
                      engine: FaceEngine) -> list[Face]:
-        """Faces to swap among a frame's tracked faces: `one` keeps the shot's chosen track; `reference`
-        judges each track by the mean distance of its faces measured so far (measured again on detected
-        frames, at most REFERENCE_LOOKS times), so one odd frame does not switch a person on or off."""
+        """Faces to swap among a frame's tracked faces: `one` keeps the shot's chosen track while its face is in
+        the picture; `reference` judges each track by the mean distance of its faces measured so far (measured
+        again on detected frames, at most REFERENCE_LOOKS times), so one odd frame does not switch a person on
+        or off. Each with how much of its swap to show (`Face.opacity`, `Tracker.opacity`)."""
         if tracked and self.keep is not None:
             tracked = self._vote(frame, tracked, tracker, detected)
+        return [tracker.faded(t) for t in self._tracked(frame, tracked, tracker, detected, engine)]
+
+    def _tracked(self, frame: np.ndarray, tracked: list[Tracked], tracker: Tracker, detected: bool,
+                 engine: FaceEngine) -> list[Tracked]:
         if self.mode == "many" or not tracked:
-            return [t.face for t in tracked]
+            return tracked
         if self.mode == "one":
-            return [t.face for t in self._choose_one(tracked, tracker)]
+            return self._choose_one(tracked, tracker)
         measure = [t for t in tracked if not t.coasting and t.track in tracker.tracks
                    and (not tracker.tracks[t.track].matches
                         or (detected and len(tracker.tracks[t.track].matches) < REFERENCE_LOOKS))]
@@ -145,7 +150,7 @@ class Selection:
             distances = 1.0 - engine.embed(frame, [t.face for t in measure]) @ self.reference
             for item, distance in zip(measure, distances):
                 tracker.tracks[item.track].matches.append(float(distance))
-        return [t.face for t in tracked if t.track in tracker.tracks
+        return [t for t in tracked if t.track in tracker.tracks
                 and float(np.mean(tracker.tracks[t.track].matches or [np.inf])) <= self.distance]
 
     def _vote(self, frame: np.ndarray, tracked: list[Tracked], tracker: Tracker, detected: bool) -> list[Tracked]:
@@ -164,16 +169,12 @@ class Selection:
         return [t for t in tracked if _majority(tracks[t.track].votes if t.track in tracks else [answers[t.track]])]
 
     def _choose_one(self, tracked: list[Tracked], tracker: Tracker) -> list[Tracked]:
-        """The shot's chosen track, kept while it lives (across chunks too); chosen anew by `order` when it
-        ended."""
+        """The shot's chosen track, kept while it lives and is in the picture (across chunks too); chosen anew
+        by `order` when it ended or left (see `Tracker.choose_one`)."""
         if self.order == "large-small":
             return tracker.choose_one(tracked)
-        present = {t.track: t for t in tracked}
-        if tracker.chosen not in present:
-            carried = tracker.carried(tracked)  # the chunk before's choice, when it continues here
-            first = sort_faces([t.face for t in tracked], self.order)[0]
-            tracker.chosen = carried if carried is not None else next(t.track for t in tracked if t.face is first)
-        return [present[tracker.chosen]]
+        return tracker.choose_one(tracked, lambda items: next(
+            t for t in items if t.face is sort_faces([t.face for t in items], self.order)[0]))
 
 
 def _majority(votes: list[bool]) -> bool:

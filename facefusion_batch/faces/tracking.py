@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,6 +42,9 @@ MAX_ROLL = 0.03
 MIN_SPAN = 3  # zoom and roll are measured between detected fits at least this many frames apart (fit noise)
 REFIT_SPAN = 30  # frames a track is looked for by refits after the detector last saw it
 IN_FRAME = 0.3  # a track is looked for while this share of its face's box is inside the frame
+LEAVING = 0.5  # mode `one`: its face with less than this share of its box inside the frame is leaving the picture
+EDGE_FADE = (IN_FRAME, 0.4)  # a swap fades out as its face's share in frame falls from the second to the first
+FADE_IN = 3  # frames over which mode `one`'s next choice within a shot fades in (from 2 / (FADE_IN + 1))
 CUT_HISTOGRAM = 0.5  # L1 distance of normalised grey histograms (0..2) above which two frames are a cut
 CUT_CHANGE = 25.0  # ... and mean absolute grey change above which
 
@@ -183,7 +187,9 @@ class Track:
     confirmed: int = 0  # last frame the detector (not a refit) saw it
     hits: int = 1
     outliers: int = 0
-    area: float = 0.0  # its face's area inside the frame on its first frame (mode `one` picks the largest)
+    # Its face's box's width and height when last wholly inside the frame: the face's size where the frame's
+    # edge cuts it (its fit, extrapolated beyond the edge, shrinks or swells as it goes).
+    whole: tuple[float, float] | None = None
     matches: list[float] = field(default_factory=list)  # reference-mode distances measured on it
     votes: list[bool] = field(default_factory=list)  # face-selector filter answers (kept or not) measured on it
     memo: dict = field(default_factory=dict)  # handed to the engine with its faces (`Face.memo`)
@@ -254,6 +260,10 @@ class Tracker:
         self._handover = handover  # until the first choice, or a cut
         self._last: dict[int, np.ndarray] = {}  # the boxes of the latest frame's faces, by track
         self.chosen: int | None = None  # mode `one`: the track chosen for the current shot
+        self.leaving: set[int] = set()  # mode `one`: tracks chosen before, let go as their faces left the picture
+        self._chosen_at: int | None = None  # the frame where `one`'s current choice fades in from (None: at once)
+        self._index = -1  # the latest frame's
+        self._shot_start: int | None = None  # the current shot's first frame in this chunk
         self.cuts = 0
         self.coasted = 0  # face-frames swapped through a detection miss
         self._looked: tuple[int, set[int]] = (-1, set())  # the tracks `missing` said to look for, and the frame
@@ -273,9 +283,14 @@ class Tracker:
             if is_cut(self._thumb, thumb):
                 self.tracks.clear()
                 self.chosen = None
+                self.leaving.clear()
+                self._shot_start = None
                 self._handover = None
                 self.cuts += 1
             self._thumb = thumb
+        self._index = index
+        if self._shot_start is None:
+            self._shot_start = index
         pairs = self._associate(index, faces)
         result: list[Tracked] = []
         # Faces that continue tracks first: a face no track takes that lies on one of them is that face seen
@@ -294,6 +309,9 @@ class Tracker:
                 if face_index < own:
                     track.confirmed = index
             result.append(Tracked(track.id, _face(track.face, track.points, track.memo)))
+            if self._share(result[-1].face.box) >= 1.0:
+                box = result[-1].face.box
+                track.whole = (float(box[2] - box[0]), float(box[3] - box[1]))
         seen = {t.track for t in result}
         for track in list(self.tracks.values()):
             if track.id in seen:
@@ -360,7 +378,7 @@ class Tracker:
     def _start(self, index: int, face: Face) -> Track:
         points = _points(face)
         track = Track(self._next_id, face, points, points, first=index, last=index, confirmed=index,
-                      area=self._visible_area(face.box), fitted=points, fitted_at=index,
+                      fitted=points, fitted_at=index,
                       motion=self._common_motion(index))
         self.tracks[track.id] = track
         self._next_id += 1
@@ -449,16 +467,70 @@ class Tracker:
         area = float(np.prod(np.maximum(high - low, 1e-6)))
         return self._visible_area(np.concatenate([low, high])) >= IN_FRAME * area
 
-    def choose_one(self, tracked: list[Tracked]) -> list[Tracked]:
-        """Mode `one`: the shot's chosen track (the largest face when it was first chosen), kept while it
-        lives; a new choice only when it ended."""
+    def choose_one(self, tracked: list[Tracked], first: Callable[[list[Tracked]], Tracked] | None = None
+                   ) -> list[Tracked]:
+        """Mode `one`: the shot's chosen track, kept while it lives and its face is in the picture. Chosen by
+        `first` (default: the face largest by what of it is inside the frame) among the faces mostly in frame
+        (`LEAVING`; any, when none is). When the chosen face is leaving the picture (less than `LEAVING` of it
+        in frame) and another face is in it, that one is taken, fading in over `FADE_IN` frames, while the face
+        leaving stays swapped, fading out with its share in frame (`opacity`), until its track ends: no frame
+        without a swap, no swap switched off or on at once. A choice made after the shot's first frame fades
+        in too; one carried over from the chunk before does not."""
+        first = first or (lambda items: max(items, key=lambda t: self._visible_area(t.face.box)))
         present = {t.track: t for t in tracked}
+        self.leaving &= set(present)
+        if self.chosen in present and self._in_picture(present[self.chosen]) < LEAVING:
+            staying = [t for t in tracked if t.track != self.chosen and t.track not in self.leaving
+                       and self._in_picture(t) >= LEAVING]
+            if staying:
+                self.leaving.add(self.chosen)
+                self.chosen, self._chosen_at = first(staying).track, self._index
         if self.chosen not in present:
             if not present:
                 return []
             carried = self.carried(tracked)
-            self.chosen = carried if carried is not None else max(present, key=lambda i: self.tracks[i].area)
-        return [present[self.chosen]]
+            if carried is not None:
+                self.chosen, self._chosen_at = carried, None
+            else:
+                fresh = [t for t in tracked if t.track not in self.leaving] or tracked
+                candidates = [t for t in fresh if self._in_picture(t) >= LEAVING] or fresh
+                self.chosen = first(candidates).track
+                self._chosen_at = self._index if self._index != self._shot_start else None
+        chosen = [present[self.chosen]]
+        chosen += [present[track] for track in sorted(self.leaving)
+                   if track != self.chosen and self._in_picture(present[track]) < LEAVING]
+        return chosen
+
+    def faded(self, item: Tracked) -> Face:
+        """A tracked face to swap, with how much of its swap to show (`opacity`)."""
+        opacity = self.opacity(item)
+        return item.face if opacity >= 1.0 else dataclasses.replace(item.face, opacity=opacity)
+
+    def opacity(self, item: Tracked) -> float:
+        """How much of a tracked face's swap to show: all of it, but less as its face leaves the picture (its
+        share in frame from `EDGE_FADE[1]` down to `EDGE_FADE[0]`, where its track is given up: the mesh is
+        extrapolated ever further beyond the edge, and the swap does not stop at once), and mode `one`'s next
+        choice fading in."""
+        low, high = EDGE_FADE
+        share = min(1.0, max(0.0, (self._in_picture(item) - low) / (high - low)))
+        if item.track == self.chosen and self._chosen_at is not None:
+            share = min(share, (self._index - self._chosen_at + 2) / (FADE_IN + 1))
+        return share
+
+    def _in_picture(self, item: Tracked) -> float:
+        """The share of a tracked face inside the frame: of its box, made as large as the face was when last
+        wholly in frame where the edge cuts it (a fit extrapolated beyond the edge is no measure of what is)."""
+        x1, y1, x2, y2 = (float(v) for v in item.face.box)
+        track = self.tracks.get(item.track)
+        if track is not None and track.whole is not None:
+            x1, x2 = _grown(x1, x2, track.whole[0], self._width)
+            y1, y2 = _grown(y1, y2, track.whole[1], self._height)
+        return self._share(np.array([x1, y1, x2, y2]))
+
+    def _share(self, box: np.ndarray) -> float:
+        """The share of a face box inside the frame."""
+        area = float(max(box[2] - box[0], 1e-6) * max(box[3] - box[1], 1e-6))
+        return self._visible_area(box) / area
 
     def carried(self, tracked: list[Tracked]) -> int | None:
         """For the first choice after a handover (no cut since): the track overlapping the box the chunk
@@ -477,6 +549,15 @@ class Tracker:
         if self.chosen is None or self.chosen not in self._last or self._thumb is None:
             return None
         return Handover(tuple(float(v) for v in self._last[self.chosen]), self._thumb)  # type: ignore[arg-type]
+
+
+def _grown(low: float, high: float, size: float, end: float) -> tuple[float, float]:
+    """A box's span along one axis made at least `size` long out beyond the frame's edge (0 or `end`) it crosses."""
+    if low < 0:
+        return min(low, high - size), high
+    if high > end:
+        return low, max(high, low + size)
+    return low, high
 
 
 def _on_any(box: np.ndarray, boxes: list[np.ndarray]) -> bool:

@@ -26,6 +26,9 @@ class Face:
     # (a frame, that frame with this face swapped), made while its track decided (an engine's `settle`): the swap
     # reuses it when it is given that very frame, untouched.
     swapped: tuple[np.ndarray, np.ndarray] | None = field(default=None, compare=False, repr=False)
+    # How much of its swap to show, 1: all (faces/tracking.py `Tracker.opacity`: a face leaving the picture, or
+    # mode `one`'s next choice fading in).
+    opacity: float = 1.0
 
     @property
     def area(self) -> float:

@@ -21,6 +21,7 @@ from facefusion_batch.engines import build_engine
 from facefusion_batch.engines.base import FaceEngine, Selection, build_selection
 from facefusion_batch.engines.source_cache import Record
 from facefusion_batch.errors import MediaError, TargetError
+from facefusion_batch.faces.types import Face
 from facefusion_batch.media import kind_of, read_image
 from facefusion_batch.memory import apply_memory_limit
 from facefusion_batch.models.store import sha256_of
@@ -35,6 +36,8 @@ from facefusion_batch.timing import Timings, timed
 from facefusion_batch.video.decoder import frame_at
 from facefusion_batch.video.ffmpeg import use_ffmpeg
 from facefusion_batch.video.probe import VideoInfo, probe
+
+EDGE_RAMP = 0.15  # a swap fades out towards an edge of the frame that cuts its face over up to this share of its size
 
 
 @dataclass(frozen=True, eq=False)
@@ -187,8 +190,14 @@ class FrameProcessor:
 
     def swap_faces(self, frame: np.ndarray, faces: list) -> tuple[np.ndarray, int]:
         with timed(self.timings, "swap"):
-            if faces:
-                frame = self.engine.swap(frame, faces, self.source)
+            # A face whose swap only partly shows (a face leaving the picture, `one`'s next choice fading in)
+            # first, alone: its swap made while settling is reused on the frame it was made on.
+            for face in faces:
+                if face.opacity > 0.0 and (face.opacity < 1.0 or _cut(face, frame.shape)):
+                    frame = _faded(frame, self.engine.swap(frame, [face], self.source), face)
+            whole = [face for face in faces if face.opacity >= 1.0 and not _cut(face, frame.shape)]
+            if whole:
+                frame = self.engine.swap(frame, whole, self.source)
         if faces and self.timings is not None:
             self.timings.count("faces", len(faces))
         if self.label is not None:
@@ -302,3 +311,38 @@ def output_key(settings: Settings, source_sha256: str, engine: FaceEngine, marke
         **{name: getattr(settings, name) for name in with_role("output-unless-default")
            if getattr(settings, name) != FIELDS[name].default},
     })
+
+
+def _cut(face: Face, shape: tuple[int, ...]) -> bool:
+    """Whether the frame's edge cuts a face's box."""
+    x1, y1, x2, y2 = (float(v) for v in face.box)
+    return x1 < 0 or y1 < 0 or x2 > shape[1] or y2 > shape[0]
+
+
+def _faded(frame: np.ndarray, swapped: np.ndarray, face: Face) -> np.ndarray:
+    """`frame` with the change `swapped` makes to it (over the rectangle where it changed) shown as much as
+    `face.opacity` says, and fading out towards an edge of the frame that cuts the face: the mesh there is
+    extrapolated, the source's dark features (eyes, glasses) smeared along the edge. The fade reaches inwards
+    as far as the face reaches beyond the edge, at most EDGE_RAMP of its size."""
+    rows, columns = np.nonzero((swapped != frame).any(axis=-1))
+    if not len(rows):
+        return frame
+    y1, y2, x1, x2 = rows.min(), rows.max() + 1, columns.min(), columns.max() + 1
+    left, top, right, bottom = (float(v) for v in face.box)
+    size = max(right - left, bottom - top, 1.0)
+    height, width = frame.shape[:2]
+
+    def ramp(start: int, stop: int, low: float, high: float, end: int) -> np.ndarray:
+        at = np.arange(start, stop, dtype=np.float32) + 0.5
+        weight = np.ones(stop - start, np.float32)
+        for beyond, distance in ((-low, at), (high - end, end - at)):
+            if beyond > 0:
+                weight = np.minimum(weight, np.clip(distance / min(beyond, EDGE_RAMP * size), 0.0, 1.0))
+        return weight
+
+    alpha = face.opacity * (ramp(y1, y2, top, bottom, height)[:, None, None]
+                            * ramp(x1, x2, left, right, width)[None, :, None])
+    out = frame.copy()
+    before = frame[y1:y2, x1:x2].astype(np.float32)
+    out[y1:y2, x1:x2] = np.clip(before + alpha * (swapped[y1:y2, x1:x2] - before) + 0.5, 0, 255).astype(frame.dtype)
+    return out

@@ -102,7 +102,7 @@ def test_one_keeps_its_track_while_another_face_grows():
         out = tracker.update(t, [face(100, 100, 120), face(600, 100, 100 + 5 * t)], detected=True)
         chosen |= {o.track for o in tracker.choose_one(out)}
     assert len(chosen) == 1
-    assert tracker.tracks[chosen.pop()].area == pytest.approx(120 * 120)
+    assert tracker.tracks[chosen.pop()].face.box[2] - 100 == pytest.approx(120)
 
 
 def test_one_picks_the_largest_face_by_what_of_it_is_inside_the_frame():
