@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence, Union
 
+import cv2
 import numpy as np
 
 from facefusion_batch.version import __version__
@@ -324,10 +325,14 @@ def _faded(frame: np.ndarray, swapped: np.ndarray, face: Face) -> np.ndarray:
     `face.opacity` says, and fading out towards an edge of the frame that cuts the face: the mesh there is
     extrapolated, the source's dark features (eyes, glasses) smeared along the edge. The fade reaches inwards
     as far as the face reaches beyond the edge, at most EDGE_RAMP of its size."""
-    rows, columns = np.nonzero((swapped != frame).any(axis=-1))
-    if not len(rows):
+    # The changed rectangle, found on the difference seen as one channel (a row of pixels' values side by side):
+    # a tenth of the cost of comparing the whole frame pixel by pixel in numpy (~13 ms at 720p, on every frame
+    # of a face the edge cuts).
+    x, y, w, h = cv2.boundingRect(cv2.absdiff(swapped, frame).reshape(frame.shape[0], -1))
+    if not w:
         return frame
-    y1, y2, x1, x2 = rows.min(), rows.max() + 1, columns.min(), columns.max() + 1
+    channels = frame.shape[2]
+    y1, y2, x1, x2 = y, y + h, x // channels, (x + w - 1) // channels + 1
     left, top, right, bottom = (float(v) for v in face.box)
     size = max(right - left, bottom - top, 1.0)
     height, width = frame.shape[:2]
