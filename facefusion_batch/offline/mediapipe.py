@@ -504,6 +504,17 @@ def _likeliest(candidates: Found, parts: list[Found], count: int) -> list[np.nda
     return kept
 
 
+def _best_over(box: np.ndarray, result: Found, sure: np.ndarray | None = None) -> Found | None:
+    """The best-scored face of `result` over `box` (`_overlap`) that is none of `sure`'s faces (`_on_a_face`), as
+    a result of one face; None where there is none: what a closer look at a candidate `box` found."""
+    boxes, keypoints, scores = result
+    near = [j for j in range(len(scores)) if _overlap(box, boxes[j]) and (sure is None or not _on_a_face(boxes[j], sure))]
+    if not near:
+        return None
+    j = max(near, key=lambda j: scores[j])
+    return boxes[j:j + 1], keypoints[j:j + 1], scores[j:j + 1]
+
+
 def _split(result: Found, threshold: float) -> tuple[Found, Found]:
     """(the part scored at least `threshold`, the rest)."""
     above = result[2] >= threshold
@@ -589,10 +600,9 @@ class MediaPipeDetector:
             offset = np.array([x0, y0], np.float32)
             cut = _cut_by_edge((boxes + np.tile(offset, 2), keypoints + offset, scores), 0, 1.0,
                                frames[index].shape, found[index])
-            near = [j for j in range(len(cut[2])) if _overlap(box, cut[0][j])]
-            if near:
-                j = max(near, key=lambda j: cut[2][j])
-                found[index].append((cut[0][j:j + 1], cut[1][j:j + 1], cut[2][j:j + 1]))
+            best = _best_over(box, cut)
+            if best is not None:
+                found[index].append(best)
 
     def _recheck_small(self, frames: Sequence[np.ndarray], found: list[list[Found]],
                        doubtful: list[list[Found]]) -> None:
@@ -643,15 +653,13 @@ class MediaPipeDetector:
                         break
         results = self._long.run(frames, views, self.score_threshold, self.iou_threshold) if views else []
         for (index, i, box, sure), (boxes, keypoints, scores) in zip(owners, results):
-            near = [j for j in range(len(boxes)) if _overlap(box, boxes[j])
-                    and (sure is None or not _on_a_face(boxes[j], sure))]
-            if near:
-                j = max(near, key=lambda j: scores[j])
-                found[index].append((boxes[j:j + 1], keypoints[j:j + 1], scores[j:j + 1]))
+            best = _best_over(box, (boxes, keypoints, scores), sure)
+            if best is not None:
+                found[index].append(best)
                 # The short-range box it replaces, or (found as a candidate) stands alone beside.
                 short = found[index][0][0]
                 dropped.setdefault(index, set()).update(
-                    [i] if i is not None else [k for k in range(len(short)) if _overlap(short[k], boxes[j])])
+                    [i] if i is not None else [k for k in range(len(short)) if _overlap(short[k], best[0][0])])
         for index, drop in dropped.items():
             keep = np.array([i not in drop for i in range(len(found[index][0][0]))], bool)
             found[index][0] = tuple(part[keep] for part in found[index][0])
@@ -699,12 +707,11 @@ class MediaPipeDetector:
                 views.append(view)
         sure = np.concatenate([p[0] for p in parts]).reshape(-1, 4)
         kept = []
-        for box, (boxes, keypoints, scores) in zip(owners, self._long.run([frame], views, self.score_threshold,
-                                                                          self.iou_threshold) if views else []):
-            near = [j for j in range(len(boxes)) if _overlap(box, boxes[j]) and not _on_a_face(boxes[j], sure)]
-            if near:
-                j = max(near, key=lambda j: scores[j])
-                kept.append((boxes[j:j + 1], keypoints[j:j + 1], scores[j:j + 1]))
+        for box, result in zip(owners, self._long.run([frame], views, self.score_threshold, self.iou_threshold)
+                               if views else []):
+            best = _best_over(box, result, sure)
+            if best is not None:
+                kept.append(best)
         return kept
 
     def _merge(self, parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> list[Detection]:
