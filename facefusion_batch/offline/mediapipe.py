@@ -360,7 +360,15 @@ class _BlazeFace:
 
 
 RECHECK_SIZE = 0.2  # short-range faces smaller than this share of the frame's long side are checked again
-RECHECK_CONTEXT = 3.0  # ... by the full-range model on a square view this many times their size
+# ... by the full-range model on a square view this many times their size (the model's 192 px input either way, so
+# no cost). A face of 28-35 px scores differently on views 3x and 4x its size (tune split's crowds, 40 true faces:
+# 0.17-0.92 and 0.05-0.88, neither always the higher), and the 4x view's boxes fit the crowds' faces better: the
+# missed face-frames there that profiles do not explain fell 301 -> 237, their added flicker p95 4.4 -> 3.4.
+# Taking the better-scored of both views lost that; adding the 3x view where the 4x one finds nothing changed
+# nothing (full tune runs). On walls of the astronaut's face at 20-40 px under eight looks the mesh keeps as many
+# faces either way (150 / 150 found by `detect`, 271 / 272 with the sweep); the sweep alone finds more of the
+# soft ones (tests/workflow/test_small_faces.py).
+RECHECK_CONTEXT = 4.0
 CANDIDATE_SCORE = 0.15  # small full-range boxes scored this much (below the threshold) are looked at again ...
 MAX_CANDIDATES = 6  # ... the likeliest this many per frame
 EDGE_PAD = 0.125  # the frame mirrored out this share of its long side across every edge, for faces cut by it:
@@ -606,8 +614,8 @@ class MediaPipeDetector:
 
     def _recheck_small(self, frames: Sequence[np.ndarray], found: list[list[Found]],
                        doubtful: list[list[Found]]) -> None:
-        """Small faces are looked at again by the full-range model, on a view around each (RECHECK_CONTEXT
-        times their size), all in one batch:
+        """Small faces are looked at again by the full-range model, on a view around each (`_closer_looks`), all
+        in one batch:
         - those only the short-range model found: it sees them far below its design size and gives boxes (and
           keypoints) up to 1.7x too large, so the mesh fitted on them is too large too. A face the full-range
           model finds there replaces the short-range one; one it does not find stays as it was. Where the
@@ -617,7 +625,7 @@ class MediaPipeDetector:
           MAX_CANDIDATES per frame) where no face was found: a face of a few dozen pixels is a handful of the
           whole-frame input's pixels and scores low; seen closer, a face scores as any other and is kept,
           anything else is not (its own view's box must not be a face found already)."""
-        views, owners = [], []
+        owners = []
         dropped: dict[int, set[int]] = {}
         for index, parts in enumerate(found):
             short, rest = parts[0], parts[1:]
@@ -631,10 +639,7 @@ class MediaPipeDetector:
                 if any(_overlap(box, o) for o in others):
                     dropped.setdefault(index, set()).add(i)  # the full-range box stands alone
                     continue
-                view = _view_around(index, box, RECHECK_CONTEXT * side, width, height)
-                if view is not None:
-                    views.append(view)
-                    owners.append((index, i, box, None))
+                owners.append((index, i, box, None))
             sure = np.concatenate([p[0] for p in parts])
             boxes, _, scores = (np.concatenate([p[n] for p in doubtful[index]]) for n in range(3))
             looked: list[np.ndarray] = []
@@ -644,16 +649,12 @@ class MediaPipeDetector:
                 # Centred on a face found already, or on a candidate looked at: that face again.
                 if side >= small or _on_a_face(box, sure) or _centre_in(box, np.array(looked).reshape(-1, 4)):
                     continue
-                view = _view_around(index, box, RECHECK_CONTEXT * side, width, height)
-                if view is not None:
-                    views.append(view)
-                    owners.append((index, None, box, sure))
-                    looked.append(box)
-                    if len(looked) >= MAX_CANDIDATES:
-                        break
-        results = self._long.run(frames, views, self.score_threshold, self.iou_threshold) if views else []
-        for (index, i, box, sure), (boxes, keypoints, scores) in zip(owners, results):
-            best = _best_over(box, (boxes, keypoints, scores), sure)
+                owners.append((index, None, box, sure))
+                looked.append(box)
+                if len(looked) >= MAX_CANDIDATES:
+                    break
+        bests = self._closer_looks(frames, [(index, box, sure) for index, _, box, sure in owners])
+        for (index, i, box, sure), best in zip(owners, bests):
             if best is not None:
                 found[index].append(best)
                 # The short-range box it replaces, or (found as a candidate) stands alone beside.
@@ -693,26 +694,32 @@ class MediaPipeDetector:
 
     def _closer(self, frame: np.ndarray, unsure: list[Found], parts: list[Found]) -> list[Found]:
         """The sweep's boxes scored from CANDIDATE_SCORE up to the threshold (the likeliest MAX_CANDIDATES, not on a
-        face of `parts`) looked at again by the full-range model on a view RECHECK_CONTEXT times their size, in one
-        batch; the faces found there, on none of `parts`' faces. On a tile a face of 25-30 px (at 640 px) under a
-        dim or coloured light, rolled or blurred scores 0.1-0.45; seen closer, 0.55-0.8, as `_recheck_small`
-        finds for the whole frame's candidates."""
+        face of `parts`) looked at again closer (`_closer_looks`); the faces found there, on none of `parts`' faces.
+        On a tile a face of 25-30 px (at 640 px) under a dim or coloured light, rolled or blurred scores 0.1-0.45;
+        seen closer, 0.55-0.8, as `_recheck_small` finds for the whole frame's candidates."""
         candidates = tuple(np.concatenate([p[n] for p in unsure]) for n in range(3))
-        height, width = frame.shape[:2]
-        owners, views = [], []
-        for box in _likeliest(candidates, parts, MAX_CANDIDATES):
-            view = _view_around(0, box, RECHECK_CONTEXT * float(max(box[2] - box[0], box[3] - box[1])), width, height)
-            if view is not None:
-                owners.append(box)
-                views.append(view)
         sure = np.concatenate([p[0] for p in parts]).reshape(-1, 4)
-        kept = []
-        for box, result in zip(owners, self._long.run([frame], views, self.score_threshold, self.iou_threshold)
-                               if views else []):
-            best = _best_over(box, result, sure)
-            if best is not None:
-                kept.append(best)
-        return kept
+        looks = [(0, box, sure) for box in _likeliest(candidates, parts, MAX_CANDIDATES)]
+        return [best for best in self._closer_looks([frame], looks) if best is not None]
+
+    def _closer_looks(self, frames: Sequence[np.ndarray], looks: list[tuple[int, np.ndarray, np.ndarray | None]]
+                      ) -> list[Found | None]:
+        """For each (frame index, candidate box, faces known there or None): the best-scored face the full-range
+        model finds over the box (`_best_over`) on a view RECHECK_CONTEXT times its size, all in one batch; None
+        where it finds none."""
+        views, owners = [], []
+        for look, (index, box, _) in enumerate(looks):
+            height, width = frames[index].shape[:2]
+            side = RECHECK_CONTEXT * float(max(box[2] - box[0], box[3] - box[1]))
+            view = _view_around(index, box, side, width, height)
+            if view is not None:
+                views.append(view)
+                owners.append(look)
+        results = self._long.run(frames, views, self.score_threshold, self.iou_threshold) if views else []
+        bests: list[Found | None] = [None] * len(looks)
+        for look, result in zip(owners, results):
+            bests[look] = _best_over(looks[look][1], result, looks[look][2])
+        return bests
 
     def _merge(self, parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> list[Detection]:
         boxes, keypoints, scores = (np.concatenate([p[k] for p in parts]) for k in range(3))
