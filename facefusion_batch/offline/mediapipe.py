@@ -516,7 +516,8 @@ def _best_over(box: np.ndarray, result: Found, sure: np.ndarray | None = None) -
     """The best-scored face of `result` over `box` (`_overlap`) that is none of `sure`'s faces (`_on_a_face`), as
     a result of one face; None where there is none: what a closer look at a candidate `box` found."""
     boxes, keypoints, scores = result
-    near = [j for j in range(len(scores)) if _overlap(box, boxes[j]) and (sure is None or not _on_a_face(boxes[j], sure))]
+    near = [j for j in range(len(scores))
+            if _overlap(box, boxes[j]) and (sure is None or not _on_a_face(boxes[j], sure))]
     if not near:
         return None
     j = max(near, key=lambda j: scores[j])
