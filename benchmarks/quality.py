@@ -1,15 +1,17 @@
 """Output quality of ffb, judged by an independent face-recognition model (dlib), on clips made from real faces.
 
     pip install -e '.[quality]'        # dlib-bin + face-recognition-models: the judge, never used by ffb
-    python benchmarks/quality.py [--split tune|heldout|fresh|blind|both] [--quick] [--save FILE] [--sheets DIR] [--cli]
-    python benchmarks/quality.py --split blind --corpus-only --sheets DIR   # the corpus alone, no ffb
+    python benchmarks/quality.py [--split tune|heldout|fresh|blind|fifth|both] [--quick] [--save FILE]
+                                 [--sheets DIR] [--cli]
+    python benchmarks/quality.py --split fifth --corpus-only --sheets DIR   # the corpus alone, no ffb
 
-The corpus (benchmarks/quality_corpus.py) has four splits with no source identity and no target photo in
+The corpus (benchmarks/quality_corpus.py) has five splits with no source identity and no target photo in
 common: `tune`, to tune ffb on, `heldout`, to judge it by and never to tune on, `fresh`, built once the
-held-out split had been run and looked at, and `blind`, built once `fresh` had been too: judged once at the end
-of a session, never tuned on (`both` is tune and held-out; `--corpus-only` renders a split's clips with their
-true boxes and runs no ffb). Each has four sources and six or seven clips (640x360, 25 fps, lossless H.264 so the input is
-exact) composed from real photos that packages ship: group pans and zooms where faces enter and leave at every
+held-out split had been run and looked at, `blind`, built once `fresh` had been too: judged once at the end
+of a session, never tuned on, and `fifth`, built once `blind` had been judged: kept unseen for a later judging
+(`both` is tune and held-out; `--corpus-only` renders a split's clips with their true boxes and runs no ffb).
+Each has four sources and six or more clips (640x360, 25 fps, lossless H.264 so the input is exact) composed
+from real photos that packages ship: group pans and zooms where faces enter and leave at every
 edge and are cut by it, a group from afar (faces of 20-40 px), turned heads, a static group shot with a hard cut to a close-up, a close-up, the group pan again in
 mode `one`, and images. Every clip runs with two sources. The generator knows every face's true box in every
 frame, so the temporal metrics need no detector. Metrics (docs/quality.md): identity (judge distance to
@@ -676,8 +678,9 @@ def corpus_sheets(split_name: str, args, settings, judge: Judge) -> list[Path]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", default="tune", choices=(*corpus.SPLITS, "both"),
-                        help="which split of the corpus (tune on `tune` only; `heldout`, `fresh` and `blind` are "
-                             "for judging, `blind` once at the end of a session; `both`: tune and heldout)")
+                        help="which split of the corpus (tune on `tune` only; `heldout`, `fresh`, `blind` and "
+                             "`fifth` are for judging, `blind` once at the end of a session, `fifth` kept unseen "
+                             "for a later judging; `both`: tune and heldout)")
     parser.add_argument("--corpus-only", action="store_true",
                         help="no ffb: render the split's clips and write sheets of their frames with the true "
                              "boxes (to check the corpus itself), into SHEETS/corpus-SPLIT")

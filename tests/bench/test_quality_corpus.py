@@ -141,7 +141,7 @@ def stand_in(name: str) -> corpus.Photo:
 
 def test_no_person_and_no_photo_is_in_two_splits():
     contents = {split: split_contents(split) for split in corpus.SPLITS}
-    assert set(corpus.SPLITS) == {"tune", "heldout", "fresh", "blind"}
+    assert set(corpus.SPLITS) == {"tune", "heldout", "fresh", "blind", "fifth"}
     for a in corpus.SPLITS:
         for b in corpus.SPLITS:
             if a < b:
@@ -150,9 +150,28 @@ def test_no_person_and_no_photo_is_in_two_splits():
     used = [name for split in corpus.SPLITS for name in corpus.photos_for(split)]
     assert len(used) == len(set(used)) and set(used) <= set(corpus.SOURCES_OF_PHOTOS)
     assert set(corpus.ANNOTATED) <= set(used)
+    assert set(corpus.FRAMES) <= set(used) and set(corpus.YAW_BY_EYE) <= set(used)
+    for name, angles in corpus.YAW_BY_EYE.items():  # only faces the judge finds (the others are ANNOTATED)
+        assert set(angles) <= set(corpus.SOURCES_OF_PHOTOS[name][2])
 
 
-@pytest.mark.parametrize("split", ["tune", "heldout", "fresh", "blind"])
+def test_video_frame_reads_the_frame_asked_for(tmp_path):
+    """A photo that is a frame of a video: frame `index` counted from 0, the same on every read."""
+    import cv2
+    path = tmp_path / "clip.avi"
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 25, (64, 48))
+    for level in (20, 80, 140, 200):
+        writer.write(np.full((48, 64, 3), level, np.uint8))
+    writer.release()
+    data = path.read_bytes()
+    for index, level in ((0, 20), (2, 140), (3, 200)):
+        frame = corpus.video_frame(data, index, tmp_path, "clip.avi")
+        assert frame.shape == (48, 64, 3) and abs(float(frame.mean()) - level) < 6
+    with pytest.raises(SystemExit):
+        corpus.video_frame(data, 4, tmp_path, "clip.avi")
+
+
+@pytest.mark.parametrize("split", ["tune", "heldout", "fresh", "blind", "fifth"])
 def test_each_split_is_built_from_its_own_photos(split, monkeypatch):
     """Built from stand-ins of its own photos only (another split's photo is not there to read), a split's
     sources, clips and images hold only its own people, every clip has two sources (`one` clips one), and
