@@ -196,6 +196,16 @@ def test_the_sweep_finds_soft_small_faces_on_a_view_four_times_their_size(proces
     assert any(mediapipe._overlap(d.box, boxes[look]) for d in found)
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_crowd_of_small_faces_scored_low_is_looked_at_closer_beyond_six(processor, astronaut, seed):
+    # Twelve faces of 24 px: the whole frame finds a few and scores the rest below the threshold; each looked at
+    # closer is found. Six looks a frame left three of them (9 found), ten leave one.
+    centres = [(60 + 104 * i, 80 + 160 * j) for j in range(2) for i in range(6)]
+    wall, boxes = _wall(astronaut, 640, 360, 24, centres, looks=[{}] * len(centres))
+    faces = processor.engine.detect(_noisy(wall, seed))
+    assert sum(any(mediapipe._overlap(f.box, box) for f in faces) for box in boxes) >= 11
+
+
 def test_a_face_whose_second_fit_says_no_face_keeps_its_first(processor, astronaut):
     # The mesh is fitted on the detector's box, then on the box it spans; on the dim, blurred 30 px face the first
     # fit says "face" (0.57) and the second "no face" (the presence of small faces goes up and down from fit to
