@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -61,13 +62,14 @@ def handled() -> Iterator[Interrupts]:
     if isinstance(owner, Interrupts):
         yield owner
         return
-    previous = {sig: signal.getsignal(sig) for sig in SIGNALS}
+    previous, hook = {sig: signal.getsignal(sig) for sig in SIGNALS}, sys.unraisablehook
     interrupts = install()
     try:
         yield interrupts
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        sys.unraisablehook = hook
 
 
 @contextlib.contextmanager
@@ -93,7 +95,26 @@ def install() -> Interrupts:
     interrupts = Interrupts()
     for sig in SIGNALS:
         signal.signal(sig, interrupts.handle)
+    if not isinstance(sys.unraisablehook, _QuietRace):
+        sys.unraisablehook = _QuietRace(sys.unraisablehook)
     return interrupts
+
+
+class _QuietRace:
+    """An unraisable-exception hook that says nothing of a later signal ignored as ffb means it to be. A second
+    signal that arrives while the first one's handler sets both to SIG_IGN is tripped in Python but finds its
+    handler ignored: CPython then reports "Signal 15 ignored due to race condition" with a traceback on stderr
+    (bpo-43406), which reads as a crash of an interrupted run that ended as it should. Anything else goes on
+    to the hook there was before."""
+
+    def __init__(self, previous: Callable[[Any], object]) -> None:
+        self.previous = previous
+
+    def __call__(self, unraisable: Any) -> None:
+        error = unraisable.exc_value
+        if isinstance(error, OSError) and str(error).endswith("ignored due to race condition"):
+            return
+        self.previous(unraisable)
 
 
 def ignore() -> None:

@@ -189,7 +189,7 @@ def test_a_60_px_face_coming_in_across_an_edge_or_a_corner_is_swapped_from_half_
 
 
 def test_a_small_face_that_comes_into_a_still_shot_is_found_by_the_sweep_where_the_picture_changed(processor):
-    # A still shot (the first sweep finds nothing); from frame 10 a 26 px face moves in the top-right quarter,
+    # A still shot (the first sweep finds nothing); from frame 10 a 23 px face moves in the top-right quarter,
     # far below what the whole-frame detectors find. The sweep looks again, only where the picture changed since
     # the first one, SWEEP frames on: it finds the face there, and the face's track keeps it swapped.
     photo, box = _photo(np.ascontiguousarray(data.astronaut()[:, :, ::-1]), processor)
@@ -198,7 +198,7 @@ def test_a_small_face_that_comes_into_a_still_shot_is_found_by_the_sweep_where_t
     frames, boxes = [], []
     for index in range(SWEEP + 12):
         frame = backdrop.copy()
-        boxes.append(_place(frame, photo, box, 26, (480 + 0.5 * index, 90)) if index >= 10 else None)
+        boxes.append(_place(frame, photo, box, 23, (480 + 0.5 * index, 90)) if index >= 10 else None)
         frames.append(np.clip(frame + rng.normal(0, 1.5, frame.shape), 0, 255).astype(np.uint8))
     assert len(processor.engine.detect(frames[-1])) == 0, "premise: the whole-frame detection misses it"
     out = run_video(processor, frames)

@@ -151,3 +151,24 @@ def test_an_interruption_that_went_through_c_extension_code_still_exits_130(tmp_
     """)
     assert done.returncode == 130, (done.returncode, done.stderr)
     assert "ffb: interrupted" in done.stderr
+
+
+def test_a_second_signal_ignored_while_the_first_is_handled_prints_no_traceback(monkeypatch):
+    # A second SIGTERM tripped while the first one's handler sets both signals to SIG_IGN finds its handler
+    # ignored, and CPython reports it as an unraisable OSError with a traceback: ffb says nothing of it (the
+    # signal is ignored as meant). Any other unraisable error still goes to the hook there was before.
+    import types
+
+    reported = []
+    monkeypatch.setattr(sys, "unraisablehook", reported.append)
+
+    def unraisable(error: BaseException) -> types.SimpleNamespace:
+        return types.SimpleNamespace(exc_type=type(error), exc_value=error, exc_traceback=None, err_msg=None,
+                                     object=None)
+
+    with interrupts.handled():
+        sys.unraisablehook(unraisable(OSError("Signal 15 ignored due to race condition")))
+        assert reported == []
+        sys.unraisablehook(unraisable(ValueError("something else")))
+        assert [str(r.exc_value) for r in reported] == ["something else"]
+    assert sys.unraisablehook == reported.append
