@@ -363,7 +363,7 @@ RECHECK_SIZE = 0.2  # short-range faces smaller than this share of the frame's l
 # ... by the full-range model on a square view this many times their size (the model's 192 px input either way, so
 # no cost). A face of 28-35 px scores differently on views 3x and 4x its size (tune split's crowds, 40 true faces:
 # 0.17-0.92 and 0.05-0.88, neither always the higher), and the 4x view's boxes fit the crowds' faces better: the
-# missed face-frames there that profiles do not explain fell 301 -> 237, their added flicker p95 4.4 -> 3.4.
+# missed face-frames there that profiles do not explain fell 301 -> 237, the far crowd's flicker p95 4.4 -> 3.4.
 # Taking the better-scored of both views lost that; adding the 3x view where the 4x one finds nothing changed
 # nothing (full tune runs). On walls of the astronaut's face at 20-40 px under eight looks the mesh keeps as many
 # faces either way (150 / 150 found by `detect`, 271 / 272 with the sweep); the sweep alone finds more of the
@@ -372,9 +372,9 @@ RECHECK_CONTEXT = 4.0
 CANDIDATE_SCORE = 0.15  # small full-range boxes scored this much (below the threshold) are looked at again ...
 # ... the likeliest this many per frame. In a crowd of 14 faces of ~30 px many score 0.15-0.45 on the whole frame or a
 # sweep's tile: with 6 a frame the tune split's crowd clips had 237 missed face-frames the profiles do not explain,
-# with 10, 220, their added flicker p95 3.4 -> 2.9 (16 found no more; full tune runs). A lower CANDIDATE_SCORE (0.1)
-# found more there (135) but boxes on no face too (a medal on Grace Hopper's uniform scored 0.79 closer), which only
-# the mesh then turned down.
+# with 10, 220, the far crowd's flicker p95 3.4 -> 2.9 (16 found no more; full tune runs). A lower CANDIDATE_SCORE
+# (0.1) found more there (135) but boxes on no face too (a medal on Grace Hopper's uniform scored 0.79 closer), which
+# only the mesh then turned down.
 MAX_CANDIDATES = 10
 EDGE_PAD = 0.125  # the frame mirrored out this share of its long side across every edge, for faces cut by it:
 EDGE_CUT = 0.1  # ... those reaching out of the frame by this share of their size at least ...
