@@ -173,8 +173,12 @@ class Selection:
         by `order` when it ended or left (see `Tracker.choose_one`)."""
         if self.order == "large-small":
             return tracker.choose_one(tracked)
-        return tracker.choose_one(tracked, lambda items: next(
-            t for t in items if t.face is sort_faces([t.face for t in items], self.order)[0]))
+        return tracker.choose_one(tracked, self._first)
+
+    def _first(self, items: list[Tracked]) -> Tracked:
+        """The tracked face `order` puts first."""
+        first = sort_faces([t.face for t in items], self.order)[0]
+        return next(t for t in items if t.face is first)
 
 
 def _majority(votes: list[bool]) -> bool:

@@ -193,10 +193,12 @@ class FrameProcessor:
         with timed(self.timings, "swap"):
             # A face whose swap only partly shows (a face leaving the picture, `one`'s next choice fading in)
             # first, alone: its swap made while settling is reused on the frame it was made on.
+            partial, whole = [], []
             for face in faces:
-                if face.opacity > 0.0 and (face.opacity < 1.0 or _cut(face, frame.shape)):
+                (partial if face.opacity < 1.0 or _cut(face, frame.shape) else whole).append(face)
+            for face in partial:
+                if face.opacity > 0.0:
                     frame = _faded(frame, self.engine.swap(frame, [face], self.source), face)
-            whole = [face for face in faces if face.opacity >= 1.0 and not _cut(face, frame.shape)]
             if whole:
                 frame = self.engine.swap(frame, whole, self.source)
         if faces and self.timings is not None:
