@@ -135,6 +135,23 @@ def test_mouth_interior_is_the_targets(target, source, swapped):
     assert kept < 6 and replaced > 3 * kept + 10
 
 
+def test_the_lips_around_a_kept_mouth_are_the_sources(target, source):
+    """Only the mouth's opening is the target's: the mask's feather, drawn inside the face's outline, once
+    grew the opening by as much, so that the target's own lips showed around it (t1.jpg's smiling faces with
+    every tune source: judge distance 0.551 -> 0.508, accepted 69 % -> 80 %, docs/quality.md)."""
+    frame, landmarks = target
+    xy = landmarks[:, :2] - 0.5
+    size = float(np.linalg.norm(xy[classic.FOREHEAD] - xy[classic.CHIN]))
+    mask = classic.face_mask(xy, frame.shape[:2], size)
+    inner = polygon_mask(frame, landmarks[list(classic.INNER_LIPS), :2])
+    lips = polygon_mask(frame, landmarks[list(classic.OUTER_LIPS), :2]) & ~cv2.dilate(
+        inner.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)  # off the opening's own soft edge
+    opening = polygon_mask(frame, landmarks[list(classic.INNER_LIPS), :2], erode=2)
+    assert lips.sum() > 30 and opening.sum() > 10
+    assert mask[lips].mean() > 0.85  # 0.996; 0.41 / 0.56 when the feather grew the opening
+    assert mask[opening].mean() < 0.3
+
+
 def test_eyes_can_be_kept(target, source, swapped):
     frame, landmarks = target
     eyes = np.logical_or.reduce([polygon_mask(frame, landmarks[list(ring), :2], erode=1) for ring in classic.EYES])
