@@ -8,7 +8,7 @@
 The corpus (benchmarks/quality_corpus.py) has five splits with no source identity and no target photo in
 common: `tune`, to tune ffb on, `heldout`, to judge it by and never to tune on, `fresh`, built once the
 held-out split had been run and looked at, `blind`, built once `fresh` had been too: judged once at the end
-of a session, never tuned on, and `fifth`, built once `blind` had been judged: kept unseen for a later judging
+of a session, never tuned on, and `fifth`, built once `blind` had been judged (first judged in session 12)
 (`both` is tune and held-out; `--corpus-only` renders a split's clips with their true boxes and runs no ffb).
 Each has four sources and six or more clips (640x360, 25 fps, lossless H.264 so the input is exact) composed
 from real photos that packages ship: group pans and zooms where faces enter and leave at every
@@ -679,8 +679,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", default="tune", choices=(*corpus.SPLITS, "both"),
                         help="which split of the corpus (tune on `tune` only; `heldout`, `fresh`, `blind` and "
-                             "`fifth` are for judging, `blind` once at the end of a session, `fifth` kept unseen "
-                             "for a later judging; `both`: tune and heldout)")
+                             "`fifth` are for judging, never for tuning; `both`: tune and heldout)")
     parser.add_argument("--corpus-only", action="store_true",
                         help="no ffb: render the split's clips and write sheets of their frames with the true "
                              "boxes (to check the corpus itself), into SHEETS/corpus-SPLIT")
