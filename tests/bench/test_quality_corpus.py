@@ -141,7 +141,7 @@ def stand_in(name: str) -> corpus.Photo:
 
 def test_no_person_and_no_photo_is_in_two_splits():
     contents = {split: split_contents(split) for split in corpus.SPLITS}
-    assert set(corpus.SPLITS) == {"tune", "heldout", "fresh", "blind", "fifth"}
+    assert set(corpus.SPLITS) == {"tune", "heldout", "fresh", "blind", "fifth", "sixth"}
     for a in corpus.SPLITS:
         for b in corpus.SPLITS:
             if a < b:
@@ -171,7 +171,7 @@ def test_video_frame_reads_the_frame_asked_for(tmp_path):
         corpus.video_frame(data, 4, tmp_path, "clip.avi")
 
 
-@pytest.mark.parametrize("split", ["tune", "heldout", "fresh", "blind", "fifth"])
+@pytest.mark.parametrize("split", ["tune", "heldout", "fresh", "blind", "fifth", "sixth"])
 def test_each_split_is_built_from_its_own_photos(split, monkeypatch):
     """Built from stand-ins of its own photos only (another split's photo is not there to read), a split's
     sources, clips and images hold only its own people, every clip has two sources (`one` clips one), and
