@@ -756,6 +756,36 @@ def _blind(p: dict[str, Photo], n) -> Split:
     return Split("blind", sources, clips, images)
 
 
+# The far wall of `fifth` and `sixth`: twelve places (face centre x, y and width, in the 2400 x 1350 part the far
+# shot sees; some at its edges and corners) and the look of the face at each, FAR_MARGIN of wall around that part.
+FAR_PLACES = [
+    (40, 330, 125, Look(gain=0.6)),
+    (640, 40, 110, Look(blur=0.05)),
+    (1180, 340, 115, Look()),
+    (1720, 310, 110, Look(tint=(1.2, 1.0, 0.8))),
+    (2270, 330, 120, Look(contrast=0.6, gain=1.15)),
+    (420, 760, 115, Look(soft=15)),
+    (980, 740, 120, Look(roll=15)),
+    (1540, 770, 105, Look(gain=0.7, blur=0.03)),
+    (2120, 760, 115, Look(tint=(0.85, 0.95, 1.2))),
+    (2380, 1040, 110, Look(roll=-14, contrast=0.75)),
+    (700, 1180, 100, Look(soft=13)),
+    (1450, 1250, 115, Look()),
+]
+FAR_MARGIN = (120, 75)
+
+
+def far_wall(name: str, person: dict[str, tuple[Photo, int]], names: list[str], seed: int
+             ) -> tuple[Photo, tuple[float, float]]:
+    """`names` (one per FAR_PLACES place; `person`: name -> (photo, face index)) on one wall, each under its
+    place's look, and the centre of the part the far shot sees."""
+    mx, my = FAR_MARGIN
+    crowd = collage(name, [(*person[who], x + mx, y + my, width, look)
+                           for who, (x, y, width, look) in zip(names, FAR_PLACES, strict=True)],
+                    (2400 + 2 * mx, 1350 + 2 * my), seed, margin=(0.25, 0.35, 0.5))
+    return crowd, (mx + 1200, my + 675)
+
+
 def _fifth(p: dict[str, Photo], n) -> Split:
     """A fifth split, from photos none of the others uses, built once `blind` had been judged: judged once,
     never tuned on, its sheets looked at only for errors of the corpus (docs/quality.md). Adults only. Nobody
@@ -782,27 +812,11 @@ def _fifth(p: dict[str, Photo], n) -> Split:
     her, him = couple.people.index("monica-hall"), couple.people.index("richard")
     person = {name: (photo, photo.people.index(name)) for photo in (valley, pair, phone) for name in photo.people}
     person["pexels-smile"], person["pexels-tears"] = (smile, 0), (tears, 0)
-    # Ten faces of the split's photos (two people twice) on one wall, each 100-130 px wide there under its own
-    # look; some at the edges and corners of the part the far shot sees (its middle 2400 x 1350).
-    layout = [
-        ("erlich", 40, 330, 125, Look(gain=0.6)),
-        ("pexels-tears", 640, 40, 110, Look(blur=0.05)),
-        ("jared", 1180, 340, 115, Look()),
-        ("phone-woman", 1720, 310, 110, Look(tint=(1.2, 1.0, 0.8))),
-        ("gilfoyle", 2270, 330, 120, Look(contrast=0.6, gain=1.15)),
-        ("monica-hall", 420, 760, 115, Look(soft=15)),
-        ("dinesh", 980, 740, 120, Look(roll=15)),
-        ("pexels-smile", 1540, 770, 105, Look(gain=0.7, blur=0.03)),
-        ("richard", 2120, 760, 115, Look(tint=(0.85, 0.95, 1.2))),
-        ("jared", 2380, 1040, 110, Look(roll=-14, contrast=0.75)),
-        ("dinesh", 700, 1180, 100, Look(soft=13)),
-        ("erlich", 1450, 1250, 115, Look()),
-    ]
-    margin = (120, 75)
-    crowd = collage("v_crowd", [(*person[name], x + margin[0], y + margin[1], width, look)
-                                for name, x, y, width, look in layout],
-                    (2400 + 2 * margin[0], 1350 + 2 * margin[1]), 69, margin=(0.25, 0.35, 0.5))
-    cx, cy = margin[0] + 1200, margin[1] + 675
+    # Twelve faces of the split's people (Erlich, Jared and Dinesh twice, the Pexels woman in two frames) on the
+    # far wall, each under its own look.
+    crowd, (cx, cy) = far_wall("v_crowd", person, ["erlich", "pexels-tears", "jared", "phone-woman", "gilfoyle",
+                                                   "monica-hall", "dinesh", "pexels-smile", "richard", "jared",
+                                                   "dinesh", "erlich"], 69)
     # Top right to bottom left, a zoom in the middle: faces enter at the left edge and leave at the right and
     # top, cut by them on the way; it ends on Dinesh, Gilfoyle cut by the right edge.
     pan = Shot(wall, n(90), [(ox + 1250, oy + 110, 620, 2.0), (ox + 700, oy + 200, 440, 0.0),
@@ -872,28 +886,10 @@ def _sixth(p: dict[str, Photo], n) -> Split:
     tx, ty = 0.4 * anchor.image.shape[1], 0.4 * anchor.image.shape[0]
     person = {name: (photo, photo.people.index(name)) for photo in (street, ajb, anchor) for name in photo.people}
     person["anchor-talk"] = (talk, 0)
-    # Twelve faces of the split's photos (each person two or three times) on one wall, each 100-125 px wide
-    # there under its own look; some at the edges and corners of the part the far shot sees (its middle
-    # 2400 x 1350).
-    layout = [
-        ("ajb", 40, 330, 125, Look(gain=0.6)),
-        ("anchor-talk", 640, 40, 110, Look(blur=0.05)),
-        ("street-hoodie", 1180, 340, 115, Look()),
-        ("anchor-woman", 1720, 310, 110, Look(tint=(1.2, 1.0, 0.8))),
-        ("street-red", 2270, 330, 120, Look(contrast=0.6, gain=1.15)),
-        ("ajb", 420, 760, 115, Look(soft=15)),
-        ("street-red", 980, 740, 120, Look(roll=15)),
-        ("anchor-talk", 1540, 770, 105, Look(gain=0.7, blur=0.03)),
-        ("street-hoodie", 2120, 760, 115, Look(tint=(0.85, 0.95, 1.2))),
-        ("anchor-woman", 2380, 1040, 110, Look(roll=-14, contrast=0.75)),
-        ("street-hoodie", 700, 1180, 100, Look(soft=13)),
-        ("ajb", 1450, 1250, 115, Look()),
-    ]
-    margin = (120, 75)
-    crowd = collage("x_crowd", [(*person[name], x + margin[0], y + margin[1], width, look)
-                                for name, x, y, width, look in layout],
-                    (2400 + 2 * margin[0], 1350 + 2 * margin[1]), 77, margin=(0.25, 0.35, 0.5))
-    cx, cy = margin[0] + 1200, margin[1] + 675
+    # Twelve faces of the split's people (each two or three times) on the far wall, each under its own look.
+    crowd, (cx, cy) = far_wall("x_crowd", person, ["ajb", "anchor-talk", "street-hoodie", "anchor-woman",
+                                                   "street-red", "ajb", "street-red", "anchor-talk",
+                                                   "street-hoodie", "anchor-woman", "street-hoodie", "ajb"], 77)
     # Left to right along the four, close (the photo's faces of ~36 px enlarged to 80-100: soft), a zoom in the
     # middle: faces enter at the right edge and leave at the left, cut by them on the way.
     pan = Shot(wall, n(90), [(ox + 20, oy + 140, 260, -2.0), (ox + 150, oy + 137, 200, 0.0),
