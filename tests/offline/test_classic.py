@@ -99,8 +99,10 @@ def test_face_region_changes_substantially(target, swapped):
 def test_pixels_outside_the_face_rect_are_untouched(target, swapped):
     frame, landmarks = target
     size = np.linalg.norm(landmarks[classic.FOREHEAD, :2] - landmarks[classic.CHIN, :2])
-    low = np.floor(landmarks[:, :2].min(axis=0) - 0.1 * size).astype(int)
-    high = np.ceil(landmarks[:, :2].max(axis=0) + 0.1 * size).astype(int)
+    margin = (classic.RING_SCALE - 1 + classic.FEATHER) * size + 2  # the ring and its feather's reach
+    low = np.floor(landmarks[:, :2].min(axis=0) - margin).astype(int)
+    high = np.ceil(landmarks[:, :2].max(axis=0) + margin).astype(int)
+    assert margin < 0.2 * size
     outside = np.ones(frame.shape[:2], bool)
     outside[max(low[1], 0):high[1], max(low[0], 0):high[0]] = False
     assert np.array_equal(swapped[outside], frame[outside])
@@ -251,6 +253,37 @@ def test_the_swap_reaches_the_faces_outline(source, mesh):
     assert change[band].mean() > 0.5 * change[core].mean()  # 0.27 with the ring at 0.96 of the oval
 
 
+@pytest.mark.parametrize("scale", [0.12, 0.3, 1.0])
+def test_the_mask_reaches_the_outline_at_every_size(mesh, scale):
+    """The feather is centred on the ring, not drawn inside it: drawn 1.5 sigmas inside, the outline was the
+    target's own (mask 0.07-0.12 on it), on small faces most (stills of the tune photos: judge distance
+    0.497 -> 0.473 without that band, docs/quality.md)."""
+    frame = np.ascontiguousarray(skimage_data.astronaut()[:, :, ::-1])
+    xy = mesh(frame)[:, :2] * scale - 0.5
+    size = float(np.linalg.norm(xy[classic.FOREHEAD] - xy[classic.CHIN]))
+    mask = classic.face_mask(xy, (int(512 * scale), int(512 * scale)), size)
+    eyes = xy[list(classic.OUTER_EYE_CORNERS), 1].mean()
+    x, y = np.round(xy[[i for i in classic.FACE_OVAL if xy[i, 1] > eyes]]).astype(int).T
+    assert mask[y, x].mean() > 0.4
+
+
+def test_the_sources_surroundings_never_show(target, mesh):
+    """Beyond its ring (the oval, its forehead lowered to below the hairline) the source is its own skin colour,
+    softened: the feather reaches past the ring, and the source's hair, a hat or a dark wall there lay over the
+    target's forehead and jaw as a grey band."""
+    frame, landmarks = target
+    image = cv2.imread(str(SOURCE_IMAGE))
+    points = mesh(image)
+    keep = classic.prepare_source(image, points).forehead_keep
+    dark = image.copy()
+    dark[~polygon_mask(image, classic.mask_ring(points[:, :2], keep))] = 0
+    swapped = classic.swap_face(frame, landmarks, classic.prepare_source(dark, points))
+    lightness = lambda bgr: cv2.cvtColor(bgr, cv2.COLOR_BGR2LAB)[..., 0].astype(int)  # noqa: E731
+    beyond = ~polygon_mask(frame, classic.mask_ring(landmarks[:, :2], keep))
+    darker = (lightness(frame) - lightness(swapped))[beyond]
+    assert np.percentile(darker, 99.9) < 18  # 8-12; the dark surroundings carried over: 22-28
+
+
 def test_whether_a_swap_shows_is_measured_alike_whatever_the_mask_covers(target, swapped, monkeypatch):
     """The engine leaves a swap changing the face by less than FAINT; that change is measured over a fixed
     region of the face, not the mask's box: measured over the grown mask's box the same swaps of the tune
@@ -366,9 +399,10 @@ def _drawn_apart(source: classic.SourceTexture, octaves: float) -> float:
 def test_a_zooming_face_changes_smoothly_across_pyramid_levels(source, octaves):
     # The same face drawn at two sizes 0.6 % apart, on either side of a pyramid level or of the half-way
     # point between two, changes no more than between two sizes within one level: the texture never pops
-    # (sharper or blurrier all at once) as a face zooms.
+    # (sharper or blurrier all at once) as a face zooms. (1.9: beyond its ring the source is a smooth fill, so
+    # the change within a level is smaller than the face's own; 1.74 at 2 octaves, 4-5.5 without the alias blur.)
     assert len(source.levels) > int(np.ceil(octaves))
-    assert _drawn_apart(source, octaves) < 1.5 * max(_drawn_apart(source, octaves + 0.2), 0.3)
+    assert _drawn_apart(source, octaves) < 1.9 * max(_drawn_apart(source, octaves + 0.2), 0.3)
 
 
 def detail(frame: np.ndarray, where: np.ndarray) -> float:
