@@ -176,8 +176,8 @@ def prepare_source(image: np.ndarray, landmarks: np.ndarray) -> SourceTexture:
 
 
 def face_only(image: np.ndarray, ring: np.ndarray) -> np.ndarray:
-    """``image`` with everything outside ``ring`` (corner-origin points) replaced by the nearest colour on the
-    ring, softened: the mask's feather reaches beyond the target's outline, and there the source's own
+    """``image`` with everything outside ``ring`` (corner-origin points) replaced by the nearest colour inside
+    it, softened: the mask's feather reaches beyond the target's outline, and there the source's own
     surroundings (hair, a dark collar, the wall behind) would show as a dark or coloured halo."""
     inside = np.zeros(image.shape[:2], np.uint8)
     cv2.fillPoly(inside, [_round(ring - 0.5)], 1)
@@ -447,12 +447,13 @@ def face_mask(points: np.ndarray, shape: tuple[int, int], size: float, *, keep_m
     mask = np.zeros(drawn, np.uint8)
     cv2.fillPoly(mask, [at(mask_ring(points, forehead_keep))], 255, cv2.LINE_AA)
     if cut is not None and len(cut):
-        # The cut grown by the feather's reach, so that the rim texture beside it never shows (white notches).
+        # The cut grown a little (CUT_GROWTH), so that the stretched rim texture beside it never shows.
         hidden = np.zeros(drawn, np.uint8)
         for triangle in cut:
             cv2.fillConvexPoly(hidden, at(triangle), 255, cv2.LINE_AA)
         radius = int(np.ceil(CUT_GROWTH * size * scale))
-        mask = cv2.subtract(mask, cv2.dilate(hidden, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * radius + 1,) * 2)))
+        grown = cv2.dilate(hidden, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * radius + 1,) * 2))
+        mask = cv2.subtract(mask, grown)
     mask = cv2.GaussianBlur(mask.astype(np.float32) * np.float32(1 / 255), (0, 0), sigma * scale)
     holes = ([INNER_LIPS] if keep_mouth else []) + (list(EYES) if keep_eyes else [])
     if holes:
