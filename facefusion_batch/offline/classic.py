@@ -45,9 +45,9 @@ HAIRLINE_MIN = 0.25
 # The mask's ring is the face oval scaled by this about its centre; its feather (FEATHER of the face size,
 # forehead to chin, about three sigmas) is centred on the ring. The swap reaches the face's outline: a band of
 # the target's own cheeks, jaw line and temples left around the source's face diluted its identity (a ring at
-# 0.96: tune split accepts 57 -> 64 %; the feather drawn inside the ring, 1.5 sigmas in: stills of the tune
-# photos, judge distance 0.497 -> 0.473, tune split accepts 82 -> 88 %, t1-ross 45 -> 63 %). Wide, so that
-# the outline's fitting noise does not flicker (tune p95 3.26 -> 3.01); the source's surroundings beyond its own
+# 0.96: tune split accepts 57 -> 64 %; the feather drawn inside the ring, 1.5 sigmas in, as before session 13:
+# tune split accepts 75.9 -> 90 %, t1-ross 48 -> 77 %, docs/quality.md). Wide, so that the outline's fitting
+# noise does not flicker (FEATHER 0.06 -> 0.12: tune p95 3.4 -> 3.0); the source's surroundings beyond its own
 # ring are never carried (`face_only`). Hidden rim triangles (`cut`) are cut grown by CUT_GROWTH of the size,
 # so the stretched texture beside them never shows (white notches on turned faces); grown by the feather's
 # reach instead, the cut took much of the outline with it (judge distance 0.473 -> 0.486).
@@ -134,6 +134,7 @@ class SourceTexture:
     triangles: np.ndarray  # (T, 3) int32 landmark indices
     size: float  # forehead-to-chin distance in level-0 pixels
     forehead_keep: float = FOREHEAD_KEEP  # share of the forehead above the eyes that is skin, not hair
+    depth: np.ndarray | None = None  # (468,) the landmarks' depth column, same pixel scale, when known
 
     @functools.cached_property
     def shape_weight(self) -> np.ndarray:
@@ -172,7 +173,8 @@ def prepare_source(image: np.ndarray, landmarks: np.ndarray) -> SourceTexture:
         # `warp_source` takes it to be; OpenCV's pyrDown is sharper-kerneled but a quarter pixel off).
         height, width = (side // 2 for side in levels[-1].shape[:2])
         levels.append(cv2.resize(levels[-1][:2 * height, :2 * width], (width, height), interpolation=cv2.INTER_AREA))
-    return SourceTexture(tuple(levels), local, delaunay(local, crop.shape[1], crop.shape[0]), size, forehead_keep)
+    return SourceTexture(tuple(levels), local, delaunay(local, crop.shape[1], crop.shape[0]), size, forehead_keep,
+                         _depth(landmarks))
 
 
 def face_only(image: np.ndarray, ring: np.ndarray) -> np.ndarray:
@@ -286,12 +288,18 @@ def identity_points(target_landmarks: np.ndarray, source: SourceTexture) -> np.n
     """The target's landmarks (frame pixels) with the source's own face shape inside the face: where the
     source's eyes, brows and nose sit and how they are shaped is much of what a face is recognised by, and a
     warp onto the target's landmarks alone would give them the target's. The source mesh is fitted to the
-    target's by a similarity in the picture plane over all 468 points, which also makes these points steadier
-    than the fits they come from. Not in 3-D: a source turned with the target's mesh (its estimated depth)
-    kept less of its identity, on turned faces most (stills of the tune photos, every tune source: judge
-    distance 0.508 -> 0.497, turned faces 0.04 nearer; tune split accept 75.9 -> 82.0 %, turned 52 -> 68 %)."""
+    target's by a similarity (3-D when both have depth, so a turned target turns the source too) over all
+    468 points, which also makes these points steadier than the fits they come from. Posed in the picture
+    plane instead, a frontal source kept its frontal proportions on a turned face: nearer the source by the
+    judge on the tune photos with the mask of then, but with today's mask further on the tune split (accepts
+    90 -> 88 %) and the fifth (86 -> 79 %: a turned face's nose pushed out of place; docs/quality.md, session 13)."""
     points = _xy(target_landmarks)
-    posed = _similarity(source.landmarks.astype(np.float64), points)
+    target_depth = _depth(target_landmarks)
+    if source.depth is not None and target_depth is not None:
+        posed = _similarity(np.column_stack([source.landmarks, source.depth]),
+                            np.column_stack([points, target_depth]))[:, :2]
+    else:
+        posed = _similarity(source.landmarks.astype(np.float64), points)
     shift = posed - points
     for ring in EYES:
         shift[list(ring)] = shift[list(ring)].mean(axis=0)
