@@ -267,6 +267,26 @@ def test_the_mask_reaches_the_outline_at_every_size(mesh, scale):
     assert mask[y, x].mean() > 0.4
 
 
+
+@pytest.mark.parametrize("scale", [0.12, 1.0, 2.0])
+def test_the_chin_of_a_large_face_does_not_spill_onto_the_neck(mesh, scale):
+    """Below a large face's chin the mask ends at the jaw line: centred on it, the feather laid the source's lit
+    chin over the target's shaded neck and collar (a pale band, the benchmark's phantom swaps on a close-up).
+    A small face keeps its chin's outline (identity), where a pixel of spill does not show."""
+    frame = np.ascontiguousarray(skimage_data.astronaut()[:, :, ::-1])
+    xy = mesh(frame)[:, :2] * scale - 0.5
+    size = float(np.linalg.norm(xy[classic.FOREHEAD] - xy[classic.CHIN]))
+    mask = classic.face_mask(xy, (int(512 * scale), int(512 * scale)), size)
+    sigma = classic.FEATHER * size / 3
+    down = (xy[classic.CHIN] - xy[classic.FOREHEAD]) / size
+    below = np.round(classic.mask_ring(xy)[list(classic.FACE_OVAL).index(classic.CHIN)] + down * sigma).astype(int)
+    x, y = np.round(xy[list(classic.CHEEK_LINE)]).astype(int).T
+    assert mask[y, x].mean() > 0.4  # the sides reach the outline at every size
+    if sigma > 2 * classic.CHIN_FREE:
+        assert mask[below[1], below[0]] < 0.05  # 0.25 with the feather centred on the line
+    else:
+        assert mask[below[1], below[0]] > 0.1
+
 def test_the_sources_surroundings_never_show(target, mesh):
     """Beyond its ring (the oval, its forehead lowered to below the hairline) the source is its own skin colour,
     softened: the feather reaches past the ring, and the source's hair, a hat or a dark wall there lay over the
