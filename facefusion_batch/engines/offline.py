@@ -31,6 +31,10 @@ _PRESENCE = 0.5  # face-mesh presence below this means the detection was not a f
 # track looked for and not found ends, so that at 0.5 such a face was swapped on, off and on again (tune split's
 # crowd pan, full run: toggles 35 -> 21, missed 38.0 -> 32.4 %, no phantom swap). A new face still needs _PRESENCE.
 REFIT_PRESENCE = 0.2
+# A track's face the mesh does not find where it should be, but the detectors do (a face smeared by a whip pan:
+# detectors score it 0.5-0.8, the mesh's presence 0.01-0.15), is carried there with its predicted mesh, moved by
+# the offset of the detection's eyes from its own, if that offset is under CARRY_SHIFT of the face's size.
+CARRY_SHIFT = 0.25
 # A swap that changes the face (its box, `classic.visible_change`) by less than this mean (grey levels) is not
 # visibly the source (mostly a turned face whose visible half is cut away, or a source and target much alike):
 # the face is left as it is and counted with the faces left in profile, so the summary says so. No face is
@@ -157,8 +161,16 @@ class OfflineEngine:
 
     def refit(self, frame: np.ndarray, predicted: Sequence[Face]) -> list[Face]:
         """The face mesh fitted straight on tracks' predicted boxes (the landmark model needs only a region
-        and says whether a face is there): finds faces the detector missed, e.g. tilted or moving ones."""
-        return [face for face in self._fits(frame, predicted, REFIT_PRESENCE) if face is not None]
+        and says whether a face is there): finds faces the detector missed, e.g. tilted or moving ones. Where
+        the mesh says no face, the detectors look there (`look_at`): a face they find is the track's face, its
+        predicted mesh moved to where they see its eyes (see CARRY_SHIFT)."""
+        fits = self._fits(frame, predicted, REFIT_PRESENCE)
+        lost = [i for i, fit in enumerate(fits) if fit is None]
+        if lost:
+            for i, seen in zip(lost, self._detector.look_at(frame, [predicted[i].box for i in lost])):
+                if seen is not None:
+                    fits[i] = _carried(predicted[i], seen)
+        return [face for face in fits if face is not None]
 
     def _fits(self, frame: np.ndarray, predicted: Sequence[Face], presence: float) -> list[Face | None]:
         """The mesh fitted on each face's box, moved with it; None where its presence is below `presence`."""
@@ -296,6 +308,18 @@ def _cut_by_edge(landmarks: np.ndarray, shape: tuple[int, ...]) -> bool:
     """Whether some of the face's mesh lies outside a frame of `shape` (its fits there are extrapolated)."""
     xy = landmarks[:, :2]
     return bool((xy < 0).any() or (xy[:, 0] > shape[1]).any() or (xy[:, 1] > shape[0]).any())
+
+
+def _carried(face: Face, seen: Detection) -> Face | None:
+    """`face` (a track's predicted face) moved by the offset between its eyes and the eyes of the detection
+    `seen` over it, or None where they lie further apart than CARRY_SHIFT of the face's size (another face)."""
+    shift = seen.keypoints[:2].mean(axis=0) - face.kps[:2].mean(axis=0)
+    if float(np.linalg.norm(shift)) > CARRY_SHIFT * float(face.box[2] - face.box[0]):
+        return None
+    landmarks = face.landmarks.copy()
+    landmarks[:, :2] += shift
+    return Face(box=face.box + np.tile(shift, 2).astype(face.box.dtype), score=seen.score, kps=face.kps + shift,
+                landmarks=landmarks)
 
 
 def _meshed_box(face: Face) -> Face:

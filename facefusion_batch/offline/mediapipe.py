@@ -599,24 +599,28 @@ class MediaPipeDetector:
         short-range model is made for faces that fill much of its view (a face half in frame scores 0.7-0.95
         there). A face found there joins the frame's faces (`found`); the candidate alone never does (the face
         mesh, asked instead, also takes a mirrored pattern, e.g. a badge on a shirt at the edge, for a face)."""
-        crops, owners = [], []
-        for index, cands in enumerate(candidates):
-            for box in _likeliest(cands, found[index], EDGE_CANDIDATES):
-                side = max(16, round(EDGE_CONTEXT * float(max(box[2] - box[0], box[3] - box[1]))))
-                x0, y0 = round(float(box[0] + box[2] - side) / 2), round(float(box[1] + box[3] - side) / 2)
-                shift = np.array([[1.0, 0, -x0], [0, 1.0, -y0]])
-                crops.append(cv2.warpAffine(frames[index], shift, (side, side), flags=cv2.INTER_NEAREST,
-                                            borderMode=cv2.BORDER_REFLECT))
-                owners.append((index, box, x0, y0))
-        views = [View(i, 0, 0, crop.shape[1], crop.shape[0]) for i, crop in enumerate(crops)]
-        results = self._short.run(crops, views, self.score_threshold, self.iou_threshold) if crops else []
-        for (index, box, x0, y0), (boxes, keypoints, scores) in zip(owners, results):
-            offset = np.array([x0, y0], np.float32)
-            cut = _cut_by_edge((boxes + np.tile(offset, 2), keypoints + offset, scores), 0, 1.0,
-                               frames[index].shape, found[index])
-            best = _best_over(box, cut)
+        owners = [(index, box) for index, cands in enumerate(candidates)
+                  for box in _likeliest(cands, found[index], EDGE_CANDIDATES)]
+        for (index, box), result in zip(owners, self._short_looks(frames, owners)):
+            best = _best_over(box, _cut_by_edge(result, 0, 1.0, frames[index].shape, found[index]))
             if best is not None:
                 found[index].append(best)
+
+    def _short_looks(self, frames: Sequence[np.ndarray], looks: Sequence[tuple[int, np.ndarray]]) -> list[Found]:
+        """For each (frame index, box): the faces the short-range model finds on a view EDGE_CONTEXT times the box's
+        size around it (the frame reflected across its edges where the view reaches out), in frame pixels; one
+        batch."""
+        crops, offsets = [], []
+        for index, box in looks:
+            side = max(16, round(EDGE_CONTEXT * float(max(box[2] - box[0], box[3] - box[1]))))
+            x0, y0 = round(float(box[0] + box[2] - side) / 2), round(float(box[1] + box[3] - side) / 2)
+            crops.append(cv2.warpAffine(frames[index], np.array([[1.0, 0, -x0], [0, 1.0, -y0]]), (side, side),
+                                        flags=cv2.INTER_NEAREST, borderMode=cv2.BORDER_REFLECT))
+            offsets.append(np.array([x0, y0], np.float32))
+        views = [View(i, 0, 0, crop.shape[1], crop.shape[0]) for i, crop in enumerate(crops)]
+        results = self._short.run(crops, views, self.score_threshold, self.iou_threshold) if crops else []
+        return [(boxes + np.tile(offset, 2), keypoints + offset, scores)
+                for offset, (boxes, keypoints, scores) in zip(offsets, results)]
 
     def _recheck_small(self, frames: Sequence[np.ndarray], found: list[list[Found]],
                        doubtful: list[list[Found]]) -> None:
@@ -697,6 +701,21 @@ class MediaPipeDetector:
         found += self._closer(frame, unsure, found)
         return [d for d in self._merge(found) if not _centre_in(d.box, sure)
                 and not any(_centre_in(o, d.box[None]) for o in sure)]
+
+    def look_at(self, frame: np.ndarray, boxes: Sequence[np.ndarray]) -> list[Detection | None]:
+        """The best-scored face found over each of `boxes`, or None: whether a face is where a track says one
+        should be. Boxes of RECHECK_SIZE of the frame's long side or more are looked at by the short-range model
+        (`_short_looks`), smaller ones by the full-range model closer (`_closer_looks`); one batch each."""
+        boxes = [np.asarray(box, np.float32) for box in boxes]
+        small = RECHECK_SIZE * max(frame.shape[:2])
+        large = [i for i, box in enumerate(boxes) if max(box[2] - box[0], box[3] - box[1]) >= small]
+        rest = [i for i in range(len(boxes)) if i not in large]
+        found: list[Found | None] = [None] * len(boxes)
+        for i, result in zip(large, self._short_looks([frame], [(0, boxes[i]) for i in large])):
+            found[i] = _best_over(boxes[i], result)
+        for i, best in zip(rest, self._closer_looks([frame], [(0, boxes[i], None) for i in rest])):
+            found[i] = best
+        return [None if best is None else Detection(best[0][0], float(best[2][0]), best[1][0]) for best in found]
 
     def _closer(self, frame: np.ndarray, unsure: list[Found], parts: list[Found]) -> list[Found]:
         """The sweep's boxes scored from CANDIDATE_SCORE up to the threshold (the likeliest MAX_CANDIDATES, not on a
