@@ -31,9 +31,10 @@ _PRESENCE = 0.5  # face-mesh presence below this means the detection was not a f
 # track looked for and not found ends, so that at 0.5 such a face was swapped on, off and on again (tune split's
 # crowd pan, full run: toggles 35 -> 21, missed 38.0 -> 32.4 %, no phantom swap). A new face still needs _PRESENCE.
 REFIT_PRESENCE = 0.2
-# A track's face the mesh does not find where it should be, but the detectors do (a face smeared by a whip pan:
-# detectors score it 0.5-0.8, the mesh's presence 0.01-0.15), is carried there with its predicted mesh, moved by
-# the offset of the detection's eyes from its own, if that offset is under CARRY_SHIFT of the face's size.
+# A track's face the mesh does not find where it should be, but the detectors do (small and dim in a crowd, or
+# smeared by motion: the detectors score it 0.5-0.8, the mesh's presence is 0.01-0.15), is carried there with its
+# predicted mesh, moved by the offset of the detection's eyes from its own, if that offset is under CARRY_SHIFT
+# of the face's size (tune split's crowds: missed 330 -> 299 face-frames, toggles 22 -> 10).
 CARRY_SHIFT = 0.25
 # A swap that changes the face (its box, `classic.visible_change`) by less than this mean (grey levels) is not
 # visibly the source (mostly a turned face whose visible half is cut away, or a source and target much alike):
