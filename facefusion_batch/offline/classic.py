@@ -222,8 +222,7 @@ def skin_height(image: np.ndarray, points: np.ndarray) -> float:
         x, y = np.round(points[index]).astype(int)
         samples.append(lab[max(0, y - radius):y + radius + 1, max(0, x - radius):x + radius + 1].reshape(-1, 3))
     skin = np.median(np.concatenate(samples), axis=0)
-    up = points[FOREHEAD] - points[CHIN]
-    up /= np.linalg.norm(up)
+    up = _up(points)
     across = np.array([-up[1], up[0]])
     eyes = points[list(OUTER_EYE_CORNERS)].mean(axis=0)
     top = float((points[FOREHEAD] - eyes) @ up)
@@ -484,13 +483,18 @@ def face_mask(points: np.ndarray, shape: tuple[int, int], size: float, *, keep_m
     return cv2.resize(mask, (shape[1], shape[0]), interpolation=cv2.INTER_LINEAR)
 
 
+def _up(points: np.ndarray) -> np.ndarray:
+    """The face's axis, chin to forehead, as a unit vector."""
+    up = points[FOREHEAD] - points[CHIN]
+    return up / np.linalg.norm(up)
+
+
 def _chin_pulled_up(ring: np.ndarray, points: np.ndarray, reach: float) -> np.ndarray:
     """The ring's lower part moved up the face's axis by up to `reach` pixels, the more the further it faces down
     (see CHIN_INSET); its sides and top as they are."""
     if reach <= 0:
         return ring
-    up = points[FOREHEAD] - points[CHIN]
-    up /= np.linalg.norm(up)
+    up = _up(points)
     radial = ring - ring.mean(axis=0)
     down = -(radial @ up) / np.maximum(np.linalg.norm(radial, axis=1), 1e-6)
     return ring + np.outer(np.clip((down - CHIN_SIDES) / (1 - CHIN_SIDES), 0, 1) * reach, up)
@@ -501,8 +505,7 @@ def mask_ring(points: np.ndarray, forehead_keep: float = FOREHEAD_KEEP, scale: f
     oval = points[list(FACE_OVAL)]
     centre = oval.mean(axis=0)
     ring = centre + (oval - centre) * (RING_SCALE if scale is None else scale)
-    up = points[FOREHEAD] - points[CHIN]
-    up /= np.linalg.norm(up)
+    up = _up(points)
     eyes = points[list(OUTER_EYE_CORNERS)].mean(axis=0)
     height = (ring - eyes) @ up
     return ring - np.outer(np.maximum(height, 0) * (1 - forehead_keep), up)

@@ -267,7 +267,6 @@ def test_the_mask_reaches_the_outline_at_every_size(mesh, scale):
     assert mask[y, x].mean() > 0.4
 
 
-
 @pytest.mark.parametrize("scale", [0.12, 1.0, 2.0])
 def test_the_chin_of_a_large_face_does_not_spill_onto_the_neck(mesh, scale):
     """Below a large face's chin the mask ends at the jaw line: centred on it, the feather laid the source's lit
@@ -286,6 +285,7 @@ def test_the_chin_of_a_large_face_does_not_spill_onto_the_neck(mesh, scale):
         assert mask[below[1], below[0]] < 0.05  # 0.25 with the feather centred on the line
     else:
         assert mask[below[1], below[0]] > 0.1
+
 
 def test_the_sources_surroundings_never_show(target, mesh):
     """Beyond its ring (the oval, its forehead lowered to below the hairline) the source is its own skin colour,

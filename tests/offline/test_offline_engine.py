@@ -109,7 +109,6 @@ def test_a_tracks_refit_needs_less_face_presence_than_a_new_face(env):
     assert engine.detect(frame) == []
 
 
-
 @pytest.mark.parametrize("scale", [1.0, 0.5])
 def test_a_tracks_face_the_mesh_misses_but_the_detectors_see_is_carried_there(env, scale):
     # A face smeared by a whip pan, or small and dim: the detectors score it 0.5-0.8, the mesh's presence is
@@ -139,6 +138,7 @@ def test_a_tracks_face_the_mesh_misses_but_the_detectors_see_is_carried_there(en
     assert np.ptp(shift, axis=0).max() < 1e-3  # the track's own mesh, moved
     assert shift[0] == pytest.approx((4, 3), abs=1.5 + 2 * scale)
     assert engine.refit(np.full_like(frame, 128), [face]) == []
+
 
 def test_second_mesh_fit_only_where_the_detector_box_disagrees_with_the_mesh(env):
     from skimage import data as skimage_data
