@@ -409,7 +409,12 @@ BALANCED_STD = 50.0
 # group's clothes and walls) it finds none, as on the balanced crop alone (a wider blur found one, a cup).
 SHARPEN = 2.0
 SHARPEN_SIGMA = 3.0
-SWEEP_SPLIT = 2.2  # a sweep for small faces (`sweep`) sees square tiles of the long side over this, half overlapping
+# A sweep for small faces (`sweep`) sees square tiles of the long side over SWEEP_SPLIT, half overlapping. On the
+# tune split's far crowd (640 x 360, faces of 26-34 px under their own looks) tiles of a third of the long side score
+# every face 0.3-0.9 (a face shrunk to 13-15 px, saved as a poor JPEG and enlarged: 0.49 and 0.57), where tiles of
+# 1/2.2 scored those two 0.11 and 0.08, below CANDIDATE_SCORE: never looked at closer, never found (now the first is
+# swapped; on the second, 13 px of detail, the mesh still sees no face).
+SWEEP_SPLIT = 3.0
 
 
 def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
@@ -679,9 +684,9 @@ class MediaPipeDetector:
               ) -> list[Detection]:
         """Faces on overlapping tiles of the frame (SWEEP_SPLIT across its long side) that none of the `known`
         boxes covers: on the whole frame the full-range model finds faces down to about 1/20 of its long side
-        (see `_recheck_small`), on a tile down to about 1/22 of the tile's (a 640 px frame: ~22 px against
-        ~36). Several inputs per call: run now and then (every few dozen frames, see workflow/analysis.py
-        `MotionGate`), tracks keep the faces it finds in between. With `changed` (a boolean grid over the frame),
+        (see `_recheck_small`), on a tile smaller ones, soft ones too (see SWEEP_SPLIT). Several inputs per call:
+        run now and then (every few dozen frames, see workflow/analysis.py `MotionGate`), tracks keep the faces it
+        finds in between. With `changed` (a boolean grid over the frame),
         only tiles where it holds a cell outside the known faces are looked at."""
         height, width = frame.shape[:2]
         side = max(16, round(max(width, height) / SWEEP_SPLIT))
