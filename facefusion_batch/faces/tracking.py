@@ -27,6 +27,10 @@ from facefusion_batch.faces.types import Face
 
 MATCH_IOU = 0.25  # a face continues a track when its box overlaps the track's predicted box this much
 CONTAINED = 0.8  # ... or when the smaller of the two boxes lies this much inside the other
+# ... unless one is this many times the other's size and the picture there changed as at a cut (CUT_CHANGE): a new
+# face, not the track's fit gone wrong (a cut between shots of like tones that `is_cut` missed: a group, then a
+# close-up, the track of a face of the group took the close-up's face as its outlier and kept its own size there).
+APART = 2.0
 COAST = 6  # frames a confirmed track is carried through detection misses with its motion
 STILL_ALPHA = 0.2  # blend weight of a new fit into a still track (fitting noise eases in over ~5 frames)
 NOISE = 0.015  # fit differences below this share of the face size count as noise
@@ -279,6 +283,7 @@ class Tracker:
         own = len(faces)
         looked = self._looked[1] if refits is not None and self._looked[0] == index else set()
         faces = faces + list(refits or [])
+        before = self._thumb
         if thumb is not None:
             if is_cut(self._thumb, thumb):
                 self.tracks.clear()
@@ -291,7 +296,7 @@ class Tracker:
         self._index = index
         if self._shot_start is None:
             self._shot_start = index
-        pairs = self._associate(index, faces)
+        pairs = self._associate(index, faces, (before, thumb) if thumb is not None else None)
         result: list[Tracked] = []
         # Faces that continue tracks first: a face no track takes that lies on one of them is that face seen
         # twice (an oversized second box), not a face to start a track on.
@@ -355,7 +360,10 @@ class Tracker:
         self._looked = (index, looked)
         return found
 
-    def _associate(self, index: int, faces: list[Face]) -> dict[int, Track]:
+    def _associate(self, index: int, faces: list[Face],
+                   thumbs: tuple[np.ndarray | None, np.ndarray] | None = None) -> dict[int, Track]:
+        """Which track each face continues. `thumbs`: the previous reference's thumbnail and this frame's, on a
+        reference frame (see APART)."""
         pairs: list[tuple[float, int, int]] = []
         for track in self.tracks.values():
             predicted = _face(track.face, track.expected(index - track.last)).box
@@ -363,9 +371,11 @@ class Tracker:
                 overlap = _iou(predicted, face.box)
                 # A fit much larger or smaller than the track but around it is the track gone wrong (an
                 # outlier to reject), not another face to swap as well; so is one centred on it (a face
-                # coming into the frame, first found small, then whole).
-                if (overlap >= MATCH_IOU or _contained(predicted, face.box) >= CONTAINED
-                        or _on_any(predicted, [face.box])):
+                # coming into the frame, first found small, then whole). Not where the picture changed as at
+                # a cut (APART).
+                if ((overlap >= MATCH_IOU or _contained(predicted, face.box) >= CONTAINED
+                     or _on_any(predicted, [face.box]))
+                        and not (overlap < MATCH_IOU and self._new_face(predicted, face.box, thumbs))):
                     pairs.append((overlap, face_index, track.id))
         chosen: dict[int, Track] = {}
         used: set[int] = set()
@@ -374,6 +384,22 @@ class Tracker:
                 chosen[face_index] = self.tracks[track_id]
                 used.add(track_id)
         return chosen
+
+    def _new_face(self, predicted: np.ndarray, box: np.ndarray,
+                  thumbs: tuple[np.ndarray | None, np.ndarray] | None) -> bool:
+        """Whether a face box APART times a track's size (or a part of it), both wholly in frame, is a new face:
+        the picture over the larger changed by CUT_CHANGE grey levels or more since the previous reference."""
+        if thumbs is None or thumbs[0] is None or thumbs[0].shape != thumbs[1].shape:
+            return False
+        sizes = sorted(float(max(b[2] - b[0], b[3] - b[1])) for b in (predicted, box))
+        if sizes[1] < APART * sizes[0] or self._share(predicted) < 1.0 or self._share(box) < 1.0:
+            return False
+        before, now = thumbs
+        scale = now.shape[1] / self._width
+        x1, y1 = (np.minimum(predicted[:2], box[:2]) * scale).astype(int)
+        x2, y2 = np.ceil(np.maximum(predicted[2:], box[2:]) * scale).astype(int) + 1
+        region = (slice(max(y1, 0), y2), slice(max(x1, 0), x2))
+        return float(np.abs(now[region] - before[region]).mean()) >= CUT_CHANGE
 
     def _start(self, index: int, face: Face) -> Track:
         points = _points(face)

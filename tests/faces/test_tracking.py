@@ -217,6 +217,26 @@ def test_a_much_larger_fit_around_a_track_is_that_track_gone_wrong_not_another_f
     assert out[0].face.box[0] == pytest.approx(300, abs=1) and tracker.rejected == 1
 
 
+def test_a_much_larger_face_where_the_picture_changed_as_at_a_cut_is_a_new_face_not_the_track_gone_wrong():
+    # A cut from a group to a close-up between shots of like grey tones (two noise pictures: `is_cut` sees no
+    # cut): the close-up's face, around a face of the group's track, is the close-up's own face, swapped whole,
+    # not the group's track at its old size (it was, for RELOCK frames: a small swap on the close-up's cheek).
+    rng = np.random.default_rng(0)
+    group, close = (rng.uniform(0, 255, (48, 96)).astype(np.float32) for _ in range(2))
+    assert not is_cut(group, close), "premise: a cut the thumbnails' histograms do not show"
+    tracker = Tracker(2000, 1000)
+    for t in range(3):
+        first = tracker.update(t, [face(300, 300)], detected=True, thumb=group)
+    out = tracker.update(3, [face(230, 230, 240)], True, thumb=close)
+    assert len(out) == 1 and out[0].track != first[0].track and len(tracker.tracks) == 1
+    assert out[0].face.box[2] - out[0].face.box[0] == pytest.approx(240, abs=1) and tracker.rejected == 0
+    still = Tracker(2000, 1000)
+    for t in range(3):
+        first = still.update(t, [face(300, 300)], detected=True, thumb=group)
+    out = still.update(3, [face(230, 230, 240)], True, thumb=group)  # where nothing changed: the track gone wrong
+    assert [o.track for o in out] == [first[0].track] and still.rejected == 1
+
+
 def test_reference_mode_judges_tracks_not_single_frames():
     from facefusion_batch.engines.base import Selection
 
