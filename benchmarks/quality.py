@@ -318,9 +318,7 @@ def score_clip(clip: Clip, source: str, person: str, inp: list[np.ndarray], out:
         scored.switches = q.switches(chosen, clip.shot_of, [set(boxes) for boxes in clip.boxes])
         scored.switches_any = len(q.switches(chosen, clip.shot_of))
         scored.events += [("switch", f, chosen[f]) for f in scored.switches]
-        # Frames where `one` swapped nothing although a face was there.
-        scored.events += [("none", t, max(clip.boxes[t], key=lambda k: clip.boxes[t][k][2] - clip.boxes[t][k][0]))
-                          for t in range(len(chosen)) if chosen[t] is None and clip.boxes[t]]
+        scored.events += [("none", t, track) for t, track in q.nobody_swapped(chosen, clip.boxes, clip.people, person)]
     for t in range(0, len(inp), JUDGE_EVERY):
         people = [(box, clip.people[track], clip.yaw[track]) for track, box in clip.boxes[t].items()]
         judge_frame(judge, inp[t], out[t], source_descriptor, people, clip.mode, person, scored,

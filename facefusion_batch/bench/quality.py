@@ -199,6 +199,18 @@ def chosen_track(strengths: dict[int, float]) -> int | None:
     return track if value >= SWAPPED else None
 
 
+def nobody_swapped(chosen: Sequence[int | None], boxes: Sequence[dict], people: dict, person: str
+                   ) -> list[tuple[int, object]]:
+    """Mode `one`'s frames where no face was swapped (`chosen` None, see `chosen_track`) although a face was there,
+    none of the source's person: (frame, the largest face's track). `one` may have chosen the source's own face,
+    which swapped with itself changes too little to be seen as swapped: such frames are no miss."""
+    found = []
+    for t, (track, faces) in enumerate(zip(chosen, boxes)):
+        if track is None and faces and all(people[k] != person for k in faces):
+            found.append((t, max(faces, key=lambda k: faces[k][2] - faces[k][0])))
+    return found
+
+
 def phantoms(inp: np.ndarray, out: np.ndarray, boxes: Sequence[Sequence[float]], grow: float = 0.3,
              level: float = 12.0, min_area: int = 150) -> int:
     """Patches the output changed where no face is: connected regions of at least `min_area` pixels, outside

@@ -79,6 +79,17 @@ def test_chosen_track():
     assert q.chosen_track({}) is None
 
 
+def test_nobody_swapped_counts_frames_without_the_sources_person_where_nothing_was_swapped():
+    boxes = [{}, {"a": (0, 0, 50, 50)}, {"a": (0, 0, 50, 50), "b": (60, 0, 90, 30)}, {"b": (60, 0, 90, 30)},
+             {"b": (60, 0, 90, 30), "c": (0, 0, 70, 70)}, {"b": (60, 0, 90, 30)}]
+    people = {"a": "source-person", "b": "other", "c": "third"}
+    # Frames 1-2 show the source's own person, whom `one` may have chosen (swapped with itself: no visible change);
+    # frame 5 was swapped.
+    chosen = [None, None, None, None, None, "b"]
+    assert q.nobody_swapped(chosen, boxes, people, "source-person") == [(3, "b"), (4, "c")]
+    assert q.nobody_swapped(chosen, boxes, people, "nobody") == [(1, "a"), (2, "a"), (3, "b"), (4, "c")]
+
+
 def test_background_excludes_grown_boxes():
     inp = frames(50, (100, 100, 3))
     out = inp.copy()
