@@ -63,6 +63,11 @@ RECHECK = 10
 MIRROR_TURN = 0.3
 MIRROR_APART = 0.6
 MIRROR_BACK = 0.1
+# A source face turned further than this (`classic.turn`; ~35 degrees) is said to swap poorly when the run starts:
+# only what the photo shows of it can be warped, so frontal faces get its foreshortened far half stretched out (or,
+# mirrored, its near half twice). On the eighth split a source turned 1.41 was seen as itself on 0 % of the faces
+# it was swapped onto, where the split's frontal sources (turn up to 0.41) were on 48-77 %.
+SOURCE_TURNED = 1.0
 _SOURCE_MARGIN = 0.35
 REFIT_SIZE = 0.05  # a detector box within this (log ratio) of the mesh's own box ...
 REFIT_OFFSET = 0.03  # ... and centred within this share of its size needs no second mesh fit  # keep this much context around the source face in the cached crop
@@ -199,7 +204,9 @@ class OfflineEngine:
             landmarks[:, :2] -= (x1, y1)
             return {"image": image[y1:y2, x1:x2].copy(), "landmarks": landmarks, "faces": np.array(count)}
 
-        return self.cache.get(path, "offline:" + ":".join(self.models), compute)
+        record = self.cache.get(path, "offline:" + ":".join(self.models), compute)
+        notice = source_notice(record["landmarks"])
+        return record if notice is None else {**record, "notice": np.array(notice)}
 
     def merge_sources(self, records: Sequence[Record]) -> Record:
         if len(records) > 1:
@@ -321,6 +328,15 @@ def _carried(face: Face, seen: Detection) -> Face | None:
     landmarks[:, :2] += shift
     return Face(box=face.box + np.tile(shift, 2).astype(face.box.dtype), score=seen.score, kps=face.kps + shift,
                 landmarks=landmarks)
+
+
+def source_notice(landmarks: np.ndarray) -> str | None:
+    """What to tell the user about a source face with these landmarks before the run: that it is turned too far
+    to swap well (SOURCE_TURNED), or None."""
+    if abs(classic.turn(landmarks)) <= SOURCE_TURNED:
+        return None
+    return ("its face is turned to one side: the offline engine warps only what the photo shows of it, so frontal "
+            "faces come out partly swapped or barely changed; a frontal photo of the same person swaps far better")
 
 
 def _meshed_box(face: Face) -> Face:

@@ -276,6 +276,8 @@ def prepare(settings: Settings, source: Sources, on_message: Callable[[str], Non
             faces_in_source = int(record.get("faces", 1))
             if faces_in_source > 1:
                 on_message(f"{path}: {faces_in_source} faces in the source image; using the largest")
+            if "notice" in record:
+                on_message(f"{path}: {record['notice']}")
             records.append(record)
         record = engine.merge_sources(records)
         selection = build_selection(settings, engine, record)

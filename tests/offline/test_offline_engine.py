@@ -206,3 +206,39 @@ def test_a_swap_too_faint_to_see_is_left_and_counted(env, capsys, monkeypatch):
     outside = np.ones(change.shape, bool)
     outside[y1:y2, x1:x2] = False
     assert change[y1:y2, x1:x2].mean() < change[outside].mean() + 0.5
+
+
+def _yawed(landmarks: np.ndarray, degrees: float) -> np.ndarray:
+    """A face mesh turned about its vertical axis (its depth is in the same pixel units as x)."""
+    centre = landmarks.mean(axis=0)
+    p, a = landmarks - centre, np.radians(degrees)
+    turned = np.stack([p[:, 0] * np.cos(a) + p[:, 2] * np.sin(a), p[:, 1], p[:, 2] * np.cos(a) - p[:, 0] * np.sin(a)],
+                      axis=1)
+    return turned + centre
+
+
+def test_a_source_face_turned_past_about_35_degrees_gets_a_notice():
+    from pathlib import Path
+
+    from facefusion_batch.engines.offline import source_notice
+
+    reference = np.load(Path(__file__).parents[1] / "data" / "mediapipe_reference.npz")
+    mesh = reference["landmarks/landmarks"].reshape(468, 3).astype(np.float64)  # a real, frontal face's mesh
+    assert source_notice(mesh) is None and source_notice(_yawed(mesh, 20)) is None
+    assert "turned to one side" in source_notice(_yawed(mesh, 45)) and source_notice(_yawed(mesh, -45))
+
+
+def test_the_notice_on_a_turned_source_is_said_when_the_run_starts(tmp_path, monkeypatch):
+    from facefusion_batch.engines import offline
+    from facefusion_batch.settings import load_settings
+    from facefusion_batch.workflow.processor import prepare
+
+    source = tmp_path / "hopper.png"
+    cv2.imwrite(str(source), grace_hopper())
+    settings = load_settings(None, {}, {"engine": "offline", "cache_path": tmp_path / "cache",
+                                        "temp_path": tmp_path / "temp"}).settings
+    for limit, told in ((offline.SOURCE_TURNED, False), (-1.0, True)):  # -1: any face is "turned too far"
+        monkeypatch.setattr(offline, "SOURCE_TURNED", limit)
+        messages: list[str] = []
+        prepare(settings, source, messages.append).engine.close()
+        assert any(m.startswith(f"{source}: its face is turned") for m in messages) is told, messages
