@@ -68,9 +68,9 @@ MIRROR_BACK = 0.1
 # mirrored, its near half twice). On the eighth split a source turned 1.41 was seen as itself on 0 % of the faces
 # it was swapped onto, where the split's frontal sources (turn up to 0.41) were on 48-77 %.
 SOURCE_TURNED = 1.0
-_SOURCE_MARGIN = 0.35
+_SOURCE_MARGIN = 0.35  # keep this much context around the source face in the cached crop
 REFIT_SIZE = 0.05  # a detector box within this (log ratio) of the mesh's own box ...
-REFIT_OFFSET = 0.03  # ... and centred within this share of its size needs no second mesh fit  # keep this much context around the source face in the cached crop
+REFIT_OFFSET = 0.03  # ... and centred within this share of its size needs no second mesh fit
 
 
 def refuse_neural_only(settings: Settings) -> None:

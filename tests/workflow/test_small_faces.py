@@ -205,9 +205,9 @@ def test_the_sweep_finds_soft_small_faces_on_a_view_four_times_their_size(proces
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_the_sweep_finds_every_face_of_a_crowd_of_soft_compressed_small_faces(processor, astronaut, seed):
-    # Twelve faces of 26 px, each a copy of fewer pixels enlarged (shrunk to 3/4, saved as a poor JPEG): fitted on
-    # the boxes of tiles of 1/2.2 of the frame's long side the mesh found 9 (its box too loose on a soft face), on
-    # tiles of a third (SWEEP_SPLIT) all twelve.
+    # Twelve faces of 26 px, each a copy of fewer pixels enlarged (shrunk to 3/4, saved as a poor JPEG): tiles of
+    # 1/2.2 of the frame's long side find all twelve, but the mesh fitted on their boxes says "face" on 9; on the
+    # boxes of tiles of a third (SWEEP_SPLIT), on all twelve.
     centres = [(60 + 104 * i, 80 + 160 * j) for j in range(2) for i in range(6)]
     wall, boxes = _wall(astronaut, 640, 360, 26, centres, looks=[dict(soft=0.75)] * len(centres))
     faces = processor.engine.sweep(_noisy(wall, seed), [])
