@@ -686,8 +686,8 @@ class MediaPipeDetector:
         boxes covers: on the whole frame the full-range model finds faces down to about 1/20 of its long side
         (see `_recheck_small`), on a tile smaller ones, soft ones too (see SWEEP_SPLIT). Several inputs per call:
         run now and then (every few dozen frames, see workflow/analysis.py `MotionGate`), tracks keep the faces it
-        finds in between. With `changed` (a boolean grid over the frame),
-        only tiles where it holds a cell outside the known faces are looked at."""
+        finds in between. With `changed` (a boolean grid over the frame), only tiles where it holds a cell outside
+        the known faces are looked at."""
         height, width = frame.shape[:2]
         side = max(16, round(max(width, height) / SWEEP_SPLIT))
         views = [View(0, x, y, min(side, width), min(side, height),

@@ -208,24 +208,16 @@ def test_a_swap_too_faint_to_see_is_left_and_counted(env, capsys, monkeypatch):
     assert change[y1:y2, x1:x2].mean() < change[outside].mean() + 0.5
 
 
-def _yawed(landmarks: np.ndarray, degrees: float) -> np.ndarray:
-    """A face mesh turned about its vertical axis (its depth is in the same pixel units as x)."""
-    centre = landmarks.mean(axis=0)
-    p, a = landmarks - centre, np.radians(degrees)
-    turned = np.stack([p[:, 0] * np.cos(a) + p[:, 2] * np.sin(a), p[:, 1], p[:, 2] * np.cos(a) - p[:, 0] * np.sin(a)],
-                      axis=1)
-    return turned + centre
-
-
 def test_a_source_face_turned_past_about_35_degrees_gets_a_notice():
     from pathlib import Path
 
     from facefusion_batch.engines.offline import source_notice
+    from test_classic import yawed
 
     reference = np.load(Path(__file__).parents[1] / "data" / "mediapipe_reference.npz")
     mesh = reference["landmarks/landmarks"].reshape(468, 3).astype(np.float64)  # a real, frontal face's mesh
-    assert source_notice(mesh) is None and source_notice(_yawed(mesh, 20)) is None
-    assert "turned to one side" in source_notice(_yawed(mesh, 45)) and source_notice(_yawed(mesh, -45))
+    assert source_notice(mesh) is None and source_notice(yawed(mesh, 20)) is None
+    assert "turned to one side" in source_notice(yawed(mesh, 45)) and source_notice(yawed(mesh, -45))
 
 
 def test_the_notice_on_a_turned_source_is_said_when_the_run_starts(tmp_path, monkeypatch):
