@@ -141,7 +141,8 @@ def stand_in(name: str) -> corpus.Photo:
 
 def test_no_person_and_no_photo_is_in_two_splits():
     contents = {split: split_contents(split) for split in corpus.SPLITS}
-    assert set(corpus.SPLITS) == {"tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh", "eighth"}
+    assert set(corpus.SPLITS) == {"tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh", "eighth",
+                                  "ninth"}
     for a in corpus.SPLITS:
         for b in corpus.SPLITS:
             if a < b:
@@ -174,6 +175,13 @@ def test_the_eighth_split_reads_a_package_no_other_split_reads():
     others = set().union(*(projects_read(split) for split in corpus.SPLITS if split != "eighth"))
     assert projects_read("eighth") == {"thumbor"}
     assert not projects_read("eighth") & others
+
+
+def test_the_ninth_split_reads_a_package_no_other_split_reads():
+    """`ninth` reads Debian's kphotoalbum package only (its demo album), which no other split reads."""
+    others = set().union(*(projects_read(split) for split in corpus.SPLITS if split != "ninth"))
+    assert projects_read("ninth") == {"kphotoalbum"}
+    assert not projects_read("ninth") & others
 
 
 def test_no_photo_name_is_declared_twice():
@@ -238,7 +246,8 @@ def test_video_frame_reads_the_frame_asked_for(tmp_path):
         corpus.video_frame(data, 4, tmp_path, "clip.avi")
 
 
-@pytest.mark.parametrize("split", ["tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh", "eighth"])
+@pytest.mark.parametrize("split", ["tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh", "eighth",
+                                   "ninth"])
 def test_each_split_is_built_from_its_own_photos(split, monkeypatch):
     """Built from stand-ins of its own photos only (another split's photo is not there to read), a split's
     sources, clips and images hold only its own people, every clip has two sources (`one` clips one), and
