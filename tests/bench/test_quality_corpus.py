@@ -246,19 +246,27 @@ def test_video_frame_reads_the_frame_asked_for(tmp_path):
         corpus.video_frame(data, 4, tmp_path, "clip.avi")
 
 
+@pytest.fixture(scope="module")
+def built_splits():
+    """Every split built once from stand-ins of its own photos (another split's photo is not there to read):
+    {split: (quick, full)}. Building is most of these tests' time; each split is built once, not once per
+    other split."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(corpus, "load_photo", lambda name, judge, cache: stand_in(name))
+        return {split: (corpus.build_split(split, None, Path("unused"), quick=True),
+                        corpus.build_split(split, None, Path("unused"), quick=False)) for split in corpus.SPLITS}
+
+
 @pytest.mark.parametrize("split", ["tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh", "eighth",
                                    "ninth"])
-def test_each_split_is_built_from_its_own_photos(split, monkeypatch):
-    """Built from stand-ins of its own photos only (another split's photo is not there to read), a split's
-    sources, clips and images hold only its own people, every clip has two sources (`one` clips one), and
-    no clip or image name is shared with another split."""
-    monkeypatch.setattr(corpus, "load_photo", lambda name, judge, cache: stand_in(name))
-    built = corpus.build_split(split, None, Path("unused"), quick=True)
+def test_each_split_is_built_from_its_own_photos(split, built_splits):
+    """A split's sources, clips and images hold only its own people, every clip has two sources (`one` clips
+    one)."""
+    built, full = built_splits[split]
     people = split_contents(split)[0]
     assert len(built.sources) >= 4
     assert {person for _, person in built.sources.values()} <= people
     assert all(image.ndim == 3 and image.size for image, _ in built.sources.values())
-    full = corpus.build_split(split, None, Path("unused"), quick=False)
     kinds = set()
     for clip in full.clips:
         assert set(clip.sources) <= set(full.sources)
@@ -268,8 +276,11 @@ def test_each_split_is_built_from_its_own_photos(split, monkeypatch):
     assert {"group_pan", "group_pan_one", "group_far", "static_cut", "closeup"} <= kinds
     for name, photo, mode, names in full.images:
         assert set(photo.people) <= people and set(names) <= set(full.sources)
-    for other in corpus.SPLITS:
-        if other != split:
-            theirs = corpus.build_split(other, None, Path("unused"), quick=True)
-            assert not {c.name for c in full.clips} & {c.name for c in theirs.clips}
-            assert not {i[0] for i in full.images} & {i[0] for i in theirs.images}
+
+
+def test_no_clip_or_image_name_is_shared_by_two_splits(built_splits):
+    for a, (_, full) in built_splits.items():
+        for b, (theirs, _) in built_splits.items():
+            if a != b:
+                assert not {c.name for c in full.clips} & {c.name for c in theirs.clips}, (a, b)
+                assert not {i[0] for i in full.images} & {i[0] for i in theirs.images}, (a, b)
