@@ -7,9 +7,10 @@ so a resumed run, which analyses each chunk alone, makes the same choices as an 
 
 Smoothing: each track keeps filtered points (mesh landmarks, the 5 keypoints and the box corners, so all
 stay consistent) and a velocity. A frame's raw points are blended into the prediction (filtered + velocity)
-in two parts: their pose (position, size, roll) with a weight that is small when the face is still and the
-fit differs only by fitting noise (a re-detection on a still shot then eases in over a few frames instead of
-ticking) and 1 when the face or the camera really moves (so nothing lags); their shape (expression, turn)
+in two parts: their pose (position, size, roll) with a weight that is small when the fit differs from the
+prediction only by fitting noise and the face is still or moves slowly (a re-detection on a still shot eases in
+over a few frames instead of ticking; a small face drifting slowly keeps its motion without the noise) and 1
+when the face or the camera really moves (so nothing lags); their shape (expression, turn)
 with a weight set by how much the shape itself changed, so that on a pan fitting noise does not pass through.
 A fit whose shape disagrees with the track (a mesh that went wrong) is rejected: the track keeps its own shape
 at the fit's position until fits agree again or the disagreement persists.
@@ -36,6 +37,11 @@ STILL_ALPHA = 0.2  # blend weight of a new fit into a still track (fitting noise
 NOISE = 0.015  # fit differences below this share of the face size count as noise
 MOVE = 0.06  # differences from this share of the face size on are followed at once
 SPEED = 0.02  # motion of this share of the face size per frame is followed at once
+# ... measured against at least this many pixels: a small face's fits are noisier for its size (a 30 px face in
+# a crowd: 1-4 % of it from fit to fit), and one drifting and rolling slowly with the camera (1-2 % of its size a
+# frame) took every fit as it came, noise and all, so that the swaps shimmered on the faces (the eighth and
+# held-out splits' far walls). Faces of this size and larger are smoothed as before.
+SLOW_SIZE = 100.0
 OUTLIER = 0.08  # shape residual (after a similarity fit) above this share of the face size is an outlier
 SCALE_JUMP = 0.15  # a size change beyond this (log ratio) from one frame to the next is an outlier
 OFFSET_JUMP = 0.3  # ... and so is a move of this share of the face size beyond the predicted motion
@@ -199,9 +205,11 @@ class Track:
     memo: dict = field(default_factory=dict)  # handed to the engine with its faces (`Face.memo`)
 
     def speed(self, size: float) -> float:
-        """How fast the face moves, zooms or rolls: the largest, as a share of its size per frame."""
-        return max(float(np.linalg.norm(self.velocity)) / size, abs(abs(self.similarity) - 1),
-                   abs(float(np.angle(self.similarity))))
+        """How fast the face moves, zooms or rolls: the largest, as a share of its size per frame (of SLOW_SIZE,
+        for a smaller face)."""
+        share = size / max(size, SLOW_SIZE)
+        return share * max(float(np.linalg.norm(self.velocity)) / size, abs(abs(self.similarity) - 1),
+                           abs(float(np.angle(self.similarity))))
 
     def expected(self, frames: int = 1) -> np.ndarray:
         """`predicted`, moved on by the fits' own motion instead of the smoothing's velocity: where to look."""
