@@ -124,8 +124,8 @@ ALIAS_BLUR = 0.55  # blur (level pixels) per unit of sqrt(shrink^2 - 1) left aft
 # face's; the softening is at most SOFTEN_MAX of the face size, measured on at most DETAIL_SIDE pixels
 # across, and skipped below SOFTEN_MIN pixels. The cap binds on small faces (a far wall's 20-45 px faces are
 # softer than any source), and there softening costs identity: at 0.03 the judge accepted the held-out and
-# eighth splits' far walls as the source on 46 % and 48 % of their faces, at 0.015 on 61 % and 65 % (full
-# softness, 0: 66 % and 67 %, with more added flicker on the drifting faces).
+# eighth splits' far walls as the source on 46 % and 53 % of their faces, at 0.015 on 61 % and 68 % (with no
+# softening at all, 0: 66 % and 69 %, and more added flicker on the drifting faces).
 DETAIL_PRE = 0.7
 DETAIL_ALLOW = 2.0
 DETAIL_PROBE = 1.0
