@@ -290,13 +290,10 @@ def load_photo(name: str, judge, cache: Path) -> Photo:
         image = cv2.cvtColor(getattr(data, member)(), cv2.COLOR_RGB2BGR)
     elif name in FRAMES:
         image = video_frame(package_member(cache, kind, member), FRAMES[name], cache, f"{kind}-{Path(member).name}")
-    elif name == "paumier":  # its EXIF orientation says "turn me a quarter clockwise", which the decoder does not do
+    elif name in ("paumier", "pool-hall"):  # stored on their side, to be turned a quarter clockwise: Paumier's by
+        # its EXIF orientation, which the decoder does not apply, the pool table's by the album's index, not the file
         image = decode(package_member(cache, kind, member))
         if image.shape[1] > image.shape[0]:  # (a decoder that does turn it gives a portrait already)
-            image = cv2.rotate(image, cv2.ROTATE_90_CLOCKWISE)
-    elif name == "pool-hall":  # stored on its side: the album's index, not the file, says "turn it a quarter
-        image = decode(package_member(cache, kind, member))  # clockwise"
-        if image.shape[1] > image.shape[0]:
             image = cv2.rotate(image, cv2.ROTATE_90_CLOCKWISE)
     elif name == "red":  # two frames of a video one above the other, stored on their side: the first, upright
         image = decode(package_member(cache, kind, member))
