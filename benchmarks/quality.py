@@ -1,17 +1,18 @@
 """Output quality of ffb, judged by an independent face-recognition model (dlib), on clips made from real faces.
 
     pip install -e '.[quality]'        # dlib-bin + face-recognition-models: the judge, never used by ffb
-    python benchmarks/quality.py [--split tune|heldout|fresh|blind|fifth|sixth|seventh|eighth|ninth|both]
+    python benchmarks/quality.py [--split tune|heldout|fresh|blind|fifth|sixth|seventh|eighth|ninth|tenth|both]
                                  [--quick] [--save FILE] [--sheets DIR] [--cli]
-    python benchmarks/quality.py --split ninth --corpus-only --sheets DIR   # the corpus alone, no ffb
+    python benchmarks/quality.py --split tenth --corpus-only --sheets DIR   # the corpus alone, no ffb
 
-The corpus (benchmarks/quality_corpus.py) has nine splits with no source identity and no target photo in
+The corpus (benchmarks/quality_corpus.py) has ten splits with no source identity and no target photo in
 common: `tune`, to tune ffb on, `heldout`, to judge it by and never to tune on, `fresh`, built once the
 held-out split had been run and looked at, `blind`, built once `fresh` had been too: judged once at the end
 of a session, never tuned on, `fifth`, built once `blind` had been judged (first judged in session 12),
 `sixth`, built once `fifth` had been judged (first judged in session 13), `seventh`, built once `sixth` had
 been judged (first judged in session 14), `eighth`, built once `seventh` had been judged (first judged in session
-15), and `ninth`, built once `eighth` had been judged (nobody ran ffb on it when it was built)
+15), `ninth`, built once `eighth` had been judged (first judged in session 16), and `tenth`, built once `ninth`
+had been judged (nobody ran ffb on it when it was built)
 (`both` is tune and held-out; `--corpus-only` renders a split's clips with their true boxes and runs no ffb).
 Each has four sources and six or more clips (640x360, 25 fps, lossless H.264 so the input is exact) composed
 from real photos that packages ship: group pans and zooms where faces enter and leave at every
@@ -680,7 +681,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", default="tune", choices=(*corpus.SPLITS, "both"),
                         help="which split of the corpus (tune on `tune` only; `heldout`, `fresh`, `blind`, "
-                             "`fifth`, `sixth`, `seventh`, `eighth`, `ninth` are for judging, never for tuning; "
+                             "`fifth`, `sixth`, `seventh`, `eighth`, `ninth`, `tenth` are for judging, never for tuning; "
                              "`both`: tune and heldout)")
     parser.add_argument("--corpus-only", action="store_true",
                         help="no ffb: render the split's clips and write sheets of their frames with the true "

@@ -142,7 +142,7 @@ def stand_in(name: str) -> corpus.Photo:
 def test_no_person_and_no_photo_is_in_two_splits():
     contents = {split: split_contents(split) for split in corpus.SPLITS}
     assert set(corpus.SPLITS) == {"tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh", "eighth",
-                                  "ninth"}
+                                  "ninth", "tenth"}
     for a in corpus.SPLITS:
         for b in corpus.SPLITS:
             if a < b:
@@ -182,6 +182,14 @@ def test_the_ninth_split_reads_a_package_no_other_split_reads():
     others = set().union(*(projects_read(split) for split in corpus.SPLITS if split != "ninth"))
     assert projects_read("ninth") == {"kphotoalbum"}
     assert not projects_read("ninth") & others
+
+
+def test_the_tenth_split_reads_packages_no_other_split_reads():
+    """`tenth` reads Debian's gramps package (a photo of its example family tree) and visp-images-data (the 1927
+    Solvay conference's photo) only, which no other split reads."""
+    others = set().union(*(projects_read(split) for split in corpus.SPLITS if split != "tenth"))
+    assert projects_read("tenth") == {"gramps", "visp-images-data"}
+    assert not projects_read("tenth") & others
 
 
 def test_no_photo_name_is_declared_twice():
@@ -258,7 +266,7 @@ def built_splits():
 
 
 @pytest.mark.parametrize("split", ["tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh", "eighth",
-                                   "ninth"])
+                                   "ninth", "tenth"])
 def test_each_split_is_built_from_its_own_photos(split, built_splits):
     """A split's sources, clips and images hold only its own people, every clip has two sources (`one` clips
     one)."""
