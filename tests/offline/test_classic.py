@@ -5,7 +5,6 @@ Landmarks come from the packaged MediaPipe models, so these tests exercise the s
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import cv2
