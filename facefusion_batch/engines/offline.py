@@ -52,6 +52,13 @@ FAINT = 5.0
 # FAINT * (1 - FAINT_BACK): swaps of 4.5-5 were output, touched yet too faint to read as swapped.)
 TURN_BACK = 0.2
 FAINT_BACK = 0.1
+# A track's face turned beyond this (`classic.turn`, ~50 degrees) once found with a score under _PRESENCE (a
+# refit's mesh presence, or a detection found only on a closer look) is left beyond it for the rest of the track
+# (classic.PROFILE otherwise): near profile the mesh's far half is a guess, and on a face it is unsure of a worse
+# one. Sixth split's woman in red (~50 px, turned ~70 degrees, her presence 0.2-0.6 from frame to frame) was
+# swapped as a faint smear that came and went between the frames the mesh lost her (the clips she is in: toggles
+# 15 -> 9, at 100 more face-frames left; the large turned faces of ninth and held-out are swapped as before).
+SURE_PROFILE = 1.6
 RECHECK = 10
 # A face turned the other way than the source's face, by at least MIRROR_TURN (`classic.turn`, ~12 degrees), is
 # swapped with the source's mirror image: its large near half then takes the source's near half, not its
@@ -228,7 +235,10 @@ class OfflineEngine:
                 settled.append(face)
                 continue
             turn = classic.turn(face.landmarks)
-            memo["turned"] = abs(turn) > classic.PROFILE - (TURN_BACK if memo.get("turned") else 0.0)
+            if abs(turn) > SURE_PROFILE and face.score < _PRESENCE:
+                memo["unsure"] = True  # see SURE_PROFILE
+            limit = SURE_PROFILE if memo.get("unsure") else classic.PROFILE
+            memo["turned"] = abs(turn) > limit - (TURN_BACK if memo.get("turned") else 0.0)
             if "mirror" not in memo or not _cut_by_edge(face.landmarks, frame.shape):  # cut: the mesh's turn is a guess
                 memo["mirror"] = self._mirrors(turn, source, MIRROR_BACK if memo.get("mirror") else 0.0)
             mirror = memo["mirror"]
