@@ -30,7 +30,7 @@ CHIN, FOREHEAD = 152, 10
 NOSE_TIP, CHEEK_LINE = 1, (234, 454)
 # Faces turned further than this (see `turn`) are left as they are: a swap would be mangled. Below it the swap
 # keeps to what maps inside the source's photo (COVER_SOFT): at 1.6, faces turned 55-70 degrees
-# (turn 1.6-2.2) were left (seen splits: 80 of ninth's 197 missed face-frames, 44 of held-out's 130).
+# (turn 1.6-2.2) were left (seen splits: ninth's missed face-frames 197 -> 53 at 2.2, held-out's 130 -> 58).
 PROFILE = 2.2
 LANDMARK_COUNT = 468
 
@@ -139,9 +139,10 @@ DETAIL_PROBE = 1.0
 DETAIL_SIDE = 128
 SOFTEN_MAX = 0.015
 SOFTEN_MIN = 0.1
-# The swap's mask keeps only what maps inside the source's photo, its edge softened over COVER_SOFT of the face
-# size: a photo that cuts the source's face (the top of the head) has none of it beyond, and the warp's border
-# there is the photo's last row stretched out (striped temples on a face turned ~60 degrees).
+# The swap's mask keeps only what maps inside the source's photo, fading out over COVER_SOFT of the source's face
+# size towards the photo's edge (`SourceTexture.inside`): a photo that cuts the face (the top of the head) has none
+# of it beyond, and the warp's border there is the photo's last row stretched out (striped temples on a face
+# turned ~60 degrees).
 COVER_SOFT = 0.04
 
 
@@ -173,6 +174,18 @@ class SourceTexture:
     def rim(self) -> np.ndarray:
         """Triangles touching the face oval (bool per triangle), the band that wraps away with the pose."""
         return np.isin(self.triangles, FACE_OVAL).any(axis=1)
+
+    @functools.cached_property
+    def inside(self) -> tuple[np.ndarray, ...]:
+        """Per level (float32): 1 inside the photo, falling to 0 at its edge over COVER_SOFT of the face size."""
+        ramps = []
+        for level, image in enumerate(self.levels):
+            height, width = image.shape[:2]
+            reach = max(COVER_SOFT * self.size / 2 ** level, 1.0)
+            rows = np.minimum(np.arange(height), np.arange(height)[::-1]).astype(np.float32)
+            columns = np.minimum(np.arange(width), np.arange(width)[::-1]).astype(np.float32)
+            ramps.append(np.minimum(np.minimum.outer(rows, columns) / reach + 0.5 / reach, 1.0))
+        return tuple(ramps)
 
     @functools.cached_property
     def areas(self) -> np.ndarray:
@@ -297,7 +310,8 @@ def swap_face(frame: np.ndarray, target_landmarks: np.ndarray, source: SourceTex
     hidden = local[source.triangles[hidden_triangles(source, local)]]
     mask = face_mask(local, (y1 - y0, x1 - x0), size, keep_mouth=keep_mouth, keep_eyes=keep_eyes,
                      cut=hidden, forehead_keep=source.forehead_keep)
-    mask *= cv2.GaussianBlur(covered, (0, 0), max(COVER_SOFT * size, 0.5))
+    if covered is not None:
+        mask *= covered
     target = frame[y0:y1, x0:x1]
     warped = match_detail(warped, target, mask, size)
     shape = (y1 - y0, x1 - x0)
@@ -660,9 +674,10 @@ _SHOULDER, _WHITE = _lightness_tables()
 
 
 def warp_source(source: SourceTexture, points: np.ndarray, depth: np.ndarray | None,
-                size: tuple[int, int], *, covered: bool = False):
+                size: tuple[int, int], *, covered: bool = False
+                ) -> np.ndarray | tuple[np.ndarray, np.ndarray | None]:
     """Piecewise-affine warp of the source texture onto ``points`` (pixel centres) in a (w, h) canvas; with
-    ``covered``, (warped, where it maps inside the source's photo: float32 0-1).
+    ``covered``, (warped, where it maps inside the source's photo: float32 0-1, None where all of it does).
 
     The map is computed on a grid of ``step`` pixels and interpolated: it is piecewise linear, so a
     bilinear upsample is exact inside triangles and off by a fraction of a pixel at their edges.
@@ -699,19 +714,23 @@ def warp_source(source: SourceTexture, points: np.ndarray, depth: np.ndarray | N
     ys, xs = np.indices(shape, np.float32)
     map_x = chosen[..., 0, 0] * xs + chosen[..., 0, 1] * ys + chosen[..., 0, 2]
     map_y = chosen[..., 1, 0] * xs + chosen[..., 1, 1] * ys + chosen[..., 1, 2]
+    smooth = MAP_SMOOTH * target_size / step  # on the grid: a step's square of the work for the same smoothing
+    if smooth >= 0.3:
+        map_x = cv2.GaussianBlur(map_x, (0, 0), smooth)
+        map_y = cv2.GaussianBlur(map_y, (0, 0), smooth)
     if step > 1:
         map_x = cv2.resize(map_x, size, interpolation=cv2.INTER_LINEAR)
         map_y = cv2.resize(map_y, size, interpolation=cv2.INTER_LINEAR)
     map_x, map_y = map_x[:size[1], :size[0]], map_y[:size[1], :size[0]]
-    smooth = MAP_SMOOTH * target_size
-    if smooth >= 0.3:
-        map_x = cv2.GaussianBlur(map_x, (0, 0), smooth)
-        map_y = cv2.GaussianBlur(map_y, (0, 0), smooth)
     warped = cv2.remap(image, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
     if not covered:
         return warped
-    inside = np.ones(image.shape[:2], np.float32)
-    return warped, cv2.remap(inside, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT)
+    reach = COVER_SOFT * source.size / 2 ** level
+    height, width = image.shape[:2]
+    if (map_x.min() >= reach and map_y.min() >= reach and map_x.max() <= width - 1 - reach
+            and map_y.max() <= height - 1 - reach):
+        return warped, None  # all of it well inside the photo (most faces)
+    return warped, cv2.remap(source.inside[level], map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT)
 
 
 def _triangle_maps(source: np.ndarray, target: np.ndarray) -> np.ndarray:
