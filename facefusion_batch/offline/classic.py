@@ -140,9 +140,11 @@ DETAIL_SIDE = 128
 SOFTEN_MAX = 0.015
 SOFTEN_MIN = 0.1
 # The swap's mask keeps only what maps inside the source's photo, fading out over COVER_SOFT of the source's face
-# size towards the photo's edge (`SourceTexture.inside`): a photo that cuts the face (the top of the head) has none
+# size towards the photo's edges (`SourceTexture.inside`): a photo that cuts the face (the top of the head) has none
 # of it beyond, and the warp's border there is the photo's last row stretched out (striped temples on a face
-# turned ~60 degrees).
+# turned ~60 degrees). Only the photo's own edges count: at the sides where the texture's crop ends inside the
+# photo, a fade took the rim of small far faces' swaps, which carries their identity (ninth's far wall, accepts
+# 0.94 / 0.74 -> 0.85 / 0.63 per source).
 COVER_SOFT = 0.04
 
 
@@ -160,6 +162,8 @@ class SourceTexture:
     size: float  # forehead-to-chin distance in level-0 pixels
     forehead_keep: float = FOREHEAD_KEEP  # share of the forehead above the eyes that is skin, not hair
     depth: np.ndarray | None = None  # (468,) the landmarks' depth column, same pixel scale, when known
+    # The crop's sides (left, top, right, bottom) that are the photo's own edge: nothing of the face lies beyond.
+    photo_edges: tuple[bool, bool, bool, bool] = (False, False, False, False)
 
     @functools.cached_property
     def shape_weight(self) -> np.ndarray:
@@ -177,14 +181,22 @@ class SourceTexture:
 
     @functools.cached_property
     def inside(self) -> tuple[np.ndarray, ...]:
-        """Per level (float32): 1 inside the photo, falling to 0 at its edge over COVER_SOFT of the face size."""
+        """Per level (float32): 1 inside the photo, falling to 0 over COVER_SOFT of the face size towards the
+        crop's sides that are the photo's edges (`photo_edges`; beyond the others the texture is `face_only`'s fill,
+        as far as any mask reaches)."""
+        left, top, right, bottom = self.photo_edges
         ramps = []
         for level, image in enumerate(self.levels):
             height, width = image.shape[:2]
             reach = max(COVER_SOFT * self.size / 2 ** level, 1.0)
-            rows = np.minimum(np.arange(height), np.arange(height)[::-1]).astype(np.float32)
-            columns = np.minimum(np.arange(width), np.arange(width)[::-1]).astype(np.float32)
-            ramps.append(np.minimum(np.minimum.outer(rows, columns) / reach + 0.5 / reach, 1.0))
+
+            def apart(count: int, low: bool, high: bool) -> np.ndarray:  # pixels from the photo's edges, per row
+                at = np.arange(count, dtype=np.float32)
+                far = np.full(count, np.inf, np.float32)
+                return np.minimum(at if low else far, (count - 1 - at) if high else far)
+
+            near = np.minimum.outer(apart(height, top, bottom), apart(width, left, right))
+            ramps.append(np.minimum(near / reach, 1.0).astype(np.float32))
         return tuple(ramps)
 
     @functools.cached_property
@@ -211,7 +223,7 @@ def prepare_source(image: np.ndarray, landmarks: np.ndarray) -> SourceTexture:
         height, width = (side // 2 for side in levels[-1].shape[:2])
         levels.append(cv2.resize(levels[-1][:2 * height, :2 * width], (width, height), interpolation=cv2.INTER_AREA))
     return SourceTexture(tuple(levels), local, delaunay(local, crop.shape[1], crop.shape[0]), size, forehead_keep,
-                         _depth(landmarks))
+                         _depth(landmarks), (x0 == 0, y0 == 0, x1 == width, y1 == height))
 
 
 def face_only(image: np.ndarray, ring: np.ndarray) -> np.ndarray:
@@ -727,10 +739,11 @@ def warp_source(source: SourceTexture, points: np.ndarray, depth: np.ndarray | N
         return warped
     reach = COVER_SOFT * source.size / 2 ** level
     height, width = image.shape[:2]
-    if (map_x.min() >= reach and map_y.min() >= reach and map_x.max() <= width - 1 - reach
-            and map_y.max() <= height - 1 - reach):
+    left, top, right, bottom = source.photo_edges
+    if ((not left or map_x.min() >= reach) and (not top or map_y.min() >= reach)
+            and (not right or map_x.max() <= width - 1 - reach) and (not bottom or map_y.max() <= height - 1 - reach)):
         return warped, None  # all of it well inside the photo (most faces)
-    return warped, cv2.remap(source.inside[level], map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT)
+    return warped, cv2.remap(source.inside[level], map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
 
 
 def _triangle_maps(source: np.ndarray, target: np.ndarray) -> np.ndarray:
