@@ -142,7 +142,7 @@ def stand_in(name: str) -> corpus.Photo:
 def test_no_person_and_no_photo_is_in_two_splits():
     contents = {split: split_contents(split) for split in corpus.SPLITS}
     assert set(corpus.SPLITS) == {"tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh", "eighth",
-                                  "ninth", "tenth"}
+                                  "ninth", "tenth", "eleventh"}
     for a in corpus.SPLITS:
         for b in corpus.SPLITS:
             if a < b:
@@ -190,6 +190,15 @@ def test_the_tenth_split_reads_packages_no_other_split_reads():
     others = set().union(*(projects_read(split) for split in corpus.SPLITS if split != "tenth"))
     assert projects_read("tenth") == {"gramps", "visp-images-data"}
     assert not projects_read("tenth") & others
+
+
+def test_the_eleventh_split_reads_packages_no_other_split_reads():
+    """`eleventh` reads four Debian packages only (xmorph's morphing example, labelme's examples and two of TeX
+    Live's documentation packages), which no other split reads."""
+    others = set().union(*(projects_read(split) for split in corpus.SPLITS if split != "eleventh"))
+    assert projects_read("eleventh") == {"gtkmorph-example", "labelme-examples", "texlive-lang-other",
+                                         "texlive-publishers-doc"}
+    assert not projects_read("eleventh") & others
 
 
 def test_no_photo_name_is_declared_twice():
@@ -266,7 +275,7 @@ def built_splits():
 
 
 @pytest.mark.parametrize("split", ["tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh", "eighth",
-                                   "ninth", "tenth"])
+                                   "ninth", "tenth", "eleventh"])
 def test_each_split_is_built_from_its_own_photos(split, built_splits):
     """A split's sources, clips and images hold only its own people, every clip has two sources (`one` clips
     one)."""
