@@ -706,14 +706,14 @@ def warp_source(source: SourceTexture, points: np.ndarray, depth: np.ndarray | N
     if sigma >= 0.1:
         image = cv2.GaussianBlur(image, (0, 0), sigma)
     source_points = source.landmarks / 2 ** level - 0.5  # pixel-centre coordinates of that level
-    triangles = source.triangles
+    order = np.arange(len(source.triangles))
     if depth is not None:  # far triangles first, so near ones overwrite them where the mesh folds
-        triangles = triangles[np.argsort(-depth[triangles].mean(axis=1), kind="stable")]
+        order = np.argsort(-depth[source.triangles].mean(axis=1), kind="stable")
     # Triangles turned over from the source's (slivers at the nostrils and lips, which a broad smile flips) are
     # drawn before all others, which cover them where they overlap: drawn last, they stretched the nostrils'
     # shadow into dark spikes over the upper lip.
-    flipped = np.sign(_signed_areas(points[triangles])) != np.sign(_signed_areas(source.landmarks[triangles]))
-    triangles = np.concatenate([triangles[flipped], triangles[~flipped]])
+    flipped = np.sign(_signed_areas(points[source.triangles[order]])) != np.sign(source.areas[order])
+    triangles = source.triangles[np.concatenate([order[flipped], order[~flipped]])]
     step = max(1, int(target_size // MAP_GRID))
     grid = (points - (step - 1) / 2) / step  # target points in grid-cell coordinates
     shape = (-(-size[1] // step), -(-size[0] // step))
