@@ -188,21 +188,25 @@ class SourceTexture:
         ramps = []
         for level, image in enumerate(self.levels):
             height, width = image.shape[:2]
-            reach = max(COVER_SOFT * self.size / 2 ** level, 1.0)
-
-            def apart(count: int, low: bool, high: bool) -> np.ndarray:  # pixels from the photo's edges, per row
-                at = np.arange(count, dtype=np.float32)
-                far = np.full(count, np.inf, np.float32)
-                return np.minimum(at if low else far, (count - 1 - at) if high else far)
-
-            near = np.minimum.outer(apart(height, top, bottom), apart(width, left, right))
-            ramps.append(np.minimum(near / reach, 1.0).astype(np.float32))
+            near = np.minimum.outer(_from_edges(height, top, bottom), _from_edges(width, left, right))
+            ramps.append(np.minimum(near / self.fade_reach(level), 1.0).astype(np.float32))
         return tuple(ramps)
+
+    def fade_reach(self, level: int) -> float:
+        """Pixels of pyramid `level` over which `inside` falls from 1 to 0 (COVER_SOFT of the face, at least 1)."""
+        return max(COVER_SOFT * self.size / 2 ** level, 1.0)
 
     @functools.cached_property
     def areas(self) -> np.ndarray:
         """Signed area of each triangle in level-0 pixels."""
         return _signed_areas(self.landmarks[self.triangles])
+
+
+def _from_edges(count: int, low: bool, high: bool) -> np.ndarray:
+    """Pixels from the photo's edges along a row of `count`: from its start where `low`, its end where `high`."""
+    at = np.arange(count, dtype=np.float32)
+    far = np.full(count, np.inf, np.float32)
+    return np.minimum(at if low else far, (count - 1 - at) if high else far)
 
 
 def prepare_source(image: np.ndarray, landmarks: np.ndarray) -> SourceTexture:
@@ -737,7 +741,7 @@ def warp_source(source: SourceTexture, points: np.ndarray, depth: np.ndarray | N
     warped = cv2.remap(image, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
     if not covered:
         return warped
-    reach = COVER_SOFT * source.size / 2 ** level
+    reach = source.fade_reach(level)
     height, width = image.shape[:2]
     left, top, right, bottom = source.photo_edges
     if ((not left or map_x.min() >= reach) and (not top or map_y.min() >= reach)
