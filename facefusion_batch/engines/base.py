@@ -49,8 +49,9 @@ class FaceEngine(Protocol):
     def swap(self, frame: np.ndarray, faces: Sequence[Face], source: Record) -> np.ndarray: ...
 
     def refit(self, frame: np.ndarray, predicted: Sequence[Face]) -> list[Face] | None:
-        """Faces found again at tracks' predicted places (the detector missed them); may be fewer. None: the
-        engine cannot look (its tracks are carried with their motion through a miss instead)."""
+        """Faces found again at tracks' predicted places (the detector missed them); may be fewer. Their score says
+        how sure the engine is of each, on a detection's scale (see tracking.SURE_REFIT). None: the engine cannot
+        look (its tracks are carried with their motion through a miss instead)."""
         ...
 
     def sweep(self, frame: np.ndarray, faces: Sequence[Face], changed: np.ndarray | None = None) -> list[Face]:

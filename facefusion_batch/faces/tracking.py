@@ -50,7 +50,12 @@ VELOCITY_GAIN = 0.5
 MAX_ZOOM = 0.03  # per-frame scale changes beyond this share, or rolls beyond MAX_ROLL radians, are not motion
 MAX_ROLL = 0.03
 MIN_SPAN = 3  # zoom and roll are measured between detected fits at least this many frames apart (fit noise)
-REFIT_SPAN = 30  # frames a track is looked for by refits after the detector last saw it
+REFIT_SPAN = 30  # frames a track is looked for by refits after the detector last saw it ...
+# ... or a refit the engine is as sure of as of a detection (its score, e.g. the face mesh's presence, at least
+# SURE_REFIT): a small face only the sweep finds, in a still shot, was dropped REFIT_SPAN frames after the sweep's
+# reference although the mesh still found it on every frame, and unswapped until the next sweep (nothing moved,
+# so none looked for 96 frames).
+SURE_REFIT = 0.5
 IN_FRAME = 0.3  # a track is looked for while this share of its face's box is inside the frame
 LEAVING = 0.5  # mode `one`: its face with less than this share of its box inside the frame is leaving the picture
 EDGE_FADE = (IN_FRAME, 0.4)  # a swap fades out as its face's share in frame falls from the second to the first
@@ -194,7 +199,7 @@ class Track:
     fitted_at: int = 0
     first: int = 0
     last: int = 0  # last frame with a face of its own
-    confirmed: int = 0  # last frame the detector (not a refit) saw it
+    confirmed: int = 0  # last frame the detector (or a refit as sure, SURE_REFIT) saw it
     hits: int = 1
     outliers: int = 0
     # Its face's box's width and height when last wholly inside the frame: the face's size where the frame's
@@ -319,7 +324,7 @@ class Tracker:
                 continue
             else:
                 self._follow(track, index, face, detected, refit=face_index >= own)
-                if face_index < own:
+                if face_index < own or face.score >= SURE_REFIT:
                     track.confirmed = index
             result.append(Tracked(track.id, _face(track.face, track.points, track.memo)))
             if self._share(result[-1].face.box) >= 1.0:
