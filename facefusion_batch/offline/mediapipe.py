@@ -409,12 +409,24 @@ BALANCED_STD = 50.0
 # group's clothes and walls) it finds none, as on the balanced crop alone (a wider blur found one, a cup).
 SHARPEN = 2.0
 SHARPEN_SIGMA = 3.0
+# ... and on a crop WIDER_ROI times as wide (the face with more of its head and hair around it): the full-range
+# model's box on a soft 30 px face is often tight, and on its crop (1.5 times the box) the mesh's presence is
+# 0.02-0.8 from frame to frame, on one 1.2 times wider 0.99-1.0 (tenth split's far wall, the old bearded man:
+# unswapped for the 21 frames until the whole-frame detection found him).
+WIDER_ROI = 1.2
 # A sweep for small faces (`sweep`) sees square tiles of the long side over SWEEP_SPLIT, half overlapping. On the
 # tune split's far crowd (640 x 360, faces of 26-34 px under their own looks) tiles of a third of the long side score
 # every face 0.3-0.9 (a face shrunk to 13-15 px, saved as a poor JPEG and enlarged: 0.49 and 0.57), where tiles of
 # 1/2.2 scored those two 0.11 and 0.08, below CANDIDATE_SCORE: never looked at closer, never found (now the first is
 # swapped; on the second, 13 px of detail, the mesh still sees no face).
 SWEEP_SPLIT = 3.0
+# ... and, for small faces the frame's edge cuts (on a tile they are half faces and score 0-0.4), views of EDGE_RING of
+# the long side centred on the edges, every half view, the frame mirrored out across them (the face completed by
+# its mirror image), through the short-range model: EDGE_CONTEXT times a face of EDGE_RING / EDGE_CONTEXT of the long
+# side (tenth split's far group, 640 px: faces of 29-33 px cut by the right edge score 0.64-0.90 so, 0-0.2 on a
+# mirrored tile).
+EDGE_RING = 0.15
+EDGE_RING_FACE = 0.6  # ... where faces the model boxes larger than this share of the view are not taken
 
 
 def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
@@ -460,6 +472,12 @@ def _any_in(cells: np.ndarray, view: View, width: int, height: int) -> bool:
     sx, sy = cells.shape[1] / width, cells.shape[0] / height
     return bool(cells[int(view.y * sy):int(np.ceil((view.y + view.height) * sy)),
                       int(view.x * sx):int(np.ceil((view.x + view.width) * sx))].any())
+
+
+def _ring_stops(length: int, side: float) -> list[float]:
+    """Centres of views of `side` along an edge of `length` pixels, half a view apart, from end to end."""
+    count = max(1, math.ceil(length / (side / 2)))
+    return [float(v) for v in np.linspace(side / 2, max(side / 2, length - side / 2), count)]
 
 
 def _view_around(index: int, box: np.ndarray, side: float, width: int, height: int) -> View | None:
@@ -704,8 +722,27 @@ class MediaPipeDetector:
         # Candidates on a known face (fitted by the mesh: a face, whatever its size) are parts of it.
         unsure = [tuple(part[[not _centre_in(box, sure) for box in u[0]]] for part in u) for u in unsure]
         found += self._closer(frame, unsure, found)
+        found += self._edge_ring(frame, found, None if changed is None else cells)
         return [d for d in self._merge(found) if not _centre_in(d.box, sure)
                 and not any(_centre_in(o, d.box[None]) for o in sure)]
+
+    def _edge_ring(self, frame: np.ndarray, found: list[Found], cells: np.ndarray | None) -> list[Found]:
+        """Faces the frame's edge cuts, on short-range views along its edges (see EDGE_RING; those holding one of
+        `cells` where given), none of `found`'s faces."""
+        height, width = frame.shape[:2]
+        side = EDGE_RING * max(width, height)
+        box = side / EDGE_CONTEXT
+        centres = [(x, y) for y in (0.0, float(height)) for x in _ring_stops(width, side)]
+        centres += [(x, y) for x in (0.0, float(width)) for y in _ring_stops(height, side)]
+        if cells is not None:
+            centres = [(x, y) for x, y in centres if _any_in(
+                cells, View(0, max(0, int(x - side / 2)), max(0, int(y - side / 2)), int(side), int(side)), width, height)]
+        looks = [(0, np.array([x - box / 2, y - box / 2, x + box / 2, y + box / 2], np.float32)) for x, y in centres]
+        cut = [_cut_by_edge(result, 0, 1.0, frame.shape, found) for result in self._short_looks([frame], looks)]
+        # A box about the view's size is a pattern of the backdrop and its mirror image, not a face cut by the edge
+        # (a face that large is seen on the mirrored whole frame).
+        return [tuple(part[np.maximum(b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]) <= EDGE_RING_FACE * side]
+                      for part in (b, k, s)) for b, k, s in cut]
 
     def look_at(self, frame: np.ndarray, boxes: Sequence[np.ndarray]) -> list[Detection | None]:
         """The best-scored face found over each of `boxes`, or None: whether a face is where a track says one
@@ -838,18 +875,24 @@ class MediaPipeLandmarker:
         if retry:
             _, found = self._run([_crop(frame, matrices[i], self.size, cv2.BORDER_REFLECT) for i in retry])
             presence[retry] = np.maximum(presence[retry], found)
-        # A small face (its crop enlarged) that the mesh says is none is asked again on the crop grey-balanced, and
-        # grey-balanced and sharpened, in one run; its points are taken from the crop that finds it best.
+        # A small face (its crop enlarged) that the mesh says is none is asked again on the crop grey-balanced,
+        # grey-balanced and sharpened, and on a wider crop (see WIDER_ROI), in one run; its points are taken from
+        # the crop that finds it best.
         faint = [i for i, m in enumerate(matrices) if presence[i] < MIRRORED_RETRY and math.hypot(m[0, 0], m[1, 0]) < 1]
         if faint:
             grey = [balanced(_crop(frame, matrices[i], self.size)) for i in faint]
-            points, found = self._run([*grey, *(sharpened(crop) for crop in grey)])
-            points, found = points.reshape(2, len(faint), *points.shape[1:]), found.reshape(2, len(faint))
+            wider = [roi_to_frame_matrix(*roi_from_detection(detections[i], ROI_SCALE * WIDER_ROI), self.size)
+                     for i in faint]
+            points, found = self._run([*grey, *(sharpened(crop) for crop in grey),
+                                       *(_crop(frame, m, self.size) for m in wider)])
+            points, found = points.reshape(3, len(faint), *points.shape[1:]), found.reshape(3, len(faint))
             best = found.argmax(axis=0)
             points, found = points[best, np.arange(len(faint))], found[best, np.arange(len(faint))]
             better = found > presence[faint]
             raw[np.array(faint)[better]] = points[better]
             presence[faint] = np.maximum(presence[faint], found)
+            for k in np.flatnonzero(better & (best == 2)):
+                matrices[faint[k]] = wider[k]
         points = np.empty_like(raw)
         for i, matrix in enumerate(matrices):
             points[i, :, :2] = raw[i, :, :2] @ matrix[:, :2].T + matrix[:, 2]

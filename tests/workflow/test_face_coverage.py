@@ -204,3 +204,45 @@ def test_a_small_face_that_comes_into_a_still_shot_is_found_by_the_sweep_where_t
     out = run_video(processor, frames)
     strengths = [round(_strength(f, o, b), 1) for f, o, b in zip(frames, out, boxes) if b is not None]
     assert all(s >= SWAPPED for s in strengths[SWEEP - 10 + 1:]), strengths
+
+
+@pytest.mark.parametrize("edge", ["left", "right", "top", "bottom"])
+def test_a_small_face_the_edge_cuts_is_found_by_the_sweep_on_views_mirrored_out_across_the_edges(processor, edge):
+    # A soft 30 px face with 55 % of its box in frame, the rest cut away by the edge, in a still shot: on the mirrored
+    # whole frame (shrunk to 192 px) it is 7 px, on the sweep's tiles half a face (both score it 0-0.2); on the
+    # sweep's views along the edges, the frame mirrored out across them, its mirror image completes it.
+    photo, box = _photo(np.ascontiguousarray(data.astronaut()[:, :, ::-1]), processor)
+    size, (width, height) = 30, SIZE
+    out_by = 0.45 * size  # the part of the box beyond the edge, in pixels (the box is about square)
+    centre = {"left": (size / 2 - out_by, 150), "right": (width - size / 2 + out_by, 200),
+              "top": (400, size / 2 - out_by), "bottom": (250, height - size / 2 + out_by)}[edge]
+    rng = np.random.default_rng(7)
+    backdrop = _backdrop(width, height)
+    face = _place(backdrop, photo, box, size, centre)
+    backdrop = cv2.GaussianBlur(backdrop, (0, 0), 0.6)  # soft, as a face far from the lens or enlarged
+    frames = [np.clip(backdrop + rng.normal(0, 1.5, backdrop.shape), 0, 255).astype(np.uint8) for _ in range(4)]
+    out = run_video(processor, frames)
+    assert 0.5 <= _inside(face) <= 0.7
+    strengths = [round(_strength(f, o, face), 1) for f, o in zip(frames, out)]
+    assert all(s >= SWAPPED for s in strengths), strengths
+    for frame, done in zip(frames, out):  # nothing swapped beside the face (its mirror image is not a face)
+        changed = np.abs(done.astype(int) - frame.astype(int)).max(axis=-1) > 8
+        x1, y1, x2, y2 = face
+        changed[max(0, int(y1) - 12):max(0, int(y2) + 12), max(0, int(x1) - 12):max(0, int(x2) + 12)] = False
+        assert changed.sum() == 0
+
+
+def test_small_faces_only_the_sweep_finds_stay_swapped_through_a_long_still_shot(processor):
+    # 24 px faces in a still shot: the whole-frame detectors miss them, the first sweep finds them, and nothing
+    # moves after, so no sweep looks again before SWEEP_FULL frames. The mesh finds them on every frame where
+    # their tracks say (refits as sure as a detection keep a track); they were dropped REFIT_SPAN frames after
+    # the sweep's reference (from frame ~48), unswapped until the next full sweep.
+    photo, box = _photo(np.ascontiguousarray(data.astronaut()[:, :, ::-1]), processor)
+    rng = np.random.default_rng(24)
+    backdrop = _backdrop(*SIZE)
+    boxes = [_place(backdrop, photo, box, 24, centre) for centre in ((100, 120), (420, 110), (160, 290))]
+    frames = [np.clip(backdrop + rng.normal(0, 1.5, backdrop.shape), 0, 255).astype(np.uint8) for _ in range(60)]
+    assert len(processor.engine.detect(frames[0])) < len(boxes), "premise: the whole-frame detection misses some"
+    out = run_video(processor, frames)
+    strengths = [[round(_strength(f, o, b), 1) for b in boxes] for f, o in zip(frames, out)]
+    assert all(s >= SWAPPED for row in strengths for s in row), strengths
