@@ -157,7 +157,7 @@ class OfflineEngine:
         """The face mesh fitted on each detection; those the mesh says are no face are dropped."""
         if not detections:
             return []
-        mesh = self._landmarker.predict(frame, detections)
+        mesh = self._landmarker.predict(frame, detections, wider=True)
         points = five_points(mesh.points)
         faces = [Face(box=d.box, score=d.score, kps=points[i], landmarks=mesh.points[i])
                  for i, d in enumerate(detections) if mesh.presence[i] >= _PRESENCE]

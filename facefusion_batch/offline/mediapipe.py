@@ -861,11 +861,12 @@ class MediaPipeLandmarker:
         self.session = session
         self.size = _session_input_size(session, "face landmarker")
 
-    def predict(self, frame: np.ndarray, detections: Sequence[Detection]) -> FaceMesh:
+    def predict(self, frame: np.ndarray, detections: Sequence[Detection], wider: bool = False) -> FaceMesh:
         """Landmarks and presence for every detection of one frame, in one session run; a second run asks again
         whether there is a face on the crops that reach out of the frame and found none (see MIRRORED_RETRY), a
         third on small faces' crops that found none grey-balanced, and grey-balanced and sharpened (see
-        BALANCED_STD, SHARPEN)."""
+        BALANCED_STD, SHARPEN), and, with `wider` (the detections are a detector's boxes), on a wider crop (see
+        WIDER_ROI)."""
         if not detections:
             return FaceMesh(np.zeros((0, NUM_LANDMARKS, 3), np.float32), np.zeros(0, np.float32))
         matrices = [roi_to_frame_matrix(*roi_from_detection(d), self.size) for d in detections]
@@ -881,18 +882,24 @@ class MediaPipeLandmarker:
         faint = [i for i, m in enumerate(matrices) if presence[i] < MIRRORED_RETRY and math.hypot(m[0, 0], m[1, 0]) < 1]
         if faint:
             grey = [balanced(_crop(frame, matrices[i], self.size)) for i in faint]
-            wider = [roi_to_frame_matrix(*roi_from_detection(detections[i], ROI_SCALE * WIDER_ROI), self.size)
-                     for i in faint]
+            wide = [roi_to_frame_matrix(*roi_from_detection(detections[i], ROI_SCALE * WIDER_ROI), self.size)
+                    for i in faint] if wider else []
             points, found = self._run([*grey, *(sharpened(crop) for crop in grey),
-                                       *(_crop(frame, m, self.size) for m in wider)])
-            points, found = points.reshape(3, len(faint), *points.shape[1:]), found.reshape(3, len(faint))
+                                       *(_crop(frame, m, self.size) for m in wide)])
+            looks = 3 if wider else 2
+            points, found = points.reshape(looks, len(faint), *points.shape[1:]), found.reshape(looks, len(faint))
+            if wider:  # a fit on the wider crop counts only where it lies on the detector's box
+                centres = np.einsum("kij,knj->kni", np.array(wide)[:, :, :2], points[2, :, :, :2])
+                centres = centres.mean(axis=1) + np.array(wide)[:, :, 2]
+                boxes = np.array([detections[i].box for i in faint], np.float64)
+                found[2] *= ((boxes[:, :2] <= centres) & (centres <= boxes[:, 2:])).all(axis=1)
             best = found.argmax(axis=0)
             points, found = points[best, np.arange(len(faint))], found[best, np.arange(len(faint))]
             better = found > presence[faint]
             raw[np.array(faint)[better]] = points[better]
             presence[faint] = np.maximum(presence[faint], found)
             for k in np.flatnonzero(better & (best == 2)):
-                matrices[faint[k]] = wider[k]
+                matrices[faint[k]] = wide[k]
         points = np.empty_like(raw)
         for i, matrix in enumerate(matrices):
             points[i, :, :2] = raw[i, :, :2] @ matrix[:, :2].T + matrix[:, 2]
