@@ -889,10 +889,7 @@ class MediaPipeLandmarker:
             looks = 3 if wider else 2
             points, found = points.reshape(looks, len(faint), *points.shape[1:]), found.reshape(looks, len(faint))
             if wider:  # a fit on the wider crop counts only where it lies on the detector's box
-                centres = np.einsum("kij,knj->kni", np.array(wide)[:, :, :2], points[2, :, :, :2])
-                centres = centres.mean(axis=1) + np.array(wide)[:, :, 2]
-                boxes = np.array([detections[i].box for i in faint], np.float64)
-                found[2] *= ((boxes[:, :2] <= centres) & (centres <= boxes[:, 2:])).all(axis=1)
+                found[2] *= _centred_on(np.array(wide), points[2], np.array([detections[i].box for i in faint]))
             best = found.argmax(axis=0)
             points, found = points[best, np.arange(len(faint))], found[best, np.arange(len(faint))]
             better = found > presence[faint]
@@ -915,6 +912,13 @@ class MediaPipeLandmarker:
     def landmarks(self, frame: np.ndarray, detections: Sequence[Detection]) -> np.ndarray:
         """(N, 468, 3) landmarks in frame pixels; see ``predict`` for the presence scores too."""
         return self.predict(frame, detections).points
+
+
+def _centred_on(crop_to_frame: np.ndarray, raw: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+    """Whether the centre of each fit (raw crop-pixel points (N, 468, 2+) of crops placed by `crop_to_frame`,
+    (N, 2, 3)) lies inside its box (N, 4)."""
+    centres = np.einsum("nij,npj->npi", crop_to_frame[:, :, :2], raw[..., :2]).mean(axis=1) + crop_to_frame[:, :, 2]
+    return ((boxes[:, :2] <= centres) & (centres <= boxes[:, 2:])).all(axis=1)
 
 
 def five_points(landmarks: np.ndarray) -> np.ndarray:
