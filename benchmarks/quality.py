@@ -13,7 +13,8 @@ of a session, never tuned on, `fifth`, built once `blind` had been judged (first
 `sixth`, built once `fifth` had been judged (first judged in session 13), `seventh`, built once `sixth` had
 been judged (first judged in session 14), `eighth`, built once `seventh` had been judged (first judged in session
 15), `ninth`, built once `eighth` had been judged (first judged in session 16), `tenth`, built once `ninth` had
-been judged, and `eleventh`, built once `tenth` had been judged (nobody ran ffb on either when it was built)
+been judged (first judged in session 17), and `eleventh`, built once `tenth` had been judged (first judged in
+session 18; nobody ran ffb on either when it was built)
 (`both` is tune and held-out; `--corpus-only` renders a split's clips with their true boxes and runs no ffb).
 Each has four sources and six or more clips (640x360, 25 fps, lossless H.264 so the input is exact) composed
 from real photos that packages ship: group pans and zooms where faces enter and leave at every
