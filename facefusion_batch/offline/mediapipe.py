@@ -414,6 +414,10 @@ SHARPEN_SIGMA = 3.0
 # 0.02-0.8 from frame to frame, on one 1.2 times wider 0.99-1.0 (tenth split's far wall, the old bearded man:
 # unswapped for the 21 frames until the whole-frame detection found him).
 WIDER_ROI = 1.2
+# A fit there whose centre lies further than WIDER_OFF of the box's size from the box's centre is not taken: beside
+# a face (a box 0.8 of its size away) the wider crop holds part of it, and the mesh fitted a face between the two,
+# presence 0.89, 0.38 of a face off the box's centre; on the faces it finds, 0-0.1.
+WIDER_OFF = 0.25
 # A sweep for small faces (`sweep`) sees square tiles of the long side over SWEEP_SPLIT, half overlapping. On the
 # tune split's far crowd (640 x 360, faces of 26-34 px under their own looks) tiles of a third of the long side score
 # every face 0.3-0.9 (a face shrunk to 13-15 px, saved as a poor JPEG and enlarged: 0.49 and 0.57), where tiles of
@@ -888,7 +892,7 @@ class MediaPipeLandmarker:
                                        *(_crop(frame, m, self.size) for m in wide)])
             looks = 3 if wider else 2
             points, found = points.reshape(looks, len(faint), *points.shape[1:]), found.reshape(looks, len(faint))
-            if wider:  # a fit on the wider crop counts only where it lies on the detector's box
+            if wider:  # a fit on the wider crop counts only where it is centred on the detector's box
                 found[2] *= _centred_on(np.array(wide), points[2], np.array([detections[i].box for i in faint]))
             best = found.argmax(axis=0)
             points, found = points[best, np.arange(len(faint))], found[best, np.arange(len(faint))]
@@ -916,9 +920,9 @@ class MediaPipeLandmarker:
 
 def _centred_on(crop_to_frame: np.ndarray, raw: np.ndarray, boxes: np.ndarray) -> np.ndarray:
     """Whether the centre of each fit (raw crop-pixel points (N, 468, 2+) of crops placed by `crop_to_frame`,
-    (N, 2, 3)) lies inside its box (N, 4)."""
+    (N, 2, 3)) lies within WIDER_OFF of its box's size (N, 4) from the box's centre."""
     centres = np.einsum("nij,npj->npi", crop_to_frame[:, :, :2], raw[..., :2]).mean(axis=1) + crop_to_frame[:, :, 2]
-    return ((boxes[:, :2] <= centres) & (centres <= boxes[:, 2:])).all(axis=1)
+    return (np.abs(centres - (boxes[:, :2] + boxes[:, 2:]) / 2) <= WIDER_OFF * (boxes[:, 2:] - boxes[:, :2])).all(axis=1)
 
 
 def five_points(landmarks: np.ndarray) -> np.ndarray:

@@ -189,6 +189,26 @@ def test_a_small_face_under_a_tight_box_is_found_on_a_wider_crop(processor, astr
     assert 0.7 < (high - low).max() / size.max() < 1.5
 
 
+def test_a_fit_on_the_wider_crop_off_the_detectors_box_is_not_taken(processor, astronaut):
+    # A box beside the face, its centre 0.8 of the face's size away: the wider crop holds part of the face at its
+    # side, and the mesh fits a face between the two (presence ~0.9), off the box's centre: it does not count.
+    wall, boxes = _wall(astronaut, 640, 360, 30, CENTRES[:1], [dict()])
+    frame, box = _noisy(wall, 0), boxes[0]
+    size = box[2:] - box[:2]
+    centre = (box[:2] + box[2:]) / 2 + (0.8 * size[0], 0)
+    eyes = np.array([centre - size * (0.2, 0.1), centre + size * (0.2, -0.1)] * 3, np.float32)
+    detection = mediapipe.Detection(np.concatenate([centre - size / 2, centre + size / 2]).astype(np.float32), 0.7,
+                                    eyes)
+    landmarker = processor.engine._landmarker
+    wide = mediapipe.roi_to_frame_matrix(*mediapipe.roi_from_detection(
+        detection, mediapipe.ROI_SCALE * mediapipe.WIDER_ROI), landmarker.size)
+    raw, found = landmarker._run([mediapipe._crop(frame, wide, landmarker.size)])
+    fitted = (raw[0, :, :2] @ wide[:, :2].T + wide[:, 2]).mean(axis=0)
+    assert found[0] >= 0.5 and np.abs(fitted - centre).max() > 0.3 * size.max(), \
+        "premise: on the wider crop the mesh fits a face off the box"
+    assert landmarker.predict(frame, [detection], wider=True).presence[0] < 0.5
+
+
 def test_a_box_several_times_a_faces_size_does_not_hide_the_face(processor, astronaut):
     # The short-range model, seeing faces far below its design size, may put a box 4-7 times their size over one
     # or a group of them (on the tune split's crowd: 137-228 px over faces of 30 px). A face the full-range model
