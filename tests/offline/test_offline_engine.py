@@ -103,8 +103,8 @@ def test_a_tracks_refit_needs_less_face_presence_than_a_new_face(env):
     face = max(engine.detect(frame), key=lambda f: f.area)
     unsure = (REFIT_PRESENCE + _PRESENCE) / 2
     predict = engine._landmarker.predict
-    engine._landmarker.predict = lambda image, found: FaceMesh(predict(image, found).points,
-                                                              np.full(len(found), unsure, np.float32))
+    engine._landmarker.predict = lambda image, found, **kw: FaceMesh(predict(image, found, **kw).points,
+                                                                    np.full(len(found), unsure, np.float32))
     assert len(engine.refit(frame, [face])) == 1
     assert engine.detect(frame) == []
 
@@ -130,8 +130,8 @@ def test_a_tracks_face_the_mesh_misses_but_the_detectors_see_is_carried_there(en
     face = max(engine.detect(frame), key=lambda f: f.area)
     moved = np.ascontiguousarray(np.roll(frame, (3, 4), axis=(0, 1)))
     predict = engine._landmarker.predict
-    engine._landmarker.predict = lambda image, found: FaceMesh(predict(image, found).points,
-                                                              np.zeros(len(found), np.float32))
+    engine._landmarker.predict = lambda image, found, **kw: FaceMesh(predict(image, found, **kw).points,
+                                                                    np.zeros(len(found), np.float32))
     carried = engine.refit(moved, [face])
     assert len(carried) == 1 and carried[0].score >= 0.5  # the detector's score
     shift = carried[0].landmarks[:, :2] - face.landmarks[:, :2]
