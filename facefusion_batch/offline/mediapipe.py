@@ -735,13 +735,15 @@ class MediaPipeDetector:
         `cells` where given), none of `found`'s faces."""
         height, width = frame.shape[:2]
         side = EDGE_RING * max(width, height)
-        box = side / EDGE_CONTEXT
+        face = side / EDGE_CONTEXT  # the face size `_short_looks` makes a view of `side` for
         centres = [(x, y) for y in (0.0, float(height)) for x in _ring_stops(width, side)]
         centres += [(x, y) for x in (0.0, float(width)) for y in _ring_stops(height, side)]
         if cells is not None:
             centres = [(x, y) for x, y in centres if _any_in(
-                cells, View(0, max(0, int(x - side / 2)), max(0, int(y - side / 2)), int(side), int(side)), width, height)]
-        looks = [(0, np.array([x - box / 2, y - box / 2, x + box / 2, y + box / 2], np.float32)) for x, y in centres]
+                cells, View(0, max(0, int(x - side / 2)), max(0, int(y - side / 2)), int(side), int(side)),
+                width, height)]
+        looks = [(0, np.array([x - face / 2, y - face / 2, x + face / 2, y + face / 2], np.float32))
+                 for x, y in centres]
         cut = [_cut_by_edge(result, 0, 1.0, frame.shape, found) for result in self._short_looks([frame], looks)]
         # A box about the view's size is a pattern of the backdrop and its mirror image, not a face cut by the edge
         # (a face that large is seen on the mirrored whole frame).
@@ -922,7 +924,8 @@ def _centred_on(crop_to_frame: np.ndarray, raw: np.ndarray, boxes: np.ndarray) -
     """Whether the centre of each fit (raw crop-pixel points (N, 468, 2+) of crops placed by `crop_to_frame`,
     (N, 2, 3)) lies within WIDER_OFF of its box's size (N, 4) from the box's centre."""
     centres = np.einsum("nij,npj->npi", crop_to_frame[:, :, :2], raw[..., :2]).mean(axis=1) + crop_to_frame[:, :, 2]
-    return (np.abs(centres - (boxes[:, :2] + boxes[:, 2:]) / 2) <= WIDER_OFF * (boxes[:, 2:] - boxes[:, :2])).all(axis=1)
+    off = np.abs(centres - (boxes[:, :2] + boxes[:, 2:]) / 2)
+    return (off <= WIDER_OFF * (boxes[:, 2:] - boxes[:, :2])).all(axis=1)
 
 
 def five_points(landmarks: np.ndarray) -> np.ndarray:
