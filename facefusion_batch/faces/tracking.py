@@ -56,6 +56,12 @@ REFIT_SPAN = 30  # frames a track is looked for by refits after the detector las
 # reference although the mesh still found it on every frame, and unswapped until the next sweep (nothing moved,
 # so none looked for 96 frames).
 SURE_REFIT = 0.5
+# A track looked for where it should be and not found (`missing`) is carried on for up to LOST_GRACE frames, looked
+# for on each, where the detector or a sure refit saw it within the last LOST_GRACE frames and its face lies wholly
+# inside the frame: on a soft 30 px face the mesh's presence jumps between 0.1 and 0.9 as its crop moves by a pixel,
+# and a face the detector had seen on the frame before (eleventh split's far wall) was left unswapped for 13 frames
+# when one refit said no face, until the next sweep found it again.
+LOST_GRACE = 3
 IN_FRAME = 0.3  # a track is looked for while this share of its face's box is inside the frame
 LEAVING = 0.5  # mode `one`: its face with less than this share of its box inside the frame is leaving the picture
 EDGE_FADE = (IN_FRAME, 0.4)  # a swap fades out as its face's share in frame falls from the second to the first
@@ -341,7 +347,8 @@ class Tracker:
             predicted = track.expected(gap)
             # Carried only while wholly inside the frame: a face the edge cuts that the mesh did not find again
             # where it should be (`missing`) is on its way out, and its motion is not known well enough.
-            if (gap > COAST or track.hits < 2 or not self._whole(predicted) or track.id in looked
+            lost = track.id in looked and (gap > LOST_GRACE or index - track.confirmed > 2 * LOST_GRACE)
+            if (gap > COAST or track.hits < 2 or not self._whole(predicted) or lost
                     or _on_any(_face(track.face, predicted).box, [t.face.box for t in result])):
                 del self.tracks[track.id]  # gone, or a second track on a face swapped already
                 continue
