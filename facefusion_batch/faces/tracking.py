@@ -63,7 +63,10 @@ SURE_REFIT = 0.5
 # when one refit said no face, until the next sweep found it again.
 LOST_GRACE = 3
 IN_FRAME = 0.3  # a track is looked for while this share of its face's box is inside the frame
-LEAVING = 0.5  # mode `one`: its face with less than this share of its box inside the frame is leaving the picture
+LEAVING = 0.4  # mode `one`: its face with less than this share of its box inside the frame is leaving the picture
+# (less than half: the share is estimated from the face's size when last wholly in frame, and at half `one` took the
+# next face a frame or two before half of the leaving one had gone: a switch between two faces both half in the
+# picture, on the pans of the tenth and eleventh splits)
 EDGE_FADE = (IN_FRAME, 0.4)  # a swap fades out as its face's share in frame falls from the second to the first
 FADE_IN = 3  # frames over which mode `one`'s next choice within a shot fades in (from 2 / (FADE_IN + 1))
 CUT_HISTOGRAM = 0.5  # L1 distance of normalised grey histograms (0..2) above which two frames are a cut

@@ -12,6 +12,7 @@ import pytest
 from skimage import data
 
 from conftest import hopper_processor, run_video
+from facefusion_batch.faces import tracking
 from facefusion_batch.workflow.processor import FrameProcessor
 
 SIZE = (640, 360)
@@ -77,8 +78,10 @@ def test_one_takes_the_next_face_smoothly_as_its_face_leaves_the_picture(process
             for f, o, (big, small) in zip(frames, out, boxes)]
     assert any(inside < 0.3 for inside, _, _ in seen), seen  # the clip reaches past what is checked
     assert all(first >= SWAPPED for inside, first, _ in seen if inside >= 0.65), seen  # never switched early
-    # Every frame where the leaving face is less than half in the picture has the other face swapped.
-    assert all(second >= SWAPPED for inside, _, second in seen if inside < 0.5), seen
+    # Every frame where less of the leaving face than LEAVING is in the picture has the other face swapped, and
+    # every frame has one of the two swapped.
+    assert all(second >= SWAPPED for inside, _, second in seen if inside < tracking.LEAVING), seen
+    assert all(max(first, second) >= SWAPPED for _, first, second in seen), seen
     full = max(second for _, _, second in seen)
     steps = [b - a for (_, _, a), (_, _, b) in zip(seen, seen[1:])]
     assert max(steps) < 0.7 * full, seen  # faded in, not switched on at once
