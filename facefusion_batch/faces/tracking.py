@@ -56,12 +56,15 @@ REFIT_SPAN = 30  # frames a track is looked for by refits after the detector las
 # reference although the mesh still found it on every frame, and unswapped until the next sweep (nothing moved,
 # so none looked for 96 frames).
 SURE_REFIT = 0.5
-# A track looked for where it should be and not found (`missing`) is carried on for up to LOST_GRACE frames, looked
-# for on each, where the detector or a sure refit saw it within the last LOST_GRACE frames and its face lies wholly
-# inside the frame: on a soft 30 px face the mesh's presence jumps between 0.1 and 0.9 as its crop moves by a pixel,
-# and a face the detector had seen on the frame before (eleventh split's far wall) was left unswapped for 13 frames
-# when one refit said no face, until the next sweep found it again.
+# A small face's track (its box under GRACE_SIZE pixels) looked for where it should be and not found (`missing`) is
+# carried on for up to LOST_GRACE frames, looked for on each, where the detector or a sure refit saw it within the
+# last 2 * LOST_GRACE frames and its face lies wholly inside the frame: on a soft 30 px face the mesh's presence
+# jumps between 0.1 and 0.9 as its crop moves by a pixel, and a face the detector had seen on the frame before
+# (eleventh split's far wall) was left unswapped for 13 frames when one refit said no face, until the next sweep
+# found it again. Not a larger face: the mesh does not blink on it, and one it loses has turned away or left (a
+# 56 px face turning to profile, carried, was swapped as a smear above its face: sixth split's tilt).
 LOST_GRACE = 3
+GRACE_SIZE = 48.0
 IN_FRAME = 0.3  # a track is looked for while this share of its face's box is inside the frame
 LEAVING = 0.4  # mode `one`: its face with less than this share of its box inside the frame is leaving the picture
 # (less than half: the share is estimated from the face's size when last wholly in frame, and at half `one` took the
@@ -350,7 +353,8 @@ class Tracker:
             predicted = track.expected(gap)
             # Carried only while wholly inside the frame: a face the edge cuts that the mesh did not find again
             # where it should be (`missing`) is on its way out, and its motion is not known well enough.
-            lost = track.id in looked and (gap > LOST_GRACE or index - track.confirmed > 2 * LOST_GRACE)
+            lost = track.id in looked and (gap > LOST_GRACE or index - track.confirmed > 2 * LOST_GRACE
+                                           or track.face.box[2] - track.face.box[0] >= GRACE_SIZE)
             if (gap > COAST or track.hits < 2 or not self._whole(predicted) or lost
                     or _on_any(_face(track.face, predicted).box, [t.face.box for t in result])):
                 del self.tracks[track.id]  # gone, or a second track on a face swapped already

@@ -385,13 +385,13 @@ def test_a_face_lost_in_a_fast_pan_is_carried_on_with_the_pan_not_left_where_it_
     assert leaving.update(6, [], True, refits=None) == []  # on its way out across the left edge
 
 
-def test_a_track_looked_for_and_not_found_is_carried_a_few_frames_while_it_is_looked_for():
+def test_a_small_face_looked_for_and_not_found_is_carried_a_few_frames_while_it_is_looked_for():
     # The mesh's presence on a small soft face jumps from frame to frame: a face seen on the frame before and not
     # found where it should be is carried (and looked for again) for up to LOST_GRACE frames, then given up.
-    def seen() -> Tracker:
+    def seen(size: float = 30.0) -> Tracker:
         tracker = Tracker(1000, 600)
         for t in range(3):
-            tracker.update(t, [face(300 + 4 * t, 200)], detected=False)
+            tracker.update(t, [face(300 + 4 * t, 200, size)], detected=False)
         return tracker
 
     looked = seen()
@@ -405,9 +405,11 @@ def test_a_track_looked_for_and_not_found_is_carried_a_few_frames_while_it_is_lo
     found.missing(3, [])
     (carried,) = found.update(3, [], True, refits=[])
     found.missing(4, [])
-    (back,) = found.update(4, [], True, refits=[face(316, 200)])  # found again: its track goes on
+    (back,) = found.update(4, [], True, refits=[face(316, 200, 30)])  # found again: its track goes on
     assert back.track == carried.track and not back.coasting
-    neural = seen()
+    large = seen(tracking.GRACE_SIZE)  # the mesh does not blink on a larger face: not found, it is gone
+    assert len(large.missing(3, [])) == 1 and large.update(3, [], True, refits=[]) == []
+    neural = seen(tracking.GRACE_SIZE)
     assert len(neural.missing(3, [])) == 1
     assert [o.coasting for o in neural.update(3, [], True, refits=None)] == [True]  # neural: cannot look
 
@@ -415,11 +417,11 @@ def test_a_track_looked_for_and_not_found_is_carried_a_few_frames_while_it_is_lo
 def test_a_track_not_seen_for_a_while_is_not_carried_when_looked_for_in_vain():
     # Found by refits only (not sure of them), then looked for and not found: given up at once.
     tracker = Tracker(1000, 600)
-    tracker.update(0, [face(300, 200)], detected=False)
-    tracker.update(1, [face(300, 200)], detected=False)
+    tracker.update(0, [face(300, 200, 30)], detected=False)
+    tracker.update(1, [face(300, 200, 30)], detected=False)
     for t in range(2, 2 + 2 * tracking.LOST_GRACE):
         tracker.missing(t, [])
-        unsure = dataclasses.replace(face(300, 200), score=tracking.SURE_REFIT / 2)
+        unsure = dataclasses.replace(face(300, 200, 30), score=tracking.SURE_REFIT / 2)
         assert len(tracker.update(t, [], True, refits=[unsure])) == 1
     t = 2 + 2 * tracking.LOST_GRACE
     assert len(tracker.missing(t, [])) == 1
