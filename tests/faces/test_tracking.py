@@ -115,6 +115,16 @@ def test_one_picks_the_largest_face_by_what_of_it_is_inside_the_frame():
     assert chosen.face.box[0] == pytest.approx(444)
 
 
+def test_one_keeps_a_face_whose_features_are_in_the_picture_though_the_edge_cuts_its_forehead():
+    # Its box is 35 % in frame (the top edge cuts the forehead), five of its eight landmarks are inside: it is not
+    # leaving the picture, and it is the largest face by what of it is inside the frame.
+    mesh = np.array([[0.3, 0.4], [0.7, 0.4], [0.5, 0.6], [0.35, 0.8], [0.65, 0.8], [0.5, 0.9], [0.3, 0.7], [0.7, 0.7]])
+    tracker = Tracker(1000, 600)
+    out = tracker.update(0, [face(300, -130, 200, mesh=mesh), face(700, 300, 100)], detected=True)
+    (chosen,) = tracker.choose_one(out)
+    assert chosen.face.box[0] == pytest.approx(300)
+
+
 def test_refits_on_a_still_face_ease_in_and_real_moves_are_followed_at_once():
     tracker = Tracker(1000, 600)
     tracker.update(0, [face(100, 100)], True)
