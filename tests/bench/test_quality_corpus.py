@@ -296,10 +296,24 @@ def built_splits():
     """Every split built once from stand-ins of its own photos (another split's photo is not there to read):
     {split: (quick, full)}. Building is most of these tests' time; each split is built once, not once per
     other split."""
+    real_backdrop = corpus.backdrop
+
+    def quick_and_full(split: str) -> tuple:
+        walls = {}  # the quick and the full build hang the same photos on the same walls: each made once
+
+        def backdrop(size, seed):
+            if (size, seed) in walls:
+                return walls.pop((size, seed))
+            walls[size, seed] = real_backdrop(size, seed)
+            return walls[size, seed].copy()  # the quick build pastes onto a copy, the full one onto this
+
+        patch.setattr(corpus, "backdrop", backdrop)
+        return (corpus.build_split(split, None, Path("unused"), quick=True),
+                corpus.build_split(split, None, Path("unused"), quick=False))
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(corpus, "load_photo", lambda name, judge, cache: stand_in(name))
-        return {split: (corpus.build_split(split, None, Path("unused"), quick=True),
-                        corpus.build_split(split, None, Path("unused"), quick=False)) for split in corpus.SPLITS}
+        return {split: quick_and_full(split) for split in corpus.SPLITS}
 
 
 @pytest.mark.parametrize("split", ["tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh", "eighth",
