@@ -62,6 +62,10 @@ def test_source_with_several_faces_uses_the_largest(batch, capsys, monkeypatch):
     assert "2 faces in the source image; using the largest" in capsys.readouterr().err
 
 
-def test_verify_judges_claimed_manifests(tmp_path):
+def test_verify_judges_claimed_manifests(tmp_path, capsys):
     """Bytes that claim a C2PA manifest and do not parse are a damaged manifest (exit 1), not none."""
-    assert hostile_report.manifest_problems(tmp_path / "manifests") == []
+    def verify(paths: list[Path]) -> tuple[int, list[dict]]:  # in-process: no start-up of ffb per file
+        code = main(["verify", "--json", *map(str, paths)])
+        return code, hostile_report.verify_documents(capsys.readouterr().out)
+
+    assert hostile_report.manifest_problems(tmp_path / "manifests", verify) == []

@@ -24,6 +24,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Callable
 
 import numpy as np
 from pathlib import Path
@@ -266,12 +267,13 @@ def verify_problems(rows: list[Row], out: Path) -> list[str]:
     return problems
 
 
-def manifest_problems(directory: Path) -> list[str]:
-    """`ffb verify` on files whose bytes claim a C2PA manifest that does not parse (damaged: invalid, exit 1)
-    and on files that claim none (none, exit 0), one at a time."""
+def manifest_problems(directory: Path, verify: Callable[[list[Path]], tuple[int, list[dict]]] = run_verify
+                      ) -> list[str]:
+    """`ffb verify` (or `verify`, with run_verify's answer) on files whose bytes claim a C2PA manifest that does
+    not parse (damaged: invalid, exit 1) and on files that claim none (none, exit 0), one at a time."""
     problems = []
     for name, expected in build_manifest_corpus(directory).items():
-        code, findings = run_verify([directory / name])
+        code, findings = verify([directory / name])
         finding = findings[0] if findings else {}
         got = "damaged" if finding.get("validation") == "invalid" else finding.get("c2pa", "?")
         if got != expected or code != (1 if expected == "damaged" else 0):
