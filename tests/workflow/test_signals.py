@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -120,13 +121,19 @@ MOMENTS = {
 }
 
 
+@pytest.fixture(scope="module")
+def clips(tmp_path_factory) -> list[Path]:
+    """A short video and a long one, encoded once for the module; each run gets copies of its own."""
+    folder = tmp_path_factory.mktemp("signals")
+    return [make_clip(folder / "a.mp4", frames=6), make_clip(folder / "b.mp4", frames=240)]
+
+
 @pytest.mark.parametrize("moment", list(MOMENTS))
 @pytest.mark.parametrize("second_after", [None, 0.0, 0.15])
-def test_sigterm_at_any_moment_ends_the_run_with_130(env, source_image, moment, second_after):
+def test_sigterm_at_any_moment_ends_the_run_with_130(env, source_image, clips, moment, second_after):
     if second_after is not None and moment in ("locked", "frames"):
         pytest.skip("two signals are checked at the later moments")
-    short = make_clip(env / "a.mp4", frames=6)
-    long = make_clip(env / "b.mp4", frames=240)
+    short, long = (Path(shutil.copy(clip, env)) for clip in clips)
     process = _ffb(env, source_image, [short, long])
     _wait_for(process, lambda: MOMENTS[moment](env), moment)
     process.send_signal(signal.SIGTERM)
