@@ -1,7 +1,9 @@
 """Signed C2PA content credentials on `ffb run` outputs, read back with c2pa's own Reader."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import shutil
 import subprocess
@@ -58,17 +60,38 @@ def read(path: Path, anchors: str | None = None):
     return c2pa.Reader(mime[path.suffix], open(path, "rb"), manifest, context=context)
 
 
-@pytest.fixture
-def signed_outputs(env, source_image, capsys):
-    """Every supported output format, made by one default `ffb run` (C2PA on by default)."""
+@pytest.fixture(scope="module")
+def signed_outputs(tmp_path_factory, neural_models):
+    """Every supported output format, made by one default `ffb run` (C2PA on by default) for the tests that
+    read them (with the `env` fixture's settings); a test that changes an output puts its bytes back."""
+    env = tmp_path_factory.mktemp("signed")
+    source = env / "source.png"
+    cv2.imwrite(str(source), face_frame())
     targets = make_targets(env / "in")
-    code, summary = run(["-s", str(source_image), "-t", str(env / "in"), "-o", str(env / "out")], capsys)
+    printed = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(printed):
+        for name, value in (("MODELS_PATH", neural_models), ("CACHE_PATH", env / "cache"),
+                            ("TEMP_PATH", env / "tmp"), ("EXECUTION_THREAD_COUNT", 2)):
+            patch.setenv(f"FFB_{name}", str(value))
+        code = main(["run", "--engine", "neural", "--json", "-q", "-s", str(source), "-t", str(env / "in"),
+                     "-o", str(env / "out")])
+    summary = json.loads(printed.getvalue())
     assert code == 0, summary
-    return env, targets, summary
+    return env, source, targets, summary
 
 
-def test_every_format_is_signed_and_reads_back(signed_outputs, source_image):
-    env, targets, summary = signed_outputs
+@contextlib.contextmanager
+def restored(path: Path):
+    """Whatever the block does to the file at `path`, its bytes are put back after it."""
+    data = path.read_bytes()
+    try:
+        yield
+    finally:
+        path.write_bytes(data)
+
+
+def test_every_format_is_signed_and_reads_back(signed_outputs):
+    env, source_image, targets, summary = signed_outputs
     root = (env / "cache" / "c2pa" / "local-root.pem").read_text()
     for target in targets:
         out = env / "out" / target.name
@@ -102,7 +125,7 @@ def test_every_format_is_signed_and_reads_back(signed_outputs, source_image):
 
 
 def test_verify_reports_valid_then_tampered_mp4_invalid(signed_outputs, capsys):
-    env, _, _ = signed_outputs
+    env, *_ = signed_outputs
     out = env / "out" / "t_mp4.mp4"
     assert main(["verify", "--json", str(env / "out")]) == 0
     findings = json.loads(capsys.readouterr().out)
@@ -119,10 +142,11 @@ def test_verify_reports_valid_then_tampered_mp4_invalid(signed_outputs, capsys):
     assert main(["verify", "--json", "--trust", str(root), str(out)]) == 0
     assert json.loads(capsys.readouterr().out)[0]["validation"] == "trusted"
 
-    data = bytearray(out.read_bytes())
-    data[data.index(b"mdat") + 64] ^= 0xFF  # one byte of the media data
-    out.write_bytes(bytes(data))
-    assert main(["verify", "--json", str(out)]) == 1
+    with restored(out):
+        data = bytearray(out.read_bytes())
+        data[data.index(b"mdat") + 64] ^= 0xFF  # one byte of the media data
+        out.write_bytes(bytes(data))
+        assert main(["verify", "--json", str(out)]) == 1
     finding = json.loads(capsys.readouterr().out)[0]
     assert finding["validation"] == "invalid" and not finding["ok"]
     assert any(p.startswith("assertion.bmffHash.mismatch") for p in finding["problems"])
@@ -130,12 +154,13 @@ def test_verify_reports_valid_then_tampered_mp4_invalid(signed_outputs, capsys):
 
 
 def test_tampered_sidecar_output_is_invalid(signed_outputs, capsys):
-    env, _, _ = signed_outputs
+    env, *_ = signed_outputs
     out = env / "out" / "t_mkv.mkv"
-    data = bytearray(out.read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    out.write_bytes(bytes(data))
-    assert main(["verify", str(out)]) == 1
+    with restored(out):
+        data = bytearray(out.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        out.write_bytes(bytes(data))
+        assert main(["verify", str(out)]) == 1
     text = capsys.readouterr().out
     assert "invalid" in text and "assertion.dataHash.mismatch" in text
 
