@@ -17,6 +17,14 @@ from hostile_media import build_corpus, build_multi_face_source  # noqa: E402
 from facefusion_batch.cli import main  # noqa: E402
 
 
+def in_process(capsys) -> hostile_report.Verify:
+    """`ffb verify --json` as `main` in this process, answering as run_verify does (no ffb start-up per call)."""
+    def verify(paths: list[Path]) -> tuple[int, list[dict]]:
+        code = main(["verify", "--json", *map(str, paths)])
+        return code, hostile_report.verify_documents(capsys.readouterr().out)
+    return verify
+
+
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
     work = tmp_path_factory.mktemp("hostile")
@@ -44,7 +52,7 @@ def test_hostile_batch(batch, capsys, monkeypatch):
         if row.status == "failed":
             assert row.reason.count("\n") == 0 and row.name.split("/")[-1][:40] in row.reason
     # Every finished output shows its mark to `ffb verify`, validates, and is unchanged (issue 26, class 4).
-    assert hostile_report.verify_problems(rows, out) == []
+    assert hostile_report.verify_problems(rows, out, in_process(capsys)) == []
     # As cron starts it again: every failure is journaled, nothing is tried again, exit 0.
     code = main(["run", "--engine", "offline", "--many-faces", "--json", "-q", "-s", str(hostile_report.SOURCE),
                  "-t", str(corpus), "-o", str(out), "--temp-path", str(temp)])
@@ -64,8 +72,4 @@ def test_source_with_several_faces_uses_the_largest(batch, capsys, monkeypatch):
 
 def test_verify_judges_claimed_manifests(tmp_path, capsys):
     """Bytes that claim a C2PA manifest and do not parse are a damaged manifest (exit 1), not none."""
-    def verify(paths: list[Path]) -> tuple[int, list[dict]]:  # in-process: no start-up of ffb per file
-        code = main(["verify", "--json", *map(str, paths)])
-        return code, hostile_report.verify_documents(capsys.readouterr().out)
-
-    assert hostile_report.manifest_problems(tmp_path / "manifests", verify) == []
+    assert hostile_report.manifest_problems(tmp_path / "manifests", in_process(capsys)) == []

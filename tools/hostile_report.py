@@ -247,14 +247,17 @@ def run_verify(paths: list[Path]) -> tuple[int, list[dict]]:
         return proc.returncode, [{"file": "?", "problems": [f"no JSON from ffb verify: {proc.stderr[-300:]}"]}]
 
 
-def verify_problems(rows: list[Row], out: Path) -> list[str]:
-    """`ffb verify` over the outputs of the targets reported done: each shows its metadata mark (every
-    format: AVI keeps only the comment, GIF its comment extension), none claims a manifest that fails, and
-    each is unchanged since its run wrote it."""
+Verify = Callable[[list[Path]], tuple[int, list[dict]]]  # run_verify, or what answers as it does
+
+
+def verify_problems(rows: list[Row], out: Path, verify: Verify = run_verify) -> list[str]:
+    """`ffb verify` (or `verify`) over the outputs of the targets reported done: each shows its metadata mark
+    (every format: AVI keeps only the comment, GIF its comment extension), none claims a manifest that fails,
+    and each is unchanged since its run wrote it."""
     outputs = [out / row.name for row in rows if row.status == "done" and (out / row.name).is_file()]
     if not outputs:
         return []
-    code, findings = run_verify(outputs)
+    code, findings = verify(outputs)
     problems = [f"ffb verify exit {code}"] if code else []
     for finding in findings:
         name = Path(finding["file"]).name
@@ -267,10 +270,9 @@ def verify_problems(rows: list[Row], out: Path) -> list[str]:
     return problems
 
 
-def manifest_problems(directory: Path, verify: Callable[[list[Path]], tuple[int, list[dict]]] = run_verify
-                      ) -> list[str]:
-    """`ffb verify` (or `verify`, with run_verify's answer) on files whose bytes claim a C2PA manifest that does
-    not parse (damaged: invalid, exit 1) and on files that claim none (none, exit 0), one at a time."""
+def manifest_problems(directory: Path, verify: Verify = run_verify) -> list[str]:
+    """`ffb verify` (or `verify`) on files whose bytes claim a C2PA manifest that does not parse (damaged:
+    invalid, exit 1) and on files that claim none (none, exit 0), one at a time."""
     problems = []
     for name, expected in build_manifest_corpus(directory).items():
         code, findings = verify([directory / name])
