@@ -23,19 +23,17 @@ from facefusion_batch.runner.journal import Journal, text_of
 from facefusion_batch.targets import resolved
 
 DEADLINE = 120.0  # seconds, for a loaded machine; the condition ends every wait
-SETTLE = 0.5  # files here land whole (renamed into place, or there before the watch starts)
-UPLOAD_SETTLE = 2.0  # for the upload in pieces: each piece lands well within it
+SETTLE = 2.0
 
 
 class Watch:
     """One `ffb watch --json` process; stderr goes to a file (read it with `log()`)."""
 
-    def __init__(self, env: Path, source: Path, folder: Path, *extra: str, name: str = "watch",
-                 settle: float = SETTLE) -> None:
+    def __init__(self, env: Path, source: Path, folder: Path, *extra: str, name: str = "watch") -> None:
         self.env = env
         self.err = env / f"{name}.err"
         command = [sys.executable, "-m", "facefusion_batch", "watch", "--json", "-s", str(source), "-t", str(folder),
-                   "-o", str(env / "out"), "--settle", str(settle), *extra]
+                   "-o", str(env / "out"), "--settle", str(SETTLE), *extra]
         with open(self.err, "wb") as err:
             self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err)
 
@@ -115,7 +113,7 @@ def test_a_file_copied_in_slowly_is_processed_once_and_only_when_complete(env, s
     incoming = env / "in"
     incoming.mkdir()
     clip = make_clip(env / "clip.mp4", frames=12)
-    watch = watches(env, source_image, incoming, settle=UPLOAD_SETTLE).ready()
+    watch = watches(env, source_image, incoming).ready()
     data = clip.read_bytes()
     landing = incoming / "clip.mp4"
     pieces = 5
@@ -123,7 +121,7 @@ def test_a_file_copied_in_slowly_is_processed_once_and_only_when_complete(env, s
         with open(landing, "ab") as handle:
             handle.write(data[i * len(data) // pieces:(i + 1) * len(data) // pieces])
         assert not (env / "out" / "clip.mp4").exists(), "started before the file was complete"
-        time.sleep(UPLOAD_SETTLE / 5)
+        time.sleep(SETTLE / 5)
     watch.wait_for(finished(env, landing), "done")
     code, summary = watch.stop()
     assert code == 0 and summary["command"] == "watch" and summary["interrupted"] is True
