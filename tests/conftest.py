@@ -118,18 +118,23 @@ def env_with(tmp_path, monkeypatch) -> Callable[..., Path]:
     cache/temp dirs inside the tmp dir (for tests that build their own models dir). `engine=None` leaves the
     engine and the threads to ffb (`auto`: offline where `models` holds none)."""
     def select(models: Path | None, engine: str | None = "neural") -> Path:
-        if models is None:  # models_path left at its default (set, it would ask for the neural engine): empty
-            monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-            monkeypatch.delenv("FFB_MODELS_PATH", raising=False)
-        for name, value in (("MODELS_PATH", models), ("CACHE_PATH", tmp_path / "cache"),
-                            ("TEMP_PATH", tmp_path / "tmp")):
-            if value is not None:
-                monkeypatch.setenv(f"FFB_{name}", str(value))
-        if engine is not None:
-            monkeypatch.setenv("FFB_ENGINE", engine)
-            monkeypatch.setenv("FFB_EXECUTION_THREAD_COUNT", "2")
-        return tmp_path
+        return selected(monkeypatch, tmp_path, models, engine)
     return select
+
+
+def selected(patch: pytest.MonkeyPatch, root: Path, models: Path | None, engine: str | None = "neural") -> Path:
+    """`root` as `env_with` makes it, through `patch` (a test's monkeypatch, or a module fixture's
+    `pytest.MonkeyPatch.context()`)."""
+    if models is None:  # models_path left at its default (set, it would ask for the neural engine): empty
+        patch.setenv("XDG_CACHE_HOME", str(root / "xdg"))
+        patch.delenv("FFB_MODELS_PATH", raising=False)
+    for name, value in (("MODELS_PATH", models), ("CACHE_PATH", root / "cache"), ("TEMP_PATH", root / "tmp")):
+        if value is not None:
+            patch.setenv(f"FFB_{name}", str(value))
+    if engine is not None:
+        patch.setenv("FFB_ENGINE", engine)
+        patch.setenv("FFB_EXECUTION_THREAD_COUNT", "2")
+    return root
 
 
 @pytest.fixture

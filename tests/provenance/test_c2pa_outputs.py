@@ -14,7 +14,7 @@ import cv2
 import numpy as np
 import pytest
 
-from conftest import decode_all, face_frame, make_clip
+from conftest import decode_all, face_frame, make_clip, selected
 from facefusion_batch.cli import main
 from facefusion_batch.marking import DIGITAL_SOURCE_TYPE
 from facefusion_batch.provenance.metadata import read_mark
@@ -70,9 +70,7 @@ def signed_outputs(tmp_path_factory, neural_models):
     targets = make_targets(env / "in")
     printed = io.StringIO()
     with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(printed):
-        for name, value in (("MODELS_PATH", neural_models), ("CACHE_PATH", env / "cache"),
-                            ("TEMP_PATH", env / "tmp"), ("EXECUTION_THREAD_COUNT", 2)):
-            patch.setenv(f"FFB_{name}", str(value))
+        selected(patch, env, neural_models)
         code = main(["run", "--engine", "neural", "--json", "-q", "-s", str(source), "-t", str(env / "in"),
                      "-o", str(env / "out")])
     summary = json.loads(printed.getvalue())
