@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ffb on an NVIDIA GPU machine: what CI (no GPU) can't check or measure. One prepared script for a lent GPU
 # machine (one H200, 16 cores: ~15 minutes of device time per session, 10 per command):
-#   here:   bash benchmarks/gpu_carry.sh      (wheels, static ffmpeg/ffprobe, FaceFusion 3.8.1 into .gpu/; it prints
+#   here:   bash benchmarks/gpu_carry.sh      (wheels, static ffmpeg/ffprobe, FaceFusion 3.8.1 into .gpu/pack/; it prints
 #                                              the device calls that carry them over, back to back)
 #   there:  bash benchmarks/gpu_check.sh "$OUT"   (the last of those calls)
 # Elsewhere (ffb installed with onnxruntime-gpu, ffmpeg and ffprobe on PATH) it runs as it is:
@@ -42,26 +42,16 @@ step() { echo "== $(date -u +%T) $*"; }
 export PYTHONUNBUFFERED=1
 
 step "set-up from carried files (.gpu/)"
-if [ -d .gpu/ort ]; then
-  wheel=/tmp/$(cat .gpu/ort/NAME)
-  cat .gpu/ort/part.* > "$wheel"
-  if [ "$(sha256sum "$wheel" | cut -d' ' -f1)" != "$(cat .gpu/ort/SHA256)" ]; then
-    echo "gpu_check: $wheel: parts missing or damaged (ls .gpu/ort: $(ls .gpu/ort | tr '\n' ' ')); carry every part again"
+if [ -d .gpu/pack ]; then  # gpu_carry.sh's one archive, in parts: site/ (wheels unpacked), bin/, facefusion/
+  if [ "$(cat .gpu/pack/part.* | sha256sum | cut -d' ' -f1)" != "$(cat .gpu/pack/SHA256)" ]; then
+    echo "gpu_check: .gpu/pack: parts missing or damaged (ls .gpu/pack: $(ls .gpu/pack | tr '\n' ' ')); carry every part again"
     exit 2
   fi
-  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-    "$wheel" .gpu/wheels/*.whl || exit 2
-  export PYTHONPATH=$PWD:/tmp/site
+  mkdir -p /tmp/gpu
+  cat .gpu/pack/part.* | "$PY" -c "import sys, tarfile; tarfile.open(fileobj=sys.stdin.buffer, mode='r|xz').extractall('/tmp/gpu')" \
+    || exit 2
+  export PYTHONPATH=$PWD:/tmp/gpu/site PATH=/tmp/gpu/bin:$PATH FACEFUSION=${FACEFUSION:-/tmp/gpu/facefusion}
 fi
-if [ -d .gpu/bin ]; then
-  mkdir -p /tmp/bin
-  for tool in ffmpeg ffprobe; do
-    "$PY" -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], 'wb'))" \
-      ".gpu/bin/$tool.xz" "/tmp/bin/$tool" && chmod +x "/tmp/bin/$tool"
-  done
-  export PATH=/tmp/bin:$PATH
-fi
-[ -d .gpu/facefusion ] && FACEFUSION=${FACEFUSION:-$PWD/.gpu/facefusion}
 export PYTHONPATH=${PYTHONPATH:-$PWD}
 command -v ffmpeg >/dev/null && export FFB_FFMPEG_PATH=$(command -v ffmpeg)  # both tools encode with the same ffmpeg
 ffb() { "$PY" -m facefusion_batch "$@"; }
