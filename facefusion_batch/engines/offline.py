@@ -70,10 +70,11 @@ RECHECK = 10
 MIRROR_TURN = 0.3
 MIRROR_APART = 0.6
 MIRROR_BACK = 0.1
-# A source face turned further than this (`classic.turn`; ~35 degrees) is said to swap poorly when the run starts:
-# only what the photo shows of it can be warped, so frontal faces get its foreshortened far half stretched out (or,
-# mirrored, its near half twice). On the eighth split a source turned 1.41 was seen as itself on 0 % of the faces
-# it was swapped onto, where the split's frontal sources (turn up to 0.41) were on 48-77 %.
+# A source face turned further than this (`classic.turn`; ~35 degrees) is said to swap less well when the run starts:
+# it is turned to face the camera (`classic.frontalised`), but its far half is its near half's mirror image and its
+# nose, seen from the side, is drawn from its side. On the eighth split a source turned 1.41 was seen as itself on
+# 0 % of the faces it was swapped onto before it was turned (closer to it than to the face it replaced on 0 %), 2 %
+# after (closer on 100 %), where the split's frontal sources (turn up to 0.41) were on 50-86 %.
 SOURCE_TURNED = 1.0
 _SOURCE_MARGIN = 0.35  # keep this much context around the source face in the cached crop
 REFIT_SIZE = 0.05  # a detector box within this (log ratio) of the mesh's own box ...
@@ -279,7 +280,9 @@ class OfflineEngine:
     def _mirrors(self, turn: float, source: Record, back: float = 0.0) -> bool:
         """Whether a face turned by `turn` is turned the other way than the source's face, by at least
         MIRROR_TURN - `back` (see MIRROR_TURN), and the source's mirror image has a face to swap with."""
-        side = self._textures_of(source)[1]
+        texture, side = self._textures_of(source)
+        if texture.frontalised:
+            return False  # its far half is its near half's mirror image already (`classic.frontalised`)
         away = -turn * np.sign(side)  # how far the face is turned the other way than the source's
         return (away >= MIRROR_TURN - back and away + abs(side) >= MIRROR_APART - back
                 and self._mirrored(source) is not None)
@@ -345,8 +348,9 @@ def source_notice(landmarks: np.ndarray) -> str | None:
     to swap well (SOURCE_TURNED), or None."""
     if abs(classic.turn(landmarks)) <= SOURCE_TURNED:
         return None
-    return ("its face is turned to one side: the offline engine warps only what the photo shows of it, so frontal "
-            "faces come out partly swapped or barely changed; a frontal photo of the same person swaps far better")
+    return ("its face is turned to one side: the offline engine turns it to face the camera and completes its far "
+            "half with its near half's mirror image (its nose and far side are a guess); a frontal photo of the same "
+            "person swaps better")
 
 
 def _meshed_box(face: Face) -> Face:
