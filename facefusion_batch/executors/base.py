@@ -94,7 +94,7 @@ class Work(Protocol):
         """Target `index` is tried again after `reason`."""
 
     def cut(self, index: int) -> None:
-        """An interruption cut target `index`'s work: the summary names it."""
+        """An interruption cut target `index`'s work: the summary names it (unless it has its outcome)."""
 
     def abandon(self, reason: str) -> None:
         """The executor can't go on: every target not finished fails with `reason` (those begun are journaled

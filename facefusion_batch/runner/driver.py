@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
+from facefusion_batch import interrupts
 from facefusion_batch.errors import OutputFull
 from facefusion_batch.executors.base import Claim, EngineInfo, Executor, Work
 from facefusion_batch.models.licence import non_commercial_notice
@@ -228,16 +229,19 @@ class _Run(Work):
     def finished(self, index: int, outcome: Outcome, journal_status: str | None = None) -> None:
         if index in self.outcomes:
             return
-        claimed = self._claimed.get(index)
-        if outcome.cause == "output-full":
-            self._filled(Path(outcome.output or self.targets[index].output).parent)
-        if claimed is not None:
-            claimed.done = True
-            if outcome.cause and outcome.status == "failed":
-                journal_status = "interrupted"  # not the target's failure: the next run does it
-            self._record(index, claimed, journal_status or outcome.status, outcome.reason, outcome.frames,
-                         outcome.seconds, outcome.content_gate, outcome.watermark)
-        self._settle(index, outcome)
+        # journaled and in the summary together: a signal arriving in between would leave a target done in
+        # the journal and missing from the summary (on the main thread; a signal is raised once both are made)
+        with interrupts.deferred():
+            claimed = self._claimed.get(index)
+            if outcome.cause == "output-full":
+                self._filled(Path(outcome.output or self.targets[index].output).parent)
+            if claimed is not None:
+                claimed.done = True
+                if outcome.cause and outcome.status == "failed":
+                    journal_status = "interrupted"  # not the target's failure: the next run does it
+                self._record(index, claimed, journal_status or outcome.status, outcome.reason, outcome.frames,
+                             outcome.seconds, outcome.content_gate, outcome.watermark)
+            self._settle(index, outcome)
 
     def retrying(self, index: int, reason: str) -> None:
         claimed = self._claimed.get(index)
@@ -257,14 +261,18 @@ class _Run(Work):
     def interrupted(self) -> list[str]:
         """Journal every claimed target that did not finish as interrupted; returns the names the summary
         gives the interruption: the target whose work was cut (the executor's word, else those claimed and
-        unfinished, else the one being claimed), or "(batch)"."""
+        unfinished, else the one being claimed), or "(batch)". A target that has its outcome is never named
+        again: a signal that lands as its end is recorded (the executor then names it) cut what came next."""
         unfinished = [index for index, claimed in self._claimed.items()
                       if not claimed.done and index not in self.outcomes]
         for index in unfinished:
             self._record(index, self._claimed[index], "interrupted", "interrupted")
-        cut = ([self._cut] if self._cut is not None else unfinished
-               or ([self._claiming] if self._claiming is not None else []))
+        cut = self._open(self._cut) or unfinished or self._open(self._claiming)
         return [str(self.targets[index].path) for index in cut] or ["(batch)"]
+
+    def _open(self, index: int | None) -> list[int]:
+        """[index] while target `index` has no outcome yet, else []."""
+        return [index] if index is not None and index not in self.outcomes else []
 
     def _settle(self, index: int, outcome: Outcome) -> None:
         self.outcomes[index] = outcome

@@ -210,6 +210,44 @@ def test_hostile_files_are_reported_and_the_next_file_still_processed(env, sourc
     assert sorted(p.name for p in (env / "out").iterdir() if not p.name.startswith(".")) == ["good.mp4"]
 
 
+CTRL_C_AS_DONE = """
+import os
+import signal
+from pathlib import Path
+
+from facefusion_batch.runner import driver
+
+_settle = driver._Run._settle
+
+
+def _settled(self, index, outcome):
+    _settle(self, index, outcome)
+    if Path(outcome.target).name == "good.mp4":
+        os.kill(os.getpid(), signal.SIGINT)
+
+
+driver._Run._settle = _settled
+"""
+
+
+def test_ctrl_c_as_a_file_is_recorded_done_leaves_it_done_once(env, source_image, watches, monkeypatch):
+    """Ctrl-C that lands as a file's outcome is recorded (injected into the watch process, where a user's lands
+    by chance): the summary has the file once, done; the interruption cut no work."""
+    inject = env / "inject"
+    inject.mkdir()
+    (inject / "sitecustomize.py").write_text(CTRL_C_AS_DONE)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(inject), os.environ.get("PYTHONPATH", "")]))
+    incoming = env / "in"
+    incoming.mkdir()
+    watch = watches(env, source_image, incoming).ready()
+    good = arrive(incoming / "good.mp4", frames=6)
+    watch.process.wait(timeout=DEADLINE)
+    code, summary = watch.stop(signal.SIGINT)  # ended already: collects its output
+    assert code == 130
+    assert [o["status"] for o in outcomes_of(summary, good)] == ["done"], summary["outcomes"]
+    assert len(summary["outcomes"]) == 1, "the interruption cut no work"
+    assert journal_entry(env, good).status == "done"
+
 def test_sigterm_mid_video_then_restart_resumes_and_loses_nothing(env, source_image, watches, monkeypatch):
     from facefusion_batch.cli import main
 

@@ -1,10 +1,13 @@
 """No exception from one target ends the batch: an error injected at each stage of the middle target of three
 fails that target alone (one line), the others are done, the summary is printed. An interruption injected
-at the same stages ends the run as interrupted (exit 130), with the summary."""
+at the same stages ends the run as interrupted (exit 130), with the summary; one that lands as a target's end
+is recorded leaves that target in the summary once, as it ended."""
 from __future__ import annotations
 
 import json
+import os
 import pathlib
+import signal
 from pathlib import Path
 
 import cv2
@@ -12,7 +15,7 @@ import pytest
 
 from conftest import face_frame, make_clip
 from facefusion_batch.cli import main
-from facefusion_batch.runner import batch as batch_module
+from facefusion_batch.runner import batch as batch_module, driver
 from facefusion_batch.workflow import lookahead as lookahead_module
 from facefusion_batch.workflow import chunks as chunks_phase, finish as finish_phase, video_plan
 from facefusion_batch.workflow.processor import FrameProcessor
@@ -141,3 +144,67 @@ def test_the_summary_is_printed_for_names_with_rich_markup(env, source_image, ca
     out = capsys.readouterr().out
     assert code == 1
     assert "a[/x].mp4" in out and "[red]broken.png" in out and "failed 1" in out.replace(",", "")
+
+
+@pytest.mark.parametrize("moment", ["journal", "summary"])
+@pytest.mark.parametrize("ending", [VICTIM, "z.mp4"])
+def test_a_signal_as_a_targets_end_is_recorded_names_the_target_it_cut(three, ending, moment, monkeypatch,
+                                                                       capsys):
+    """Ctrl-C just as a target's end is recorded (its journal row written, or its summary entry made): the
+    target is in the summary once, as the journal has it; the interruption names what it cut (the next
+    target, begun meanwhile), or the batch after the last one."""
+    def interrupt() -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+
+    if moment == "journal":
+        record = Journal.record
+
+        def recorded(self, target, output, content, key, status, *rest, **kwargs):
+            record(self, target, output, content, key, status, *rest, **kwargs)
+            if Path(target).name == ending and status == "done":
+                interrupt()
+
+        monkeypatch.setattr(Journal, "record", recorded)
+    else:
+        settle = driver._Run._settle
+
+        def settled(self, index, outcome):
+            settle(self, index, outcome)
+            if Path(outcome.target).name == ending:
+                interrupt()
+
+        monkeypatch.setattr(driver._Run, "_settle", settled)
+    code, summary, _ = _run(three, capsys)
+    assert code == 130 and summary["interrupted"] is True
+    cut = "(batch)" if ending == "z.mp4" else "z.mp4"
+    assert [(Path(o["target"]).name, o["status"]) for o in summary["outcomes"]] == [
+        ("a.mp4", "done"), ("c.png", "done"), (VICTIM, "done"), *([("z.mp4", "done")] if cut == "(batch)" else []),
+        (cut, "interrupted")]
+    journal = Journal(Path(three[-1]) / ".ffb" / "journal.sqlite")
+    try:
+        folder = Path(three[3])
+        assert journal.get(folder / ending).status == "done"
+        assert journal.get(folder / "z.mp4").status == ("done" if cut == "(batch)" else "interrupted")
+    finally:
+        journal.close()
+
+
+def test_a_signal_after_the_last_claim_failed_names_the_batch(three, monkeypatch, capsys):
+    """The last target's claim failed (an unexpected error while hashing it), then Ctrl-C comes while the run
+    winds down (for a watch: at any time later): that target is in the summary once, failed."""
+    def last(path, *rest, **kwargs) -> bool:
+        return Path(path).name == "z.mp4"
+
+    for owner in (batch_module, lookahead_module):
+        _wrap(owner, "sha256_of", last, monkeypatch, RuntimeError("injected"))
+    close = lookahead_module.Lookahead.close
+
+    def closed(self) -> None:
+        close(self)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(lookahead_module.Lookahead, "close", closed)
+    code, summary, _ = _run(three, capsys)
+    assert code == 130 and summary["interrupted"] is True
+    assert [(Path(o["target"]).name, o["status"]) for o in summary["outcomes"]] == [
+        ("a.mp4", "done"), ("c.png", "done"), (VICTIM, "done"), ("z.mp4", "failed"), ("(batch)", "interrupted")]
