@@ -8,20 +8,10 @@ import numpy as np
 import pytest
 from skimage import data as skimage_data
 
-from conftest import cpu_session
 from facefusion_batch.offline import classic
-from facefusion_batch.offline.mediapipe import MODEL_FILES, MediaPipeDetector, MediaPipeLandmarker, asset_path
 from facefusion_batch.offline.mesh_symmetry import MIRROR
 from test_classic import SOURCE_IMAGE
-
-
-@pytest.fixture(scope="module")
-def mesh():
-    """A function: BGR image -> (468, 3) landmarks of its most confident face (the packaged models)."""
-    long_range, short_range = (cpu_session(asset_path(MODEL_FILES[role])) for role in ("long_range", "short_range"))
-    detector = MediaPipeDetector(long_range, short_range)
-    landmarker = MediaPipeLandmarker(cpu_session(asset_path(MODEL_FILES["landmarks"])))
-    return lambda image: landmarker.landmarks(image, detector.detect([image])[0][:1])[0]
+from test_turned_faces import mesh  # noqa: F401  (the fixture: image -> landmarks of its most confident face)
 
 
 def cameraman() -> np.ndarray:
