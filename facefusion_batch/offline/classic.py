@@ -283,15 +283,15 @@ def frontalised(source: SourceTexture) -> tuple[np.ndarray, np.ndarray] | None:
     # Triangulated as it faces the camera: the photo's triangulation joins points across the foreshortened far half
     # that lie far apart on the face.
     triangles = delaunay(front[:, :2], width, height)
-    own = dataclasses.replace(source, triangles=triangles)
+    as_is = dataclasses.replace(source, triangles=triangles)
     mirrored = dataclasses.replace(source, landmarks=source.landmarks[MIRROR], triangles=triangles,
                                    depth=source.depth[MIRROR])
     # Per triangle of the turned mesh: how large it is seen in the photo, its own and its mirror partner's.
     area = _signed_areas(front[triangles, :2])
     area = np.where(np.abs(area) > 1e-6, area, 1e-6)
-    facing = own.areas / area
+    facing = as_is.areas / area
     partner = -mirrored.areas / area  # a reflection: turned over
-    own, other = (warp_source(texture, drawn, front[:, 2], (width, height)) for texture in (own, mirrored))
+    own, other = (warp_source(texture, drawn, front[:, 2], (width, height)) for texture in (as_is, mirrored))
     gain = np.where(facing > 0, partner / np.maximum(facing, 1e-6), np.inf)
     weight = np.where(partner > 0, np.clip((gain - MIRROR_GAIN) / (MIRROR_FULL - MIRROR_GAIN), 0, 1), 0.0)
     share = np.zeros((height, width), np.float32)
