@@ -269,9 +269,8 @@ def frontalised(source: SourceTexture) -> tuple[np.ndarray, np.ndarray] | None:
     points = np.column_stack([source.landmarks, source.depth]).astype(np.float64)
     centre = points.mean(axis=0)
     centred = points - centre
-    rotation = _rotation(centred, centred[MIRROR] * (-1.0, 1.0, 1.0))
-    half = cv2.Rodrigues(rotation)[0] / 2
-    if np.degrees(abs(float(half[1, 0]))) < FRONTAL_FROM:
+    half = mirror_turn(points)
+    if np.degrees(abs(float(half[1]))) < FRONTAL_FROM:
         return None
     front = centred @ cv2.Rodrigues(half)[0].T
     margin = 0.25 * source.size
@@ -302,12 +301,23 @@ def frontalised(source: SourceTexture) -> tuple[np.ndarray, np.ndarray] | None:
     return image, front
 
 
-def _rotation(source: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """The rotation (3x3) that best takes centred ``source`` points onto centred ``target`` points (Kabsch)."""
-    u, _, vt = np.linalg.svd(target.T @ source)
-    sign = np.ones(3)
+def mirror_turn(landmarks: np.ndarray) -> np.ndarray:
+    """How a face with these (468, 3) landmarks is turned from its mirror-symmetric pose, as a rotation vector
+    (radians; [1] is the yaw, about the vertical axis): half the rotation that takes the mesh onto its own mirror
+    image (MIRROR's partners, x negated). The pitch is left out: a mirror image has the same."""
+    centred = landmarks.astype(np.float64) - landmarks.mean(axis=0)
+    rotation, _ = _rotation(centred, centred[MIRROR] * (-1.0, 1.0, 1.0))
+    return cv2.Rodrigues(rotation)[0][:, 0] / 2
+
+
+def _rotation(source: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, float]:
+    """The rotation that best takes centred ``source`` points onto centred ``target`` points (Kabsch, in as many
+    dimensions as the points have), and how far the two agree along it (the cross-covariance's singular values,
+    the last one's sign turned with the rotation's: Umeyama's scale is this over the source's spread)."""
+    u, singular, vt = np.linalg.svd(target.T @ source)
+    sign = np.ones(len(singular))
     sign[-1] = np.sign(np.linalg.det(u @ vt)) or 1.0
-    return (u * sign) @ vt
+    return (u * sign) @ vt, float((singular * sign).sum())
 
 
 def face_only(image: np.ndarray, ring: np.ndarray) -> np.ndarray:
@@ -445,11 +455,8 @@ def _similarity(source: np.ndarray, target: np.ndarray) -> np.ndarray:
     ``target`` in the least-squares sense (Umeyama), in as many dimensions as the points have."""
     source_mean, target_mean = source.mean(axis=0), target.mean(axis=0)
     a, b = source - source_mean, target - target_mean
-    u, singular, vt = np.linalg.svd(b.T @ a)
-    sign = np.ones(len(singular))
-    sign[-1] = np.sign(np.linalg.det(u @ vt)) or 1.0
-    rotation = (u * sign) @ vt
-    scale = float((singular * sign).sum() / max(float((a * a).sum()), 1e-12))
+    rotation, agreement = _rotation(a, b)
+    scale = agreement / max(float((a * a).sum()), 1e-12)
     return scale * a @ rotation.T + target_mean
 
 

@@ -22,9 +22,7 @@ def cameraman() -> np.ndarray:
 
 def yaw(landmarks: np.ndarray) -> float:
     """Degrees the mesh is turned about the vertical axis from its mirror-symmetric pose."""
-    points = landmarks.astype(np.float64) - landmarks.mean(axis=0)
-    rotation = classic._rotation(points, points[MIRROR] * (-1.0, 1.0, 1.0))
-    return float(np.degrees(cv2.Rodrigues(rotation)[0][1, 0] / 2))
+    return float(np.degrees(classic.mirror_turn(landmarks)[1]))
 
 
 def test_the_mirror_table_pairs_the_two_halves_of_a_face_it_was_not_derived_from(mesh):
