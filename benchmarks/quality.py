@@ -545,7 +545,7 @@ def sheets(rows: list[Scored], clip_frames: dict[str, tuple[Clip, list, list]], 
 def run_split(split_name: str, args, settings, judge: Judge) -> dict:
     started = time.perf_counter()
     split = corpus.build_split(split_name, judge, settings.cache_path / "quality", args.quick)
-    seeds = {clip.name: index for index, clip in enumerate(split.clips)}  # a clip's noise, whichever are chosen
+    seeds = corpus.clip_seeds(split.clips)
     if args.only:
         split.clips = [c for c in split.clips if any(fnmatch.fnmatch(c.name, p) for p in args.only)]
         split.images = [i for i in split.images if any(fnmatch.fnmatch(i[0], p) for p in args.only)]
@@ -627,7 +627,7 @@ def corpus_sheets(split_name: str, args, settings, judge: Judge) -> list[Path]:
     check the corpus itself (boxes, annotations): nothing of ffb runs."""
     started = time.perf_counter()
     split = corpus.build_split(split_name, judge, settings.cache_path / "quality", args.quick)
-    seeds = {clip.name: index for index, clip in enumerate(split.clips)}
+    seeds = corpus.clip_seeds(split.clips)
     folder = args.sheets / f"corpus-{split_name}"
     folder.mkdir(parents=True, exist_ok=True)
     colours = {"clear": (0, 200, 0), "edge": (0, 220, 255), "small": (255, 220, 0), "turned": (255, 0, 255)}

@@ -577,6 +577,14 @@ def camera_step(before: np.ndarray, after: np.ndarray) -> np.ndarray:
     return (np.vstack([after, (0, 0, 1)]) @ np.linalg.inv(np.vstack([before, (0, 0, 1)])))[:2]
 
 
+def clip_seeds(clips: list[Clip]) -> dict[str, int]:
+    """Each clip's noise seed, the same whichever clips a run chooses: a clip sharing its shots with an earlier
+    one (the same shots in another mode) takes that one's seed, so it is the same rendering, alone or not."""
+    first: dict[tuple, int] = {}
+    return {clip.name: first.setdefault(tuple(id(shot) for shot in clip.shots), index)
+            for index, clip in enumerate(clips)}
+
+
 def render(clip: Clip, seed: int) -> None:
     rng = np.random.default_rng(seed)
     for shot_index, shot in enumerate(clip.shots):

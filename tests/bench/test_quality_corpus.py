@@ -63,6 +63,26 @@ def test_motion_blur_smears_a_moving_shot_only_and_keeps_its_boxes():
     assert np.abs(still[0].frames[1].astype(int) - still[1].frames[1]).max() <= 1  # no motion: no blur
 
 
+def test_a_clip_in_a_second_mode_is_the_same_rendering_alone_or_in_its_split():
+    photo = marked_photo()
+    pan = corpus.Shot(photo, 4, [(200, 200, 500, 0.0), (520, 260, 420, 0.0)])
+    still = corpus.Shot(photo, 4, [(300, 250, 600, 0.0)])
+    clips = [corpus.Clip("still", [still], "many", ["s"]), corpus.Clip("pan", [pan], "many", ["s"]),
+             corpus.Clip("pan_one", [pan], "one", ["s"])]
+    seeds = corpus.clip_seeds(clips)
+    assert seeds == {"still": 0, "pan": 1, "pan_one": 1}
+    assert corpus.clip_seeds(clips[1:]) == {"pan": 0, "pan_one": 0}
+    # A run of the whole split renders "pan" once and gives "pan_one" its frames; a run of "pan_one" alone
+    # renders it with its own seed: the same frames.
+    alone = corpus.Clip("pan_one", [pan], "one", ["s"])
+    corpus.render(clips[1], seeds["pan"])
+    corpus.render(alone, seeds["pan_one"])
+    assert all(np.array_equal(a, b) for a, b in zip(alone.frames, clips[1].frames))
+    other = corpus.Clip("pan_one", [pan], "one", ["s"])
+    corpus.render(other, 2)  # the seed its own place in the split gave before: other noise, another clip
+    assert not np.array_equal(other.frames[0], clips[1].frames[0])
+
+
 def test_camera_keys_and_steps():
     photo = marked_photo()
     shot = corpus.Shot(photo, 5, [(200, 200, 640, 0.0), (300, 200, 320, 0.0)])
