@@ -462,11 +462,15 @@ class Tracker:
             # the smoothing's prediction says, it lagged a fast pan and was swapped on the wall beside its face.
             track.outliers += 1
             self.rejected += 1
+            # Nor does it go on zooming or rolling as the fits did before it: carried on through a run of
+            # rejected fits, that drift took the track ever further from every fit, so it never agreed again
+            # (held-out's screaming 44 px face: the track grew to 57 px over 15 frames).
+            track.similarity = 1 + 0j
             anchor = reference if refit else raw
             track.points = prediction.copy()
             track.points[:, :2] += anchor[-2:, :2].mean(axis=0) - prediction[-2:, :2].mean(axis=0)  # box corners
         else:
-            track.outliers = 0
+            relocked, track.outliers = track.outliers >= RELOCK, 0
             step = (raw[:, :2].mean(axis=0) - track.raw[:, :2].mean(axis=0)) / gap
             track.motion = track.motion + VELOCITY_GAIN * (step - track.motion)
             if not detected:  # a translation of the same fit: its motion is the face's motion
@@ -476,7 +480,9 @@ class Tracker:
                 step = similarity(track.fitted, raw) ** (1 / (index - track.fitted_at))
                 if abs(abs(step) - 1) < MAX_ZOOM and abs(np.angle(step)) < MAX_ROLL:
                     track.similarity = track.similarity + VELOCITY_GAIN * (step - track.similarity)
-            if len(raw) != len(prediction) or not self._smooth:
+            if len(raw) != len(prediction) or not self._smooth or relocked:
+                # Believed after RELOCK rejected fits: the whole fit, also where it is a moved copy of the latest
+                # detected one (whose shape and size the track would otherwise keep rejecting).
                 track.points = raw
             elif not detected:
                 # A moved copy of an older fit: only its position is news; shape, size and roll are the

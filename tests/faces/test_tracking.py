@@ -167,6 +167,28 @@ def test_a_fit_that_disagrees_with_the_track_is_rejected_until_it_persists():
     assert jumped.rejected == 1
 
 
+def test_a_track_rejecting_fits_stops_zooming_and_takes_the_fit_it_believes_whole():
+    # A face zooming in (2 % a frame between detected fits), then fitted wrongly for a while (another shape):
+    # the rejected fits do not move the track, and neither does the zoom it learnt before, which carried on
+    # took the track ever further from its face (held-out's screaming face: 44 px, swapped at 57).
+    tracker = Tracker(1000, 600)
+    for t in range(13):
+        size = 60.0 * 1.02 ** t
+        tracker.update(t, [face(300 - size / 2, 200 - size / 2, size)], detected=t % 3 == 0)
+    wrong = np.array([[0.3, 0.2], [0.7, 0.5], [0.5, 0.9], [0.2, 0.8], [0.9, 0.7]])
+    before = tracker.update(13, [face(300 - 39, 200 - 39, 78, mesh=wrong)], True)[0].face.box
+    for t in range(14, 14 + tracking.RELOCK - 1):
+        held = tracker.update(t, [face(300 - 39, 200 - 39, 78, mesh=wrong)], True)[0].face.box
+    assert tracker.rejected == tracking.RELOCK
+    assert held[2] - held[0] == pytest.approx(before[2] - before[0], rel=0.02)
+    # The next fit is believed, a moved copy of the latest detected one as much as a detected one: its shape and
+    # size, not only its place (kept at the track's, every later fit disagreed again).
+    believed = tracker.update(14 + tracking.RELOCK - 1, [face(305 - 39, 200 - 39, 78, mesh=wrong)], False)[0].face
+    assert np.abs(believed.kps - (wrong[:5] * 78 + (305 - 39, 200 - 39))).max() < 0.5
+    assert tracker.update(14 + tracking.RELOCK, [face(305 - 39, 200 - 39, 78, mesh=wrong)], True)
+    assert tracker.rejected == tracking.RELOCK
+
+
 def test_shape_residual_ignores_position_scale_and_rotation():
     rng = np.random.default_rng(1)
     points = rng.uniform(0, 100, (30, 2))
