@@ -59,6 +59,16 @@ FAINT_BACK = 0.1
 # swapped as a faint smear that came and went between the frames the mesh lost her (the clips she is in: toggles
 # 15 -> 9, at 100 more face-frames left; the large turned faces of ninth and held-out are swapped as before).
 SURE_PROFILE = 1.6
+# A turned track (beyond UNSTEADY_TURN, ~40 degrees) whose turn changes from frame to frame by more than UNSTEADY
+# on average (a running mean, weight UNSTEADY_GAIN) is left from then on: the mesh cannot hold that face (a
+# screaming man in near profile, fitted at turns 0.75-1.97 on alternate frames), and its swap jumped between two
+# placements frame after frame, a mouth below the source's. A head turning round in a second changes its turn by
+# ~0.07 a frame; the other faces of the seven clips traced (five splits) peaked at 0.10, his at 0.25-0.31.
+# Measured while the face is wholly in the picture: one the frame's edge cuts is fitted at a turn that is a guess
+# (twelfth's 190 px face coming in at the left edge: 0.6-1.1 from frame to frame).
+UNSTEADY = 0.15
+UNSTEADY_GAIN = 0.2
+UNSTEADY_TURN = 1.0
 RECHECK = 10
 # A face turned the other way than the source's face, by at least MIRROR_TURN (`classic.turn`, ~12 degrees), is
 # swapped with the source's mirror image: its large near half then takes the source's near half, not its
@@ -238,9 +248,17 @@ class OfflineEngine:
             turn = classic.turn(face.landmarks)
             if abs(turn) > SURE_PROFILE and face.score < _PRESENCE:
                 memo["unsure"] = True  # see SURE_PROFILE
+            cut = _cut_by_edge(face.landmarks, frame.shape)
+            last, wobble = memo.get("turn_at"), memo.get("wobble", 0.0)
+            if last is not None and last[0] == index - 1 and not cut:
+                wobble = memo["wobble"] = wobble + UNSTEADY_GAIN * (abs(turn - last[1]) - wobble)
+            memo["turn_at"] = None if cut else (index, turn)  # cut by the frame's edge: the mesh's turn is a guess
+            if wobble > UNSTEADY and abs(turn) > UNSTEADY_TURN and not cut:
+                memo["unsteady"] = True  # see UNSTEADY
             limit = SURE_PROFILE if memo.get("unsure") else classic.PROFILE
-            memo["turned"] = abs(turn) > limit - (TURN_BACK if memo.get("turned") else 0.0)
-            if "mirror" not in memo or not _cut_by_edge(face.landmarks, frame.shape):  # cut: the mesh's turn is a guess
+            memo["turned"] = (memo.get("unsteady", False)
+                              or abs(turn) > limit - (TURN_BACK if memo.get("turned") else 0.0))
+            if "mirror" not in memo or not cut:
                 memo["mirror"] = self._mirrors(turn, source, MIRROR_BACK if memo.get("mirror") else 0.0)
             mirror = memo["mirror"]
             if memo.get("checked_mirror", mirror) != mirror:

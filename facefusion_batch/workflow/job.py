@@ -150,12 +150,12 @@ def profiles_left(engine: object) -> int:
 
 
 def profile_note(count: int) -> str:
-    """The summary's note for `count` face-frames left unswapped in strong profile or as too faint a swap
-    ('' for none)."""
+    """The summary's note for `count` face-frames left unswapped in strong profile, turned with an unsteady fit
+    (engines/offline.py UNSTEADY) or as too faint a swap ('' for none)."""
     if count <= 0:
         return ""
-    return (f"{count} face-frame{'s' if count != 1 else ''} turned too far to swap (near profile, or too faint "
-            "a change to show the source) left as they are")
+    return (f"{count} face-frame{'s' if count != 1 else ''} turned too far to swap (near profile, turned with a "
+            "fit that will not hold still, or too faint a change to show the source) left as they are")
 
 
 def checked(seal: Seal, pin: Pin) -> Seal:

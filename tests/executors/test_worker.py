@@ -127,7 +127,8 @@ def test_a_split_video_on_ray_reports_the_faces_left_in_profile_as_a_whole_one(e
         executor._done(Done(None, dispatch, outcome))
     whole = work.outcomes[0]
     assert whole.status == "done" and whole.profiles_left == 25
-    assert "25 face-frames turned too far to swap (near profile, or too faint a change to show the source) left as they are" in whole.reason
+    assert ("25 face-frames turned too far to swap (near profile, turned with a fit that will not hold still, or too "
+            "faint a change to show the source) left as they are") in whole.reason
     assert main(["run", "--engine", "offline", "-s", str(source_image), "-t", str(clip), "-o", str(env / "whole"),
                  "--chunk-size", "10", "-q", "--json"]) == 0
     local = json.loads(capsys.readouterr().out)["outcomes"][0]
@@ -144,8 +145,8 @@ def test_a_whole_target_on_ray_keeps_its_own_profile_note(env, source_image, mon
     (env / "out").mkdir()
     staged = env / "out" / ".p.staged.png"
     staged.write_bytes(b"png")
-    note = ("1 face-frame turned too far to swap (near profile, or too faint a change to show the source) left as "
-            "they are")
+    note = ("1 face-frame turned too far to swap (near profile, turned with a fit that will not hold still, or "
+            "too faint a change to show the source) left as they are")
     executor = ray_executor.RayExecutor(settings, source_image)
     work = executor._work = _Finished()
     job = pooled._Job(0, target, target, "k")
