@@ -8,10 +8,12 @@ a signal is only recorded, and the caller reads `signalled` afterwards.
 """
 from __future__ import annotations
 
+import _thread
 import contextlib
 import signal
 import sys
 import threading
+import time
 from typing import Any, Callable, Iterator
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -24,15 +26,25 @@ class Interrupts:
         self.signalled = False
         self.signum: int | None = None  # the first signal (`ffb watch` exits 0 on SIGTERM, 130 on SIGINT)
         self._held = 0
+        self._owed = False  # the first signal came inside a finaliser: its KeyboardInterrupt is raised after it
 
     def handle(self, signum: int, frame: Any) -> None:
         first = not self.signalled
         self.signalled = True
         if first:
             self.signum = signum
+        if (first or self._owed) and not self._held and _in_finaliser(frame):
+            # Raised inside an object's `__del__` (a subprocess.Popen's, collected at any moment), a KeyboardInterrupt
+            # is swallowed ("Exception ignored") and the run goes on to finish, output written. So it is owed: this
+            # handler runs again shortly (interrupt_main, below; the handlers stay installed until then) and
+            # raises it once no finaliser is running.
+            self._owed = True
+            threading.Thread(target=_interrupt_main_soon, name="ffb-owed-signal", daemon=True).start()
+            return
+        owed, self._owed = self._owed, False
         for sig in SIGNALS:  # at OS level: Python's shutdown leaves an ignored signal ignored
             signal.signal(sig, signal.SIG_IGN)
-        if first and not self._held:
+        if (first or owed) and not self._held:
             raise KeyboardInterrupt
 
     def raise_lost(self) -> None:
@@ -51,6 +63,20 @@ class Interrupts:
             yield
         finally:
             self._held -= 1
+
+
+def _in_finaliser(frame: Any) -> bool:
+    """Whether Python code runs inside an object's `__del__` at `frame` (there an exception is swallowed)."""
+    while frame is not None:
+        if frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _interrupt_main_soon() -> None:
+    time.sleep(0.01)  # let the finaliser finish: this handler runs again when the main thread next can
+    _thread.interrupt_main(signal.SIGINT)
 
 
 @contextlib.contextmanager

@@ -6,6 +6,7 @@ import shutil
 import signal
 import threading
 import time
+import weakref
 from pathlib import Path
 
 import pytest
@@ -186,13 +187,21 @@ def test_a_watched_link_to_a_directory_names_files_below_the_link(tmp_path, poll
         assert collect(feed, 1) == [link / "new.mp4"], "events below where the link leads"
 
 
-class _SignalInDel:
-    """An object whose `__del__` sends SIGTERM to this process: the KeyboardInterrupt the handler raises there is
-    swallowed by Python ("Exception ignored"), as Ray's actor handles do with one that lands in theirs."""
+class _Collected:
+    pass
 
-    def __del__(self) -> None:
+
+def _signal_when_collected() -> list[object]:
+    """A holder of an object with a weak reference whose callback sends SIGTERM to this process: the
+    KeyboardInterrupt the handler raises there is swallowed by Python ("Exception ignored"), as Ray's actor
+    handles do with one that lands in theirs (one inside a `__del__` is raised after it: test_startup_signals)."""
+
+    def collected(_: object) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
-        time.sleep(0.1)  # the handler runs here, inside __del__
+        time.sleep(0.1)  # the handler runs here, inside the callback
+
+    held = _Collected()
+    return [held, weakref.ref(held, collected)]
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the swallowed one, on purpose
@@ -202,8 +211,8 @@ def test_a_signal_whose_keyboardinterrupt_was_swallowed_still_ends_a_waiting_fee
     with interrupts.handled() as signals, FolderFeed([tmp_path], SETTLE, True) as feed:
         feed.lost_signal = signals.raise_lost
         feed.start()
-        holder = [_SignalInDel()]
-        holder.clear()  # __del__ runs now, and swallows the KeyboardInterrupt
+        holder = _signal_when_collected()
+        del holder[0]  # the callback runs now, and swallows the KeyboardInterrupt
         assert signals.signalled and signals.signum == signal.SIGTERM
         timer = threading.Timer(10.0, feed.wake)  # without the fix `ready` waits on: end it to fail
         timer.start()

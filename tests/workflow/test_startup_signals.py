@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import pytest
 
@@ -87,6 +88,35 @@ def test_deferred_raises_on_leaving_once_and_only_in_the_main_thread():
         thread.start()
         thread.join()
     assert not errors
+
+
+class _SignalInDel:
+    """An object whose `__del__` is running when SIGTERM arrives (as a collected subprocess.Popen's may be)."""
+
+    def __init__(self, ran: list[str]) -> None:
+        self.ran = ran
+
+    def __del__(self) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)  # the handler runs here, inside __del__
+        self.ran.append("finaliser done")
+
+
+def test_a_signal_inside_a_finaliser_is_raised_after_it_not_swallowed(capsys):
+    """A KeyboardInterrupt raised inside `__del__` is swallowed by Python ("Exception ignored") and the run went on
+    to write its output (seen when SIGTERM met a collected subprocess.Popen): it is raised once the finaliser is
+    done, exactly once, and nothing is printed."""
+    ran: list[str] = []
+    with interrupts.handled() as signals:
+        with pytest.raises(KeyboardInterrupt):
+            holder = [_SignalInDel(ran)]
+            holder.clear()  # __del__ runs now
+            for _ in range(500):  # the owed KeyboardInterrupt lands here, within ~10 ms
+                time.sleep(0.01)
+            ran.append("not interrupted")
+        assert ran == ["finaliser done"] and signals.signalled and signals.signum == signal.SIGTERM
+        time.sleep(0.1)  # owed once: nothing else is raised
+    assert "Exception ignored" not in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("as_json", [False, True])
