@@ -1,5 +1,6 @@
 """SIGTERM and SIGINT end a run the same deterministic way: the first one raises KeyboardInterrupt in the
-main thread (the batch records it, cleans up and exits 130); every later one is ignored, so clean-up is
+main thread (the batch records it, cleans up and exits 130; one landing inside an object's `__del__`, where
+Python would swallow it, is raised as soon as that is done); every later one is ignored, so clean-up is
 never cut short and the exit status can't turn into -15 (a second signal during interpreter shutdown,
 when Python has put the default handlers back, would kill the process).
 
