@@ -63,7 +63,7 @@ SURE_PROFILE = 1.6
 # on average (a running mean, weight UNSTEADY_GAIN) is left from then on: the mesh cannot hold that face (a
 # screaming man in near profile, fitted at turns 0.75-1.97 on alternate frames), and its swap jumped between two
 # placements frame after frame, a mouth below the source's. A head turning round in a second changes its turn by
-# ~0.07 a frame; the other faces of the seven clips traced (five splits) peaked at 0.10, his at 0.25-0.31.
+# ~0.07 a frame; the other faces of the seven clips traced (five splits) peaked at 0.12, his at 0.25-0.31.
 # Measured while the face is wholly in the picture: one the frame's edge cuts is fitted at a turn that is a guess
 # (twelfth's 190 px face coming in at the left edge: 0.6-1.1 from frame to frame).
 UNSTEADY = 0.15
