@@ -40,7 +40,9 @@ class Interrupts:
             # handler runs again shortly (interrupt_main, below; the handlers stay installed until then) and
             # raises it once no finaliser is running.
             self._owed = True
-            threading.Thread(target=_interrupt_main_soon, name="ffb-owed-signal", daemon=True).start()
+            # A bare thread of ~10 ms (threading's would take its module lock, which the code interrupted here may
+            # hold); it ends by itself.
+            _thread.start_new_thread(_interrupt_main_soon, ())
             return
         owed, self._owed = self._owed, False
         for sig in SIGNALS:  # at OS level: Python's shutdown leaves an ignored signal ignored
