@@ -46,6 +46,10 @@ OUTLIER = 0.08  # shape residual (after a similarity fit) above this share of th
 SCALE_JUMP = 0.15  # a size change beyond this (log ratio) from one frame to the next is an outlier
 OFFSET_JUMP = 0.3  # ... and so is a move of this share of the face size beyond the predicted motion
 RELOCK = 8  # consecutive outliers after which the fits are believed (the face did change)
+# Consecutive rejected fits whose sizes differ by less than this (log ratio) agree on the face's size: a small face's
+# mesh fitted at 27 px and then 32-33 px on five frames running (twelfth's 30 px face on the far wall) kept the
+# track at 27 and it jumped when a fit was next accepted.
+SIZE_AGREE = 0.05
 VELOCITY_GAIN = 0.5
 MAX_ZOOM = 0.03  # per-frame scale changes beyond this share, or rolls beyond MAX_ROLL radians, are not motion
 MAX_ROLL = 0.03
@@ -214,6 +218,7 @@ class Track:
     confirmed: int = 0  # last frame the detector (or a refit as sure, SURE_REFIT) saw it
     hits: int = 1
     outliers: int = 0
+    rejected_size: float | None = None  # the size of the latest fit rejected, in a run of rejected fits
     # Its face's box's width and height when last wholly inside the frame: the face's size where the frame's
     # edge cuts it (its fit, extrapolated beyond the edge, shrinks or swells as it goes).
     whole: tuple[float, float] | None = None
@@ -468,9 +473,15 @@ class Tracker:
             track.similarity = 1 + 0j
             anchor = reference if refit else raw
             track.points = prediction.copy()
-            track.points[:, :2] += anchor[-2:, :2].mean(axis=0) - prediction[-2:, :2].mean(axis=0)  # box corners
+            # Its size eases towards rejected fits of the face's shape that agree with each other on theirs (see
+            # SIZE_AGREE), as a still face's fits ease in.
+            if (track.rejected_size is not None and abs(np.log(_size(raw) / track.rejected_size)) < SIZE_AGREE
+                    and shape_residual(reference, raw) <= OUTLIER):
+                track.points = _moved(track.points, (_size(raw) / size) ** STILL_ALPHA, np.zeros(2))
+            track.rejected_size = _size(raw)
+            track.points[:, :2] += anchor[-2:, :2].mean(axis=0) - track.points[-2:, :2].mean(axis=0)  # box corners
         else:
-            relocked, track.outliers = track.outliers >= RELOCK, 0
+            relocked, track.outliers, track.rejected_size = track.outliers >= RELOCK, 0, None
             step = (raw[:, :2].mean(axis=0) - track.raw[:, :2].mean(axis=0)) / gap
             track.motion = track.motion + VELOCITY_GAIN * (step - track.motion)
             if not detected:  # a translation of the same fit: its motion is the face's motion

@@ -189,6 +189,28 @@ def test_a_track_rejecting_fits_stops_zooming_and_takes_the_fit_it_believes_whol
     assert tracker.rejected == tracking.RELOCK
 
 
+def test_rejected_fits_that_agree_on_a_size_ease_the_track_towards_it():
+    # A 60 px face whose mesh is then fitted 20 % larger on frame after frame (a size jump, rejected): the track
+    # eases towards that size as a still face's fits ease in, until a fit agrees with it, instead of holding its
+    # own until RELOCK and jumping. Rejected fits that disagree with each other (20 % larger, then 15 % smaller)
+    # do not move it.
+    def run(sizes: list[float]) -> tuple[list[float], int]:
+        tracker = Tracker(1000, 600)
+        for t in range(6):
+            tracker.update(t, [face(300 - 30, 200 - 30, 60.0)], detected=True)
+        widths = [60.0]
+        for t, size in enumerate(sizes, 6):
+            box = tracker.update(t, [face(300 - size / 2, 200 - size / 2, size)], detected=True)[0].face.box
+            widths.append(float(box[2] - box[0]))
+        return widths, tracker.rejected
+
+    widths, rejected = run([72.0] * 6)
+    assert rejected >= 1 and widths[-1] == pytest.approx(72.0, abs=0.5)
+    assert max(abs(np.log(b / a)) for a, b in zip(widths, widths[1:])) < tracking.SCALE_JUMP  # no jump
+    widths, rejected = run([72.0, 51.0, 72.0, 51.0, 72.0, 51.0])
+    assert rejected == 6 and widths == pytest.approx([60.0] * 7, abs=0.5)
+
+
 def test_shape_residual_ignores_position_scale_and_rotation():
     rng = np.random.default_rng(1)
     points = rng.uniform(0, 100, (30, 2))
