@@ -29,6 +29,13 @@ TRACK_WIDTH = 192  # face patches for tracking are at most this wide
 SWEEP = 24
 SWEEP_FULL = 96
 SWEEP_CHANGE = 12.0  # grey levels a thumbnail pixel must change by since the last sweep for the sweep to look there
+# ... and every SWEEP_MOVING frames where MOVING_SHARE of the picture or more changed since the last sweep (the camera
+# pans or zooms: faces come in at every edge). Blind split's zoom out: a 60-75 px greyscale face that came in across
+# the top edge, which the whole-frame detectors never scored above 0.12 and a sweep's tile scores 0.5, was unswapped
+# for 25 frames, from one sweep to the next. A sweep costs ~17 whole-frame detections (188 ms at 640 x 360 here):
+# in moving shots this adds one every 24 frames; still shots are as before.
+SWEEP_MOVING = 12
+MOVING_SHARE = 0.25
 SCENE_CUT = 6.0  # a reference is dropped when the whole thumbnail changes this many times the threshold
 MIN_RESPONSE = 0.08  # phase correlation peaks weaker than this are not trusted
 MAX_SHIFT = 0.25  # of the face's size: larger jumps mean detect anew
@@ -258,10 +265,12 @@ class MotionGate:
         if (self._full is None or index - self._full >= SWEEP_FULL or self._swept_thumb is None
                 or thumb.shape != self._swept_thumb.shape):
             sweep, self._full = Sweep(), index
-        elif index - self._swept >= SWEEP:
+        elif index - self._swept >= SWEEP_MOVING:
             changed = cv2.absdiff(thumb, self._swept_thumb) > SWEEP_CHANGE
             if not changed.any():
                 return None  # nothing moved since the last sweep: no face can have come in
+            if index - self._swept < SWEEP and changed.mean() < MOVING_SHARE:
+                return None  # not a moving shot: the next sweep is SWEEP frames on
             sweep = Sweep(cv2.dilate(changed.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool))
         else:
             return None

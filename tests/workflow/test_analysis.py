@@ -11,7 +11,7 @@ import pytest
 from conftest import cpu_session, face_frame, make_clip
 from facefusion_batch.cli import main
 from facefusion_batch.faces.types import Face
-from facefusion_batch.workflow.analysis import SWEEP, SWEEP_FULL, MotionGate, face_patches, motion, thumbnail, track
+from facefusion_batch.workflow.analysis import SWEEP, SWEEP_FULL, SWEEP_MOVING, MotionGate, face_patches, motion, thumbnail, track
 
 
 def shifted(frame: np.ndarray, dx: float, dy: float) -> np.ndarray:
@@ -56,21 +56,29 @@ def test_gate_looks_around_the_previous_references_faces():
     assert not is_new(gate, 2, far), "change far from the faces is ignored"
 
 
-def test_the_sweep_for_small_faces_runs_every_sweep_frames_on_a_reference_and_on_the_reference_after_it():
+def test_in_a_pan_the_sweep_for_small_faces_runs_every_sweep_moving_frames_and_on_the_reference_after_it():
     # Every frame a reference (a pan, or reuse off): the sweep's frame and the next (a face it found starts a
-    # track the next frame must confirm). With reuse on: the first reference at least SWEEP frames on.
+    # track the next frame must confirm). The whole picture changes: every SWEEP_MOVING frames, not SWEEP. With
+    # reuse on: the first reference at least SWEEP_MOVING frames on.
+    assert SWEEP_MOVING < SWEEP
     gate = MotionGate(False, 4.0, 12)
-    swept = [i for i in range(3 * SWEEP) if plan_reference(gate, i, panned(i)).sweep]
-    assert swept == [0, 1, SWEEP, SWEEP + 1, 2 * SWEEP, 2 * SWEEP + 1]
+    swept = [i for i in range(3 * SWEEP) if plan_reference(gate, i, along_a_wall(i)).sweep]
+    assert swept == [i + k for i in range(0, 3 * SWEEP, SWEEP_MOVING) for k in (0, 1)]
     gate = MotionGate(True, threshold=4.0, interval=5)
-    references = {r.index: r for r in (plan_reference(gate, i, panned(i // 5 * 5)) for i in range(3 * SWEEP))}
+    references = {r.index: r for r in (plan_reference(gate, i, along_a_wall(i // 5 * 5)) for i in range(3 * SWEEP))}
     swept = [index for index, r in references.items() if r.sweep]
-    firsts = [next(i for i in range(n * SWEEP, 3 * SWEEP) if i % 5 == 0) for n in range(3)]
+    firsts = [0]
+    while next((i for i in range(firsts[-1] + SWEEP_MOVING, 3 * SWEEP) if i % 5 == 0), None) is not None:
+        firsts.append(next(i for i in range(firsts[-1] + SWEEP_MOVING, 3 * SWEEP) if i % 5 == 0))
     assert swept == firsts
 
 
-def panned(index: int) -> np.ndarray:
-    return shifted(face_frame(), 6.0 * index, 0)
+def along_a_wall(index: int) -> np.ndarray:
+    """A pan of 6 px a frame along a busy wall (bricks, posters): the picture changes everywhere."""
+    rng = np.random.default_rng(4)
+    wall = cv2.resize(rng.integers(0, 256, (12, 160, 3), dtype=np.uint8), (2400, 180), interpolation=cv2.INTER_NEAREST)
+    x = 6 * index
+    return np.ascontiguousarray(wall[:, x:x + 320])
 
 
 def test_in_a_still_shot_the_sweep_looks_only_where_the_picture_changed_and_everywhere_every_sweep_full():

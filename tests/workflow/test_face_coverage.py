@@ -14,7 +14,7 @@ import pytest
 from skimage import data
 
 from conftest import hopper_processor, run_video
-from facefusion_batch.workflow.analysis import SWEEP
+from facefusion_batch.workflow.analysis import SWEEP, SWEEP_MOVING
 from facefusion_batch.workflow.processor import FrameProcessor
 
 SIZE = (640, 360)
@@ -53,6 +53,11 @@ def _place(canvas: np.ndarray, photo: np.ndarray, box: np.ndarray, size: float, 
     inside = cv2.warpAffine(np.full(small.shape[:2], 255, np.uint8), matrix, (width, height)) == 255
     canvas[inside] = drawn[inside]
     return box + np.tile(shift, 2)
+
+
+def _grey(image: np.ndarray) -> np.ndarray:
+    """A black-and-white copy (3 channels)."""
+    return cv2.cvtColor(cv2.cvtColor(np.ascontiguousarray(image), cv2.COLOR_BGR2GRAY), cv2.COLOR_GRAY2BGR)
 
 
 def _strength(before: np.ndarray, after: np.ndarray, box: np.ndarray) -> float:
@@ -204,6 +209,29 @@ def test_a_small_face_that_comes_into_a_still_shot_is_found_by_the_sweep_where_t
     out = run_video(processor, frames)
     strengths = [round(_strength(f, o, b), 1) for f, o, b in zip(frames, out, boxes) if b is not None]
     assert all(s >= SWAPPED for s in strengths[SWEEP - 10 + 1:]), strengths
+
+
+def test_a_small_face_that_comes_in_while_the_camera_pans_is_found_by_the_next_sweep_of_a_moving_shot(processor):
+    # Black-and-white footage: the camera pans 8 px a frame along a wall, and a 30 px face on it comes in across
+    # the right edge from frame 3 on. The whole-frame detectors do not find it (on a grey picture they miss faces
+    # of 26-34 px), the sweep's tiles do. The picture changes everywhere: the sweep looks again SWEEP_MOVING
+    # frames after the first (not SWEEP), finds the face, and its track keeps it swapped.
+    photo, box = _photo(_grey(data.astronaut()[:, :, ::-1]), processor)
+    (width, height), step = SIZE, 8
+    count = SWEEP + 4
+    wall = _grey(_backdrop(width + step * count + 40, height))
+    face = _place(wall, photo, box, 30, (width + 40, 90))
+    rng = np.random.default_rng(9)
+    frames, boxes = [], []
+    for index in range(count):
+        x = step * index
+        frames.append(np.clip(wall[:, x:x + width] + rng.normal(0, 1.5, (height, width, 3)), 0, 255).astype(np.uint8))
+        boxes.append(face - (x, 0, x, 0))
+    assert not any(processor.engine.detect(f) for f in frames[:SWEEP]), "premise: the whole-frame detection misses it"
+    assert _inside(boxes[2]) == 0.0 and _inside(boxes[8]) == 1.0 and SWEEP_MOVING < SWEEP
+    out = run_video(processor, frames)
+    strengths = [round(_strength(f, o, b), 1) for f, o, b in zip(frames, out, boxes)]
+    assert all(s >= SWAPPED for s in strengths[SWEEP_MOVING:]), strengths
 
 
 @pytest.mark.parametrize("edge", ["left", "right", "top", "bottom"])
