@@ -11,7 +11,8 @@ import pytest
 from conftest import cpu_session, face_frame, make_clip
 from facefusion_batch.cli import main
 from facefusion_batch.faces.types import Face
-from facefusion_batch.workflow.analysis import SWEEP, SWEEP_FULL, SWEEP_MOVING, MotionGate, face_patches, motion, thumbnail, track
+from facefusion_batch.workflow.analysis import (SWEEP, SWEEP_FULL, SWEEP_MOVING, MotionGate, face_patches, motion,
+                                                thumbnail, track)
 
 
 def shifted(frame: np.ndarray, dx: float, dy: float) -> np.ndarray:
@@ -67,9 +68,10 @@ def test_in_a_pan_the_sweep_for_small_faces_runs_every_sweep_moving_frames_and_o
     gate = MotionGate(True, threshold=4.0, interval=5)
     references = {r.index: r for r in (plan_reference(gate, i, along_a_wall(i // 5 * 5)) for i in range(3 * SWEEP))}
     swept = [index for index, r in references.items() if r.sweep]
-    firsts = [0]
-    while next((i for i in range(firsts[-1] + SWEEP_MOVING, 3 * SWEEP) if i % 5 == 0), None) is not None:
-        firsts.append(next(i for i in range(firsts[-1] + SWEEP_MOVING, 3 * SWEEP) if i % 5 == 0))
+    firsts, at = [], 0
+    while at < 3 * SWEEP:
+        firsts.append(at)
+        at = -(-(at + SWEEP_MOVING) // 5) * 5  # the first reference (every 5th frame) SWEEP_MOVING frames on
     assert swept == firsts
 
 
