@@ -475,18 +475,18 @@ class Tracker:
             track.points = prediction.copy()
             # Its size eases towards rejected fits of the face's shape that agree with each other on theirs (see
             # SIZE_AGREE), as a still face's fits ease in.
-            if (track.rejected_size is not None and abs(np.log(_size(raw) / track.rejected_size)) < SIZE_AGREE
+            raw_size = _size(raw)
+            if (track.rejected_size is not None and abs(np.log(raw_size / track.rejected_size)) < SIZE_AGREE
                     and shape_residual(reference, raw) <= OUTLIER):
-                track.points = _moved(track.points, (_size(raw) / size) ** STILL_ALPHA, np.zeros(2))
-            track.rejected_size = _size(raw)
+                track.points = _moved(track.points, (raw_size / size) ** STILL_ALPHA, np.zeros(2))
+            track.rejected_size = raw_size
             track.points[:, :2] += anchor[-2:, :2].mean(axis=0) - track.points[-2:, :2].mean(axis=0)  # box corners
         else:
             relocked, track.outliers, track.rejected_size = track.outliers >= RELOCK, 0, None
             step = (raw[:, :2].mean(axis=0) - track.raw[:, :2].mean(axis=0)) / gap
             track.motion = track.motion + VELOCITY_GAIN * (step - track.motion)
             if not detected:  # a translation of the same fit: its motion is the face's motion
-                motion = (raw[:, :2].mean(axis=0) - track.raw[:, :2].mean(axis=0)) / gap
-                track.velocity = track.velocity + VELOCITY_GAIN * (motion - track.velocity)
+                track.velocity = track.velocity + VELOCITY_GAIN * (step - track.velocity)
             elif track.fitted is not None and len(track.fitted) == len(raw) and index - track.fitted_at >= MIN_SPAN:
                 step = similarity(track.fitted, raw) ** (1 / (index - track.fitted_at))
                 if abs(abs(step) - 1) < MAX_ZOOM and abs(np.angle(step)) < MAX_ROLL:
