@@ -232,6 +232,51 @@ def model_inputs(frames: Sequence[np.ndarray], views: Sequence[View],
     return batch, placements
 
 
+# BlazeFace scores faces without colour low: a black-and-white photo's 30 px face on a colour backdrop scores below
+# 0.1 to 0.37 on the whole frame, and a closer look at it finds nothing (the same photo in colour: 0.43-0.5, and the
+# closer look finds it); on a grey picture faces of 30-50 px are missed more often than not. So the sweep's tiles
+# and the closer looks where grey pixels (R, G, B within GREY_CHROMA of each other, fading out to there; not darker
+# than GREY_DARK) make up GREY_VIEW of the view (GREY_FACE of a closer look's candidate box) are seen a second time,
+# their grey pixels tinted towards a skin colour of the same lightness (SKIN_TINT, R G B), and each face is taken
+# from the view that scores it best. Only as a second view: tinted alone, a colour face on a grey wall loses its
+# contrast (the wall turns skin-coloured around it; twelfth split, a 28 px face found at 0.55 untinted, not at all
+# tinted), as does a crowd of soft colour faces on grey walls. The whole-frame inputs are never tinted, the mesh and
+# the swap see the frame as it is.
+GREY_CHROMA = 12.0
+GREY_DARK = 40
+GREY_VIEW = 0.25
+GREY_FACE = 0.5
+SKIN_TINT = (1.15, 0.85, 0.70)
+_LEVELS = np.arange(256, dtype=np.float32)
+_TINTED = np.clip(_LEVELS[:, None] * np.float32(SKIN_TINT) + 0.5, 0, 255).astype(np.uint8).reshape(1, 256, 3)
+_GREYNESS = np.clip(1 - _LEVELS / np.float32(GREY_CHROMA), 0, 1).astype(np.float32).reshape(1, 256)
+GREY_STEP = 4  # the grey map is measured on every GREY_STEP-th pixel of each axis
+
+
+def skin_tinted(rgb: np.ndarray) -> np.ndarray:
+    """(N, H, W, 3) RGB uint8 model inputs with their grey pixels tinted towards skin (see GREY_CHROMA)."""
+    flat = np.ascontiguousarray(rgb).reshape(-1, rgb.shape[-2], 3)  # OpenCV's calls take one image
+    red, green, blue = cv2.split(flat)
+    chroma = cv2.subtract(cv2.max(cv2.max(red, green), blue), cv2.min(cv2.min(red, green), blue))
+    weight = cv2.LUT(chroma, _GREYNESS)
+    tinted = cv2.LUT(cv2.merge([cv2.cvtColor(flat, cv2.COLOR_RGB2GRAY)] * 3), _TINTED)
+    return cv2.blendLinear(tinted, flat, weight, 1 - weight).reshape(rgb.shape)
+
+
+def grey_map(frame: np.ndarray) -> np.ndarray:
+    """Which of the frame's pixels (every GREY_STEP-th of each axis) are grey and not dark (see GREY_CHROMA)."""
+    thin = np.ascontiguousarray(frame[::GREY_STEP, ::GREY_STEP])
+    chroma = cv2.subtract(thin.max(axis=2), thin.min(axis=2))
+    return (chroma < GREY_CHROMA) & (cv2.cvtColor(thin, cv2.COLOR_BGR2GRAY) >= GREY_DARK)
+
+
+def grey_share(grey: np.ndarray, x0: float, y0: float, x1: float, y1: float) -> float:
+    """The share of grey pixels of `grey_map` in the frame's rectangle (x0, y0)-(x1, y1); 0 where it holds none."""
+    part = grey[max(0, int(y0) // GREY_STEP):max(0, int(np.ceil(y1 / GREY_STEP))),
+                max(0, int(x0) // GREY_STEP):max(0, int(np.ceil(x1 / GREY_STEP)))]
+    return float(part.mean()) if part.size else 0.0
+
+
 # --------------------------------------------------------------------------- detection
 
 @dataclass(frozen=True, eq=False)
@@ -331,11 +376,16 @@ class _BlazeFace:
         self.anchors = ssd_anchors(_ANCHORS_BY_SIZE[self.size])
 
     def run(self, frames: Sequence[np.ndarray], views: Sequence[View], score_threshold: float,
-            iou_threshold: float, floor: float | None = None) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+            iou_threshold: float, floor: float | None = None, tinted: Sequence[bool] = ()
+            ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Per view: boxes (M, 4), keypoints (M, 6, 2) in frame pixels and scores (M,). With `floor`, the
         boxes scored from `floor` up to `score_threshold` follow, merged among themselves only (the faces
-        above the threshold come out exactly as without it)."""
+        above the threshold come out exactly as without it). The views `tinted` flags (one flag a view, or
+        none) are seen with their grey pixels tinted like skin (`skin_tinted`)."""
         batch, placements = model_inputs(frames, views, self.size)
+        rows = np.flatnonzero(np.asarray(tinted, bool))
+        if rows.size:
+            batch[rows] = skin_tinted(batch[rows])
         raw_boxes, raw_scores = self.session.run(["regressors", "classificators"],
                                                  {INPUT_NAME: to_nchw(batch, self.value_range)})
         if raw_boxes.shape[1] != len(self.anchors):
@@ -661,7 +711,9 @@ class MediaPipeDetector:
         - boxes the full-range model scored below the threshold (from CANDIDATE_SCORE, the likeliest
           MAX_CANDIDATES per frame) where no face was found: a face of a few dozen pixels is a handful of the
           whole-frame input's pixels and scores low; seen closer, a face scores as any other and is kept,
-          anything else is not (its own view's box must not be a face found already)."""
+          anything else is not (its own view's box must not be a face found already). Larger boxes only where
+          they are mostly grey (GREY_FACE), for the look tinted: a soft black-and-white face of 160 px at 640 px
+          scores 0.33-0.47 on the whole frame, 0.59-0.80 tinted (blind split's whip pan, the man in a hat)."""
         owners = []
         dropped: dict[int, set[int]] = {}
         for index, parts in enumerate(found):
@@ -680,11 +732,13 @@ class MediaPipeDetector:
             sure = np.concatenate([p[0] for p in parts])
             boxes, _, scores = (np.concatenate([p[n] for p in doubtful[index]]) for n in range(3))
             looked: list[np.ndarray] = []
+            grey = grey_map(frames[index]) if len(boxes) else None
             for j in np.argsort(-scores, kind="stable"):
                 box = boxes[j]
                 side = float(max(box[2] - box[0], box[3] - box[1]))
                 # Centred on a face found already, or on a candidate looked at: that face again.
-                if side >= small or _on_a_face(box, sure) or _centre_in(box, np.array(looked).reshape(-1, 4)):
+                if (side >= small and grey_share(grey, *box) < GREY_FACE) or _on_a_face(box, sure) \
+                        or _centre_in(box, np.array(looked).reshape(-1, 4)):
                     continue
                 owners.append((index, None, box, sure))
                 looked.append(box)
@@ -721,7 +775,12 @@ class MediaPipeDetector:
             views = [view for view in views if _any_in(cells, view, width, height)]
             if not views:
                 return []
-        results = self._long.run([frame], views, self.score_threshold, self.iou_threshold, CANDIDATE_SCORE)
+        grey = grey_map(frame)
+        plain = len(views)
+        views += [view for view in views if grey_share(grey, view.x, view.y, view.x + view.width,
+                                                       view.y + view.height) >= GREY_VIEW]
+        results = self._long.run([frame], views, self.score_threshold, self.iou_threshold, CANDIDATE_SCORE,
+                                 [i >= plain for i in range(len(views))])
         found, unsure = (list(parts) for parts in zip(*(_split(r, self.score_threshold) for r in results)))
         # Candidates on a known face (fitted by the mesh: a face, whatever its size) are parts of it.
         unsure = [tuple(part[[not _centre_in(box, sure) for box in u[0]]] for part in u) for u in unsure]
@@ -778,20 +837,29 @@ class MediaPipeDetector:
     def _closer_looks(self, frames: Sequence[np.ndarray], looks: list[tuple[int, np.ndarray, np.ndarray | None]]
                       ) -> list[Found | None]:
         """For each (frame index, candidate box, faces known there or None): the best-scored face the full-range
-        model finds over the box (`_best_over`) on a view RECHECK_CONTEXT times its size, all in one batch; None
-        where it finds none."""
-        views, owners = [], []
+        model finds over the box (`_best_over`) on a view RECHECK_CONTEXT times its size, and on that view tinted too
+        where the box is mostly grey (GREY_FACE), all in one batch; None where it finds none."""
+        views, owners, tinted = [], [], []
+        greys: dict[int, np.ndarray] = {}
         for look, (index, box, _) in enumerate(looks):
             height, width = frames[index].shape[:2]
             side = RECHECK_CONTEXT * float(max(box[2] - box[0], box[3] - box[1]))
             view = _view_around(index, box, side, width, height)
-            if view is not None:
-                views.append(view)
-                owners.append(look)
-        results = self._long.run(frames, views, self.score_threshold, self.iou_threshold) if views else []
+            if view is None:
+                continue
+            if index not in greys:
+                greys[index] = grey_map(frames[index])
+            seen = (False, True) if grey_share(greys[index], *box) >= GREY_FACE else (False,)
+            views += [view] * len(seen)
+            owners += [look] * len(seen)
+            tinted += seen
+        results = (self._long.run(frames, views, self.score_threshold, self.iou_threshold, tinted=tinted)
+                   if views else [])
         bests: list[Found | None] = [None] * len(looks)
         for look, result in zip(owners, results):
-            bests[look] = _best_over(looks[look][1], result, looks[look][2])
+            best = _best_over(looks[look][1], result, looks[look][2])
+            if best is not None and (bests[look] is None or best[2][0] > bests[look][2][0]):
+                bests[look] = best
         return bests
 
     def _merge(self, parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> list[Detection]:

@@ -214,6 +214,29 @@ def test_whole_frame_alone_misses_only_the_smallest(sources: dict) -> None:
     assert all(h for paste, h in zip(PASTES, hit) if paste.face >= 160)
 
 
+def test_grey_pixels_are_tinted_like_skin_and_coloured_ones_left_as_they_are() -> None:
+    batch = np.zeros((2, 4, 4, 3), np.uint8)
+    batch[0, 0, 0] = (100, 100, 100)  # grey
+    batch[0, 0, 1] = (200, 50, 30)  # coloured
+    batch[0, 0, 2] = (106, 100, 100)  # half way to GREY_CHROMA
+    batch[1, 1, 1] = (250, 250, 250)
+    out = mp.skin_tinted(batch)
+    assert out.shape == batch.shape and out.dtype == np.uint8
+    assert out[0, 0, 0].tolist() == [round(100 * t) for t in mp.SKIN_TINT]
+    assert out[0, 0, 1].tolist() == [200, 50, 30] and out[1, 0, 0].tolist() == [0, 0, 0], "colour and black stay"
+    assert 100 < out[0, 0, 2, 0] < out[0, 0, 0, 0] and out[1, 1, 1, 0] == 255
+
+
+def test_the_grey_map_counts_grey_pixels_that_are_not_dark() -> None:
+    frame = np.zeros((40, 80, 3), np.uint8)
+    frame[:, :40] = (120, 125, 118)  # grey
+    frame[:, 40:60] = (30, 90, 200)  # coloured
+    frame[:, 60:] = (10, 10, 10)  # dark
+    grey = mp.grey_map(frame)
+    assert mp.grey_share(grey, 0, 0, 40, 40) == 1.0 and mp.grey_share(grey, 40, 0, 80, 40) == 0.0
+    assert mp.grey_share(grey, 0, 0, 80, 40) == 0.5 and mp.grey_share(grey, 100, 0, 120, 40) == 0.0
+
+
 def test_no_face_no_detection(detector: mp.MediaPipeDetector, astronaut: np.ndarray) -> None:
     flag = np.ascontiguousarray(astronaut[:250, :130])
     frames = [np.zeros((480, 640, 3), np.uint8), np.full((720, 1280, 3), 128, np.uint8), flag]
@@ -254,7 +277,7 @@ class _Canned:
     def __init__(self, *answers: list[tuple[tuple[float, float, float, float], float]]) -> None:
         self.answers, self.views = list(answers), []
 
-    def run(self, frames, views, score_threshold, iou_threshold, floor=None):
+    def run(self, frames, views, score_threshold, iou_threshold, floor=None, tinted=()):
         self.views.append(list(views))
         found = self.answers.pop(0)
         results = []
@@ -359,7 +382,7 @@ class _Centred:
     def __init__(self, score: float) -> None:
         self.score, self.calls, self.sides = score, 0, []
 
-    def run(self, frames, views, score_threshold, iou_threshold, floor=None):
+    def run(self, frames, views, score_threshold, iou_threshold, floor=None, tinted=()):
         self.calls += 1
         results = []
         for view in views:
