@@ -265,7 +265,8 @@ class OfflineEngine:
                 memo.pop("checked", None)  # another texture: whether its swap shows is measured afresh
             swapped = None
             if not memo["turned"] and index >= memo.get("checked", -RECHECK) + RECHECK:
-                swapped = classic.swap_face(frame, face.landmarks, self._texture(source, mirror))
+                swapped = classic.swap_face(frame, face.landmarks, self._texture(source, mirror),
+                                            motion=face.motion)
                 change = classic.visible_change(frame, swapped, face.landmarks)
                 memo["faint"] = change < FAINT * (1 + FAINT_BACK * (2 if memo.get("faint") else 1))
                 memo["checked"], memo["checked_mirror"] = index, mirror
@@ -288,7 +289,8 @@ class OfflineEngine:
             if face.swapped is not None and face.swapped[0] is frame:
                 swapped = face.swapped[1]
             else:
-                swapped = classic.swap_face(frame, face.landmarks, self._texture(source, mirror))
+                swapped = classic.swap_face(frame, face.landmarks, self._texture(source, mirror),
+                                            motion=face.motion)
             if classic.visible_change(frame, swapped, face.landmarks) < FAINT:
                 self.profiles_left.add()  # a change nobody would see is no swap: left, and said so
                 continue

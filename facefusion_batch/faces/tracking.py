@@ -114,8 +114,10 @@ def _pad(points: np.ndarray) -> np.ndarray:
     return np.concatenate([points, np.zeros((len(points), 1))], axis=1)
 
 
-def _face(template: Face, points: np.ndarray, memo: dict | None = None) -> Face:
-    """`template` with its points replaced by `points` (as laid out by `_points`), and its track's `memo`."""
+def _face(template: Face, points: np.ndarray, memo: dict | None = None,
+          motion: np.ndarray | None = None) -> Face:
+    """`template` with its points replaced by `points` (as laid out by `_points`), and its track's `memo` and
+    `motion`."""
     at = 0
     landmarks = None
     if template.landmarks is not None:
@@ -124,7 +126,8 @@ def _face(template: Face, points: np.ndarray, memo: dict | None = None) -> Face:
         at = count
     kps = points[at:at + len(template.kps), :2].astype(template.kps.dtype)
     box = points[at + len(template.kps):, :2].reshape(4).astype(template.box.dtype)
-    return dataclasses.replace(template, box=box, kps=kps, landmarks=landmarks, memo=memo)
+    moved = template.motion if motion is None else (float(motion[0]), float(motion[1]))
+    return dataclasses.replace(template, box=box, kps=kps, landmarks=landmarks, memo=memo, motion=moved)
 
 
 def _size(points: np.ndarray) -> float:
@@ -343,7 +346,7 @@ class Tracker:
                 self._follow(track, index, face, detected, refit=face_index >= own)
                 if face_index < own or face.score >= SURE_REFIT:
                     track.confirmed = index
-            result.append(Tracked(track.id, _face(track.face, track.points, track.memo)))
+            result.append(Tracked(track.id, _face(track.face, track.points, track.memo, track.motion)))
             if self._share(result[-1].face.box) >= 1.0:
                 box = result[-1].face.box
                 track.whole = (float(box[2] - box[0]), float(box[3] - box[1]))
@@ -365,7 +368,8 @@ class Tracker:
                 del self.tracks[track.id]  # gone, or a second track on a face swapped already
                 continue
             self.coasted += 1
-            result.append(Tracked(track.id, _face(track.face, predicted, track.memo), coasting=True))
+            result.append(Tracked(track.id, _face(track.face, predicted, track.memo, track.motion),
+                                  coasting=True))
         self._last = {t.track: t.face.box for t in result}
         return result
 

@@ -29,6 +29,8 @@ class Face:
     # How much of its swap to show, 1: all (faces/tracking.py `Tracker.opacity`: a face leaving the picture, or
     # mode `one`'s next choice fading in).
     opacity: float = 1.0
+    # How far the face moved since the frame before (pixels; its track's motion): the smear a fast face has.
+    motion: tuple[float, float] = (0.0, 0.0)
 
     @property
     def area(self) -> float:

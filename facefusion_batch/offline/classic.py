@@ -142,6 +142,15 @@ DETAIL_PROBE = 1.0
 DETAIL_SIDE = 128
 SOFTEN_MAX = 0.015
 SOFTEN_MIN = 0.1
+# Smear matching (match_smear): a face of SMEAR_FACE pixels or more, moving, is smeared along its motion by as much as
+# the target face is smeared that way beyond the source, less SMEAR_NOISE pixels of blur (a face's own anisotropy
+# measures up to ~1 px: the blind split's whip pan at rest; smeared, 7-10 px) and up to SMEAR_MAX of its size; no
+# smear shorter than SMEAR_MIN pixels is drawn; its length is found in SMEAR_STEPS halvings.
+SMEAR_FACE = 64.0
+SMEAR_NOISE = 2.0
+SMEAR_MAX = 0.25
+SMEAR_MIN = 1.5
+SMEAR_STEPS = 7
 # The swap's mask keeps only what maps inside the source's photo, fading out over COVER_SOFT of the source's face
 # size towards the photo's edges (`SourceTexture.inside`): a photo that cuts the face (the top of the head) has none
 # of it beyond, and the warp's border there is the photo's last row stretched out (striped temples on a face
@@ -391,14 +400,16 @@ def delaunay(points: np.ndarray, width: int, height: int) -> np.ndarray:
 
 
 def swap_face(frame: np.ndarray, target_landmarks: np.ndarray, source: SourceTexture, *,
-              keep_mouth: bool = True, keep_eyes: bool = False) -> np.ndarray:
+              keep_mouth: bool = True, keep_eyes: bool = False, motion: tuple[float, float] = (0.0, 0.0)
+              ) -> np.ndarray:
     """Return a copy of ``frame`` (BGR uint8) with the source face laid over the target face.
 
     ``target_landmarks`` are the target's 468 face-mesh points in frame pixels, (468, 2) or (468, 3), with
     the origin at the top-left corner of the top-left pixel (as ``offline.mediapipe`` gives them);
     a third column is used as depth so that nearer triangles win where a turned face folds over itself.
-    Only pixels inside the landmarks' bounding rect (plus a feather margin) change. Landmarks that do not
-    describe a visible face (non-finite, collapsed, off-frame) give back an unchanged copy.
+    ``motion``: how far the face moved since the frame before (pixels), for the smear a fast one has
+    (`match_smear`). Only pixels inside the landmarks' bounding rect (plus a feather margin) change. Landmarks
+    that do not describe a visible face (non-finite, collapsed, off-frame) give back an unchanged copy.
     """
     result = frame.copy()
     points = _xy(target_landmarks)
@@ -419,7 +430,7 @@ def swap_face(frame: np.ndarray, target_landmarks: np.ndarray, source: SourceTex
     if covered is not None:
         mask *= covered
     target = frame[y0:y1, x0:x1]
-    warped = match_detail(warped, target, mask, size)
+    warped = match_smear(match_detail(warped, target, mask, size), target, mask, size, motion)
     shape = (y1 - y0, x1 - x0)
     scale = min(1.0, 1 / shade_step(shape))  # drawn at the colour grid's resolution: enough, and cheap
     coloured = match_colour(warped, target, mask, feature_weights(local, shape, size, scale),
@@ -528,6 +539,91 @@ def match_detail(warped: np.ndarray, target: np.ndarray, mask: np.ndarray, size:
     blur = max(blur, blurred * (sharp / wanted) - blurred if sharp > wanted else 0.0)
     sigma = min(float(np.sqrt(max(blur, 0.0))) * shrink, SOFTEN_MAX * size)
     return cv2.GaussianBlur(warped, (0, 0), sigma) if sigma >= SOFTEN_MIN else warped
+
+
+def match_smear(warped: np.ndarray, target: np.ndarray, mask: np.ndarray, size: float,
+                motion: tuple[float, float]) -> np.ndarray:
+    """``warped`` (uint8 BGR) smeared along the face's `motion` (pixels it moved since the frame before) as much as
+    the target face is smeared that way beyond the source: a face moving fast while the shutter is open (a whip
+    pan) is a smear along the motion. `match_detail` blurs alike in every direction, and at most SOFTEN_MAX of
+    the face's size: on a face smeared 30 px the swap stayed sharp, a pasted-on face that came and went with the
+    blur.
+
+    How smeared each is: its blur along the motion beyond its blur across it (`_own_blur` along each direction:
+    how its detail there falls under a probe blur along it), so that a soft face is not taken for a smeared one
+    and a face's own lines, more across it than along it, count alike in both. Not at all on faces smaller than
+    SMEAR_FACE, whose few pixels give no measure of it; at most the motion itself (a shutter open the whole
+    frame) and SMEAR_MAX of the face's size. This frame alone decides it."""
+    speed = float(np.hypot(*motion))
+    longest = min(speed, SMEAR_MAX * size)
+    core = mask > 0.5
+    if size < SMEAR_FACE or longest < SMEAR_MIN or core.sum() < 16:
+        return warped
+    along = np.array(motion, np.float64) / speed
+    across = np.array([-along[1], along[0]])
+    shrink = max(1.0, max(warped.shape[:2]) / DETAIL_SIDE)
+    small = (max(1, round(warped.shape[1] / shrink)), max(1, round(warped.shape[0] / shrink)))
+
+    def grey(image: np.ndarray) -> np.ndarray:
+        grey = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY)
+        return (cv2.resize(grey, small, interpolation=cv2.INTER_AREA) if shrink > 1 else grey).astype(np.float32)
+
+    if shrink > 1:
+        core = cv2.resize(core.astype(np.uint8), small, interpolation=cv2.INTER_NEAREST).astype(bool)
+        if core.sum() < 16:
+            return warped
+
+    def smear(image: np.ndarray) -> float:  # (blur along)^2 - (blur across)^2, in its pixels
+        blurs = [_own_blur(_detail_along(image, core, way, 0.0), _detail_along(image, core, way, DETAIL_PROBE))
+                 for way in (along, across)]
+        return blurs[0] ** 2 - blurs[1] ** 2 if np.isfinite(blurs).all() else float("nan")
+
+    source = grey(warped)
+    wanted = smear(grey(target)) - (SMEAR_NOISE / shrink) ** 2
+    if not wanted > smear(source):  # no more smeared than the source (or no detail to tell by)
+        return warped
+    # The smear that makes the source as smeared as the target by the same measure, halved SMEAR_STEPS times. The
+    # measure reads a smear across the face's own lines short, from face to face unlike: on the astronaut smeared
+    # 24 px sideways the source is smeared 23 px, up or down 8 px (a pan's smear is sideways).
+    low, high = 0.0, longest / shrink
+    for _ in range(SMEAR_STEPS):
+        middle = (low + high) / 2
+        measured = smear(_smeared(source, along, middle))
+        low, high = (middle, high) if measured < wanted else (low, middle)  # NaN: smeared beyond measure
+    length = high * shrink
+    return _smeared(warped, along, length) if length >= SMEAR_MIN else warped
+
+
+def _detail_along(grey: np.ndarray, core: np.ndarray, along: np.ndarray, blur: float) -> float:
+    """Mean squared gradient along the unit vector ``along`` of ``grey`` over ``core``, after a Gaussian blur of
+    DETAIL_PRE and one of ``blur`` along ``along``."""
+    smooth = cv2.GaussianBlur(grey, (0, 0), DETAIL_PRE)
+    if blur > 0:
+        offsets = np.linspace(-3 * blur, 3 * blur, max(3, int(np.ceil(24 * blur))))
+        smooth = _along(smooth, along, offsets, np.exp(-0.5 * (offsets / blur) ** 2))
+    gx = cv2.Sobel(smooth, cv2.CV_32F, 1, 0, ksize=3)
+    gy = cv2.Sobel(smooth, cv2.CV_32F, 0, 1, ksize=3)
+    return float(np.square(gx * along[0] + gy * along[1])[core].mean())
+
+
+def _smeared(image: np.ndarray, along: np.ndarray, length: float) -> np.ndarray:
+    """``image`` averaged along a line of ``length`` pixels in direction ``along`` (a unit vector), centred: the
+    smear of a face moving that far while the shutter is open."""
+    offsets = np.linspace(-length / 2, length / 2, max(2, int(np.ceil(length * 4))))
+    return _along(image, along, offsets, np.ones_like(offsets))
+
+
+def _along(image: np.ndarray, along: np.ndarray, offsets: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``image`` filtered by samples at ``offsets`` pixels along the unit vector ``along`` with ``weights``
+    (normalised), each sample spread over its four nearest pixels."""
+    half = int(np.ceil(np.abs(offsets).max())) + 1
+    kernel = np.zeros((2 * half + 1, 2 * half + 1), np.float32)
+    x, y = half + offsets * along[0], half + offsets * along[1]
+    x0, y0 = np.floor(x).astype(int), np.floor(y).astype(int)
+    fx, fy = x - x0, y - y0
+    for dx, dy, share in ((0, 0, (1 - fx) * (1 - fy)), (1, 0, fx * (1 - fy)), (0, 1, (1 - fx) * fy), (1, 1, fx * fy)):
+        np.add.at(kernel, (y0 + dy, x0 + dx), weights * share)
+    return cv2.filter2D(image, -1, kernel / kernel.sum(), borderType=cv2.BORDER_REFLECT)
 
 
 def _own_blur(detail: float, probed: float) -> float:

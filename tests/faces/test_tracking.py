@@ -45,6 +45,15 @@ def test_a_short_miss_is_carried_with_the_motion_and_a_long_one_ends_the_track()
     assert last == []  # gone for longer than COAST frames
 
 
+def test_tracked_faces_carry_how_far_their_face_moved_and_a_new_face_none():
+    tracker = Tracker(2000, 600)
+    moved = [tracker.update(t, [face(100 + 30 * t, 100 - 10 * t)], detected=True)[0].face.motion for t in range(6)]
+    assert moved[0] == (0.0, 0.0)  # a new track: nothing known of its motion yet
+    assert moved[-1] == pytest.approx((30, -10), rel=0.1)  # the fits' motion, pixels per frame
+    carried = tracker.update(6, [], detected=True)[0]
+    assert carried.coasting and carried.face.motion == pytest.approx(moved[-1])
+
+
 def test_an_unconfirmed_track_is_not_carried():
     tracker = Tracker(1000, 600)
     tracker.update(0, [face(100, 100)], detected=True)

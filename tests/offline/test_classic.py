@@ -473,6 +473,42 @@ def test_a_source_no_sharper_than_the_target_keeps_its_detail():
     assert classic.match_detail(sharp, np.full_like(sharp, 128), mask, 70.0) is sharp
 
 
+def smear(frame: np.ndarray, where: np.ndarray, way: tuple[float, float]) -> float:
+    """Detail across the unit vector `way` over detail along it: large where the picture is smeared along it."""
+    grey = cv2.GaussianBlur(cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY).astype(np.float32), (0, 0), 0.7)
+    gx, gy = cv2.Sobel(grey, cv2.CV_32F, 1, 0), cv2.Sobel(grey, cv2.CV_32F, 0, 1)
+    along, across = gx * way[0] + gy * way[1], gy * way[0] - gx * way[1]
+    return float((across * across)[where].mean() / (along * along)[where].mean())
+
+
+@pytest.mark.parametrize("way", [(1.0, 0.0), (0.6, 0.8), (0.0, 1.0)])
+def test_a_face_smeared_by_a_fast_pan_is_swapped_with_a_smear_alike(source, mesh, way):
+    # The astronaut's face (~130 px) smeared 24 px along `way`, as a whip pan's shutter smears it. A pan's
+    # (sideways) smear is matched; one across the face's own lines is read short (see classic.SMEAR_STEPS), so
+    # there the swap is only smeared more than without.
+    frame = np.ascontiguousarray(skimage_data.astronaut()[:, :, ::-1])
+    landmarks = mesh(frame)
+    length = 24
+    line = np.zeros((length + 1, length + 1), np.float32)
+    for t in np.linspace(-length / 2, length / 2, 4 * length):
+        line[int(round(length / 2 + t * way[1])), int(round(length / 2 + t * way[0]))] = 1
+    smeared = cv2.filter2D(frame, -1, line / line.sum(), borderType=cv2.BORDER_REFLECT)
+    core = skin(frame, landmarks)
+    motion = (40 * way[0], 40 * way[1])
+    moving = classic.swap_face(smeared, landmarks, source, motion=motion)
+    still = classic.swap_face(smeared, landmarks, source)
+    assert smear(still, core, way) < 0.5 * smear(smeared, core, way), "the premise: the sharp swap is not smeared"
+    assert smear(moving, core, way) < 1.6 * smear(smeared, core, way)
+    assert smear(moving, core, way) > (0.6 * smear(smeared, core, way) if way == (1.0, 0.0)
+                                       else 1.3 * smear(still, core, way))
+    assert np.abs(moving[core].astype(int) - smeared[core].astype(int)).mean() > 8, "still swapped"
+    # Moving as fast with a fast shutter (no smear): nothing smeared. Nor across the smear.
+    assert np.array_equal(classic.swap_face(frame, landmarks, source, motion=motion),
+                          classic.swap_face(frame, landmarks, source))
+    across = classic.swap_face(smeared, landmarks, source, motion=(-motion[1], motion[0]))
+    assert smear(across, core, way) < 0.5 * smear(smeared, core, way)
+
+
 def test_a_sharp_source_on_a_panning_soft_face_adds_little_flicker(soft_target, source, monkeypatch):
     """A face moving 1.5 px a frame: the output's frame-to-frame change inside the face, beyond the input's,
     is what the sharp source's edges add (the quality benchmark's added flicker)."""
