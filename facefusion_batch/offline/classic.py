@@ -143,11 +143,13 @@ DETAIL_SIDE = 128
 SOFTEN_MAX = 0.015
 SOFTEN_MIN = 0.1
 # Smear matching (match_smear): a face of SMEAR_FACE pixels or more, moving, is smeared along its motion by as much as
-# the target face is smeared that way beyond the source, less SMEAR_NOISE pixels of blur (a face's own anisotropy
-# measures up to ~1 px: the blind split's whip pan at rest; smeared, 7-10 px) and up to SMEAR_MAX of its size; no
-# smear shorter than SMEAR_MIN pixels is drawn; its length is found in SMEAR_STEPS halvings.
+# the target face is smeared that way beyond the source, less SMEAR_NOISE pixels of blur, and up to SMEAR_MAX of its
+# size; no smear shorter than SMEAR_MIN pixels is drawn; its length is found in SMEAR_STEPS halvings. The blind split's
+# whip pan reads 7-10 px of blur along the pan where smeared, ~1 px at rest; its pan without motion blur
+# (`b_group_pan`, faces moving 2-15 px a frame) read up to ~2.5 px on 12 of 90 frames, smeared 2-7 px with 2 px
+# here, none with 3.
 SMEAR_FACE = 64.0
-SMEAR_NOISE = 2.0
+SMEAR_NOISE = 3.0
 SMEAR_MAX = 0.25
 SMEAR_MIN = 1.5
 SMEAR_STEPS = 7

@@ -235,13 +235,13 @@ def model_inputs(frames: Sequence[np.ndarray], views: Sequence[View],
 # BlazeFace scores faces without colour low: a black-and-white photo's 30 px face on a colour backdrop scores below
 # 0.1 to 0.37 on the whole frame, and a closer look at it finds nothing (the same photo in colour: 0.43-0.5, and the
 # closer look finds it); on a grey picture faces of 30-50 px are missed more often than not. So the sweep's tiles
-# and the closer looks where grey pixels (R, G, B within GREY_CHROMA of each other, fading out to there; not darker
-# than GREY_DARK) make up GREY_VIEW of the view (GREY_FACE of a closer look's candidate box) are seen a second time,
-# their grey pixels tinted towards a skin colour of the same lightness (SKIN_TINT, R G B), and each face is taken
-# from the view that scores it best. Only as a second view: tinted alone, a colour face on a grey wall loses its
-# contrast (the wall turns skin-coloured around it; twelfth split, a 28 px face found at 0.55 untinted, not at all
-# tinted), as does a crowd of soft colour faces on grey walls. The whole-frame inputs are never tinted, the mesh and
-# the swap see the frame as it is.
+# whose pixels are GREY_VIEW or more grey (R, G, B within GREY_CHROMA of each other, fading out to there; not darker
+# than GREY_DARK), and the closer looks at candidates whose box is GREY_FACE grey (then whole-frame candidates of any
+# size, `_recheck_small`), are seen a second time with their grey pixels tinted towards a skin colour of the same
+# lightness (SKIN_TINT, R G B); each face is taken from the view that scores it best. Only as a second view: tinted
+# alone, a colour face on a grey wall loses its contrast (the wall turns skin-coloured around it; twelfth split, a
+# 28 px face found at 0.55 untinted, not at all tinted), as does a crowd of soft colour faces on grey walls. The
+# whole-frame inputs themselves are never tinted; the mesh and the swap see the frame as it is.
 GREY_CHROMA = 12.0
 GREY_DARK = 40
 GREY_VIEW = 0.25
@@ -763,7 +763,7 @@ class MediaPipeDetector:
         (see `_recheck_small`), on a tile smaller ones, soft ones too (see SWEEP_SPLIT). Several inputs per call:
         run now and then (every few dozen frames, see workflow/analysis.py `MotionGate`), tracks keep the faces it
         finds in between. With `changed` (a boolean grid over the frame), only tiles where it holds a cell outside
-        the known faces are looked at."""
+        the known faces are looked at. Mostly grey tiles are seen twice, the second time tinted (GREY_VIEW)."""
         height, width = frame.shape[:2]
         side = max(16, round(max(width, height) / SWEEP_SPLIT))
         views = [View(0, x, y, min(side, width), min(side, height),
