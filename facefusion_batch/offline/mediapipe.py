@@ -713,7 +713,9 @@ class MediaPipeDetector:
           whole-frame input's pixels and scores low; seen closer, a face scores as any other and is kept,
           anything else is not (its own view's box must not be a face found already). Larger boxes only where
           they are mostly grey (GREY_FACE), for the look tinted: a soft black-and-white face of 160 px at 640 px
-          scores 0.33-0.47 on the whole frame, 0.59-0.80 tinted (blind split's whip pan, the man in a hat)."""
+          scores 0.33-0.47 on the whole frame, 0.59-0.80 tinted (blind split's whip pan, the man in a hat). Small
+          ones are looked at untinted: tinted too, on every frame, on the grey walls of five moving clips, that
+          cost ~7 % more CPU (the sweep, tinted, finds the small grey faces)."""
         owners = []
         dropped: dict[int, set[int]] = {}
         for index, parts in enumerate(found):
@@ -744,7 +746,10 @@ class MediaPipeDetector:
                 looked.append(box)
                 if len(looked) >= MAX_CANDIDATES:
                     break
-        bests = self._closer_looks(frames, [(index, box, sure) for index, _, box, sure in owners])
+        small = [RECHECK_SIZE * max(frames[index].shape[:2]) for index, *_ in owners]
+        bests = self._closer_looks(frames, [(index, box, sure) for index, _, box, sure in owners],
+                                   [float(max(box[2] - box[0], box[3] - box[1])) >= side
+                                    for (_, _, box, _), side in zip(owners, small)])
         for (index, i, box, sure), best in zip(owners, bests):
             if best is not None:
                 found[index].append(best)
@@ -776,11 +781,12 @@ class MediaPipeDetector:
             if not views:
                 return []
         grey = grey_map(frame)
-        plain = len(views)
-        views += [view for view in views if grey_share(grey, view.x, view.y, view.x + view.width,
-                                                       view.y + view.height) >= GREY_VIEW]
-        results = self._long.run([frame], views, self.score_threshold, self.iou_threshold, CANDIDATE_SCORE,
-                                 [i >= plain for i in range(len(views))])
+        greyish = [view for view in views
+                   if grey_share(grey, view.x, view.y, view.x + view.width, view.y + view.height) >= GREY_VIEW]
+        results = self._long.run([frame], views, self.score_threshold, self.iou_threshold, CANDIDATE_SCORE)
+        if greyish:  # a run of its own: in one batch with the rest, peak memory rose ~300 MiB (its buffers)
+            results += self._long.run([frame], greyish, self.score_threshold, self.iou_threshold, CANDIDATE_SCORE,
+                                      [True] * len(greyish))
         found, unsure = (list(parts) for parts in zip(*(_split(r, self.score_threshold) for r in results)))
         # Candidates on a known face (fitted by the mesh: a face, whatever its size) are parts of it.
         unsure = [tuple(part[[not _centre_in(box, sure) for box in u[0]]] for part in u) for u in unsure]
@@ -820,7 +826,8 @@ class MediaPipeDetector:
         found: list[Found | None] = [None] * len(boxes)
         for i, result in zip(large, self._short_looks([frame], [(0, boxes[i]) for i in large])):
             found[i] = _best_over(boxes[i], result)
-        for i, best in zip(rest, self._closer_looks([frame], [(0, boxes[i], None) for i in rest])):
+        closer = self._closer_looks([frame], [(0, boxes[i], None) for i in rest], [True] * len(rest))
+        for i, best in zip(rest, closer):
             found[i] = best
         return [None if best is None else Detection(best[0][0], float(best[2][0]), best[1][0]) for best in found]
 
@@ -832,13 +839,14 @@ class MediaPipeDetector:
         candidates = tuple(np.concatenate([p[n] for p in unsure]) for n in range(3))
         sure = np.concatenate([p[0] for p in parts]).reshape(-1, 4)
         looks = [(0, box, sure) for box in _likeliest(candidates, parts, MAX_CANDIDATES)]
-        return [best for best in self._closer_looks([frame], looks) if best is not None]
+        return [best for best in self._closer_looks([frame], looks, [True] * len(looks)) if best is not None]
 
-    def _closer_looks(self, frames: Sequence[np.ndarray], looks: list[tuple[int, np.ndarray, np.ndarray | None]]
-                      ) -> list[Found | None]:
+    def _closer_looks(self, frames: Sequence[np.ndarray], looks: list[tuple[int, np.ndarray, np.ndarray | None]],
+                      tint: Sequence[bool]) -> list[Found | None]:
         """For each (frame index, candidate box, faces known there or None): the best-scored face the full-range
         model finds over the box (`_best_over`) on a view RECHECK_CONTEXT times its size, and on that view tinted too
-        where the box is mostly grey (GREY_FACE), all in one batch; None where it finds none."""
+        where `tint` (a flag a look) allows and the box is mostly grey (GREY_FACE), all in one batch; None where it
+        finds none."""
         views, owners, tinted = [], [], []
         greys: dict[int, np.ndarray] = {}
         for look, (index, box, _) in enumerate(looks):
@@ -847,9 +855,12 @@ class MediaPipeDetector:
             view = _view_around(index, box, side, width, height)
             if view is None:
                 continue
-            if index not in greys:
-                greys[index] = grey_map(frames[index])
-            seen = (False, True) if grey_share(greys[index], *box) >= GREY_FACE else (False,)
+            seen: tuple[bool, ...] = (False,)
+            if tint[look]:
+                if index not in greys:
+                    greys[index] = grey_map(frames[index])
+                if grey_share(greys[index], *box) >= GREY_FACE:
+                    seen = (False, True)
             views += [view] * len(seen)
             owners += [look] * len(seen)
             tinted += seen
