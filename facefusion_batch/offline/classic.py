@@ -513,21 +513,10 @@ def match_detail(warped: np.ndarray, target: np.ndarray, mask: np.ndarray, size:
     identity: sharp features are what a face is recognised by). The blur depends on this frame alone (no
     state, so a resumed chunk is the same) and changes smoothly as the face zooms.
     """
-    core = mask > 0.5
-    if core.sum() < 16:
+    measured = _measured(warped, target, mask)
+    if measured is None:
         return warped
-    shrink = max(1.0, max(warped.shape[:2]) / DETAIL_SIDE)
-    small = (max(1, round(warped.shape[1] / shrink)), max(1, round(warped.shape[0] / shrink)))
-
-    def grey(image: np.ndarray) -> np.ndarray:  # large faces: measured on a smaller copy, the blur scaled up
-        grey = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY)
-        return (cv2.resize(grey, small, interpolation=cv2.INTER_AREA) if shrink > 1 else grey).astype(np.float32)
-
-    source_grey, target_grey = grey(warped), grey(target)
-    if shrink > 1:
-        core = cv2.resize(core.astype(np.uint8), small, interpolation=cv2.INTER_NEAREST).astype(bool)
-        if core.sum() < 16:
-            return warped
+    source_grey, target_grey, core, shrink = measured
     target_detail, sharp = _detail(target_grey, core, 0.0), _detail(source_grey, core, 0.0)
     if target_detail <= 0 or sharp <= 0:
         return warped
@@ -558,11 +547,43 @@ def match_smear(warped: np.ndarray, target: np.ndarray, mask: np.ndarray, size: 
     frame) and SMEAR_MAX of the face's size. This frame alone decides it."""
     speed = float(np.hypot(*motion))
     longest = min(speed, SMEAR_MAX * size)
-    core = mask > 0.5
-    if size < SMEAR_FACE or longest < SMEAR_MIN or core.sum() < 16:
+    if size < SMEAR_FACE or longest < SMEAR_MIN:
         return warped
+    measured = _measured(warped, target, mask)
+    if measured is None:
+        return warped
+    source, target_grey, core, shrink = measured
     along = np.array(motion, np.float64) / speed
     across = np.array([-along[1], along[0]])
+
+    def smear(image: np.ndarray) -> float:  # (blur along)^2 - (blur across)^2, in its pixels
+        blurs = [_own_blur(_detail_along(image, core, way, 0.0), _detail_along(image, core, way, DETAIL_PROBE))
+                 for way in (along, across)]
+        return blurs[0] ** 2 - blurs[1] ** 2 if np.isfinite(blurs).all() else float("nan")
+
+    wanted = smear(target_grey) - (SMEAR_NOISE / shrink) ** 2
+    if not wanted > smear(source):  # no more smeared than the source (or no detail to tell by)
+        return warped
+    # The smear that makes the source as smeared as the target by the same measure, halved SMEAR_STEPS times. The
+    # measure reads a smear across the face's own lines short, from face to face unlike: on the astronaut smeared
+    # 24 px sideways the source is smeared 23 px, up or down 8 px (a pan's smear is sideways).
+    low, high = 0.0, longest / shrink
+    for _ in range(SMEAR_STEPS):
+        middle = (low + high) / 2
+        reading = smear(_smeared(source, along, middle))
+        low, high = (middle, high) if reading < wanted else (low, middle)  # NaN: smeared beyond measure
+    length = high * shrink
+    return _smeared(warped, along, length) if length >= SMEAR_MIN else warped
+
+
+def _measured(warped: np.ndarray, target: np.ndarray, mask: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
+    """The warped source and the target face in grey (float32) and the mask's core (over 0.5), all shrunk to at most
+    DETAIL_SIDE pixels across (large faces are measured on a smaller copy, blurs scaled up by the shrink), with the
+    shrink; None where the core holds fewer than 16 pixels."""
+    core = mask > 0.5
+    if core.sum() < 16:
+        return None
     shrink = max(1.0, max(warped.shape[:2]) / DETAIL_SIDE)
     small = (max(1, round(warped.shape[1] / shrink)), max(1, round(warped.shape[0] / shrink)))
 
@@ -573,27 +594,8 @@ def match_smear(warped: np.ndarray, target: np.ndarray, mask: np.ndarray, size: 
     if shrink > 1:
         core = cv2.resize(core.astype(np.uint8), small, interpolation=cv2.INTER_NEAREST).astype(bool)
         if core.sum() < 16:
-            return warped
-
-    def smear(image: np.ndarray) -> float:  # (blur along)^2 - (blur across)^2, in its pixels
-        blurs = [_own_blur(_detail_along(image, core, way, 0.0), _detail_along(image, core, way, DETAIL_PROBE))
-                 for way in (along, across)]
-        return blurs[0] ** 2 - blurs[1] ** 2 if np.isfinite(blurs).all() else float("nan")
-
-    source = grey(warped)
-    wanted = smear(grey(target)) - (SMEAR_NOISE / shrink) ** 2
-    if not wanted > smear(source):  # no more smeared than the source (or no detail to tell by)
-        return warped
-    # The smear that makes the source as smeared as the target by the same measure, halved SMEAR_STEPS times. The
-    # measure reads a smear across the face's own lines short, from face to face unlike: on the astronaut smeared
-    # 24 px sideways the source is smeared 23 px, up or down 8 px (a pan's smear is sideways).
-    low, high = 0.0, longest / shrink
-    for _ in range(SMEAR_STEPS):
-        middle = (low + high) / 2
-        measured = smear(_smeared(source, along, middle))
-        low, high = (middle, high) if measured < wanted else (low, middle)  # NaN: smeared beyond measure
-    length = high * shrink
-    return _smeared(warped, along, length) if length >= SMEAR_MIN else warped
+            return None
+    return grey(warped), grey(target), core, shrink
 
 
 def _detail_along(grey: np.ndarray, core: np.ndarray, along: np.ndarray, blur: float) -> float:

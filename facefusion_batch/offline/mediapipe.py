@@ -277,6 +277,13 @@ def grey_share(grey: np.ndarray, x0: float, y0: float, x1: float, y1: float) -> 
     return float(part.mean()) if part.size else 0.0
 
 
+def _grey_of(greys: dict[int, np.ndarray], frames: Sequence[np.ndarray], index: int) -> np.ndarray:
+    """Frame `index`'s `grey_map`, measured once: kept in `greys`."""
+    if index not in greys:
+        greys[index] = grey_map(frames[index])
+    return greys[index]
+
+
 # --------------------------------------------------------------------------- detection
 
 @dataclass(frozen=True, eq=False)
@@ -717,6 +724,7 @@ class MediaPipeDetector:
           ones are looked at untinted: tinted too, on every frame, on the grey walls of five moving clips, that
           cost ~7 % more CPU (the sweep, tinted, finds the small grey faces)."""
         owners = []
+        greys: dict[int, np.ndarray] = {}
         dropped: dict[int, set[int]] = {}
         for index, parts in enumerate(found):
             short, rest = parts[0], parts[1:]
@@ -730,27 +738,24 @@ class MediaPipeDetector:
                 if any(_overlap(box, o) for o in others):
                     dropped.setdefault(index, set()).add(i)  # the full-range box stands alone
                     continue
-                owners.append((index, i, box, None))
+                owners.append((index, i, box, None, False))
             sure = np.concatenate([p[0] for p in parts])
             boxes, _, scores = (np.concatenate([p[n] for p in doubtful[index]]) for n in range(3))
             looked: list[np.ndarray] = []
-            grey = grey_map(frames[index]) if len(boxes) else None
             for j in np.argsort(-scores, kind="stable"):
                 box = boxes[j]
-                side = float(max(box[2] - box[0], box[3] - box[1]))
+                large = float(max(box[2] - box[0], box[3] - box[1])) >= small
                 # Centred on a face found already, or on a candidate looked at: that face again.
-                if (side >= small and grey_share(grey, *box) < GREY_FACE) or _on_a_face(box, sure) \
-                        or _centre_in(box, np.array(looked).reshape(-1, 4)):
+                if (large and grey_share(_grey_of(greys, frames, index), *box) < GREY_FACE) \
+                        or _on_a_face(box, sure) or _centre_in(box, np.array(looked).reshape(-1, 4)):
                     continue
-                owners.append((index, None, box, sure))
+                owners.append((index, None, box, sure, large))
                 looked.append(box)
                 if len(looked) >= MAX_CANDIDATES:
                     break
-        small = [RECHECK_SIZE * max(frames[index].shape[:2]) for index, *_ in owners]
-        bests = self._closer_looks(frames, [(index, box, sure) for index, _, box, sure in owners],
-                                   [float(max(box[2] - box[0], box[3] - box[1])) >= side
-                                    for (_, _, box, _), side in zip(owners, small)])
-        for (index, i, box, sure), best in zip(owners, bests):
+        bests = self._closer_looks(frames, [(index, box, sure) for index, _, box, sure, _ in owners],
+                                   [tint for *_, tint in owners], greys)
+        for (index, i, box, sure, _), best in zip(owners, bests):
             if best is not None:
                 found[index].append(best)
                 # The short-range box it replaces, or (found as a candidate) stands alone beside.
@@ -842,13 +847,13 @@ class MediaPipeDetector:
         return [best for best in self._closer_looks([frame], looks, [True] * len(looks)) if best is not None]
 
     def _closer_looks(self, frames: Sequence[np.ndarray], looks: list[tuple[int, np.ndarray, np.ndarray | None]],
-                      tint: Sequence[bool]) -> list[Found | None]:
+                      tint: Sequence[bool], greys: dict[int, np.ndarray] | None = None) -> list[Found | None]:
         """For each (frame index, candidate box, faces known there or None): the best-scored face the full-range
         model finds over the box (`_best_over`) on a view RECHECK_CONTEXT times its size, and on that view tinted too
         where `tint` (a flag a look) allows and the box is mostly grey (GREY_FACE), all in one batch; None where it
-        finds none."""
+        finds none. `greys`: the frames' grey maps measured already, by frame index (`_grey_of`)."""
         views, owners, tinted = [], [], []
-        greys: dict[int, np.ndarray] = {}
+        greys = {} if greys is None else greys
         for look, (index, box, _) in enumerate(looks):
             height, width = frames[index].shape[:2]
             side = RECHECK_CONTEXT * float(max(box[2] - box[0], box[3] - box[1]))
@@ -856,11 +861,8 @@ class MediaPipeDetector:
             if view is None:
                 continue
             seen: tuple[bool, ...] = (False,)
-            if tint[look]:
-                if index not in greys:
-                    greys[index] = grey_map(frames[index])
-                if grey_share(greys[index], *box) >= GREY_FACE:
-                    seen = (False, True)
+            if tint[look] and grey_share(_grey_of(greys, frames, index), *box) >= GREY_FACE:
+                seen = (False, True)
             views += [view] * len(seen)
             owners += [look] * len(seen)
             tinted += seen
