@@ -246,6 +246,11 @@ GREY_CHROMA = 12.0
 GREY_DARK = 40
 GREY_VIEW = 0.25
 GREY_FACE = 0.5
+# A sweep's grey tile is seen tinted only where its plain view scores a box TINT_HINT or more (below the threshold)
+# over a GREY_FACE grey region on no known face: untinted, the grey faces only the tint finds score 0.14 (seventh
+# split's restored woman) and 0.21 (tenth's Solvay-1) on their tiles, a grey backdrop's texture below 0.1 (the 720p
+# benchmark's, where tinting every grey tile cost 8 % CPU and its candidates' closer looks more).
+TINT_HINT = 0.1
 SKIN_TINT = (1.15, 0.85, 0.70)
 _LEVELS = np.arange(256, dtype=np.float32)
 _TINTED = np.clip(_LEVELS[:, None] * np.float32(SKIN_TINT) + 0.5, 0, 255).astype(np.uint8).reshape(1, 256, 3)
@@ -773,7 +778,8 @@ class MediaPipeDetector:
         (see `_recheck_small`), on a tile smaller ones, soft ones too (see SWEEP_SPLIT). Several inputs per call:
         run now and then (every few dozen frames, see workflow/analysis.py `MotionGate`), tracks keep the faces it
         finds in between. With `changed` (a boolean grid over the frame), only tiles where it holds a cell outside
-        the known faces are looked at. Mostly grey tiles are seen twice, the second time tinted (GREY_VIEW)."""
+        the known faces are looked at. Mostly grey tiles (GREY_VIEW) where a grey face may have scored faintly
+        (TINT_HINT) are seen twice, the second time tinted."""
         height, width = frame.shape[:2]
         side = max(16, round(max(width, height) / SWEEP_SPLIT))
         views = [View(0, x, y, min(side, width), min(side, height),
@@ -786,9 +792,12 @@ class MediaPipeDetector:
             if not views:
                 return []
         grey = grey_map(frame)
-        greyish = [view for view in views
-                   if grey_share(grey, view.x, view.y, view.x + view.width, view.y + view.height) >= GREY_VIEW]
-        results = self._long.run([frame], views, self.score_threshold, self.iou_threshold, CANDIDATE_SCORE)
+        hinted = self._long.run([frame], views, self.score_threshold, self.iou_threshold, TINT_HINT)
+        greyish = [view for view, (boxes, _, scores) in zip(views, hinted)
+                   if grey_share(grey, view.x, view.y, view.x + view.width, view.y + view.height) >= GREY_VIEW
+                   and any(score < self.score_threshold and grey_share(grey, *box) >= GREY_FACE
+                           and not _centre_in(box, sure) for box, score in zip(boxes, scores))]
+        results = [tuple(part[r[2] >= CANDIDATE_SCORE] for part in r) for r in hinted]
         if greyish:  # a run of its own: in one batch with the rest, peak memory rose ~300 MiB (its buffers)
             results += self._long.run([frame], greyish, self.score_threshold, self.iou_threshold, CANDIDATE_SCORE,
                                       [True] * len(greyish))

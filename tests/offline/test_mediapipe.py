@@ -275,10 +275,11 @@ class _Canned:
     size = 192
 
     def __init__(self, *answers: list[tuple[tuple[float, float, float, float], float]]) -> None:
-        self.answers, self.views = list(answers), []
+        self.answers, self.views, self.tinted = list(answers), [], []
 
     def run(self, frames, views, score_threshold, iou_threshold, floor=None, tinted=()):
         self.views.append(list(views))
+        self.tinted.append(list(tinted))
         found = self.answers.pop(0)
         results = []
         for view in views:
@@ -370,6 +371,26 @@ def test_faces_found_on_the_mirrored_frame_are_kept_where_the_edge_cuts_them() -
     kept, points, _ = mp._cut_by_edge((boxes / 2, keypoints / 2, scores), 40, 2.0, (360, 640, 3), found)
     assert kept.tolist() == [[-50, 20, 50, 120]]  # boxes in the mirrored image, half the frame's size
     assert points[0, 0].tolist() == [0, 70]
+
+
+@pytest.mark.parametrize("faint", [0.12, 0.08])
+def test_a_sweep_sees_again_tinted_only_the_grey_tiles_where_a_face_scored_faintly(faint: float) -> None:
+    # A grey picture: its tiles are seen tinted only where the plain view scored a box TINT_HINT or more (a grey
+    # face scores so; a grey backdrop's texture less), and there the tinted view finds the face.
+    frame = np.full((360, 640, 3), 128, np.uint8)
+    long = _Canned([((300, 40, 330, 70), faint)], [((300, 40, 330, 70), 0.7)], [])
+    short = _Canned([])  # the edge ring: nothing
+    found = _with_models(short, long).sweep(frame, [])
+    tiles = long.views[0]
+    assert len(tiles) > 4 and long.tinted[0] == []
+    if faint < mp.TINT_HINT:
+        assert found == [] and len(long.views) == 1
+        return
+    seen_again = long.views[1]
+    assert long.tinted[1] == [True] * len(seen_again) and 0 < len(seen_again) < len(tiles)
+    assert all(v.x <= 315 <= v.x + v.width and v.y <= 55 <= v.y + v.height for v in seen_again)
+    (face,) = found
+    assert np.allclose(face.box, (300, 40, 330, 70)) and face.score == pytest.approx(0.7)
 
 
 class _Centred:
