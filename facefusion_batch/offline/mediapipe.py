@@ -241,11 +241,23 @@ def model_inputs(frames: Sequence[np.ndarray], views: Sequence[View],
 # lightness (SKIN_TINT, R G B); each face is taken from the view that scores it best. Only as a second view: tinted
 # alone, a colour face on a grey wall loses its contrast (the wall turns skin-coloured around it; twelfth split, a
 # 28 px face found at 0.55 untinted, not at all tinted), as does a crowd of soft colour faces on grey walls. The
-# whole-frame inputs themselves are never tinted; the mesh and the swap see the frame as it is.
+# whole-frame inputs themselves are never replaced by tinted ones; the mesh and the swap see the frame as it is.
 GREY_CHROMA = 12.0
 GREY_DARK = 40
 GREY_VIEW = 0.25
 GREY_FACE = 0.5
+# A frame whose pixels are GREY_WHOLE or more grey is seen whole by the full-range model a second time, tinted; its
+# boxes that are GREY_FACE grey, whatever their score, are candidates only: the whole-frame candidates they are
+# centred on are looked at closer tinted too, and up to GREY_CANDIDATES a frame that no face found and no candidate
+# covers are looked at so (`_recheck_small`). What the untinted views find stays as it was: taken as faces, its boxes
+# moved those of grey faces found already (merged with them), and a crowd's candidates took the closer looks of
+# others (tenth split's far wall of Solvay photos: a face missed on 40 frames). Blind split's depth
+# zoom, a 70 px black-and-white face in a colour collage scored 0-0.1 on the whole frame, 0.2-0.41 tinted, and was
+# unswapped for the 12 frames from its coming in to the next sweep (missed face-frames there 58 -> 45). Colour
+# crowds on grey walls are half grey too (0.5-0.56 in the corpus); a face on a backdrop is a third (the 720p
+# benchmark's), and sees no tinted view.
+GREY_WHOLE = 0.5
+GREY_CANDIDATES = 3
 # A sweep's grey tile is seen tinted only where its plain view scores a box TINT_HINT or more (below the threshold)
 # over a GREY_FACE grey region on no known face: untinted, the grey faces only the tint finds score 0.14 (seventh
 # split's restored woman) and 0.21 (tenth's Solvay-1) on their tiles, a grey backdrop's texture below 0.1 (the 720p
@@ -661,22 +673,32 @@ class MediaPipeDetector:
         doubtful: list[list[Found]] = [[] for _ in frames]
         for view, result in zip(whole, self._short.run(frames, whole, self.score_threshold, self.iou_threshold)):
             found[view.frame].append(result)
-        # The full-range model also sees each frame mirrored out across its edges (one more input per frame).
+        # The full-range model also sees each frame mirrored out across its edges (one more input per frame), and
+        # a mostly grey frame tinted (GREY_WHOLE).
         mirrored = [mirror(frame, self._long.size) for frame in frames]
         edges = [View(len(frames) + i, 0, 0, m[0].shape[1], m[0].shape[0]) for i, m in enumerate(mirrored)]
-        results = self._long.run([*frames, *(m[0] for m in mirrored)], tiled + edges, self.score_threshold,
-                                 self.iou_threshold, min(CANDIDATE_SCORE, self.score_threshold))
+        greys: dict[int, np.ndarray] = {}
+        grey_whole = [view for view in whole if grey_share(_grey_of(greys, frames, view.frame), 0, 0, view.width,
+                                                           view.height) >= GREY_WHOLE]
+        results = self._long.run([*frames, *(m[0] for m in mirrored)], tiled + edges + grey_whole,
+                                 self.score_threshold, self.iou_threshold, min(CANDIDATE_SCORE, self.score_threshold),
+                                 [False] * len(tiled + edges) + [True] * len(grey_whole))
         for view, result in zip(tiled, results):
             sure, unsure = _split(result, self.score_threshold)
             found[view.frame].append(sure)
             doubtful[view.frame].append(unsure)
+        hinted: list[np.ndarray] = [np.zeros((0, 4), np.float32) for _ in frames]
+        for view, (boxes, _, scores) in zip(grey_whole, results[len(tiled + edges):]):
+            grey = _grey_of(greys, frames, view.frame)
+            hinted[view.frame] = np.array([box for box in boxes[np.argsort(-scores, kind="stable")]
+                                           if grey_share(grey, *box) >= GREY_FACE], np.float32).reshape(-1, 4)
         edge_candidates = []
-        for index, result in enumerate(results[len(tiled):]):
+        for index, result in enumerate(results[len(tiled):len(tiled + edges)]):
             _, pad, factor = mirrored[index]
             sure, unsure = _split(result, self.score_threshold)
             found[index].append(_cut_by_edge(sure, pad, factor, frames[index].shape, found[index]))
             edge_candidates.append(_cut_by_edge(unsure, pad, factor, frames[index].shape, found[index]))
-        self._recheck_small(frames, found, doubtful)
+        self._recheck_small(frames, found, doubtful, hinted, greys)
         self._recheck_edges(frames, found, edge_candidates)
         return [self._merge(parts) for parts in found]
 
@@ -711,8 +733,8 @@ class MediaPipeDetector:
         return [(boxes + np.tile(offset, 2), keypoints + offset, scores)
                 for offset, (boxes, keypoints, scores) in zip(offsets, results)]
 
-    def _recheck_small(self, frames: Sequence[np.ndarray], found: list[list[Found]],
-                       doubtful: list[list[Found]]) -> None:
+    def _recheck_small(self, frames: Sequence[np.ndarray], found: list[list[Found]], doubtful: list[list[Found]],
+                       hinted: list[np.ndarray], greys: dict[int, np.ndarray]) -> None:
         """Small faces are looked at again by the full-range model, on a view around each (`_closer_looks`), all
         in one batch:
         - those only the short-range model found: it sees them far below its design size and gives boxes (and
@@ -727,9 +749,11 @@ class MediaPipeDetector:
           they are mostly grey (GREY_FACE), for the look tinted: a soft black-and-white face of 160 px at 640 px
           scores 0.33-0.47 on the whole frame, 0.59-0.80 tinted (blind split's whip pan, the man in a hat). Small
           ones are looked at untinted: tinted too, on every frame, on the grey walls of five moving clips, that
-          cost ~7 % more CPU (the sweep, tinted, finds the small grey faces)."""
+          cost ~7 % more CPU (the sweep, tinted, finds the small grey faces). Candidates a grey frame's tinted whole
+          view also scored (`hinted`: its grey boxes per frame, best first; see GREY_WHOLE) are looked at tinted too,
+          and up to GREY_CANDIDATES a frame that only it scored, on no face found and no candidate looked at.
+          `greys`: the frames' grey maps measured already, by frame index (`_grey_of`)."""
         owners = []
-        greys: dict[int, np.ndarray] = {}
         dropped: dict[int, set[int]] = {}
         for index, parts in enumerate(found):
             short, rest = parts[0], parts[1:]
@@ -754,10 +778,15 @@ class MediaPipeDetector:
                 if (large and grey_share(_grey_of(greys, frames, index), *box) < GREY_FACE) \
                         or _on_a_face(box, sure) or _centre_in(box, np.array(looked).reshape(-1, 4)):
                     continue
-                owners.append((index, None, box, sure, large))
+                hint = any(_centre_in(other, box[None]) for other in hinted[index])
+                owners.append((index, None, box, sure, large or hint))
                 looked.append(box)
                 if len(looked) >= MAX_CANDIDATES:
                     break
+            more = [box for box in hinted[index]
+                    if not _on_a_face(box, sure) and not _centre_in(box, np.array(looked).reshape(-1, 4))]
+            for box in more[:GREY_CANDIDATES]:
+                owners.append((index, None, box, sure, True))
         bests = self._closer_looks(frames, [(index, box, sure) for index, _, box, sure, _ in owners],
                                    [tint for *_, tint in owners], greys)
         for (index, i, box, sure, _), best in zip(owners, bests):

@@ -393,6 +393,52 @@ def test_a_sweep_sees_again_tinted_only_the_grey_tiles_where_a_face_scored_faint
     assert np.allclose(face.box, (300, 40, 330, 70)) and face.score == pytest.approx(0.7)
 
 
+class _SeesTinted:
+    """A stand-in full-range model that sees a grey face only tinted: scored `whole` on a tinted view of the whole
+    frame, 0.8 on a tinted closer view, nothing untinted. Records each call's tint flags."""
+
+    size = 192
+
+    def __init__(self, box: tuple[float, float, float, float], whole: float) -> None:
+        self.box, self.whole, self.tinted = np.array([box], np.float32), whole, []
+
+    def run(self, frames, views, score_threshold, iou_threshold, floor=None, tinted=()):
+        flags = list(tinted) or [False] * len(views)
+        self.tinted.append(flags)
+        results = []
+        for view, flag in zip(views, flags):
+            score = (self.whole if view.width == frames[view.frame].shape[1] else 0.8) if flag else 0.0
+            keep = score >= (score_threshold if floor is None else floor)
+            boxes = self.box if keep else np.zeros((0, 4), np.float32)
+            keypoints = np.repeat(((boxes[:, :2] + boxes[:, 2:]) / 2)[:, None, :], 6, axis=1)
+            results.append((boxes, keypoints, np.full(len(boxes), score, np.float32)))
+        return results
+
+
+@pytest.mark.parametrize("colour", ["none", "frame", "face"])
+def test_a_grey_frame_is_seen_tinted_too_and_a_face_scored_faintly_there_is_looked_at_closer_tinted(
+        colour: str) -> None:
+    # Untinted, the full-range model scores a small grey face nothing on the whole frame; on the mostly grey frame
+    # seen tinted too (GREY_WHOLE), it scores 0.3, and a closer look, tinted, finds it. A colour frame is seen as
+    # it is only; on a grey frame, what the tinted view scores over a colour face does not count.
+    frame = np.full((360, 640, 3), 128, np.uint8)
+    if colour == "frame":
+        frame[..., 2] = 200
+    if colour == "face":
+        frame[150:190, 300:340, 2] = 200
+    long = _SeesTinted((300, 150, 340, 190), 0.3)
+    (found,) = _with_models(_Canned([]), long).detect([frame])
+    if colour == "frame":
+        assert found == [] and not any(any(flags) for flags in long.tinted)
+        return
+    assert long.tinted[0][-1] and sum(long.tinted[0]) == 1  # the whole frame, once more, tinted
+    if colour == "face":
+        assert found == [] and len(long.tinted) == 1
+        return
+    (face,) = found
+    assert np.allclose(face.box, (300, 150, 340, 190)) and face.score == pytest.approx(0.8)
+
+
 class _Centred:
     """A stand-in short-range model: whatever it is shown, a face of a third of the view at its centre (as
     `_recheck_edges` centres its views on the candidate), scored `score`; the whole frame (its first call) shows

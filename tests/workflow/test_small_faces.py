@@ -226,7 +226,7 @@ def test_a_box_several_times_a_faces_size_does_not_hide_the_face(processor, astr
     big = np.concatenate([centre - 80, centre + 80]).astype(np.float32)[None]  # a 160 px box over it
     short = (big, np.repeat(centre[None, None], 6, axis=1).astype(np.float32), np.array([0.52], np.float32))
     found = [[short, sure]]
-    detector._recheck_small([frame], found, [[unsure]])
+    detector._recheck_small([frame], found, [[unsure]], [np.zeros((0, 4), np.float32)], {})
     faces = detector._merge(found[0])
     assert any(mediapipe._overlap(f.box, boxes[0]) and f.box[2] - f.box[0] < 60 for f in faces)
 
