@@ -2,7 +2,7 @@
 
     pip install -e '.[quality]'        # dlib-bin + face-recognition-models: the judge, never used by ffb
     python benchmarks/quality.py [--split tune|heldout|fresh|blind|fifth|sixth|seventh|eighth|ninth|tenth|eleventh
-                                  |twelfth|thirteenth|both]
+                                  |twelfth|thirteenth|fourteenth|both]
                                  [--quick] [--save FILE] [--sheets DIR] [--cli]
     python benchmarks/quality.py --split twelfth --corpus-only --sheets DIR   # the corpus alone, no ffb
 
@@ -16,7 +16,8 @@ been judged (first judged in session 14), `eighth`, built once `seventh` had bee
 been judged (first judged in session 17), `eleventh`, built once `tenth` had been judged (first judged in
 session 18; nobody ran ffb on either when it was built), and `twelfth`, built once `eleventh` had been judged (in
 session 19; nobody ran ffb on it when it was built), and `thirteenth`, held out by footage only (built in session
-23 by a helper session from the other splits' photos, composed into clips of its own; never tuned on)
+23 by a helper session from the other splits' photos, composed into clips of its own; never tuned on), and
+`fourteenth`, held out the same way (built in session 24 by a helper session; never tuned on)
 (`both` is tune and held-out; `--corpus-only` renders a split's clips with their true boxes and runs no ffb).
 Each has four sources and six or more clips (640x360, 25 fps, lossless H.264 so the input is exact) composed
 from real photos that packages ship: group pans and zooms where faces enter and leave at every
@@ -686,7 +687,8 @@ def main() -> int:
     parser.add_argument("--split", default="tune", choices=(*corpus.SPLITS, "both"),
                         help="which split of the corpus (tune on `tune` only; `heldout`, `fresh`, `blind`, "
                              "`fifth`, `sixth`, `seventh`, `eighth`, `ninth`, `tenth`, `eleventh`, `twelfth`, "
-                             "`thirteenth` are for judging, never for tuning; `both`: tune and heldout)")
+                             "`thirteenth`, `fourteenth` are for judging, never for tuning; `both`: tune and "
+                             "heldout)")
     parser.add_argument("--corpus-only", action="store_true",
                         help="no ffb: render the split's clips and write sheets of their frames with the true "
                              "boxes (to check the corpus itself), into SHEETS/corpus-SPLIT")

@@ -2,7 +2,10 @@
 face box is known per frame, in twelve splits with no source identity or target photo in common (docs/quality.md),
 and a thirteenth, `thirteenth`, held out by footage only: built in session 23 by a helper session from photos the
 other splits read (every identity in it seen in some split), composed into new clips (new groupings, walls, camera
-paths, face sizes, black-and-white footage), never tuned on.
+paths, face sizes, black-and-white footage), never tuned on; and a fourteenth, `fourteenth`, held out the same way,
+built in session 24 by a helper session (a slow pan over mixed sizes, a tilt over two rows of small faces, a dolly
+out to a crowd, a shaky shot of turned heads with a face partly hidden, two hard cuts, sepia footage, a dim room, a
+horizontal whip pan), never tuned on.
 
 Photos come from what packages ship (never committed, except the public-domain ones): insightface 2.1's
 t1.jpg (six people, two turned), ultralytics' zidane.jpg (a turned bald head beside a frontal one, stadium
@@ -636,9 +639,9 @@ class Split:
 
 
 SPLITS = ("tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh",
-          "twelfth", "thirteenth")
+          "twelfth", "thirteenth", "fourteenth")
 # Splits held out by footage only: their photos are other splits' (identities seen there), in clips of their own.
-REUSED = ("thirteenth",)
+REUSED = ("thirteenth", "fourteenth")
 
 
 def photos_for(split: str) -> tuple[str, ...]:
@@ -658,21 +661,27 @@ def photos_for(split: str) -> tuple[str, ...]:
             # targets from `tune`, `blind`, `sixth`, `seventh`, `eighth`, `ninth`, `eleventh`, `twelfth`)
             "thirteenth": ("obama", "astronaut", "beard", "valley", "keith", "t1", "justin", "car", "red", "tongue",
                            "street", "luis", "goatee", "tee", "giunchedi", "henner", "paumier", "beach", "bar55",
-                           "bar-glasses", "lamport", "xmorph", "cheer", "stunning", "headband")}[split]
+                           "bar-glasses", "lamport", "xmorph", "cheer", "stunning", "headband"),
+            # held out by footage only, too: sources from `blind`, `sixth`, `seventh`, `ninth`, `eleventh`; targets
+            # from `tune`, `heldout`, `fresh`, `fifth`, `eighth`, `tenth`, `twelfth`
+            "fourteenth": ("curls", "ajb", "specs", "lamport", "beach", "t1", "bus", "zidane", "obama2", "hanks",
+                           "astronaut", "multi", "daylight", "m7", "f1", "f13", "glasses", "elder", "valley", "pair",
+                           "smile", "phone", "henner", "giunchedi", "paumier", "lawn", "keith", "solvay-middle",
+                           "solvay-right", "headband", "freckles", "office", "jwp", "jwp-tilt", "jwp-talk")}[split]
 
 
 def build_split(split: str, judge, cache: Path, quick: bool) -> Split:
     """The clips, images and sources of one split. No two of the first twelve splits share a source identity or a
-    target photo; their compositions and camera motions differ too. `thirteenth` (REUSED) is held out by footage
-    only: it reads other splits' photos (identities seen there), composed into clips of its own, built in session
-    23 by a helper session and never tuned on. `quick`: half the frames (the camera moves twice
+    target photo; their compositions and camera motions differ too. `thirteenth` and `fourteenth` (REUSED) are held
+    out by footage only: they read other splits' photos (identities seen there), composed into clips of their own,
+    built in sessions 23 and 24 by helper sessions and never tuned on. `quick`: half the frames (the camera moves twice
     as fast, so added flicker reads higher) and one source per clip."""
     photos = {name: load_photo(name, judge, cache) for name in photos_for(split)}
     n = (lambda frames: max(8, frames // 2)) if quick else (lambda frames: frames)
     built = {"tune": _tune, "heldout": _heldout, "fresh": _fresh, "blind": _blind,
              "fifth": _fifth, "sixth": _sixth, "seventh": _seventh, "eighth": _eighth,
              "ninth": _ninth, "tenth": _tenth, "eleventh": _eleventh, "twelfth": _twelfth,
-             "thirteenth": _thirteenth}[split](photos, n)
+             "thirteenth": _thirteenth, "fourteenth": _fourteenth}[split](photos, n)
     if quick:  # each clip and image with its first source only
         for clip in built.clips:
             clip.sources = clip.sources[:1]
@@ -1663,3 +1672,218 @@ def _thirteenth(p: dict[str, Photo], n) -> Split:
     images = [("k_group_image", group, "many", ["beard", "obama"]),
               ("k_bar_image", bar, "many", ["keith-grey", "obama"])]
     return Split("thirteenth", sources, clips, images)
+
+
+def sepia(photo: Photo) -> Photo:
+    """The photo as an old sepia print: greyscale, its contrast faded a little, toned brown; faces where they were."""
+    g = cv2.cvtColor(photo.image, cv2.COLOR_BGR2GRAY).astype(np.float32)
+    g = (g - g.mean()) * 0.85 + g.mean()
+    toned = np.stack([g * 0.72 + 10, g * 0.9 + 12, g * 1.02 + 18], axis=-1)
+    return Photo(photo.name, np.clip(toned, 0, 255).astype(np.uint8), list(photo.boxes), list(photo.people),
+                 list(photo.yaw))
+
+
+def dimmed(photo: Photo, gain: float = 0.45, contrast: float = 0.65, lift: float = 6.0,
+           tint: tuple[float, float, float] = (1.08, 1.0, 0.9)) -> Photo:
+    """The photo in a dim room: darkened, its contrast lowered about its mean, the blacks lifted, a cool cast (B, G,
+    R gains); faces where they were."""
+    image = photo.image.astype(np.float32)
+    mean = float(image.mean())
+    out = ((image - mean) * contrast + mean) * gain * np.array(tint, np.float32) + lift
+    return Photo(photo.name, np.clip(out, 0, 255).astype(np.uint8), list(photo.boxes), list(photo.people),
+                 list(photo.yaw))
+
+
+def occluded(photo: Photo, index: int) -> tuple[Photo, float]:
+    """The photo with a mug held up in front of face `index`, raised to its lips: a shaded, dark teal cylinder over
+    the lower right of its box (the face's box stays where it was, the face still present), and the share of the
+    box it hides."""
+    x1, y1, x2, y2 = photo.boxes[index]
+    w, h = x2 - x1, y2 - y1
+    left, top, right, bottom = x1 + 0.38 * w, y1 + 0.52 * h, x2 + 0.12 * w, y2 + 0.75 * h
+    height, width = photo.image.shape[:2]
+    mask = np.zeros((height, width), np.float32)
+    radius = max(2, int(0.12 * (right - left)))
+    corners = [(int(left), int(top)), (int(right), int(bottom))]
+    cv2.rectangle(mask, (corners[0][0] + radius, corners[0][1]), (corners[1][0] - radius, corners[1][1]), 1.0, -1)
+    cv2.rectangle(mask, (corners[0][0], corners[0][1] + radius), (corners[1][0], corners[1][1] - radius), 1.0, -1)
+    for cx in (corners[0][0] + radius, corners[1][0] - radius):
+        for cy in (corners[0][1] + radius, corners[1][1] - radius):
+            cv2.circle(mask, (cx, cy), radius, 1.0, -1)
+    hidden = float(mask[int(y1):int(y2), int(x1):int(x2)].mean())
+    mask = cv2.GaussianBlur(mask, (0, 0), max(1.0, 0.012 * w))[..., None]
+    # A cylinder lit from the left: bright near its left third, dark at its right edge, a rim of light at its top.
+    across = np.clip((np.arange(width, dtype=np.float32) - left) / max(1.0, right - left), 0, 1)
+    shade = 0.55 + 0.6 * np.exp(-((across - 0.3) / 0.25) ** 2)
+    down = np.clip((np.arange(height, dtype=np.float32) - top) / max(1.0, bottom - top), 0, 1)
+    rim = 1.0 + 0.5 * np.exp(-(down / 0.04) ** 2)
+    colour = np.array((110, 95, 35), np.float32)  # B, G, R: dark teal
+    mug = colour[None, None, :] * shade[None, :, None] * rim[:, None, None]
+    image = photo.image.astype(np.float32) * (1 - mask) + mug * mask
+    return Photo(photo.name, np.clip(image, 0, 255).astype(np.uint8), list(photo.boxes), list(photo.people),
+                 list(photo.yaw)), hidden
+
+
+def _fourteenth(p: dict[str, Photo], n) -> Split:
+    """A fourteenth split, held out by footage only, like `thirteenth`: its photos are other splits' (every identity
+    in it has been seen in some split), composed into clips of its own that no split has (a slow pan across a row of
+    mixed sizes, a tilt over two rows of small faces, a dolly out from one face to a crowd of seventeen, a shaky
+    static shot of turned heads with a face behind a mug, three shots and two hard cuts, sepia footage, a dim room, a
+    horizontal whip pan between two faces). No source's person is a target person here, and each source comes from
+    another split than the targets it meets. Built in session 24 by a helper session, never tuned on: judged only,
+    its sheets looked at only for errors of the corpus. Adults only."""
+    curls, specs, beach = p["curls"], p["specs"], p["beach"]
+    # The sources come from `blind`, `sixth`, `seventh`, `ninth` and `eleventh`, which no target here comes from.
+    sources = {
+        "curls": (crop(curls.image, curls.boxes[0], 0.8), "curls"),  # `blind`'s laughing woman: dark skin, her
+        # hands on her cheeks, soft daylight
+        "ajb": (p["ajb"].image, "ajb"),  # `sixth`'s A. J. Buckley: a red beard, a 224 x 224 photo, flash light
+        "specs-grey": (grey(specs.image), "specs"),  # `seventh`'s young man in glasses, stubble, made greyscale
+        "lamport": (p["lamport"].image, "lamport"),  # `eleventh`'s Leslie Lamport: glasses, white hair and beard,
+        # an older man, daylight
+        "anne": (beach.image, "anne-helene"),  # `ninth`'s Anne Helene: a blonde woman in glasses, daylight on a
+        # beach, her face 74 px
+    }
+    # The targets come from `tune`, `heldout`, `fresh`, `fifth`, `eighth`, `tenth` and `twelfth`.
+    person = {name: (photo, photo.people.index(name))
+              for photo in (p["t1"], p["zidane"], p["obama2"], p["hanks"], p["astronaut"], p["multi"], p["daylight"],
+                            p["m7"], p["f1"], p["f13"], p["glasses"], p["elder"], p["valley"], p["smile"], p["phone"],
+                            p["henner"], p["giunchedi"], p["paumier"], p["lawn"], p["keith"], p["solvay-middle"],
+                            p["solvay-right"], p["headband"], p["freckles"], p["office"])
+              for name in photo.people}
+    person["richard-turned"] = (p["pair"], p["pair"].people.index("richard"))  # the pair's Richard, turned ~25°
+    person["monica-hall"] = (p["pair"], p["pair"].people.index("monica-hall"))
+    person.update({name: (p[name], 0) for name in ("jwp-tilt", "jwp-talk")})
+    wide = (0.25, 0.35, 0.5)
+    # Eight in one row (2700 x 1100) at mixed sizes (faces of 90 to 250 px) and heights: Chandler of t1, Hanks (black
+    # and white; high: cut by the top edge), a surprised woman (small), Gilfoyle, the woman with freckles (low: cut by
+    # the bottom edge), Keith, the man turned ~40° (large), the man with a beard, his head tilted (high).
+    group = collage("q_group", [(*person[name], x, y, width) for name, x, y, width in
+                                [("t1-chandler", 330, 520, 150), ("hanks", 620, 380, 230), ("f1", 900, 640, 90),
+                                 ("gilfoyle", 1150, 520, 170), ("freckles", 1420, 760, 210),
+                                 ("keith", 1690, 470, 130), ("m7", 1960, 560, 250), ("jwp-tilt", 2250, 400, 160)]],
+                    (2700, 1100), 161, margin=wide)
+    # Two rows of seven (2300 x 2650), faces of 80-124 px: 29-45 px at the tilt's view (the Solvay man's 36 px face
+    # and the office woman's 26 px one enlarged: soft).
+    rows = collage("q_rows", [(*person[name], x, y, width) for name, x, y, width in
+                              [("t1-rachel", 300, 1150, 100), ("t1-ross", 540, 1130, 90),
+                               ("multi-right", 790, 1160, 115), ("dinesh", 1040, 1140, 85),
+                               ("henner", 1290, 1170, 124), ("solvay-1", 1530, 1140, 95),
+                               ("giunchedi", 1780, 1160, 110),
+                               ("ancelotti", 420, 1460, 120), ("jared", 670, 1440, 80), ("t1-phoebe", 910, 1470, 105),
+                               ("lawn-woman", 1160, 1450, 118), ("office-glasses", 1410, 1470, 92),
+                               ("erlich", 1660, 1440, 110), ("collins", 1900, 1460, 88)]],
+                    (2300, 2650), 163, margin=wide)
+    # A crowd of nineteen (a 3400 x 1912 part, 150 px of wall around it) in three staggered rows, Obama at its middle,
+    # two faces at the middles of its sides (cut off by the frame's sides at the widest view): faces of 140-200 px,
+    # 28-40 px at that view.
+    mx, my = 150, 150
+    layout = [("jared", 330, 420, 150, Look()), ("elder", 880, 400, 160, Look(gain=0.75)),
+              ("keith", 1430, 430, 170, Look()), ("erlich", 1980, 410, 155, Look(blur=0.03)),
+              ("t1-monica", 2530, 440, 165, Look()), ("hanks", 3080, 420, 150, Look(tint=(1.15, 1.0, 0.85))),
+              ("gilfoyle", 600, 960, 175, Look()), ("f13", 1150, 940, 160, Look(contrast=0.75)),
+              ("obama", 1700, 956, 200, Look()), ("richard", 2250, 950, 170, Look(gain=1.15)),
+              ("paumier", 2800, 970, 150, Look()),
+              ("henner", 40, 956, 170, Look()), ("lawn-woman", 3360, 950, 160, Look()),
+              ("t1-joey", 330, 1490, 165, Look()), ("dinesh", 880, 1500, 150, Look(soft=15)),
+              ("solvay-6", 1430, 1480, 160, Look()), ("freckles", 1980, 1510, 175, Look(gain=0.8)),
+              ("collins", 2530, 1490, 140, Look()), ("ancelotti", 3080, 1500, 170, Look(roll=8))]
+    crowd = collage("q_crowd", [(*person[who], x + mx, y + my, width, look) for who, x, y, width, look in layout],
+                    (3400 + 2 * mx, 1912 + 2 * my), 165, margin=wide)
+    middle = crowd.people.index("obama")
+    # Seven standing together, six turned 25-46° (Monica Hall of the pair, Joey of t1, the woman in the headband,
+    # the pair's Richard; in front, the man turned ~40° and Paumier turned ~35°), and the man with a beard talking,
+    # frontal, a mug raised to his lips hiding the lower right of his face.
+    standing = collage("q_turned", [(*person[name], x, y, width) for name, x, y, width in
+                                    [("monica-hall", 450, 380, 160), ("t1-joey", 800, 350, 150),
+                                     ("headband", 1150, 370, 170), ("richard-turned", 1500, 390, 155),
+                                     ("m7", 620, 700, 190), ("jwp-talk", 980, 720, 185), ("paumier", 1340, 690, 195)]],
+                       (2000, 1000), 167, margin=wide)
+    turned, _ = occluded(standing, standing.people.index("jwp"))
+    # Seven in a row (2300 x 1000) printed in sepia: Ancelotti, a smiling woman, Jared, the old man, the woman on the
+    # lawn, the Solvay man turned ~20° (his 43 px face enlarged: soft), the woman of the office (her 26 px face
+    # enlarged: soft).
+    old = sepia(collage("q_sepia", [(*person[name], x, y, width) for name, x, y, width in
+                                     [("ancelotti", 330, 470, 170), ("f13", 620, 540, 160), ("jared", 900, 450, 150),
+                                      ("elder", 1190, 520, 185), ("lawn-woman", 1480, 460, 165),
+                                      ("solvay-6", 1760, 540, 150), ("office-hair", 2030, 480, 140)]],
+                        (2300, 1000), 169, margin=wide))
+    # Seven in a dim room (2400 x 1100), low contrast, a cool cast: Giunchedi, a young woman of the five outdoors, Ross
+    # of t1, the young woman at night with her phone, Hanks, the woman with freckles, the old man in glasses (a
+    # black-and-white portrait).
+    dim = dimmed(collage("q_dim", [(*person[name], x, y, width) for name, x, y, width in
+                                   [("giunchedi", 420, 520, 175), ("multi-right", 700, 470, 150),
+                                    ("t1-ross", 980, 560, 160), ("phone-woman", 1260, 480, 170),
+                                    ("hanks", 1540, 540, 185), ("freckles", 1820, 470, 160),
+                                    ("glasses", 2080, 530, 165)]],
+                         (2400, 1100), 171, margin=wide))
+    # Two faces 2500 px apart on one long wall (3400 x 900), a third between them: the Pexels woman smiling, a young
+    # woman of the five outdoors, Henner in glasses.
+    long_wall = collage("q_long", [(*person[name], x, y, width) for name, x, y, width in
+                                   [("pexels-woman", 450, 450, 190), ("multi-right", 1700, 430, 150),
+                                    ("henner", 2950, 460, 195)]],
+                        (3400, 900), 173, margin=wide)
+    on_long = long_wall.people.index
+    outdoors, close, street = padded(p["multi"], 0.3, 175), padded(p["jwp"], 0.3, 177), padded(p["bus"], 0.5, 179)
+    ox, oy = 0.3 * p["multi"].image.shape[1], 0.3 * p["multi"].image.shape[0]
+    bus = p["bus"]
+    bx = (bus.boxes[0][0] + bus.boxes[1][2]) / 2 + 0.5 * bus.image.shape[1]
+    by = (bus.boxes[0][1] + bus.boxes[1][3]) / 2 + 0.5 * bus.image.shape[0]
+    lawn = padded(p["lawn"], 0.4, 181)
+    # Right to left along the row, level, slow (a 1900 px pan over 90 frames), the view 760 px wide: faces enter at
+    # the left edge and leave at the right, Hanks and the tilted head of the man with a beard cut by the top edge, the
+    # woman with freckles by the bottom edge.
+    pan = Shot(group, n(90), [(2300, 560, 760, 0.5), (400, 545, 760, -0.5)], shake=0.5)
+    clips = [
+        Clip("q_group_pan", [pan], "many", ["curls", "specs-grey"]),
+        Clip("q_group_pan_one", [pan], "one", ["ajb"]),
+        # Tilt down past the two rows of small faces (28-44 px) from the wall above them to the wall below, drifting
+        # right: the faces enter at the bottom edge and leave at the top.
+        Clip("q_rows_tilt", [Shot(rows, n(70), [(1100, 700, 1800, -1.0), (1220, 1920, 1760, 1.0)], shake=0.4)],
+             "many", ["lamport", "anne"]),
+        # A dolly out: from a close-up of Obama (his face ~250 px) back to the whole crowd (faces 28-40 px), which is
+        # held; the others enter at every edge as it widens.
+        Clip("q_group_far", [Shot(crowd, n(70), [on_face(crowd, middle, 0.0, 0.12, 520, 0.0),
+                                                 on_face(crowd, middle, 0.15, 0.05, 1300, 0.5),
+                                                 (mx + 1700, my + 956, 3200, 0.0),
+                                                 (mx + 1720, my + 966, 3150, -0.5)], shake=0.3)],
+             "many", ["ajb", "curls"]),
+        # The seven standing together, hand-held (a strong shake, 3.5 px), nearly still: turned heads (25-46°), a
+        # face partly behind a mug.
+        Clip("q_turned_shake", [Shot(turned, n(50), [(1000, 560, 1400, 0.0), (1015, 550, 1370, 0.8)], shake=3.5)],
+             "many", ["specs-grey", "lamport"]),
+        # Two hard cuts between other people at other sizes: the five young people outdoors (a real photo), static
+        # (faces ~60 px, one in dark sunglasses); a hand-held close-up of the man with a beard (~270 px, pushing in);
+        # the street by the bus (a real photo, its two 43 px faces enlarged to ~70: soft, one turned ~35°), panning
+        # right.
+        Clip("q_static_cut", [Shot(outdoors, n(40), [(ox + 500, oy + 300, 1000, 0.0)]),
+                              Shot(close, n(40), [on_face(close, 0, 0.0, 0.1, 1100, 0.0),
+                                                  on_face(close, 0, 0.04, 0.08, 980, 1.2)], shake=0.8),
+                              Shot(street, n(40), [(bx - 60, by + 20, 380, 0.0), (bx + 50, by + 10, 370, 0.5)],
+                                   shake=0.4)],
+             "many", ["anne", "ajb"]),
+        # Sepia footage: from the left end zoomed in (Ancelotti, the smiling woman), a pull back and pan right to the
+        # whole row, rolling.
+        Clip("q_sepia_group", [Shot(old, n(60), [(520, 480, 700, -2.0), (1150, 500, 1700, 1.5)], shake=0.5)],
+             "many", ["curls", "lamport"]),
+        # The dim room: left to right, closing in, faces of ~90-110 px at the start and ~120-150 at the end.
+        Clip("q_dim_group", [Shot(dim, n(60), [(800, 540, 1200, 0.0), (1700, 510, 900, 1.0)], shake=0.5)],
+             "many", ["specs-grey", "anne"]),
+        # Two horizontal whip pans with motion blur between two faces 2500 px apart: resting on the Pexels woman, a
+        # swing right past the woman in the middle to Henner, a rest, a swing back.
+        Clip("q_whip_pan", [Shot(long_wall, n(56), [on_face(long_wall, on_long("pexels-woman"), 0.0, 0.15, 620, 0.0),
+                                                     on_face(long_wall, on_long("pexels-woman"), 0.1, 0.15, 620, 0.0),
+                                                     on_face(long_wall, on_long("henner"), 0.0, 0.15, 620, 0.0),
+                                                     on_face(long_wall, on_long("henner"), -0.1, 0.15, 620, 0.0),
+                                                     on_face(long_wall, on_long("pexels-woman"), 0.0, 0.15, 620, 0.0)],
+                                   shake=0.5, exposure=12)],
+             "many", ["ajb", "lamport"]),
+        # A hand-held close-up of the woman on the lawn (daylight), pulling back a little and rolling.
+        Clip("q_closeup", [Shot(lawn, n(40), [on_face(lawn, 0, 0.0, 0.15, 520, -1.0),
+                                              on_face(lawn, 0, -0.04, 0.1, 600, 1.5)], shake=0.8)],
+             "many", ["curls", "specs-grey"]),
+    ]
+    images = [("q_turned_image", turned, "many", ["lamport", "curls"]),
+              ("q_portrait_image", p["daylight"], "many", ["anne", "ajb"]),
+              ("q_dim_image", dim, "many", ["specs-grey", "curls"])]
+    return Split("fourteenth", sources, clips, images)

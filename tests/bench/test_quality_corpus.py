@@ -160,10 +160,10 @@ def stand_in(name: str) -> corpus.Photo:
 
 
 def test_no_person_and_no_photo_is_in_two_splits():
-    """(`thirteenth`, held out by footage only, reads other splits' photos: see the next test.)"""
+    """(`thirteenth` and `fourteenth`, held out by footage only, read other splits' photos: see the next test.)"""
     assert set(corpus.SPLITS) == {"tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh", "eighth",
-                                  "ninth", "tenth", "eleventh", "twelfth", "thirteenth"}
-    assert corpus.REUSED == ("thirteenth",)
+                                  "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth"}
+    assert corpus.REUSED == ("thirteenth", "fourteenth")
     own = [split for split in corpus.SPLITS if split not in corpus.REUSED]
     contents = {split: split_contents(split) for split in own}
     for a in own:
@@ -179,13 +179,14 @@ def test_no_person_and_no_photo_is_in_two_splits():
         assert set(angles) <= set(corpus.SOURCES_OF_PHOTOS[name][2])
 
 
-def test_the_thirteenth_split_reads_only_other_splits_photos_and_no_source_is_a_target(built_splits):
-    """`thirteenth` is held out by footage only: every photo it reads is another split's, its sources come from
-    other splits than the targets they meet, and no source's person is a target person of its clips or images
-    (the judge is never asked to tell a person from themselves)."""
+@pytest.mark.parametrize("split", ["thirteenth", "fourteenth"])
+def test_a_split_held_out_by_footage_reads_only_other_splits_photos_and_no_source_is_a_target(split, built_splits):
+    """`thirteenth` and `fourteenth` are held out by footage only: every photo they read is another split's, their
+    sources come from other splits than the targets they meet, and no source's person is a target person of their
+    clips or images (the judge is never asked to tell a person from themselves)."""
     own = {name: split for split in corpus.SPLITS if split not in corpus.REUSED for name in corpus.photos_for(split)}
-    assert set(corpus.photos_for("thirteenth")) <= set(own)
-    _, full = built_splits["thirteenth"]
+    assert set(corpus.photos_for(split)) <= set(own)
+    _, full = built_splits[split]
     sources = {person for _, person in full.sources.values()}
     targets = {p for clip in full.clips for shot in clip.shots for p in shot.photo.people}
     targets |= {p for _, photo, _, _ in full.images for p in photo.people}
@@ -196,6 +197,41 @@ def test_the_thirteenth_split_reads_only_other_splits_photos_and_no_source_is_a_
     assert len(full.clips) >= 8 and sum(clip.mode == "one" for clip in full.clips) >= 1 and len(full.images) >= 2
     for clip in full.clips:
         assert all(40 <= shot.frames <= 90 for shot in clip.shots)
+
+
+def test_the_fourteenth_split_has_footage_of_its_own(built_splits):
+    """`fourteenth` reuses photos, not footage: no camera path of its shots is another split's, its walls are its
+    own (every shot's photo is one of its own compositions, or a real photo on a wall no other shot of a split
+    frames the same way), and its sources are other people than `thirteenth`'s."""
+    _, full = built_splits["fourteenth"]
+    shots = [shot for clip in full.clips for shot in clip.shots]
+    theirs = [shot for split, (_, other) in built_splits.items() if split != "fourteenth"
+              for clip in other.clips for shot in clip.shots]
+    assert not {tuple(shot.keys) for shot in shots} & {tuple(shot.keys) for shot in theirs}
+    assert not {id(shot.photo) for shot in shots} & {id(shot.photo) for shot in theirs}
+    _, thirteenth = built_splits["thirteenth"]
+    assert not ({person for _, person in full.sources.values()}
+                & {person for _, person in thirteenth.sources.values()})
+    kinds = {clip.name.split("_", 1)[1] for clip in full.clips}
+    assert {"rows_tilt", "turned_shake", "sepia_group", "dim_group", "whip_pan"} <= kinds
+    assert sum(len(clip.shots) == 3 for clip in full.clips) >= 1  # two hard cuts
+    assert max(len(shot.photo.people) for shot in shots) >= 15  # the crowd the dolly pulls back to
+
+
+def test_sepia_dim_and_occluded_keep_the_faces_where_they_were():
+    photo = corpus.padded(marked_photo(), 0.2, 3)
+    for toned in (corpus.sepia(photo), corpus.dimmed(photo)):
+        assert toned.image.shape == photo.image.shape and toned.boxes == photo.boxes and toned.people == photo.people
+    old = corpus.sepia(photo).image.reshape(-1, 3).astype(int)
+    assert (old[:, 2] >= old[:, 1]).all() and (old[:, 1] >= old[:, 0]).all()  # brown: R >= G >= B
+    dim = corpus.dimmed(photo)
+    assert dim.image.mean() < 0.6 * photo.image.mean() and dim.image.std() < 0.5 * photo.image.std()
+    hidden, share = corpus.occluded(photo, 0)
+    assert hidden.boxes == photo.boxes and 0.2 < share < 0.4
+    x1, y1, x2, y2 = (int(v) for v in photo.boxes[0])
+    changed = np.abs(hidden.image.astype(int) - photo.image).sum(axis=2) > 30
+    assert 0.15 < changed[y1:y2, x1:x2].mean() < 0.45  # the mug over part of the face, the rest of it as it was
+    assert not changed[y1:y1 + (y2 - y1) // 3, x1:x2].any()  # its eyes and brow uncovered
 
 
 def projects_read(split: str) -> set[str]:
@@ -365,7 +401,7 @@ def built_splits():
 
 
 @pytest.mark.parametrize("split", ["tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh", "eighth",
-                                   "ninth", "tenth", "eleventh", "twelfth", "thirteenth"])
+                                   "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth"])
 def test_each_split_is_built_from_its_own_photos(split, built_splits):
     """A split's sources, clips and images hold only its own people, every clip has two sources (`one` clips
     one)."""
