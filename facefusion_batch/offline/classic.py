@@ -91,7 +91,10 @@ MASK_HALF = 3.0  # feathers this wide (pixels, sigma) or wider are computed at h
 # the lightness by the target skin's own slope (a, b per 8-bit L, at most CHROMA_SLOPE) over at most
 # CHROMA_RANGE L units; the source's chroma detail counts CHROMA_DETAIL (scaled by the skins' chroma ratio)
 # and may take at most 1 - CHROMA_KEEP of the skin's chroma away; lightness above KNEE is compressed and the
-# chroma fades out from WHITE to white.
+# chroma fades out from WHITE to white. The source's lightness detail is scaled by the ratio of the output's skin to
+# the source's in L + 16 (the cube root of luminance: light multiplies it), never up, never below DETAIL_GAIN_MIN:
+# added as it was, the source's features turned black on a dim face (brows and eye sockets painted on; a dim pan
+# of fifth's wall, made in session 25: added flicker +7.1 -> +3.1 a frame, jumps 11 -> 2).
 SHADE_GRID = 32
 SHADE_SCALE = 0.2
 LIGHTNESS_LIMIT = 40.0
@@ -102,6 +105,7 @@ HEADROOM_MIN = 0.5
 CHROMA_DETAIL = 1.0
 KNEE = 88.0
 WHITE = 92.0
+DETAIL_GAIN_MIN = 0.3
 # Features left out of the skin the colour is measured on, grown by this share of the face size.
 FEATURE_MARGIN = 0.03
 # The warp map is computed on a grid this many cells across the face (forehead to chin), then upsampled, and
@@ -755,6 +759,8 @@ def match_colour(warped: np.ndarray, target: np.ndarray, mask: np.ndarray, skin:
     greyscale or differently lit source takes the target's skin colour. Around that:
     - the source's highlights are scaled to the target's headroom to white (a studio highlight on a bright
       face would otherwise paint a pale band onto it);
+    - the source's lightness detail is as much shallower as the target's skin is darker (DETAIL_GAIN_MIN): on a
+      dim face the source's brows and eye sockets would otherwise turn black;
     - the target's chroma follows the output's lightness as the target's own skin does (darker skin is
       redder there): a source's shadow turns shaded skin, not a grey smudge, and near white it fades;
     - the source's own chroma detail (lips, a tinted glasses rim) is kept in proportion to the two skins'
@@ -803,12 +809,14 @@ def match_colour(warped: np.ndarray, target: np.ndarray, mask: np.ndarray, skin:
     target_l, source_l = target_low[..., 0], source_low[..., 0]
     damping = 1 - np.clip((255 - target_l) / np.maximum(255 - source_l, 1.0), HEADROOM_MIN, 1.0)
     shift = np.clip(target_l - source_l, -LIGHTNESS_LIMIT * _L8, LIGHTNESS_LIMIT * _L8)
+    black = np.float32(16 * _L8)  # L + 16 is the cube root of luminance: shading multiplies it
+    gain = np.clip((source_l + shift + black) / (source_l + black), DETAIL_GAIN_MIN, 1.0)
     ratio = np.clip(np.hypot(target_low[..., 1], target_low[..., 2]) /
                     np.maximum(np.hypot(source_low[..., 1], source_low[..., 2]), 1.0), 0, 1) * CHROMA_DETAIL
     lab = cv2.cvtColor(warped, cv2.COLOR_BGR2LAB)
-    source_l, damping, shift = _resized((source_l, damping, shift), (width, height))
-    lightness = lab[..., 0].astype(np.float32)
-    lightness += shift - np.maximum(lightness - source_l, 0) * damping
+    source_l, damping, shift, gain = _resized((source_l, damping, shift, gain), (width, height))
+    detail = (lab[..., 0].astype(np.float32) - source_l) * gain
+    lightness = source_l + shift + detail - np.maximum(detail, 0) * damping
     lightness = cv2.LUT(np.clip(lightness + 0.5, 0, 255).astype(np.uint8), _SHOULDER)
     # The target's skin colour at the output's lightness (shadows on skin turn redder, highlights paler), the
     # source's own chroma detail on top but never turning the skin's hue round, all fading out towards white.

@@ -821,12 +821,12 @@ class MediaPipeDetector:
             if not views:
                 return []
         grey = grey_map(frame)
-        hinted = self._long.run([frame], views, self.score_threshold, self.iou_threshold, TINT_HINT)
-        greyish = [view for view, (boxes, _, scores) in zip(views, hinted)
+        plain = self._long.run([frame], views, self.score_threshold, self.iou_threshold, TINT_HINT)
+        greyish = [view for view, (boxes, _, scores) in zip(views, plain)
                    if grey_share(grey, view.x, view.y, view.x + view.width, view.y + view.height) >= GREY_VIEW
                    and any(score < self.score_threshold and grey_share(grey, *box) >= GREY_FACE
                            and not _centre_in(box, sure) for box, score in zip(boxes, scores))]
-        results = [tuple(part[r[2] >= CANDIDATE_SCORE] for part in r) for r in hinted]
+        results = [tuple(part[r[2] >= CANDIDATE_SCORE] for part in r) for r in plain]
         if greyish:  # a run of its own: in one batch with the rest, peak memory rose ~300 MiB (its buffers)
             results += self._long.run([frame], greyish, self.score_threshold, self.iou_threshold, CANDIDATE_SCORE,
                                       [True] * len(greyish))
