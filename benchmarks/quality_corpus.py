@@ -1068,6 +1068,18 @@ def _fifth(p: dict[str, Photo], n) -> Split:
                                 shake=0.8)],
              "many", ["dinesh", "gilfoyle"]),
     ]
+    # Added in session 25, once `fourteenth`'s dim room (judged first then) showed the swap's features painted black
+    # onto dim faces: the wall in a dim room (panned: how much the swap's contrast adds to its flicker) and the pair
+    # there, nearly still; the wall as a sepia print, panned.
+    dim_wall, dim_couple = dimmed(wall), dimmed(couple)
+    clips += [
+        Clip("v_dim_pan", [Shot(dim_wall, n(60), [(ox + 1250, oy + 110, 620, 2.0), (ox + 700, oy + 200, 520, 0.0)],
+                                shake=0.6)], "many", ["pexels-woman", "dinesh"]),
+        Clip("v_dim_static", [Shot(dim_couple, n(40), [(px + 420, py + 250, 760, 0.0), (px + 430, py + 245, 740, 0.5)],
+                                   shake=0.8)], "many", ["gilfoyle", "dinesh"]),
+        Clip("v_sepia_pan", [Shot(sepia(wall), n(60), [(ox + 1250, oy + 110, 620, 2.0), (ox + 700, oy + 200, 520, 0.0)],
+                                  shake=0.6)], "many", ["pexels-woman", "dinesh"]),
+    ]
     images = [("v_group_image", valley, "many", ["pexels-woman", "erlich-lowres"]),
               ("v_pair_image", pair, "many", ["erlich-lowres", "pexels-woman"])]
     return Split("fifth", sources, clips, images)
