@@ -625,7 +625,7 @@ def dimmed(frame: np.ndarray, gain: float, contrast: float, lift: float) -> np.n
 def test_a_dim_face_gets_the_sources_features_as_dim_as_its_own(source, mesh, contrast, lift):
     # In a dim room the target's features are shallow; the source's, carried over as they are, painted black
     # brows and eye sockets onto a grey face (a dim pan: added flicker +7 a frame, 11 jumps; the hazy room: its
-    # darkest 1 % of the face at L 1 against the target's 34, its detail 1.9x the target's).
+    # darkest 1 % of the face at 8-bit L 1 against the target's 34, its detail 1.9x the target's).
     astronaut = np.ascontiguousarray(skimage_data.astronaut()[:, :, ::-1])
     frame = dimmed(astronaut, 0.45, contrast, lift)
     landmarks = mesh(frame)
