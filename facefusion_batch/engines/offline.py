@@ -52,6 +52,10 @@ FAINT = 5.0
 # FAINT * (1 - FAINT_BACK): swaps of 4.5-5 were output, touched yet too faint to read as swapped.)
 TURN_BACK = 0.2
 FAINT_BACK = 0.1
+# Deep swaps: a track whose swap, its detail toned to the face's light (`classic.match_colour`), would be too faint to
+# see is swapped with the source's detail at its own depth where that shows, for the rest of the track (`Face.toned`
+# False; "deep" in its memo). Small, dim faces: toned, the far walls of `thirteenth`, `heldout` and `tenth` left 75,
+# 32 and 10 more face-frames than before the toning. An image's face likewise, on its own.
 # A track's face turned beyond this (`classic.turn`, ~50 degrees) once found with a score under _PRESENCE (a
 # refit's mesh presence, or a detection found only on a closer look) is left beyond it for the rest of the track
 # (classic.PROFILE otherwise): near profile the mesh's far half is a guess, and on a face it is unsure of a worse
@@ -265,14 +269,21 @@ class OfflineEngine:
                 memo.pop("checked", None)  # another texture: whether its swap shows is measured afresh
             swapped = None
             if not memo["turned"] and index >= memo.get("checked", -RECHECK) + RECHECK:
-                swapped = classic.swap_face(frame, face.landmarks, self._texture(source, mirror),
-                                            motion=face.motion)
-                change = classic.visible_change(frame, swapped, face.landmarks)
-                memo["faint"] = change < FAINT * (1 + FAINT_BACK * (2 if memo.get("faint") else 1))
+                least = FAINT * (1 + FAINT_BACK * (2 if memo.get("faint") else 1))
+                texture = self._texture(source, mirror)
+                swapped = classic.swap_face(frame, face.landmarks, texture, motion=face.motion,
+                                            toned=not memo.get("deep"))
+                faint = classic.visible_change(frame, swapped, face.landmarks) < least
+                if faint and not memo.get("deep"):  # see "Deep swaps" above
+                    deep = classic.swap_face(frame, face.landmarks, texture, motion=face.motion, toned=False)
+                    if classic.visible_change(frame, deep, face.landmarks) >= least:
+                        memo["deep"], swapped, faint = True, deep, False
+                memo["faint"] = faint
                 memo["checked"], memo["checked_mirror"] = index, mirror
             leave = memo["turned"] or memo.get("faint", False)
-            if leave or mirror or swapped is not None:
-                face = dataclasses.replace(face, leave=leave, mirror=mirror,
+            toned = not memo.get("deep")
+            if leave or mirror or not toned or swapped is not None:
+                face = dataclasses.replace(face, leave=leave, mirror=mirror, toned=toned,
                                            swapped=None if leave or swapped is None else (frame, swapped))
             settled.append(face)
         return settled
@@ -290,7 +301,10 @@ class OfflineEngine:
                 swapped = face.swapped[1]
             else:
                 swapped = classic.swap_face(frame, face.landmarks, self._texture(source, mirror),
-                                            motion=face.motion)
+                                            motion=face.motion, toned=face.toned)
+            if face.memo is None and face.toned and classic.visible_change(frame, swapped, face.landmarks) < FAINT:
+                swapped = classic.swap_face(frame, face.landmarks, self._texture(source, mirror),
+                                            motion=face.motion, toned=False)  # see "Deep swaps" above
             if classic.visible_change(frame, swapped, face.landmarks) < FAINT:
                 self.profiles_left.add()  # a change nobody would see is no swap: left, and said so
                 continue

@@ -406,15 +406,16 @@ def delaunay(points: np.ndarray, width: int, height: int) -> np.ndarray:
 
 
 def swap_face(frame: np.ndarray, target_landmarks: np.ndarray, source: SourceTexture, *,
-              keep_mouth: bool = True, keep_eyes: bool = False, motion: tuple[float, float] = (0.0, 0.0)
-              ) -> np.ndarray:
+              keep_mouth: bool = True, keep_eyes: bool = False, motion: tuple[float, float] = (0.0, 0.0),
+              toned: bool = True) -> np.ndarray:
     """Return a copy of ``frame`` (BGR uint8) with the source face laid over the target face.
 
     ``target_landmarks`` are the target's 468 face-mesh points in frame pixels, (468, 2) or (468, 3), with
     the origin at the top-left corner of the top-left pixel (as ``offline.mediapipe`` gives them);
     a third column is used as depth so that nearer triangles win where a turned face folds over itself.
     ``motion``: how far the face moved since the frame before (pixels), for the smear a fast one has
-    (`match_smear`). Only pixels inside the landmarks' bounding rect (plus a feather margin) change. Landmarks
+    (`match_smear`). ``toned``: the source's lightness detail toned to the target's light (`match_colour`), else
+    at its own depth. Only pixels inside the landmarks' bounding rect (plus a feather margin) change. Landmarks
     that do not describe a visible face (non-finite, collapsed, off-frame) give back an unchanged copy.
     """
     result = frame.copy()
@@ -440,7 +441,7 @@ def swap_face(frame: np.ndarray, target_landmarks: np.ndarray, source: SourceTex
     shape = (y1 - y0, x1 - x0)
     scale = min(1.0, 1 / shade_step(shape))  # drawn at the colour grid's resolution: enough, and cheap
     coloured = match_colour(warped, target, mask, feature_weights(local, shape, size, scale),
-                            feature_weights(shaped, shape, size, scale))
+                            feature_weights(shaped, shape, size, scale), toned=toned)
     result[y0:y1, x0:x1] = _blend(target, coloured, mask)
     return result
 
@@ -748,7 +749,7 @@ def mask_ring(points: np.ndarray, forehead_keep: float = FOREHEAD_KEEP, scale: f
 
 
 def match_colour(warped: np.ndarray, target: np.ndarray, mask: np.ndarray, skin: np.ndarray | None = None,
-                 source_skin: np.ndarray | None = None) -> np.ndarray:
+                 source_skin: np.ndarray | None = None, toned: bool = True) -> np.ndarray:
     """``warped`` (uint8 BGR) recoloured in LAB to the target's skin: the target's shading and colour, the
     source's detail.
 
@@ -759,8 +760,8 @@ def match_colour(warped: np.ndarray, target: np.ndarray, mask: np.ndarray, skin:
     greyscale or differently lit source takes the target's skin colour. Around that:
     - the source's highlights are scaled to the target's headroom to white (a studio highlight on a bright
       face would otherwise paint a pale band onto it);
-    - the source's lightness detail is as much shallower as the target's skin is darker (DETAIL_GAIN_MIN): on a
-      dim face the source's brows and eye sockets would otherwise turn black;
+    - the source's lightness detail is as much shallower as the target's skin is darker (DETAIL_GAIN_MIN; not
+      when ``toned`` is False): on a dim face the source's brows and eye sockets would otherwise turn black;
     - the target's chroma follows the output's lightness as the target's own skin does (darker skin is
       redder there): a source's shadow turns shaded skin, not a grey smudge, and near white it fades;
     - the source's own chroma detail (lips, a tinted glasses rim) is kept in proportion to the two skins'
@@ -810,7 +811,7 @@ def match_colour(warped: np.ndarray, target: np.ndarray, mask: np.ndarray, skin:
     damping = 1 - np.clip((255 - target_l) / np.maximum(255 - source_l, 1.0), HEADROOM_MIN, 1.0)
     shift = np.clip(target_l - source_l, -LIGHTNESS_LIMIT * _L8, LIGHTNESS_LIMIT * _L8)
     black = np.float32(16 * _L8)  # L + 16 is the cube root of luminance: shading multiplies it
-    gain = np.clip((source_l + shift + black) / (source_l + black), DETAIL_GAIN_MIN, 1.0)
+    gain = np.clip((source_l + shift + black) / (source_l + black), DETAIL_GAIN_MIN if toned else 1.0, 1.0)
     ratio = np.clip(np.hypot(target_low[..., 1], target_low[..., 2]) /
                     np.maximum(np.hypot(source_low[..., 1], source_low[..., 2]), 1.0), 0, 1) * CHROMA_DETAIL
     lab = cv2.cvtColor(warped, cv2.COLOR_BGR2LAB)

@@ -642,6 +642,8 @@ def test_a_dim_face_gets_the_sources_features_as_dim_as_its_own(source, mesh, co
     assert np.percentile(lightness(swapped)[core], 1) >= 0.4 * np.percentile(lightness(frame)[core], 1), \
         "no black crushed into the face"
     assert detail(swapped) <= 1.4 * detail(frame)
+    deep = classic.swap_face(frame, landmarks, source, toned=False)  # the source's detail at its own depth
+    assert detail(deep) > 1.2 * detail(swapped)
 
 
 def test_identity_points_carry_the_sources_shape_and_steady_the_features(source, mesh):

@@ -224,3 +224,30 @@ def test_a_turned_track_whose_turn_the_mesh_cannot_hold_is_left_from_then_on(pro
     cut = _clip(left=-100)
     assert all(_run_turned(processor, cut, steady, monkeypatch)), "premise: the cut face is swapped"
     assert all(_run_turned(processor, cut, wobbling, monkeypatch))
+
+
+def test_a_track_too_faint_to_see_toned_is_swapped_at_the_sources_depth(processor, monkeypatch):
+    """A small, dim face's swap with the source's detail toned to its light can be too faint to see; that track is
+    swapped with the source's detail at its own depth instead, on every frame (not left, not switched between the
+    two), and only when toned it would not show."""
+    frames = _clip()
+    swap_face = classic.swap_face
+    toned_flags: list[bool] = []
+
+    def faint_when_toned(frame, landmarks, texture, **kwargs):
+        toned_flags.append(kwargs.get("toned", True))
+        if kwargs.get("toned", True):  # toned, this face's swap changes it by a grey level at most
+            return np.clip(frame.astype(np.int16) + 1, 0, 255).astype(np.uint8)
+        return swap_face(frame, landmarks, texture, **kwargs)
+
+    monkeypatch.setattr(classic, "swap_face", faint_when_toned)
+    left_before = processor.engine.profiles_left.value
+    swapped = _run(processor, frames)
+    assert all(swapped) and processor.engine.profiles_left.value == left_before, swapped
+    assert toned_flags[:2] == [True, False], "the toned swap is measured first, then the deep one"
+    assert not any(toned_flags[2:]), "from then on the track is swapped deep only"
+    # A track whose toned swap shows keeps it.
+    monkeypatch.setattr(classic, "swap_face",
+                        lambda *a, **k: toned_flags.append(k.get("toned", True)) or swap_face(*a, **k))
+    toned_flags.clear()
+    assert all(_run(processor, frames)) and all(toned_flags)
