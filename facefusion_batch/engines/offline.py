@@ -302,10 +302,12 @@ class OfflineEngine:
             else:
                 swapped = classic.swap_face(frame, face.landmarks, self._texture(source, mirror),
                                             motion=face.motion, toned=face.toned)
-            if face.memo is None and face.toned and classic.visible_change(frame, swapped, face.landmarks) < FAINT:
+            change = classic.visible_change(frame, swapped, face.landmarks)
+            if face.memo is None and face.toned and change < FAINT:  # see "Deep swaps" above
                 swapped = classic.swap_face(frame, face.landmarks, self._texture(source, mirror),
-                                            motion=face.motion, toned=False)  # see "Deep swaps" above
-            if classic.visible_change(frame, swapped, face.landmarks) < FAINT:
+                                            motion=face.motion, toned=False)
+                change = classic.visible_change(frame, swapped, face.landmarks)
+            if change < FAINT:
                 self.profiles_left.add()  # a change nobody would see is no swap: left, and said so
                 continue
             frame = swapped

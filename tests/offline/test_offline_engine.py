@@ -234,3 +234,29 @@ def test_the_notice_on_a_turned_source_is_said_when_the_run_starts(tmp_path, mon
         messages: list[str] = []
         prepare(settings, source, messages.append).engine.close()
         assert any(m.startswith(f"{source}: its face is turned") for m in messages) is told, messages
+
+
+def test_an_image_face_too_faint_to_see_toned_is_swapped_at_the_sources_depth(env, capsys, monkeypatch):
+    """An image's face whose swap, the source's detail toned to its light, would be too faint to see is swapped with
+    the source's detail at its own depth where that shows (engines/offline.py "Deep swaps"), not left."""
+    from facefusion_batch.offline import classic
+
+    tmp_path, source = env
+    photo = tmp_path / "p.png"
+    cv2.imwrite(str(photo), face_frame())
+    swap_face = classic.swap_face
+    tones: list[bool] = []
+
+    def faint_when_toned(frame, landmarks, texture, **kwargs):
+        tones.append(kwargs.get("toned", True))
+        if kwargs.get("toned", True):  # toned, the swap changes the face by a grey level at most
+            return np.clip(frame.astype(np.int16) + 1, 0, 255).astype(np.uint8)
+        return swap_face(frame, landmarks, texture, **kwargs)
+
+    monkeypatch.setattr(classic, "swap_face", faint_when_toned)
+    assert main(["run", "-s", str(source), "-t", str(photo), "-o", str(tmp_path / "o"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["outcomes"][0].get("profiles_left", 0) == 0
+    assert tones == [True, False]
+    x1, y1, x2, y2 = FACE_BOX.astype(int)
+    change = np.abs(cv2.imread(str(tmp_path / "o" / "p.png")).astype(int) - face_frame())[y1:y2, x1:x2].mean()
+    assert change > 5, "the deep swap shows"
