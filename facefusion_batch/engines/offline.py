@@ -270,15 +270,9 @@ class OfflineEngine:
             swapped = None
             if not memo["turned"] and index >= memo.get("checked", -RECHECK) + RECHECK:
                 least = FAINT * (1 + FAINT_BACK * (2 if memo.get("faint") else 1))
-                texture = self._texture(source, mirror)
-                swapped = classic.swap_face(frame, face.landmarks, texture, motion=face.motion,
-                                            toned=not memo.get("deep"))
-                faint = classic.visible_change(frame, swapped, face.landmarks) < least
-                if faint and not memo.get("deep"):  # see "Deep swaps" above
-                    deep = classic.swap_face(frame, face.landmarks, texture, motion=face.motion, toned=False)
-                    if classic.visible_change(frame, deep, face.landmarks) >= least:
-                        memo["deep"], swapped, faint = True, deep, False
-                memo["faint"] = faint
+                swapped, shows, deep = self._shown(frame, face, self._texture(source, mirror),
+                                                   not memo.get("deep"), least)
+                memo["faint"], memo["deep"] = not shows, deep
                 memo["checked"], memo["checked_mirror"] = index, mirror
             leave = memo["turned"] or memo.get("faint", False)
             toned = not memo.get("deep")
@@ -299,19 +293,29 @@ class OfflineEngine:
             # Its swap made while settling is the same, as long as no face before it changed the frame.
             if face.swapped is not None and face.swapped[0] is frame:
                 swapped = face.swapped[1]
-            else:
-                swapped = classic.swap_face(frame, face.landmarks, self._texture(source, mirror),
-                                            motion=face.motion, toned=face.toned)
-            change = classic.visible_change(frame, swapped, face.landmarks)
-            if face.memo is None and face.toned and change < FAINT:  # see "Deep swaps" above
-                swapped = classic.swap_face(frame, face.landmarks, self._texture(source, mirror),
-                                            motion=face.motion, toned=False)
-                change = classic.visible_change(frame, swapped, face.landmarks)
-            if change < FAINT:
+                shows = classic.visible_change(frame, swapped, face.landmarks) >= FAINT
+            else:  # an image's face may go deep on its own; a track's was decided by `settle`
+                swapped, shows, _ = self._shown(frame, face, self._texture(source, mirror), face.toned, FAINT,
+                                                deepen=face.memo is None)
+            if not shows:
                 self.profiles_left.add()  # a change nobody would see is no swap: left, and said so
                 continue
             frame = swapped
         return frame
+
+    def _shown(self, frame: np.ndarray, face: Face, texture: classic.SourceTexture, toned: bool, least: float,
+               deepen: bool = True) -> tuple[np.ndarray, bool, bool]:
+        """The face's swap, whether it changes the face by `least` or more, and whether it is deep: toned (where
+        `toned`) and, where that is too faint and `deepen`, the source's detail at its own depth if that shows (see
+        "Deep swaps")."""
+        swapped = classic.swap_face(frame, face.landmarks, texture, motion=face.motion, toned=toned)
+        if classic.visible_change(frame, swapped, face.landmarks) >= least:
+            return swapped, True, not toned
+        if toned and deepen:
+            deep = classic.swap_face(frame, face.landmarks, texture, motion=face.motion, toned=False)
+            if classic.visible_change(frame, deep, face.landmarks) >= least:
+                return deep, True, True
+        return swapped, False, not toned
 
     def _mirrors(self, turn: float, source: Record, back: float = 0.0) -> bool:
         """Whether a face turned by `turn` is turned the other way than the source's face, by at least
