@@ -91,6 +91,25 @@ def warm_up(session: Any, device: Device) -> bool:
     return True
 
 
+# On the CPU a model costs more per image in a large batch than in a small one (its activations outgrow the
+# caches), with the same outputs: BlazeFace short-range 1.5 ms an image in batches of 4, 2.2-2.6 in one of 44 (the
+# sweep's edge ring), full-range 4.9 against 6.4-7.4 in 48, the face mesh 5.5 against 6.0-6.2 (one intra-op thread,
+# this 2-core machine). Larger batches for a CPU session are run in pieces of this many.
+CPU_BATCH = 4
+
+
+def batch_rows(session: Any, feeds: dict[str, Any]) -> Optional[int]:
+    """The batch size of `feeds` where every input and output of `session` has the same named (dynamic) first axis
+    and every feed is an array with that many rows, else None (a model whose batch cannot be run in pieces)."""
+    sizes = {value.shape[0] if isinstance(value, np.ndarray) and value.ndim else None for value in feeds.values()}
+    if len(sizes) != 1 or None in sizes:
+        return None
+    axes = {arg.shape[0] if arg.shape else None for arg in (*session.get_inputs(), *session.get_outputs())}
+    if len(axes) != 1 or not isinstance(next(iter(axes)), str):
+        return None
+    return sizes.pop()
+
+
 class SessionPool:
     """Sessions keyed by (file, providers, device); thread-safe; load each model once per process."""
 
@@ -169,11 +188,19 @@ class SessionPool:
         return self._kept
 
     def run(self, session: Any, feeds: dict[str, Any], output_names: Any = None, run_options: Any = None) -> list[Any]:
-        """`session.run` for one of this pool's sessions: through IO binding where the pool binds it (GPU)."""
+        """`session.run` for one of this pool's sessions: through IO binding where the pool binds it (GPU), else
+        in pieces of at most CPU_BATCH images (or the settings' batch size, if larger) where the model has a
+        batch axis."""
         device = self.bound_device(session)
-        if device is None:
+        if device is not None:
+            return run_to_host(session, feeds, device, run_options, output_names)
+        piece = max(CPU_BATCH, concurrency_of(self._settings).micro_batch)
+        rows = batch_rows(session, feeds)
+        if rows is None or rows <= piece:
             return session.run(output_names, feeds, run_options)
-        return run_to_host(session, feeds, device, run_options, output_names)
+        parts = [session.run(output_names, {name: value[start:start + piece] for name, value in feeds.items()},
+                             run_options) for start in range(0, rows, piece)]
+        return [np.concatenate(outputs) for outputs in zip(*parts)]
 
     def bound_device(self, session: Any) -> Optional[Device]:
         """The device whose IO binding `session`'s calls use; None for plain `session.run` calls."""

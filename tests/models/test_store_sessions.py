@@ -1,11 +1,14 @@
 import zlib
+from pathlib import Path
 
+import numpy as np
 import pytest
 
+import facefusion_batch
 from facefusion_batch.concurrency import concurrency_of
 from facefusion_batch.models import store
 from facefusion_batch.models.catalog import CATALOG
-from facefusion_batch.models.sessions import SessionPool, provider_list
+from facefusion_batch.models.sessions import CPU_BATCH, SessionPool, provider_list
 from facefusion_batch.settings import load_settings
 
 
@@ -91,3 +94,37 @@ def test_providers_of_sessions_the_strict_strategy_freed_are_still_reported(neur
     pool.get(neural_models / "scrfd_2.5g.onnx")
     pool.after_target()
     assert pool.active_providers() == ["CPUExecutionProvider"]
+
+
+class _Recording:
+    """A session that records the batch of every call it is given."""
+
+    def __init__(self, session):
+        self.session, self.batches = session, []
+
+    def run(self, names, feeds, options=None):
+        self.batches.append([value.shape[0] for value in feeds.values()])
+        return self.session.run(names, feeds, options)
+
+    def get_inputs(self):
+        return self.session.get_inputs()
+
+    def get_outputs(self):
+        return self.session.get_outputs()
+
+
+def test_a_large_batch_on_the_cpu_runs_in_pieces_with_the_same_outputs():
+    model = Path(facefusion_batch.__file__).parent / "assets" / "mediapipe" / "face_detection_short_range.onnx"
+    pool = SessionPool(settings())
+    session = _Recording(pool.get(model))
+    images = np.random.default_rng(3).random((2 * CPU_BATCH + 3, 3, 128, 128), np.float32)
+    whole = session.session.run(None, {"image": images})
+    pieces = pool.run(session, {"image": images})
+    assert session.batches == [[CPU_BATCH], [CPU_BATCH], [3]]
+    assert all(np.array_equal(a, b) for a, b in zip(whole, pieces)) and len(pieces) == len(whole)
+    # a batch the settings ask for runs whole; so does one that is small enough
+    batched = SessionPool(settings(batch_size=2 * CPU_BATCH + 3))
+    session.batches.clear()
+    batched.run(session, {"image": images})
+    pool.run(session, {"image": images[:CPU_BATCH]})
+    assert session.batches == [[2 * CPU_BATCH + 3], [CPU_BATCH]]
