@@ -20,6 +20,7 @@ import numpy as np
 
 from facefusion_batch.errors import ModelError
 from facefusion_batch.faces.geometry import iou
+from facefusion_batch.video.pixels import every_nth
 
 if TYPE_CHECKING:
     from onnxruntime import InferenceSession
@@ -579,7 +580,7 @@ def mirror(frame: np.ndarray, size: int) -> tuple[np.ndarray, int, float]:
     height, width = frame.shape[:2]
     scale = size / (max(width, height) * (1 + 2 * EDGE_PAD))
     step = max(1, int(1 / (4 * scale)))  # cheap pre-thinning for large downscales (still 2x over)
-    small = cv2.resize(frame[::step, ::step], (max(1, round(width * scale)), max(1, round(height * scale))),
+    small = cv2.resize(every_nth(frame, step), (max(1, round(width * scale)), max(1, round(height * scale))),
                        interpolation=cv2.INTER_AREA)
     pad = round(EDGE_PAD * max(small.shape[:2]))
     return cv2.copyMakeBorder(small, pad, pad, pad, pad, cv2.BORDER_REFLECT), pad, width / small.shape[1]

@@ -18,6 +18,7 @@ import numpy as np
 
 from facefusion_batch.faces.tracking import Handover, Tracker
 from facefusion_batch.faces.types import Face
+from facefusion_batch.video.pixels import every_nth
 
 THUMB_WIDTH = 96
 TRACK_WIDTH = 192  # face patches for tracking are at most this wide
@@ -44,7 +45,7 @@ MAX_SHIFT = 0.25  # of the face's size: larger jumps mean detect anew
 def thumbnail(frame: np.ndarray) -> np.ndarray:
     """Small grey float32 image for motion checks."""
     step = max(1, frame.shape[1] // (THUMB_WIDTH * 4))
-    small = frame[::step, ::step]
+    small = every_nth(frame, step)
     height = max(1, round(small.shape[0] * THUMB_WIDTH / small.shape[1]))
     grey = cv2.cvtColor(cv2.resize(small, (THUMB_WIDTH, height), interpolation=cv2.INTER_AREA),
                         cv2.COLOR_BGR2GRAY)
@@ -177,7 +178,7 @@ def _grey(frame: np.ndarray, region: tuple[int, int, int, int], size: tuple[int,
     left, top, right, bottom = region
     crop = frame[top:bottom, left:right]
     step = max(1, int(crop.shape[1] / size[0] / 2))  # cheap pre-thinning for large downscales
-    small = cv2.resize(crop[::step, ::step], size, interpolation=cv2.INTER_AREA)
+    small = cv2.resize(every_nth(crop, step), size, interpolation=cv2.INTER_AREA)
     return cv2.cvtColor(small, cv2.COLOR_BGR2GRAY).astype(np.float32)
 
 
