@@ -7,7 +7,7 @@ import cv2
 import numpy as np
 import pytest
 
-from conftest import FACE_BOX, decode_all, face_frame, grace_hopper, make_clip
+from conftest import FACE_BOX, decode_all, face_frame, faint_when_toned, grace_hopper, make_clip
 from facefusion_batch.cli import main
 from facefusion_batch.video.probe import probe
 
@@ -244,16 +244,8 @@ def test_an_image_face_too_faint_to_see_toned_is_swapped_at_the_sources_depth(en
     tmp_path, source = env
     photo = tmp_path / "p.png"
     cv2.imwrite(str(photo), face_frame())
-    swap_face = classic.swap_face
     tones: list[bool] = []
-
-    def faint_when_toned(frame, landmarks, texture, **kwargs):
-        tones.append(kwargs.get("toned", True))
-        if kwargs.get("toned", True):  # toned, the swap changes the face by a grey level at most
-            return np.clip(frame.astype(np.int16) + 1, 0, 255).astype(np.uint8)
-        return swap_face(frame, landmarks, texture, **kwargs)
-
-    monkeypatch.setattr(classic, "swap_face", faint_when_toned)
+    monkeypatch.setattr(classic, "swap_face", faint_when_toned(tones))
     assert main(["run", "-s", str(source), "-t", str(photo), "-o", str(tmp_path / "o"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["outcomes"][0].get("profiles_left", 0) == 0
     assert tones == [True, False]

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from skimage import data
 
-from conftest import hopper_processor, run_video
+from conftest import faint_when_toned, hopper_processor, run_video
 from facefusion_batch.engines import offline
 from facefusion_batch.offline import classic
 from facefusion_batch.workflow.analysis import thumbnail
@@ -233,14 +233,7 @@ def test_a_track_too_faint_to_see_toned_is_swapped_at_the_sources_depth(processo
     frames = _clip()
     swap_face = classic.swap_face
     toned_flags: list[bool] = []
-
-    def faint_when_toned(frame, landmarks, texture, **kwargs):
-        toned_flags.append(kwargs.get("toned", True))
-        if kwargs.get("toned", True):  # toned, this face's swap changes it by a grey level at most
-            return np.clip(frame.astype(np.int16) + 1, 0, 255).astype(np.uint8)
-        return swap_face(frame, landmarks, texture, **kwargs)
-
-    monkeypatch.setattr(classic, "swap_face", faint_when_toned)
+    monkeypatch.setattr(classic, "swap_face", faint_when_toned(toned_flags))
     left_before = processor.engine.profiles_left.value
     swapped = _run(processor, frames)
     assert all(swapped) and processor.engine.profiles_left.value == left_before, swapped
