@@ -444,6 +444,7 @@ def soft_target(mesh) -> tuple[np.ndarray, np.ndarray]:
 def test_a_source_sharper_than_the_target_is_softened_to_its_detail(soft_target, source, monkeypatch):
     frame, landmarks = soft_target
     core = skin(frame, landmarks)
+    monkeypatch.setattr(classic, "DETAIL_DEPTH_MIN", 1.0)  # sharpness alone: the features' depth has its own test
     swapped = classic.swap_face(frame, landmarks, source)
     monkeypatch.setattr(classic, "match_detail", lambda warped, *a: warped)
     unmatched = classic.swap_face(frame, landmarks, source)
@@ -731,3 +732,31 @@ def test_the_warp_is_steadier_than_the_mesh_points_it_follows(source, mesh, monk
     smoothed = moved()
     monkeypatch.setattr(classic, "MAP_SMOOTH", 0.0)
     assert smoothed < 0.9 * moved()  # 4.6 against 5.4
+
+
+@pytest.mark.parametrize("contrast", [0.5, 1.0], ids=["hazy", "clear"])
+def test_a_source_harsher_than_the_face_gets_its_features_no_deeper_than_its_own(source, mesh, monkeypatch,
+                                                                                  contrast):
+    # A source photo harsher than the video's face (a hard light, glasses in the sun) looked painted on, and its
+    # edges flickered as the face moved (a fast pan with a sunglasses source: added flicker p95 +9 a frame): its
+    # features are made shallower towards the face's own, by DETAIL_DEPTH_MIN at most; one no harsher keeps them.
+    frame = dimmed(np.ascontiguousarray(skimage_data.astronaut()[:, :, ::-1]), 1.0, contrast, 0.0)
+    landmarks = mesh(frame)
+    core = face_core(frame, landmarks)
+
+    def detail(image: np.ndarray) -> float:
+        lightness = cv2.cvtColor(image, cv2.COLOR_BGR2LAB)[..., 0].astype(np.float64)
+        return float((lightness - cv2.GaussianBlur(lightness, (0, 0), 6))[core].std())
+
+    matched = classic.swap_face(frame, landmarks, source)
+    deep = classic.swap_face(frame, landmarks, source, toned=False)
+    monkeypatch.setattr(classic, "DETAIL_DEPTH_MIN", 1.0)  # the rule off
+    plain = classic.swap_face(frame, landmarks, source)
+    assert classic.visible_change(frame, matched, landmarks) > 5, "swapped"
+    if contrast < 1:
+        assert detail(plain) > 1.3 * detail(frame), "the premise: the source's features are the deeper"
+        assert 0.65 * detail(plain) < detail(matched) < 0.85 * detail(plain)
+    else:
+        assert detail(plain) < 1.1 * detail(frame), "the premise: the source's features are no deeper"
+        assert detail(matched) > 0.97 * detail(plain)
+    assert np.array_equal(deep, classic.swap_face(frame, landmarks, source, toned=False)), "deep: the source's own"
