@@ -5,6 +5,7 @@ import cv2
 import numpy as np
 
 _WARP_LIMIT = 32767  # OpenCV's warps index pixels in 16 bits
+_WARPED = (np.uint8, np.int8, np.uint16, np.int16, np.float32, np.float64)  # the pixel types its warps take
 
 
 def every_nth(image: np.ndarray, step: int) -> np.ndarray:
@@ -14,7 +15,9 @@ def every_nth(image: np.ndarray, step: int) -> np.ndarray:
     if step <= 1:
         return image
     height, width = image.shape[:2]
-    if image.size == 0 or max(height, width) >= _WARP_LIMIT or image.ndim > 3 or (image.ndim == 3 and image.shape[2] > 4):
+    channels = image.shape[2] if image.ndim == 3 else 1
+    if (image.size == 0 or max(height, width) >= _WARP_LIMIT or image.ndim > 3 or channels > 4
+            or image.dtype.type not in _WARPED):
         return np.ascontiguousarray(image[::step, ::step])
     return cv2.warpAffine(image, np.float64([[step, 0, 0], [0, step, 0]]), (-(-width // step), -(-height // step)),
                           flags=cv2.INTER_NEAREST | cv2.WARP_INVERSE_MAP)
