@@ -56,6 +56,7 @@ FAINT_BACK = 0.1
 # see is swapped with the source's detail at its own depth where that shows, for the rest of the track (`Face.toned`
 # False; "deep" in its memo). Small, dim faces: toned, the far walls of `thirteenth`, `heldout` and `tenth` left 75,
 # 32 and 10 more face-frames than before the toning. An image's face likewise, on its own.
+
 # A track's face turned beyond this (`classic.turn`, ~50 degrees) once found with a score under _PRESENCE (a
 # refit's mesh presence, or a detection found only on a closer look) is left beyond it for the rest of the track
 # (classic.PROFILE otherwise): near profile the mesh's far half is a guess, and on a face it is unsure of a worse
@@ -292,8 +293,7 @@ class OfflineEngine:
             mirror = face.mirror if face.memo is not None else self._mirrors(turn, source)
             # Its swap made while settling is the same, as long as no face before it changed the frame.
             if face.swapped is not None and face.swapped[0] is frame:
-                swapped = face.swapped[1]
-                shows = classic.visible_change(frame, swapped, face.landmarks) >= FAINT
+                swapped, shows = face.swapped[1], True  # kept by `settle` for changing the face by more than FAINT
             else:  # an image's face may go deep on its own; a track's was decided by `settle`
                 swapped, shows, _ = self._shown(frame, face, self._texture(source, mirror), face.toned, FAINT,
                                                 deepen=face.memo is None)
