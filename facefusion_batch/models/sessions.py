@@ -98,16 +98,17 @@ def warm_up(session: Any, device: Device) -> bool:
 CPU_BATCH = 4
 
 
-def batch_rows(session: Any, feeds: dict[str, Any]) -> Optional[int]:
-    """The batch size of `feeds` where every input and output of `session` has the same named (dynamic) first axis
-    and every feed is an array with that many rows, else None (a model whose batch cannot be run in pieces)."""
+def feed_rows(feeds: dict[str, Any]) -> Optional[int]:
+    """The rows of `feeds` where every feed is an array with the same number of them, else None."""
     sizes = {value.shape[0] if isinstance(value, np.ndarray) and value.ndim else None for value in feeds.values()}
-    if len(sizes) != 1 or None in sizes:
-        return None
+    return None if len(sizes) != 1 or None in sizes else sizes.pop()
+
+
+def has_batch_axis(session: Any) -> bool:
+    """Whether every input and output of `session` has the same named (dynamic) first axis: its batch, which can
+    be run in pieces."""
     axes = {arg.shape[0] if arg.shape else None for arg in (*session.get_inputs(), *session.get_outputs())}
-    if len(axes) != 1 or not isinstance(next(iter(axes)), str):
-        return None
-    return sizes.pop()
+    return len(axes) == 1 and isinstance(next(iter(axes)), str)
 
 
 class SessionPool:
@@ -195,8 +196,8 @@ class SessionPool:
         if device is not None:
             return run_to_host(session, feeds, device, run_options, output_names)
         piece = max(CPU_BATCH, concurrency_of(self._settings).micro_batch)
-        rows = batch_rows(session, feeds)
-        if rows is None or rows <= piece:
+        rows = feed_rows(feeds)
+        if rows is None or rows <= piece or not has_batch_axis(session):  # the model's axes asked only when it matters
             return session.run(output_names, feeds, run_options)
         parts = [session.run(output_names, {name: value[start:start + piece] for name, value in feeds.items()},
                              run_options) for start in range(0, rows, piece)]
