@@ -862,8 +862,7 @@ def _depth_match(target: np.ndarray, target_low_l: np.ndarray, detail: np.ndarra
     size) as deep as the ``target``'s own (its 8-bit L against ``target_low_l``, its low frequencies on the
     colour grid), RMS over ``core``."""
     inside = core > 0
-    low = cv2.resize(np.asarray(target_low_l, np.float32), (target.shape[1], target.shape[0]),
-                     interpolation=cv2.INTER_LINEAR)
+    low = _resized((target_low_l,), (target.shape[1], target.shape[0]))[0]
     own = cv2.cvtColor(target, cv2.COLOR_BGR2LAB)[..., 0].astype(np.float32) - low
     depth = np.sqrt(np.mean(np.square(own[inside])) / max(float(np.mean(np.square(detail[inside]))), 1e-6))
     return float(np.clip(depth, DETAIL_DEPTH_MIN, 1.0))
