@@ -863,8 +863,11 @@ def _depth_match(target: np.ndarray, target_low_l: np.ndarray, detail: np.ndarra
     colour grid), RMS over ``core``."""
     inside = core > 0
     low = _resized((target_low_l,), (target.shape[1], target.shape[0]))[0]
-    own = cv2.cvtColor(target, cv2.COLOR_BGR2LAB)[..., 0].astype(np.float32) - low
-    depth = np.sqrt(np.mean(np.square(own[inside])) / max(float(np.mean(np.square(detail[inside]))), 1e-6))
+    x, y, w, h = cv2.boundingRect(inside.astype(np.uint8))  # only the core is measured: only it is converted
+    box = (slice(y, y + h), slice(x, x + w))
+    inside = inside[box]
+    own = cv2.cvtColor(target[box], cv2.COLOR_BGR2LAB)[..., 0].astype(np.float32) - low[box]
+    depth = np.sqrt(np.mean(np.square(own[inside])) / max(float(np.mean(np.square(detail[box][inside]))), 1e-6))
     return float(np.clip(depth, DETAIL_DEPTH_MIN, 1.0))
 
 
