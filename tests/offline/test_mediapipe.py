@@ -100,6 +100,25 @@ def test_view_placement_round_trip() -> None:
         np.testing.assert_allclose(mp.input_to_frame(normalised[None], place), [frame_point], atol=1e-3)
 
 
+@pytest.mark.parametrize("side", [40, 77, 150, 191])
+def test_a_small_view_is_enlarged_alone_as_the_whole_frame_enlarged_would_give_it(side: int) -> None:
+    # A closer look at a small face enlarges only its view (`enlarged_crop`), not the whole frame: the same pixels
+    # as OpenCV's area-mode enlargement of the frame, cropped, within one level (a remap's rounding).
+    photo = np.ascontiguousarray(skimage.data.astronaut()[:, :, ::-1])
+    frame = cv2.resize(photo, (1280, 720), interpolation=cv2.INTER_AREA)
+    for x, y in ((0, 0), (1280 - side, 720 - side), (533, 211)):
+        place = mp.place_view(mp.View(0, x, y, side, side), 1280, 720, 192)
+        width, height = round(1280 * place.scale_x), round(720 * place.scale_y)
+        whole = cv2.resize(frame, (width, height), interpolation=cv2.INTER_AREA)
+        wanted = whole[place.crop_y:place.crop_y + place.height, place.crop_x:place.crop_x + place.width]
+        made = mp.enlarged_crop(frame, width, height, place)
+        difference = np.abs(made.astype(int) - wanted.astype(int))
+        assert made.shape == wanted.shape and difference.max() <= 1 and difference.mean() < 0.2
+        batch, _ = mp.model_inputs([frame], [mp.View(0, x, y, side, side)], 192)
+        assert np.abs(batch[0, place.top:place.top + place.height, place.left:place.left + place.width]
+                      .astype(int) - wanted[..., ::-1].astype(int)).max() <= 1
+
+
 def test_roi_matrix_rotates_about_the_centre() -> None:
     matrix = mp.roi_to_frame_matrix(np.array([100.0, 50.0]), 96.0, math.pi / 2, 192)
     np.testing.assert_allclose(matrix @ [96, 96, 1], [100, 50])

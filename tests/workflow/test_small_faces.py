@@ -272,9 +272,10 @@ def test_a_crowd_of_small_faces_scored_low_is_looked_at_closer_beyond_six(proces
 
 
 def test_a_face_whose_second_fit_says_no_face_keeps_its_first(processor, astronaut):
-    # The mesh is fitted on the detector's box, then on the box it spans; on the dim, blurred 30 px face the first
-    # fit says "face" (0.57) and the second "no face" (the presence of small faces goes up and down from fit to
-    # fit). The face is kept with its first fit (before, it was dropped).
+    # The mesh is fitted on the detector's box, then on the box it spans; on the dim, blurred 30 px face under this
+    # noise the first fit says "face" (0.69) and the second "no face" (the presence of small faces goes up and down
+    # from fit to fit, and with the noise: 0.42-0.99 over twelve seeds). The face is kept with its first fit (before,
+    # it was dropped).
     wall, boxes = _wall(astronaut, 640, 360, 30, CENTRES)
-    faces = processor.engine.detect(_noisy(wall, 1))
+    faces = processor.engine.detect(_noisy(wall, 3))
     assert any(mediapipe._overlap(f.box, boxes[DIM_BLURRED]) for f in faces)
