@@ -42,6 +42,11 @@ SPEED = 0.02  # motion of this share of the face size per frame is followed at o
 # frame) took every fit as it came, noise and all, so that the swaps shimmered on the faces (the eighth split's
 # far wall: motion-compensated flicker p95 2.77 / 4.64 -> 1.85 / 2.87). Faces this size and larger: as before.
 SLOW_SIZE = 100.0
+# A fit's shape (expression, turn) is judged against at least this many pixels too: a 30 px face's mesh changes shape
+# by 2-4 % of it from fit to fit, and taken as change (weights up to 0.6) that noise passed into the track, whose swap
+# shimmered (tune split's far crowd and crowd pan, added flicker p95 +2.73 / +1.94 -> +2.56 / +1.64). Its pose (place,
+# size, roll) is not: eased in more slowly, the tracks of a crowd in a pan lagged their faces.
+SHAPE_NOISE_SIZE = 60.0
 OUTLIER = 0.08  # shape residual (after a similarity fit) above this share of the face size is an outlier
 SCALE_JUMP = 0.15  # a size change beyond this (log ratio) from one frame to the next is an outlier
 OFFSET_JUMP = 0.3  # ... and so is a move of this share of the face size beyond the predicted motion
@@ -53,7 +58,11 @@ SIZE_AGREE = 0.05
 VELOCITY_GAIN = 0.5
 MAX_ZOOM = 0.03  # per-frame scale changes beyond this share, or rolls beyond MAX_ROLL radians, are not motion
 MAX_ROLL = 0.03
-MIN_SPAN = 3  # zoom and roll are measured between detected fits at least this many frames apart (fit noise)
+MIN_SPAN = 3  # zoom and roll are measured between detected fits at least this many frames apart (fit noise) ...
+# ... times SLOW_SIZE over the face's size for a smaller face: the noise of a 30 px face's fits (its size and roll off
+# by 2-3 % from fit to fit), measured over three frames, read as a zoom of 1.6 % and a roll of 0.02 a frame, which the
+# track carried on between fits (the camera of the tune split's far crowd zooms 0.3 % a frame): its faces swelled and
+# turned until a fit was rejected and the track jumped 2 px (added flicker +13.7 on a sunglassed face).
 REFIT_SPAN = 30  # frames a track is looked for by refits after the detector last saw it ...
 # ... or a refit the engine is as sure of as of a detection (its score, e.g. the face mesh's presence, at least
 # SURE_REFIT): a small face only the sweep finds, in a still shot, was dropped REFIT_SPAN frames after the sweep's
@@ -487,11 +496,12 @@ class Tracker:
             track.points[:, :2] += anchor[-2:, :2].mean(axis=0) - track.points[-2:, :2].mean(axis=0)  # box corners
         else:
             relocked, track.outliers, track.rejected_size = track.outliers >= RELOCK, 0, None
+            span = MIN_SPAN * max(1.0, SLOW_SIZE / size)  # see MIN_SPAN
             step = (raw[:, :2].mean(axis=0) - track.raw[:, :2].mean(axis=0)) / gap
             track.motion = track.motion + VELOCITY_GAIN * (step - track.motion)
             if not detected:  # a translation of the same fit: its motion is the face's motion
                 track.velocity = track.velocity + VELOCITY_GAIN * (step - track.velocity)
-            elif track.fitted is not None and len(track.fitted) == len(raw) and index - track.fitted_at >= MIN_SPAN:
+            elif track.fitted is not None and len(track.fitted) == len(raw) and index - track.fitted_at >= span:
                 step = similarity(track.fitted, raw) ** (1 / (index - track.fitted_at))
                 if abs(abs(step) - 1) < MAX_ZOOM and abs(np.angle(step)) < MAX_ROLL:
                     track.similarity = track.similarity + VELOCITY_GAIN * (step - track.similarity)
@@ -512,10 +522,10 @@ class Tracker:
                 # would otherwise pass straight through and the swapped texture would shimmer on the face.
                 posed = _posed(prediction, raw)
                 weight = blend_weight(_rms(posed, prediction) / size, track.speed(size))
-                shape_weight = blend_weight(_rms(raw, posed) / size, 0.0)
+                shape_weight = blend_weight(_rms(raw, posed) / max(size, SHAPE_NOISE_SIZE), 0.0)
                 track.points = prediction + weight * (posed - prediction) + shape_weight * (raw - posed)
-            if detected:
-                track.fitted, track.fitted_at = raw, index
+            if detected and (track.fitted is None or len(track.fitted) != len(raw) or index - track.fitted_at >= span):
+                track.fitted, track.fitted_at = raw, index  # the next measure's start, at least `span` frames back
             track.raw = raw
             track.face = face
         track.last = index
