@@ -226,7 +226,7 @@ def model_inputs(frames: Sequence[np.ndarray], views: Sequence[View],
         place = place_view(view, frame.shape[1], frame.shape[0], size)
         key = (view.frame, round(frame.shape[1] * place.scale_x), round(frame.shape[0] * place.scale_y))
         if place.scale_x > 1 and place.scale_y > 1 and 4 * view.width * view.height <= frame.shape[0] * frame.shape[1]:
-            crop = enlarged_crop(frame, key[1], key[2], place)  # a small view enlarged: only its pixels
+            crop = enlarged_crop(frame, place)  # a small view enlarged: only its pixels
         else:
             if key not in resized:
                 resized[key] = cv2.resize(frame, key[1:], interpolation=cv2.INTER_AREA)
@@ -236,13 +236,13 @@ def model_inputs(frames: Sequence[np.ndarray], views: Sequence[View],
     return batch, placements
 
 
-def enlarged_crop(frame: np.ndarray, width: int, height: int, place: Placement) -> np.ndarray:
-    """``cv2.resize(frame, (width, height), interpolation=cv2.INTER_AREA)``, an enlargement, cropped to the placement's
-    view, made for the view's pixels alone: the same sampling as OpenCV's (its area mode, each axis apart), through
-    a remap (pixels within one level of the whole enlargement's). A closer look at a 30 px face enlarged the whole
-    frame 1.6 times for a 192 px view (5.7 ms at 720p, against 0.3)."""
-    xs, wx = _area_enlarged(place.crop_x, place.width, width / frame.shape[1], frame.shape[1])
-    ys, wy = _area_enlarged(place.crop_y, place.height, height / frame.shape[0], frame.shape[0])
+def enlarged_crop(frame: np.ndarray, place: Placement) -> np.ndarray:
+    """The frame enlarged by the placement's scales with ``cv2.INTER_AREA`` and cropped to its view, made for the
+    view's pixels alone: the same sampling as OpenCV's (its area mode, each axis apart), through a remap (pixels
+    within one level of the whole enlargement's). A closer look at a 30 px face enlarged the whole frame 1.6 times
+    for a 192 px view (5.7 ms at 720p, against 0.3)."""
+    xs, wx = _area_enlarged(place.crop_x, place.width, place.scale_x, frame.shape[1])
+    ys, wy = _area_enlarged(place.crop_y, place.height, place.scale_y, frame.shape[0])
     map_x = np.ascontiguousarray(np.broadcast_to(xs + wx, (place.height, place.width)))
     map_y = np.ascontiguousarray(np.broadcast_to((ys + wy)[:, None], (place.height, place.width)))
     return cv2.remap(frame, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
@@ -257,8 +257,7 @@ def _area_enlarged(start: int, count: int, factor: float, length: int) -> tuple[
     weight = ((out + 1) - (first + 1) * factor).astype(np.float32)
     weight = np.where(weight <= 0, np.float32(0), weight - np.floor(weight))
     last = first >= length - 1
-    return (np.where(last, length - 1, first).astype(np.float32),
-            np.where(last, np.float32(0), weight).astype(np.float32))
+    return np.where(last, length - 1, first).astype(np.float32), np.where(last, np.float32(0), weight)
 
 
 # BlazeFace scores faces without colour low: a black-and-white photo's 30 px face on a colour backdrop scores below

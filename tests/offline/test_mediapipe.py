@@ -111,7 +111,7 @@ def test_a_small_view_is_enlarged_alone_as_the_whole_frame_enlarged_would_give_i
         width, height = round(1280 * place.scale_x), round(720 * place.scale_y)
         whole = cv2.resize(frame, (width, height), interpolation=cv2.INTER_AREA)
         wanted = whole[place.crop_y:place.crop_y + place.height, place.crop_x:place.crop_x + place.width]
-        made = mp.enlarged_crop(frame, width, height, place)
+        made = mp.enlarged_crop(frame, place)
         difference = np.abs(made.astype(int) - wanted.astype(int))
         assert made.shape == wanted.shape and difference.max() <= 1 and difference.mean() < 0.2
         batch, _ = mp.model_inputs([frame], [mp.View(0, x, y, side, side)], 192)
