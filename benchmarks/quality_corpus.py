@@ -748,6 +748,16 @@ def _tune(p: dict[str, Photo], n) -> Split:
                                                 (hx + 2100, hy + 350, 1900, 1.0)], shake=0.4)],
              "many", ["biden-grey", "t1-ross"]),
     ]
+    # The held-out splits' far wall (FAR_PLACES) with the tune split's people, three of them greyscale (the two
+    # low-resolution places hold two of them); added in session 28, after every other tune clip (their seeds as before).
+    person = {name: (photo, photo.people.index(name)) for photo in (t1, bus, biden) for name in photo.people}
+    person |= {f"grey {name}": (greyed(photo), photo.people.index(name)) for photo in (t1, biden)
+               for name in photo.people}
+    wall, (wx, wy) = far_wall("t_wall", person, ["t1-chandler", "t1-rachel", "biden", "t1-joey", "bus-shades",
+                                                 "grey t1-ross", "t1-monica", "t1-phoebe", "t1-ross", "grey biden",
+                                                 "grey t1-monica", "t1-joey"], 47)
+    clips.append(Clip("t_wall_far", [Shot(wall, n(50), [(wx, wy, 2400, 0.0), (wx + 20, wy - 30, 2180, 1.5)],
+                                          shake=0.3)], "many", ["hopper", "bus-beard"]))
     images = [("t_group_image", t1, "many", ["hopper", "bus-beard"]),
               ("t_street_image", bus, "many", ["biden-grey"])]
     return Split("tune", sources, clips, images)
