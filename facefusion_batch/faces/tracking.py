@@ -493,7 +493,9 @@ class Tracker:
                     and shape_residual(reference, raw) <= OUTLIER):
                 track.points = _moved(track.points, (raw_size / size) ** STILL_ALPHA, np.zeros(2))
             track.rejected_size = raw_size
-            track.points[:, :2] += anchor[-2:, :2].mean(axis=0) - track.points[-2:, :2].mean(axis=0)  # box corners
+            # The box's move is eased in as a moved copy's is (noise on a still face; all of it on a pan).
+            shift = anchor[-2:, :2].mean(axis=0) - track.points[-2:, :2].mean(axis=0)  # box corners
+            track.points[:, :2] += blend_weight(float(np.linalg.norm(shift)) / size, track.speed(size)) * shift
         else:
             relocked, track.outliers, track.rejected_size = track.outliers >= RELOCK, 0, None
             span = MIN_SPAN * max(1.0, SLOW_SIZE / size)  # see MIN_SPAN

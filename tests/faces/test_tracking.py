@@ -198,6 +198,25 @@ def test_a_track_rejecting_fits_stops_zooming_and_takes_the_fit_it_believes_whol
     assert tracker.rejected == tracking.RELOCK
 
 
+def test_a_rejected_fit_moves_a_still_face_s_track_as_its_fitting_noise_would_and_a_panned_one_all_the_way():
+    # A rejected fit (another shape) still says where the face is: on a still 30 px face, its box a pixel off by
+    # fitting noise eases the track as an accepted fit's would (re-centred on it at once, the track jumped 2 px on
+    # tune's far crowd); on a pan the track is moved all the way, or it lags its face.
+    wrong = np.array([[0.3, 0.2], [0.7, 0.5], [0.5, 0.9], [0.2, 0.8], [0.9, 0.7]])
+
+    def rejected_at(step: float, off: float) -> float:
+        tracker = Tracker(1000, 600)
+        for t in range(8):
+            tracker.update(t, [face(300 + step * t, 200, 30.0)], detected=True)
+        box = tracker.update(8, [face(300 + step * 8 + off, 200, 30.0, mesh=wrong)], True)[0].face.box
+        assert tracker.rejected == 1
+        return float(box[0] - (300 + step * 8))
+
+    moved = rejected_at(0.0, 1.0)
+    assert 0.0 < moved < 1.0 - 0.5 * (1 - tracking.STILL_ALPHA), moved
+    assert rejected_at(8.0, 1.0) == pytest.approx(1.0, abs=0.2)
+
+
 def test_rejected_fits_that_agree_on_a_size_ease_the_track_towards_it():
     # A 60 px face whose mesh is then fitted 20 % larger on frame after frame (a size jump, rejected): the track
     # eases towards that size as a still face's fits ease in, until a fit agrees with it, instead of holding its
