@@ -475,9 +475,11 @@ class Tracker:
         reference = track.expected(gap) if refit else prediction
         if (disagrees(reference, raw, moves=not refit) and track.outliers < RELOCK and self._whole(prediction)
                 and self._whole(raw)):
-            # A fit that disagrees with the track (a mesh gone wrong): the track keeps its own shape, its box
-            # centred where the detector's box is (the face's motion), or where a refit was looked for. Kept where
-            # the smoothing's prediction says, it lagged a fast pan and was swapped on the wall beside its face.
+            # A fit that disagrees with the track (a mesh gone wrong): the track keeps its own shape, its box moved
+            # to where the detector's box is (the face's motion), or where a refit was looked for, as much as a moved
+            # copy's shift would move it (a still face's fitting noise eases in: re-centred at once, a 30 px face's
+            # track jumped 2 px). Kept where the smoothing's prediction says, it lagged a fast pan and was swapped
+            # on the wall beside its face.
             track.outliers += 1
             self.rejected += 1
             # Nor does it go on zooming or rolling as the fits did before it: carried on through a run of
@@ -493,7 +495,6 @@ class Tracker:
                     and shape_residual(reference, raw) <= OUTLIER):
                 track.points = _moved(track.points, (raw_size / size) ** STILL_ALPHA, np.zeros(2))
             track.rejected_size = raw_size
-            # The box's move is eased in as a moved copy's is (noise on a still face; all of it on a pan).
             shift = anchor[-2:, :2].mean(axis=0) - track.points[-2:, :2].mean(axis=0)  # box corners
             track.points[:, :2] += blend_weight(float(np.linalg.norm(shift)) / size, track.speed(size)) * shift
         else:
