@@ -238,6 +238,11 @@ class Track:
     votes: list[bool] = field(default_factory=list)  # face-selector filter answers (kept or not) measured on it
     memo: dict = field(default_factory=dict)  # handed to the engine with its faces (`Face.memo`)
 
+    def eased(self, shift: np.ndarray, size: float) -> np.ndarray:
+        """`shift` (a move of the face, x and y) as much of it as the track takes: `blend_weight` of its length and the
+        track's speed, both as shares of the face's `size`."""
+        return blend_weight(float(np.linalg.norm(shift)) / size, self.speed(size)) * shift
+
     def speed(self, size: float) -> float:
         """How fast the face moves, zooms or rolls: the largest, as a share of its size per frame (of SLOW_SIZE,
         for a smaller face)."""
@@ -495,8 +500,8 @@ class Tracker:
                     and shape_residual(reference, raw) <= OUTLIER):
                 track.points = _moved(track.points, (raw_size / size) ** STILL_ALPHA, np.zeros(2))
             track.rejected_size = raw_size
-            shift = anchor[-2:, :2].mean(axis=0) - track.points[-2:, :2].mean(axis=0)  # box corners
-            track.points[:, :2] += blend_weight(float(np.linalg.norm(shift)) / size, track.speed(size)) * shift
+            track.points[:, :2] += track.eased(anchor[-2:, :2].mean(axis=0) - track.points[-2:, :2].mean(axis=0),
+                                               size)  # box corners
         else:
             relocked, track.outliers, track.rejected_size = track.outliers >= RELOCK, 0, None
             span = MIN_SPAN * max(1.0, SLOW_SIZE / size)  # see MIN_SPAN
@@ -515,10 +520,8 @@ class Tracker:
             elif not detected:
                 # A moved copy of an older fit: only its position is news; shape, size and roll are the
                 # track's own, carried on by the similarity seen between detections.
-                shift = raw[:, :2].mean(axis=0) - prediction[:, :2].mean(axis=0)
-                weight = blend_weight(float(np.linalg.norm(shift)) / size, track.speed(size))
                 track.points = prediction.copy()
-                track.points[:, :2] += weight * shift
+                track.points[:, :2] += track.eased(raw[:, :2].mean(axis=0) - prediction[:, :2].mean(axis=0), size)
             else:
                 # The fit's pose (position, size, roll) follows as the face or the camera moves; its shape
                 # (expression, turn) only as the shape itself changes: on a pan, fitting noise in the shape
