@@ -56,6 +56,7 @@ import tarfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable
 
 import cv2
 import numpy as np
@@ -750,9 +751,7 @@ def _tune(p: dict[str, Photo], n) -> Split:
     ]
     # The held-out splits' far wall (FAR_PLACES) with the tune split's people, three of them greyscale (the two
     # low-resolution places hold two of them); added in session 28, after every other tune clip (their seeds as before).
-    person = {name: (photo, photo.people.index(name)) for photo in (t1, bus, biden) for name in photo.people}
-    person |= {f"grey {name}": (greyed(photo), photo.people.index(name)) for photo in (t1, biden)
-               for name in photo.people}
+    person = cast((t1, bus, biden)) | cast((greyed(t1), greyed(biden)), "grey ")
     wall, (wx, wy) = far_wall("t_wall", person, ["t1-chandler", "t1-rachel", "biden", "t1-joey", "bus-shades",
                                                  "grey t1-ross", "t1-monica", "t1-phoebe", "t1-ross", "grey biden",
                                                  "grey t1-monica", "t1-joey"], 47)
@@ -770,7 +769,7 @@ def _crowd(t1: Photo, bus: Photo, biden: Photo, hopper: Photo) -> Photo:
     """The tune split's people (some twice) on a wall, each face 95-135 px wide on it, each under its own look:
     dim, hazy, warm or cold light, out of focus, a low-resolution compressed copy, rolled; a few at the edges
     and corners of its middle 2400 x 1350, which the far shot sees (cutting them), wholly on the wall."""
-    person = {name: (photo, photo.people.index(name)) for photo in (t1, bus, biden, hopper) for name in photo.people}
+    person = cast((t1, bus, biden, hopper))
     layout = [  # person, centre x, centre y, face width, look
         ("t1-rachel", 70, 300, 120, Look()),
         ("t1-monica", 600, 260, 110, Look(gain=0.55)),
@@ -912,8 +911,7 @@ def _blind(p: dict[str, Photo], n) -> Split:
         # her hands on her cheeks, soft daylight
         "jesse": (crop(car.image, jesse, 0.8), "jesse"),  # a young man, stubble, hard cold side light in a car
     }
-    person = {name: (photo, photo.people.index(name)) for photo in (grid, red, justin, car, couple)
-              for name in photo.people}
+    person = cast((grid, red, justin, car, couple))
     # A group of six on one wall (2500 x 1100, a bare wall on the left), in a loose row at different heights: the man in the hat, Justin,
     # Walter turned ~55° in glasses (the one face the judge cannot see), the woman in red, the woman of the
     # couple, a woman of the expression set turned ~13°.
@@ -1002,6 +1000,11 @@ FAR_PLACES = [
 FAR_MARGIN = (120, 75)
 
 
+def cast(photos: Iterable[Photo], prefix: str = "") -> dict[str, tuple[Photo, int]]:
+    """Each person of the photos by name (`prefix` before it): (their photo, their face's index in it)."""
+    return {prefix + name: (photo, photo.people.index(name)) for photo in photos for name in photo.people}
+
+
 def far_wall(name: str, person: dict[str, tuple[Photo, int]], names: list[str], seed: int
              ) -> tuple[Photo, tuple[float, float]]:
     """`names` (one per FAR_PLACES place; `person`: name -> (photo, face index)) on one wall, each under its
@@ -1037,7 +1040,7 @@ def _fifth(p: dict[str, Photo], n) -> Split:
     night, close = padded(phone, 0.3, 65), padded(tears, 0.4, 67)
     tx, ty = 0.4 * tears.image.shape[1], 0.4 * tears.image.shape[0]
     her, him = couple.people.index("monica-hall"), couple.people.index("richard")
-    person = {name: (photo, photo.people.index(name)) for photo in (valley, pair, phone) for name in photo.people}
+    person = cast((valley, pair, phone))
     person["pexels-smile"], person["pexels-tears"] = (smile, 0), (tears, 0)
     # Twelve faces of the split's people (Erlich, Jared and Dinesh twice, the Pexels woman in two frames) on the
     # far wall, each under its own look.
@@ -1123,7 +1126,7 @@ def _sixth(p: dict[str, Photo], n) -> Split:
     ox, oy = 0.5 * street.image.shape[1], 0.5 * street.image.shape[0]
     portrait, studio = padded(ajb, 0.4, 73), padded(anchor, 0.4, 75)
     tx, ty = 0.4 * anchor.image.shape[1], 0.4 * anchor.image.shape[0]
-    person = {name: (photo, photo.people.index(name)) for photo in (street, ajb, anchor) for name in photo.people}
+    person = cast((street, ajb, anchor))
     person["anchor-talk"] = (talk, 0)
     # Twelve faces of the split's people (each two or three times) on the far wall, each under its own look.
     crowd, (cx, cy) = far_wall("x_crowd", person, ["ajb", "anchor-talk", "street-hoodie", "anchor-woman",
@@ -1174,7 +1177,7 @@ def _seventh(p: dict[str, Photo], n) -> Split:
                                        interpolation=cv2.INTER_CUBIC), "carphone"),  # a man in a car, a frame of
         # a 176 x 144 video, his face 43 px: upscaled 3x (low resolution)
     }
-    person = {name: (photo, photo.people.index(name)) for photo in p.values() for name in photo.people}
+    person = cast(p.values())
     # Seven on one wall (2500 x 1100, bare at both ends) in a loose row at different heights: the woman and the
     # man of the old photo (~45 px there, enlarged: soft), the man in the white T-shirt, Luis turned ~45°, the man
     # in glasses, the man with the goatee, the blonde woman.
@@ -1363,8 +1366,7 @@ def _tenth(p: dict[str, Photo], n) -> Split:
         "solvay-bald-lowres": (enlarged(middle, 2), "solvay-3"),  # a bald man, his face 36 px: upscaled 3x
         "solvay-turned-lowres": (enlarged(right, 0), "solvay-6"),  # a man turned ~20°, his face 43 px: upscaled 3x
     }
-    person = {name: (photo, photo.people.index(name)) for photo in (keith, middle, right, back)
-              for name in photo.people}
+    person = cast((keith, middle, right, back))
     # Seven on one wall (2500 x 1100, bare at both ends) in a loose row at different heights: six men of the
     # Solvay photo (~36-43 px faces there, enlarged: soft; one turned ~20°, one ~35°) and Keith (colour).
     group = collage("g_group", [(*person[name], x, y, width) for name, x, y, width in
@@ -1487,8 +1489,7 @@ def _twelfth(p: dict[str, Photo], n) -> Split:
         "jwp": (p["jwp"].image, "jwp"),  # a man with a short beard and a receding hairline, a striped shirt, warm
         # indoor light
     }
-    person = {name: (photo, photo.people.index(name)) for photo in (headband, freckles, office)
-              for name in photo.people}
+    person = cast((headband, freckles, office))
     person.update({name: (p[name], 0) for name in ("jwp", "jwp-tilt", "jwp-down", "jwp-talk")})
     # Seven on one wall (2500 x 1100, bare at both ends) in a loose row at different heights: the two colleagues of
     # the office (their 26 px faces enlarged: soft), the woman in the headband turned ~30°, the man with a beard
@@ -1582,11 +1583,9 @@ def _thirteenth(p: dict[str, Photo], n) -> Split:
         # Dinesh: brown skin, soft indoor light, cut from the cast photo
     }
     # The targets come from `tune`, `blind`, `sixth`, `seventh`, `eighth`, `ninth`, `eleventh` and `twelfth`.
-    person = {name: (photo, photo.people.index(name))
-              for photo in (p["justin"], p["luis"], p["beach"], p["cheer"], car, p["giunchedi"], p["headband"],
-                            p["tongue"], p["bar-glasses"], p["red"], t1, henner, p["paumier"], p["goatee"], p["tee"],
-                            p["xmorph"], p["stunning"])
-              for name in photo.people}
+    person = cast((p["justin"], p["luis"], p["beach"], p["cheer"], car, p["giunchedi"], p["headband"], p["tongue"],
+                   p["bar-glasses"], p["red"], t1, henner, p["paumier"], p["goatee"], p["tee"], p["xmorph"],
+                   p["stunning"]))
     lamport_grey = greyed(p["lamport"])  # a black-and-white print hung among colour faces
     person["lamport-grey"] = (lamport_grey, 0)
     # Eleven on one wall (2600 x 1250) in two staggered rows, colour and black and white together: Justin, Lamport
@@ -1767,12 +1766,10 @@ def _fourteenth(p: dict[str, Photo], n) -> Split:
         # beach, her face 74 px
     }
     # The targets come from `tune`, `heldout`, `fresh`, `fifth`, `eighth`, `tenth` and `twelfth`.
-    person = {name: (photo, photo.people.index(name))
-              for photo in (p["t1"], p["zidane"], p["obama2"], p["hanks"], p["astronaut"], p["multi"], p["daylight"],
-                            p["m7"], p["f1"], p["f13"], p["glasses"], p["elder"], p["valley"], p["smile"], p["phone"],
-                            p["henner"], p["giunchedi"], p["paumier"], p["lawn"], p["keith"], p["solvay-middle"],
-                            p["solvay-right"], p["headband"], p["freckles"], p["office"])
-              for name in photo.people}
+    person = cast((p["t1"], p["zidane"], p["obama2"], p["hanks"], p["astronaut"], p["multi"], p["daylight"], p["m7"],
+                   p["f1"], p["f13"], p["glasses"], p["elder"], p["valley"], p["smile"], p["phone"], p["henner"],
+                   p["giunchedi"], p["paumier"], p["lawn"], p["keith"], p["solvay-middle"], p["solvay-right"],
+                   p["headband"], p["freckles"], p["office"]))
     person["richard-turned"] = (p["pair"], p["pair"].people.index("richard"))  # the pair's Richard, turned ~25°
     person["monica-hall"] = (p["pair"], p["pair"].people.index("monica-hall"))
     person.update({name: (p[name], 0) for name in ("jwp-tilt", "jwp-talk")})
