@@ -31,6 +31,7 @@ _PRESENCE = 0.5  # face-mesh presence below this means the detection was not a f
 # track looked for and not found ends, so that at 0.5 such a face was swapped on, off and on again (tune split's
 # crowd pan, full run: toggles 35 -> 21, missed 38.0 -> 32.4 %, no phantom swap). A new face still needs _PRESENCE.
 REFIT_PRESENCE = 0.2
+SURE_MESH = 0.9  # ... and a face only one weak look found (`Detection.weak`) needs this: a fist was fitted at 0.68
 # A track's face the mesh does not find where it should be, but the detectors do (small and dim in a crowd, or
 # smeared by motion: the detectors score it 0.5-0.8, the mesh's presence is 0.01-0.15), is carried there with its
 # predicted mesh, moved by the offset of the detection's eyes from its own, if that offset is under CARRY_SHIFT
@@ -176,7 +177,7 @@ class OfflineEngine:
         mesh = self._landmarker.predict(frame, detections, wider=True)
         points = five_points(mesh.points)
         faces = [Face(box=d.box, score=d.score, kps=points[i], landmarks=mesh.points[i])
-                 for i, d in enumerate(detections) if mesh.presence[i] >= _PRESENCE]
+                 for i, d in enumerate(detections) if mesh.presence[i] >= (SURE_MESH if d.weak else _PRESENCE)]
         # Fit once more on the region the mesh itself spans (as MediaPipe's own tracking does): a detector box
         # off-centre or too large gives a mesh that is too large or offset; its own box does not. Where the
         # two boxes agree already, a second fit would give the same mesh: it is skipped (CPU).

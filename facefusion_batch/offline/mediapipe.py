@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -339,6 +339,8 @@ class Detection:
     box: np.ndarray  # (4,) x1, y1, x2, y2 float32, frame pixels
     score: float
     keypoints: np.ndarray  # (6, 2) float32, frame pixels
+    # Found by one weak look only (`MediaPipeDetector._closer`'s second look): a face only where the mesh is sure of it.
+    weak: bool = False
 
 
 def _session_input_size(session: InferenceSession, what: str) -> int:
@@ -861,9 +863,13 @@ class MediaPipeDetector:
         found, unsure = (list(parts) for parts in zip(*(_split(r, self.score_threshold) for r in results)))
         # Candidates on a known face (fitted by the mesh: a face, whatever its size) are parts of it.
         unsure = [tuple(part[[not _centre_in(box, sure) for box in u[0]]] for part in u) for u in unsure]
-        found += self._closer(frame, unsure, found)
+        firm, weak = self._closer(frame, unsure, found)
+        found += firm
         found += self._edge_ring(frame, found, None if changed is None else cells)
-        return [d for d in self._merge(found) if not _centre_in(d.box, sure)
+        firm_boxes = np.concatenate([p[0] for p in found]).reshape(-1, 4)
+        weak_boxes = np.concatenate([p[0] for p in weak]).reshape(-1, 4) if weak else np.zeros((0, 4), np.float32)
+        return [replace(d, weak=True) if _centre_in(d.box, weak_boxes) and not _centre_in(d.box, firm_boxes)
+                else d for d in self._merge(found + weak) if not _centre_in(d.box, sure)
                 and not any(_centre_in(o, d.box[None]) for o in sure)]
 
     def _edge_ring(self, frame: np.ndarray, found: list[Found], cells: np.ndarray | None) -> list[Found]:
@@ -902,7 +908,7 @@ class MediaPipeDetector:
             found[i] = best
         return [None if best is None else Detection(best[0][0], float(best[2][0]), best[1][0]) for best in found]
 
-    def _closer(self, frame: np.ndarray, unsure: list[Found], parts: list[Found]) -> list[Found]:
+    def _closer(self, frame: np.ndarray, unsure: list[Found], parts: list[Found]) -> tuple[list[Found], list[Found]]:
         """The sweep's boxes scored from CANDIDATE_SCORE up to the threshold (the likeliest MAX_CANDIDATES, not on a
         face of `parts`) looked at again closer (`_closer_looks`); the faces found there, on none of `parts`' faces.
         On a tile a face of 25-30 px (at 640 px) under a dim or coloured light, rolled or blurred scores 0.1-0.45;
@@ -910,7 +916,19 @@ class MediaPipeDetector:
         candidates = tuple(np.concatenate([p[n] for p in unsure]) for n in range(3))
         sure = np.concatenate([p[0] for p in parts]).reshape(-1, 4)
         looks = [(0, box, sure) for box in _likeliest(candidates, parts, MAX_CANDIDATES)]
-        return [best for best in self._closer_looks([frame], looks, [True] * len(looks)) if best is not None]
+        bests = self._closer_looks([frame], looks, [True] * len(looks))
+        # Where the full-range model finds nothing, the short-range model looks at the same view: a 26 px face turned
+        # ~50 degrees scored 0.42-0.70 by the full-range model there, 0.66-0.82 by the short-range one; but it also
+        # took a fist for a face (0.59, mesh presence 0.68), so what only it finds is weak (see Detection.weak).
+        height, width = frame.shape[:2]
+        again = [(look, view) for look, best in zip(looks, bests) if best is None for view in
+                 [_view_around(0, look[1], RECHECK_CONTEXT * float(max(look[1][2:] - look[1][:2])), width, height)]
+                 if view is not None]
+        results = self._short.run([frame], [view for _, view in again], self.score_threshold,
+                                  self.iou_threshold) if again else []
+        weak = [best for (look, _), result in zip(again, results)
+                if (best := _best_over(look[1], result, look[2])) is not None]
+        return [best for best in bests if best is not None], weak
 
     def _closer_looks(self, frames: Sequence[np.ndarray], looks: list[tuple[int, np.ndarray, np.ndarray | None]],
                       tint: Sequence[bool], greys: dict[int, np.ndarray] | None = None) -> list[Found | None]:

@@ -364,6 +364,19 @@ def test_a_small_face_scored_below_the_threshold_is_kept_when_a_closer_view_find
     assert [(v.width, v.height) for v in long.views[1]] == [(144, 144), (160, 160)]  # likeliest first
 
 
+def test_a_sweep_keeps_a_small_face_the_full_range_model_misses_closer_where_the_short_range_one_finds_it() -> None:
+    # A 26 px face turned ~50 degrees: a sweep's tile scores it 0.3 and the full-range model finds nothing over it
+    # on its closer view; the short-range model, shown the same view, finds it. A candidate neither model finds
+    # closer is no face. (Whole-frame candidates, on every reference frame, are not asked twice: CPU.)
+    frame = np.zeros((360, 640, 3), np.uint8)
+    short = _Canned([((449, 70, 476, 97), 0.75)], [])  # (the second: the edge ring's views)
+    long = _Canned([((450, 71, 476, 97), 0.3), ((100, 200, 126, 226), 0.25)], [])
+    found = _with_models(short, long).sweep(frame, [])
+    assert [tuple(np.round(d.box)) for d in found] == [(449, 70, 476, 97)] and found[0].score == pytest.approx(0.75)
+    assert found[0].weak  # only this look found it: a face only where the mesh is sure (engines/offline.py SURE_MESH)
+    assert short.views[0] == long.views[1]  # the same views, once each
+
+
 def test_low_scored_boxes_on_a_found_face_or_large_are_not_looked_at_again() -> None:
     frame = np.zeros((360, 640, 3), np.uint8)
     # An echo of the found face (its centre inside it) and a large doubtful box (full range's own range).

@@ -13,6 +13,7 @@ import pytest
 from skimage import data
 
 from conftest import hopper_processor, run_video
+from offline.test_classic import half_turned
 from facefusion_batch.offline import mediapipe
 from facefusion_batch.workflow.processor import FrameProcessor
 
@@ -240,6 +241,19 @@ def test_the_sweep_looks_closer_at_faces_its_tiles_score_low(processor, astronau
     assert all(any(mediapipe._overlap(d.box, boxes[i]) for d in found) for i in (1, 7))
 
 
+def test_a_small_turned_face_the_full_range_model_misses_closer_is_found_by_the_short_range_one(processor, astronaut):
+    # The astronaut turned (her far half squeezed to a fifth), 22 px, under a warm dim light: the full-range model
+    # finds nothing over her candidate on its closer view, the short-range model on that view does (the tune
+    # split's far wall: a 26 px face turned ~50 degrees, unswapped for 24 frames). The mesh then fits her.
+    image, _ = astronaut
+    turned = half_turned(image, squeeze=0.2)
+    face = processor.engine.detect(turned)[0]  # hers (a second box: the corner the squeeze smears)
+    wall, boxes = _wall((turned, face.box.astype(np.float64)), 640, 360, 22, CENTRES)
+    faces = processor.engine.detect(wall)
+    faces += processor.engine.sweep(wall, faces)
+    assert any(mediapipe._overlap(f.box, boxes[1]) for f in faces)
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize(("size", "look"), [(24, 6), (28, 3)])
 def test_the_sweep_finds_soft_small_faces_on_a_view_four_times_their_size(processor, astronaut, seed, size, look):
@@ -279,3 +293,21 @@ def test_a_face_whose_second_fit_says_no_face_keeps_its_first(processor, astrona
     wall, boxes = _wall(astronaut, 640, 360, 30, CENTRES)
     faces = processor.engine.detect(_noisy(wall, 3))
     assert any(mediapipe._overlap(f.box, boxes[DIM_BLURRED]) for f in faces)
+
+
+@pytest.mark.parametrize("presence", [0.68, 0.95])
+def test_a_face_only_the_sweeps_second_look_found_needs_a_sure_mesh(processor, astronaut, monkeypatch, presence):
+    # The short-range model's second look took a fist for a face (0.59; the mesh said 0.68): a face found by that
+    # look alone is kept only where the mesh is sure of it (SURE_MESH); any other detection needs _PRESENCE.
+    from facefusion_batch.engines import offline
+
+    image, box = astronaut
+    engine = processor.engine
+    (face,) = engine.detect(image)
+    mesh = engine._landmarker.predict(image, [mediapipe.Detection(face.box, 0.9, face.kps[:1].repeat(6, 0))])
+    monkeypatch.setattr(engine._landmarker, "predict", lambda *a, **k: mediapipe.FaceMesh(
+        mesh.points, np.full(len(mesh.presence), presence, np.float32)))
+    detection = mediapipe.Detection(face.box, 0.6, np.repeat(face.kps[:1], 6, axis=0), weak=True)
+    kept = engine._fitted(image, [detection])
+    assert len(kept) == (1 if presence >= offline.SURE_MESH else 0)
+    assert len(engine._fitted(image, [mediapipe.Detection(face.box, 0.6, detection.keypoints)])) == 1
