@@ -757,6 +757,10 @@ def _tune(p: dict[str, Photo], n) -> Split:
                                                  "grey t1-monica", "t1-joey"], 47)
     clips.append(Clip("t_wall_far", [Shot(wall, n(50), [(wx, wy, 2400, 0.0), (wx + 20, wy - 30, 2180, 1.5)],
                                           shake=0.3)], "many", ["hopper", "bus-beard"]))
+    # That wall in a dim room, seen closer: left to right, closing in (two or three faces in view, ~60-90 px).
+    clips.append(Clip("t_dim_group", [Shot(dimmed(wall), n(60), [(ox + 420, oy + 360, 1150, 0.0),
+                                                                 (ox + 950, oy + 330, 820, 1.0)], shake=0.5)],
+                      "many", ["hopper", "biden-grey"]))
     images = [("t_group_image", t1, "many", ["hopper", "bus-beard"]),
               ("t_street_image", bus, "many", ["biden-grey"])]
     return Split("tune", sources, clips, images)
