@@ -89,16 +89,17 @@ def face_frame() -> np.ndarray:
     return frame
 
 
-def faint_when_toned(tones: list[bool]) -> Callable[..., np.ndarray]:
-    """A stand-in for `classic.swap_face` whose swap, toned (its default), changes the face by a grey level at most
-    (too faint to see), and is the real swap with ``toned=False``; each call's ``toned`` goes into ``tones``."""
+def faint_when_toned(depths: list[float]) -> Callable[..., np.ndarray]:
+    """A stand-in for `classic.swap_face` whose swap, toned (``own_depth`` 0, its default), changes the face by a
+    grey level (too faint to see), and is the real swap at any other depth; each call's ``own_depth`` goes into
+    ``depths``."""
     from facefusion_batch.offline import classic
 
     swap_face = classic.swap_face
 
     def swap(frame, landmarks, texture, **kwargs):
-        tones.append(kwargs.get("toned", True))
-        if kwargs.get("toned", True):
+        depths.append(kwargs.get("own_depth", 0.0))
+        if not depths[-1]:
             return np.clip(frame.astype(np.int16) + 1, 0, 255).astype(np.uint8)
         return swap_face(frame, landmarks, texture, **kwargs)
     return swap

@@ -54,9 +54,15 @@ FAINT = 5.0
 TURN_BACK = 0.2
 FAINT_BACK = 0.1
 # Deep swaps: a track whose swap, its detail toned to the face's light (`classic.match_colour`), would be too faint to
-# see is swapped with the source's detail at its own depth where that shows, for the rest of the track (`Face.toned`
-# False; "deep" in its memo). Small, dim faces: toned, the far walls of `thirteenth`, `heldout` and `tenth` left 75,
-# 32 and 10 more face-frames than before the toning. An image's face likewise, on its own.
+# see is swapped with the source's detail deeper, for the rest of the track (`Face.own_depth`, in its memo), where the
+# source's own depth shows. Small, dim faces: toned, the far walls of `thirteenth`, `heldout` and `tenth` left 75, 32
+# and 10 more face-frames than before the toning. Only as deep as it needs to show, DEEP_MARGIN times the change
+# asked for (found in up to DEEP_STEPS tries): at the source's own depth a dim group's faces had black eye sockets and
+# brows painted on, which flickered as the camera moved (tune split's t_dim_group, made in session 29: added flicker
+# +5.98 / +10.88 -> +3.11 / +5.06 at 1.1, +3.86 / +6.56 at 1.25; the same faces accepted). The depth only grows
+# along a track, so that its swap does not step back and forth. An image's face likewise, on its own.
+DEEP_MARGIN = 1.1
+DEEP_STEPS = 2
 
 # A track's face turned beyond this (`classic.turn`, ~50 degrees) once found with a score under _PRESENCE (a
 # refit's mesh presence, or a detection found only on a closer look) is left beyond it for the rest of the track
@@ -272,14 +278,14 @@ class OfflineEngine:
             swapped = None
             if not memo["turned"] and index >= memo.get("checked", -RECHECK) + RECHECK:
                 least = FAINT * (1 + FAINT_BACK * (2 if memo.get("faint") else 1))
-                swapped, shows, deep = self._shown(frame, face, self._texture(source, mirror),
-                                                   not memo.get("deep"), least)
-                memo["faint"], memo["deep"] = not shows, deep
+                swapped, shows, own = self._shown(frame, face, self._texture(source, mirror),
+                                                  memo.get("own_depth", 0.0), least)
+                memo["faint"], memo["own_depth"] = not shows, own
                 memo["checked"], memo["checked_mirror"] = index, mirror
             leave = memo["turned"] or memo.get("faint", False)
-            toned = not memo.get("deep")
-            if leave or mirror or not toned or swapped is not None:
-                face = dataclasses.replace(face, leave=leave, mirror=mirror, toned=toned,
+            own = memo.get("own_depth", 0.0)
+            if leave or mirror or own or swapped is not None:
+                face = dataclasses.replace(face, leave=leave, mirror=mirror, own_depth=own,
                                            swapped=None if leave or swapped is None else (frame, swapped))
             settled.append(face)
         return settled
@@ -295,8 +301,8 @@ class OfflineEngine:
             # Its swap made while settling is the same, as long as no face before it changed the frame.
             if face.swapped is not None and face.swapped[0] is frame:
                 swapped, shows = face.swapped[1], True  # kept by `settle` for changing the face by more than FAINT
-            else:  # an image's face may go deep on its own; a track's was decided by `settle`
-                swapped, shows, _ = self._shown(frame, face, self._texture(source, mirror), face.toned, FAINT,
+            else:  # an image's face may go deeper on its own; a track's depth was decided by `settle`
+                swapped, shows, _ = self._shown(frame, face, self._texture(source, mirror), face.own_depth, FAINT,
                                                 deepen=face.memo is None)
             if not shows:
                 self.profiles_left.add()  # a change nobody would see is no swap: left, and said so
@@ -304,19 +310,33 @@ class OfflineEngine:
             frame = swapped
         return frame
 
-    def _shown(self, frame: np.ndarray, face: Face, texture: classic.SourceTexture, toned: bool, least: float,
-               deepen: bool = True) -> tuple[np.ndarray, bool, bool]:
-        """The face's swap, whether it changes the face by `least` or more, and whether it is deep: toned (where
-        `toned`) and, where that is too faint and `deepen`, the source's detail at its own depth if that shows (see
-        "Deep swaps")."""
-        swapped = classic.swap_face(frame, face.landmarks, texture, motion=face.motion, toned=toned)
-        if classic.visible_change(frame, swapped, face.landmarks) >= least:
-            return swapped, True, not toned
-        if toned and deepen:
-            deep = classic.swap_face(frame, face.landmarks, texture, motion=face.motion, toned=False)
-            if classic.visible_change(frame, deep, face.landmarks) >= least:
-                return deep, True, True
-        return swapped, False, not toned
+    def _shown(self, frame: np.ndarray, face: Face, texture: classic.SourceTexture, own_depth: float, least: float,
+               deepen: bool = True) -> tuple[np.ndarray, bool, float]:
+        """The face's swap with `own_depth` of the source's own detail depth (`classic.swap_face`), whether it changes
+        the face by `least` or more, and its depth; where it is too faint and `deepen`, the least depth that shows, if
+        the source's own does (see "Deep swaps")."""
+        def swapped_at(depth: float) -> tuple[np.ndarray, float]:
+            swapped = classic.swap_face(frame, face.landmarks, texture, motion=face.motion, own_depth=depth)
+            return swapped, classic.visible_change(frame, swapped, face.landmarks)
+
+        swapped, change = swapped_at(own_depth)
+        if change >= least or not deepen or own_depth >= 1:
+            return swapped, change >= least, own_depth
+        deep, deep_change = swapped_at(1.0)
+        if deep_change < least:
+            return swapped, False, own_depth
+        # The change grows with the depth, a little slower than in proportion: aimed along the line between the two
+        # depths at DEEP_MARGIN times `least`, and again from where that fell short.
+        low, low_change = own_depth, change
+        for _ in range(DEEP_STEPS):
+            depth = low + (1 - low) * (least * DEEP_MARGIN - low_change) / (deep_change - low_change)
+            if depth >= 1:
+                break
+            between, between_change = swapped_at(depth)
+            if between_change >= least:
+                return between, True, depth
+            low, low_change = depth, between_change
+        return deep, True, 1.0
 
     def _mirrors(self, turn: float, source: Record, back: float = 0.0) -> bool:
         """Whether a face turned by `turn` is turned the other way than the source's face, by at least

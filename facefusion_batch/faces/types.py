@@ -23,9 +23,10 @@ class Face:
     # Decided by its track too (the offline engine's `settle`): swapped with the source's mirror image, the face
     # being turned the other way than the source's.
     mirror: bool = False
-    # Decided by its track too (the offline engine's `settle`): the source's detail toned to the face's light, or at
-    # its own depth where toned it would be too faint to see (a small, dim face).
-    toned: bool = True
+    # Decided by its track too (the offline engine's `settle`): how much of the source's own detail depth its swap
+    # keeps, from 0, toned to the face's light, to 1, the source's own, as much as needed where toned it would be too
+    # faint to see (a small, dim face).
+    own_depth: float = 0.0
     # (a frame, that frame with this face swapped), made while its track decided (an engine's `settle`): the swap
     # reuses it when it is given that very frame, untouched.
     swapped: tuple[np.ndarray, np.ndarray] | None = field(default=None, compare=False, repr=False)

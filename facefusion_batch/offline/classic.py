@@ -415,16 +415,17 @@ def delaunay(points: np.ndarray, width: int, height: int) -> np.ndarray:
 
 def swap_face(frame: np.ndarray, target_landmarks: np.ndarray, source: SourceTexture, *,
               keep_mouth: bool = True, keep_eyes: bool = False, motion: tuple[float, float] = (0.0, 0.0),
-              toned: bool = True) -> np.ndarray:
+              own_depth: float = 0.0) -> np.ndarray:
     """Return a copy of ``frame`` (BGR uint8) with the source face laid over the target face.
 
     ``target_landmarks`` are the target's 468 face-mesh points in frame pixels, (468, 2) or (468, 3), with
     the origin at the top-left corner of the top-left pixel (as ``offline.mediapipe`` gives them);
     a third column is used as depth so that nearer triangles win where a turned face folds over itself.
     ``motion``: how far the face moved since the frame before (pixels), for the smear a fast one has
-    (`match_smear`). ``toned``: the source's lightness detail toned to the target's light (`match_colour`), else
-    at its own depth. Only pixels inside the landmarks' bounding rect (plus a feather margin) change. Landmarks
-    that do not describe a visible face (non-finite, collapsed, off-frame) give back an unchanged copy.
+    (`match_smear`). ``own_depth``: how much of the source's own depth its lightness detail keeps, from 0, toned to
+    the target's light (`match_colour`), to 1, its own. Only pixels inside the landmarks' bounding rect (plus a
+    feather margin) change. Landmarks that do not describe a visible face (non-finite, collapsed, off-frame) give
+    back an unchanged copy.
     """
     result = frame.copy()
     points = _xy(target_landmarks)
@@ -449,7 +450,7 @@ def swap_face(frame: np.ndarray, target_landmarks: np.ndarray, source: SourceTex
     shape = (y1 - y0, x1 - x0)
     scale = min(1.0, 1 / shade_step(shape))  # drawn at the colour grid's resolution: enough, and cheap
     coloured = match_colour(warped, target, mask, feature_weights(local, shape, size, scale),
-                            feature_weights(shaped, shape, size, scale), toned=toned)
+                            feature_weights(shaped, shape, size, scale), own_depth=own_depth)
     result[y0:y1, x0:x1] = _blend(target, coloured, mask)
     return result
 
@@ -757,7 +758,7 @@ def mask_ring(points: np.ndarray, forehead_keep: float = FOREHEAD_KEEP, scale: f
 
 
 def match_colour(warped: np.ndarray, target: np.ndarray, mask: np.ndarray, skin: np.ndarray | None = None,
-                 source_skin: np.ndarray | None = None, toned: bool = True) -> np.ndarray:
+                 source_skin: np.ndarray | None = None, own_depth: float = 0.0) -> np.ndarray:
     """``warped`` (uint8 BGR) recoloured in LAB to the target's skin: the target's shading and colour, the
     source's detail.
 
@@ -769,9 +770,10 @@ def match_colour(warped: np.ndarray, target: np.ndarray, mask: np.ndarray, skin:
     - the source's highlights are scaled to the target's headroom to white (a studio highlight on a bright
       face would otherwise paint a pale band onto it);
     - the source's lightness detail is as much shallower as the target's skin is darker (DETAIL_GAIN_MIN; not
-      when ``toned`` is False): on a dim face the source's brows and eye sockets would otherwise turn black;
+      where ``own_depth`` is 1): on a dim face the source's brows and eye sockets would otherwise turn black;
     - where the source's features are deeper than the target face's own, they are made shallower towards them, by
-      at most DETAIL_DEPTH_MIN (not when ``toned`` is False): harsh features look painted on and flicker;
+      at most DETAIL_DEPTH_MIN (not where ``own_depth`` is 1): harsh features look painted on and flicker; an
+      ``own_depth`` between 0 and 1 takes the detail that share of the way back to the source's own depth;
     - the target's chroma follows the output's lightness as the target's own skin does (darker skin is
       redder there): a source's shadow turns shaded skin, not a grey smudge, and near white it fades;
     - the source's own chroma detail (lips, a tinted glasses rim) is kept in proportion to the two skins'
@@ -821,14 +823,17 @@ def match_colour(warped: np.ndarray, target: np.ndarray, mask: np.ndarray, skin:
     damping = 1 - np.clip((255 - target_l) / np.maximum(255 - source_l, 1.0), HEADROOM_MIN, 1.0)
     shift = np.clip(target_l - source_l, -LIGHTNESS_LIMIT * _L8, LIGHTNESS_LIMIT * _L8)
     black = np.float32(16 * _L8)  # L + 16 is the cube root of luminance: shading multiplies it
-    gain = np.clip((source_l + shift + black) / (source_l + black), DETAIL_GAIN_MIN if toned else 1.0, 1.0)
+    gain = np.clip((source_l + shift + black) / (source_l + black), DETAIL_GAIN_MIN if own_depth < 1 else 1.0, 1.0)
     ratio = np.clip(np.hypot(target_low[..., 1], target_low[..., 2]) /
                     np.maximum(np.hypot(source_low[..., 1], source_low[..., 2]), 1.0), 0, 1) * CHROMA_DETAIL
     lab = cv2.cvtColor(warped, cv2.COLOR_BGR2LAB)
     source_l, damping, shift, gain = _resized((source_l, damping, shift, gain), (width, height))
-    detail = (lab[..., 0].astype(np.float32) - source_l) * gain
-    if toned:
+    own = lab[..., 0].astype(np.float32) - source_l
+    detail = own * gain
+    if own_depth < 1:
         detail *= np.float32(_depth_match(target, target_l, detail, core))
+        if own_depth > 0:  # part of the way from toned to the source's own depth
+            detail += np.float32(own_depth) * (own - detail)
     lightness = source_l + shift + detail - np.maximum(detail, 0) * damping
     lightness = cv2.LUT(np.clip(lightness + 0.5, 0, 255).astype(np.uint8), _SHOULDER)
     # The target's skin colour at the output's lightness (shadows on skin turn redder, highlights paler), the

@@ -643,8 +643,13 @@ def test_a_dim_face_gets_the_sources_features_as_dim_as_its_own(source, mesh, co
     assert np.percentile(lightness(swapped)[core], 1) >= 0.4 * np.percentile(lightness(frame)[core], 1), \
         "no black crushed into the face"
     assert detail(swapped) <= 1.4 * detail(frame)
-    deep = classic.swap_face(frame, landmarks, source, toned=False)  # the source's detail at its own depth
+    deep = classic.swap_face(frame, landmarks, source, own_depth=1.0)  # the source's detail at its own depth
     assert detail(deep) > 1.2 * detail(swapped)
+    # Part of the way there (a track whose toned swap is too faint to see goes only as deep as it needs to show).
+    between = [classic.swap_face(frame, landmarks, source, own_depth=share) for share in (0.3, 0.6)]
+    changes = [classic.visible_change(frame, image, landmarks) for image in (swapped, *between, deep)]
+    assert changes == sorted(changes) and changes[0] < changes[-1] - 1, changes
+    assert detail(swapped) < detail(between[0]) < detail(between[1]) < detail(deep)
 
 
 def test_identity_points_carry_the_sources_shape_and_steady_the_features(source, mesh):
@@ -749,7 +754,7 @@ def test_a_source_harsher_than_the_face_gets_its_features_no_deeper_than_its_own
         return float((lightness - cv2.GaussianBlur(lightness, (0, 0), 6))[core].std())
 
     matched = classic.swap_face(frame, landmarks, source)
-    deep = classic.swap_face(frame, landmarks, source, toned=False)
+    deep = classic.swap_face(frame, landmarks, source, own_depth=1.0)
     monkeypatch.setattr(classic, "DETAIL_DEPTH_MIN", 1.0)  # the rule off
     plain = classic.swap_face(frame, landmarks, source)
     assert classic.visible_change(frame, matched, landmarks) > 5, "swapped"
@@ -759,4 +764,4 @@ def test_a_source_harsher_than_the_face_gets_its_features_no_deeper_than_its_own
     else:
         assert detail(plain) < 1.1 * detail(frame), "the premise: the source's features are no deeper"
         assert detail(matched) > 0.97 * detail(plain)
-    assert np.array_equal(deep, classic.swap_face(frame, landmarks, source, toned=False)), "deep: the source's own"
+    assert np.array_equal(deep, classic.swap_face(frame, landmarks, source, own_depth=1.0)), "deep: the source's own"

@@ -236,19 +236,20 @@ def test_the_notice_on_a_turned_source_is_said_when_the_run_starts(tmp_path, mon
         assert any(m.startswith(f"{source}: its face is turned") for m in messages) is told, messages
 
 
-def test_an_image_face_too_faint_to_see_toned_is_swapped_at_the_sources_depth(env, capsys, monkeypatch):
+def test_an_image_face_too_faint_to_see_toned_is_swapped_deeper(env, capsys, monkeypatch):
     """An image's face whose swap, the source's detail toned to its light, would be too faint to see is swapped with
-    the source's detail at its own depth where that shows (engines/offline.py "Deep swaps"), not left."""
+    the source's detail as deep as it needs to show, where its own depth does (engines/offline.py "Deep swaps"), not
+    left."""
     from facefusion_batch.offline import classic
 
     tmp_path, source = env
     photo = tmp_path / "p.png"
     cv2.imwrite(str(photo), face_frame())
-    tones: list[bool] = []
-    monkeypatch.setattr(classic, "swap_face", faint_when_toned(tones))
+    depths: list[float] = []
+    monkeypatch.setattr(classic, "swap_face", faint_when_toned(depths))
     assert main(["run", "-s", str(source), "-t", str(photo), "-o", str(tmp_path / "o"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["outcomes"][0].get("profiles_left", 0) == 0
-    assert tones == [True, False]
+    assert depths[:2] == [0.0, 1.0] and 0 < depths[-1] < 1, "toned, the source's own depth, then the least that shows"
     x1, y1, x2, y2 = FACE_BOX.astype(int)
     change = np.abs(cv2.imread(str(tmp_path / "o" / "p.png")).astype(int) - face_frame())[y1:y2, x1:x2].mean()
     assert change > 5, "the deep swap shows"

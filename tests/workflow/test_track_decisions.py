@@ -226,21 +226,24 @@ def test_a_turned_track_whose_turn_the_mesh_cannot_hold_is_left_from_then_on(pro
     assert all(_run_turned(processor, cut, wobbling, monkeypatch))
 
 
-def test_a_track_too_faint_to_see_toned_is_swapped_at_the_sources_depth(processor, monkeypatch):
+def test_a_track_too_faint_to_see_toned_is_swapped_as_deep_as_it_needs_to_show(processor, monkeypatch):
     """A small, dim face's swap with the source's detail toned to its light can be too faint to see; that track is
-    swapped with the source's detail at its own depth instead, on every frame (not left, not switched between the
-    two), and only when toned it would not show."""
+    swapped with the source's detail deeper, as deep as it needs to show and no deeper (the source's own depth on a
+    dim face painted its features on, black eye sockets, and they flickered as it moved), on every frame (not left,
+    not switched between depths), and only when toned it would not show."""
     frames = _clip()
     swap_face = classic.swap_face
-    toned_flags: list[bool] = []
-    monkeypatch.setattr(classic, "swap_face", faint_when_toned(toned_flags))
+    depths: list[float] = []
+    monkeypatch.setattr(classic, "swap_face", faint_when_toned(depths))
     left_before = processor.engine.profiles_left.value
     swapped = _run(processor, frames)
     assert all(swapped) and processor.engine.profiles_left.value == left_before, swapped
-    assert toned_flags[:2] == [True, False], "the toned swap is measured first, then the deep one"
-    assert not any(toned_flags[2:]), "from then on the track is swapped deep only"
+    assert depths[:2] == [0.0, 1.0], "the toned swap is measured first, then one at the source's own depth"
+    chosen = depths[2]
+    assert 0 < chosen < 1, "between them, the least depth that shows"
+    assert set(depths[2:]) == {chosen}, "from then on the track is swapped at that depth"
     # A track whose toned swap shows keeps it.
     monkeypatch.setattr(classic, "swap_face",
-                        lambda *a, **k: toned_flags.append(k.get("toned", True)) or swap_face(*a, **k))
-    toned_flags.clear()
-    assert all(_run(processor, frames)) and all(toned_flags)
+                        lambda *a, **k: depths.append(k.get("own_depth", 0.0)) or swap_face(*a, **k))
+    depths.clear()
+    assert all(_run(processor, frames)) and not any(depths)
