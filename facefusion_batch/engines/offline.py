@@ -32,6 +32,10 @@ _PRESENCE = 0.5  # face-mesh presence below this means the detection was not a f
 # crowd pan, full run: toggles 35 -> 21, missed 38.0 -> 32.4 %, no phantom swap). A new face still needs _PRESENCE.
 REFIT_PRESENCE = 0.2
 SURE_MESH = 0.9  # ... and a face only one weak look found (`Detection.weak`) needs this: a fist was fitted at 0.68
+# ... and the mesh's eyes, nose and mouth within WEAK_AGREE of the detection's box of where the detector put them: a
+# patch of a blurred noise backdrop was fitted at 0.97, its points 0.30-0.42 of its box from the detector's; on a weak
+# turned 26 px face they were 0.13-0.18 apart, on faces the detectors find as such 0.01-0.09.
+WEAK_AGREE = 0.25
 # A track's face the mesh does not find where it should be, but the detectors do (small and dim in a crowd, or
 # smeared by motion: the detectors score it 0.5-0.8, the mesh's presence is 0.01-0.15), is carried there with its
 # predicted mesh, moved by the offset of the detection's eyes from its own, if that offset is under CARRY_SHIFT
@@ -183,7 +187,8 @@ class OfflineEngine:
         mesh = self._landmarker.predict(frame, detections, wider=True)
         points = five_points(mesh.points)
         faces = [Face(box=d.box, score=d.score, kps=points[i], landmarks=mesh.points[i])
-                 for i, d in enumerate(detections) if mesh.presence[i] >= (SURE_MESH if d.weak else _PRESENCE)]
+                 for i, d in enumerate(detections) if mesh.presence[i] >= (SURE_MESH if d.weak else _PRESENCE)
+                 and (not d.weak or _agrees(points[i], d))]
         # Fit once more on the region the mesh itself spans (as MediaPipe's own tracking does): a detector box
         # off-centre or too large gives a mesh that is too large or offset; its own box does not. Where the
         # two boxes agree already, a second fit would give the same mesh: it is skipped (CPU).
@@ -412,6 +417,14 @@ def source_notice(landmarks: np.ndarray) -> str | None:
     return ("its face is turned to one side: the offline engine turns it to face the camera and completes its far "
             "half with its near half's mirror image (its nose and far side are a guess); a frontal photo of the same "
             "person swaps better")
+
+
+def _agrees(points: np.ndarray, detection: Detection) -> bool:
+    """Whether a mesh's five points (eyes, nose, mouth corners) lie within WEAK_AGREE of the detection's box size of
+    the detector's own eyes, nose and mouth."""
+    mine = np.vstack([points[:3], points[3:5].mean(axis=0)])
+    apart = np.linalg.norm(mine - detection.keypoints[:4], axis=1)
+    return bool(apart.max() <= WEAK_AGREE * float(detection.box[2] - detection.box[0]))
 
 
 def _meshed_box(face: Face) -> Face:

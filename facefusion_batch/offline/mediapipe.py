@@ -480,11 +480,6 @@ CANDIDATE_SCORE = 0.15  # small full-range boxes scored this much (below the thr
 # (0.1) found more there (135) but boxes on no face too (a medal on Grace Hopper's uniform scored 0.79 closer), which
 # only the mesh then turned down.
 MAX_CANDIDATES = 10
-# Where the full-range model finds nothing over a candidate on its closer view, the short-range model looks at the same
-# view (`MediaPipeDetector._closer`); what only it finds needs this score: a 26 px face turned ~50 degrees scored
-# 0.66-0.82 there, a fist 0.59 and a patch of a blurred noise backdrop 0.52 (both then fitted by the face mesh at
-# presence 0.68 and 0.97).
-SECOND_LOOK_SCORE = 0.6
 EDGE_PAD = 0.125  # the frame mirrored out this share of its long side across every edge, for faces cut by it:
 EDGE_CUT = 0.1  # ... those reaching out of the frame by this share of their size at least ...
 EDGE_INSIDE = 0.3  # ... with this share of their box's side in the frame, along either axis
@@ -924,12 +919,12 @@ class MediaPipeDetector:
         bests = self._closer_looks([frame], looks, [True] * len(looks))
         # Where the full-range model finds nothing, the short-range model looks at the same view: a 26 px face turned
         # ~50 degrees scored 0.42-0.70 by the full-range model there, 0.66-0.82 by the short-range one; but it also
-        # takes things for faces, so what only it finds needs SECOND_LOOK_SCORE and is weak (see Detection.weak).
+        # takes things for faces, so what only it finds is weak (see Detection.weak).
         height, width = frame.shape[:2]
         again = [(look, view) for look, best in zip(looks, bests) if best is None for view in
                  [_view_around(0, look[1], RECHECK_CONTEXT * float(max(look[1][2:] - look[1][:2])), width, height)]
                  if view is not None]
-        results = self._short.run([frame], [view for _, view in again], max(self.score_threshold, SECOND_LOOK_SCORE),
+        results = self._short.run([frame], [view for _, view in again], self.score_threshold,
                                   self.iou_threshold) if again else []
         weak = [best for (look, _), result in zip(again, results)
                 if (best := _best_over(look[1], result, look[2])) is not None]

@@ -295,19 +295,23 @@ def test_a_face_whose_second_fit_says_no_face_keeps_its_first(processor, astrona
     assert any(mediapipe._overlap(f.box, boxes[DIM_BLURRED]) for f in faces)
 
 
-@pytest.mark.parametrize("presence", [0.68, 0.95])
-def test_a_face_only_the_sweeps_second_look_found_needs_a_sure_mesh(processor, astronaut, monkeypatch, presence):
-    # The short-range model's second look took a fist for a face (0.59; the mesh said 0.68): a face found by that
-    # look alone is kept only where the mesh is sure of it (SURE_MESH); any other detection needs _PRESENCE.
+@pytest.mark.parametrize(("presence", "off", "kept"), [(0.68, 0.0, False), (0.95, 0.0, True), (0.95, 0.35, False)])
+def test_a_face_only_the_sweeps_second_look_found_needs_a_sure_mesh_that_agrees_with_it(processor, astronaut,
+                                                                                         monkeypatch, presence, off, kept):
+    # The short-range model's second look took a fist for a face (0.59; the mesh said 0.68) and a patch of blurred
+    # noise (0.52; the mesh said 0.97, its eyes, nose and mouth 0.30-0.42 of the box from the detector's): a face found
+    # by that look alone is kept only where the mesh is sure of it (SURE_MESH) and puts its eyes, nose and mouth where
+    # the detector does (WEAK_AGREE); any other detection needs _PRESENCE only.
     from facefusion_batch.engines import offline
 
     image, box = astronaut
     engine = processor.engine
     (face,) = engine.detect(image)
-    mesh = engine._landmarker.predict(image, [mediapipe.Detection(face.box, 0.9, face.kps[:1].repeat(6, 0))])
+    keypoints = offline._keypoints(face)
+    mesh = engine._landmarker.predict(image, [mediapipe.Detection(face.box, 0.9, keypoints)])
     monkeypatch.setattr(engine._landmarker, "predict", lambda *a, **k: mediapipe.FaceMesh(
         mesh.points, np.full(len(mesh.presence), presence, np.float32)))
-    detection = mediapipe.Detection(face.box, 0.6, np.repeat(face.kps[:1], 6, axis=0), weak=True)
-    kept = engine._fitted(image, [detection])
-    assert len(kept) == (1 if presence >= offline.SURE_MESH else 0)
-    assert len(engine._fitted(image, [mediapipe.Detection(face.box, 0.6, detection.keypoints)])) == 1
+    moved = keypoints + np.float32([0.0, off * float(face.box[2] - face.box[0])])  # the detector's points lower down
+    detection = mediapipe.Detection(face.box, 0.6, moved, weak=True)
+    assert len(engine._fitted(image, [detection])) == (1 if kept else 0)
+    assert len(engine._fitted(image, [mediapipe.Detection(face.box, 0.6, moved)])) == 1
