@@ -187,8 +187,7 @@ class OfflineEngine:
         mesh = self._landmarker.predict(frame, detections, wider=True)
         points = five_points(mesh.points)
         faces = [Face(box=d.box, score=d.score, kps=points[i], landmarks=mesh.points[i])
-                 for i, d in enumerate(detections) if mesh.presence[i] >= (SURE_MESH if d.weak else _PRESENCE)
-                 and (not d.weak or _agrees(points[i], d))]
+                 for i, d in enumerate(detections) if _is_face(mesh.presence[i], points[i], d)]
         # Fit once more on the region the mesh itself spans (as MediaPipe's own tracking does): a detector box
         # off-centre or too large gives a mesh that is too large or offset; its own box does not. Where the
         # two boxes agree already, a second fit would give the same mesh: it is skipped (CPU).
@@ -419,12 +418,15 @@ def source_notice(landmarks: np.ndarray) -> str | None:
             "person swaps better")
 
 
-def _agrees(points: np.ndarray, detection: Detection) -> bool:
-    """Whether a mesh's five points (eyes, nose, mouth corners) lie within WEAK_AGREE of the detection's box size of
-    the detector's own eyes, nose and mouth."""
+def _is_face(presence: float, points: np.ndarray, detection: Detection) -> bool:
+    """Whether the mesh fitted on `detection` (its `presence`, its five `points`: eyes, nose, mouth corners) says a
+    face is there: presence _PRESENCE; for a weak detection SURE_MESH, and the mesh's eyes, nose and mouth within
+    WEAK_AGREE of the box's size of the detector's own."""
+    if not detection.weak:
+        return presence >= _PRESENCE
     mine = np.vstack([points[:3], points[3:5].mean(axis=0)])
     apart = np.linalg.norm(mine - detection.keypoints[:4], axis=1)
-    return bool(apart.max() <= WEAK_AGREE * float(detection.box[2] - detection.box[0]))
+    return presence >= SURE_MESH and bool(apart.max() <= WEAK_AGREE * float(detection.box[2] - detection.box[0]))
 
 
 def _meshed_box(face: Face) -> Face:

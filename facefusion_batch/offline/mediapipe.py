@@ -339,7 +339,8 @@ class Detection:
     box: np.ndarray  # (4,) x1, y1, x2, y2 float32, frame pixels
     score: float
     keypoints: np.ndarray  # (6, 2) float32, frame pixels
-    # Found by one weak look only (`MediaPipeDetector._closer`'s second look): a face only where the mesh is sure of it.
+    # Found by one weak look only (`MediaPipeDetector._closer`'s second look): a face only where the mesh is sure of it
+    # and agrees with the detector on where its features are (engines/offline.py SURE_MESH, WEAK_AGREE).
     weak: bool = False
 
 
