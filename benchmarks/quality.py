@@ -58,6 +58,7 @@ from facefusion_batch.video.probe import probe
 
 FPS = 25
 JUDGE_EVERY = 8
+NEVER_FRAMES = 8  # a face present this many frames or more and swapped in none of them is "never swapped"
 
 
 # ---------------------------------------------------------------- the judge (dlib; benchmark only)
@@ -377,6 +378,8 @@ def block(items: list[Scored]) -> dict:
     for s in many:
         by_source.setdefault(s.source, []).extend(s.identity)
     lowest, lowest_share = q.lowest_share(by_source)
+    worst = max(((t.longest_miss, f"{s.name} face {track[0]}.{track[1]}") for s in many
+                 for track, t in s.tracks.items()), default=(0, "-"))
     return {
         "faces_judged": identity["faces"], "accepted": identity["accepted"], "closer": identity["closer"],
         "found": identity["found"], "accepted_one": identity_one["accepted"], "accepted_large": large["accepted"],
@@ -388,6 +391,11 @@ def block(items: list[Scored]) -> dict:
         "missed_not_left": max(0, missed - sum(s.profiles_left for s in many)),
         "classes": q.class_misses(records),
         "one_frames_none": sum(1 for s in items if s.mode == "one" for e in s.events if e[0] == "none"),
+        # The worst a viewer sees of a face left as it is: the longest run of frames one face was missed in (and
+        # where), and how many faces present NEVER_FRAMES frames or more were never swapped at all.
+        "longest_miss": worst[0], "longest_miss_face": worst[1],
+        "never_swapped": sum(1 for s in many for t in s.tracks.values()
+                             if t.frames >= NEVER_FRAMES and t.missed == t.frames),
         "toggles": sum(t.toggles for t in tracks), "jumps": sum(t.jumps for t in tracks),
         "flicker_mean": flicker[0], "flicker_p95": flicker[1], "jitter_mean": jitter[0], "jitter_p95": jitter[1],
         "floor_flicker_mean": q.flicker_summary([f for s in items for f in s.floor_flicker])[0],
@@ -426,7 +434,8 @@ COLUMNS = (("faces_judged", "judged", "{:.0f}"), ("accepted", "accept", "{:.0%}"
            ("found", "found", "{:.0%}"), ("accepted_one", "acc.one", "{:.0%}"), ("missed", "missed", "{:.0f}"),
            ("face_frames", "of", "{:.0f}"), ("missed_share", "miss%", "{:.1%}"), ("faint", "faint", "{:.0f}"),
            ("profiles_left", "profile", "{:.0f}"),
-           ("missed_not_left", "miss-prof", "{:.0f}"), ("one_frames_none", "one:none", "{:.0f}"),
+           ("missed_not_left", "miss-prof", "{:.0f}"), ("longest_miss", "miss.run", "{:.0f}"),
+           ("never_swapped", "never", "{:.0f}"), ("one_frames_none", "one:none", "{:.0f}"),
            ("toggles", "toggles", "{:.0f}"), ("jumps", "jumps", "{:.0f}"), ("flicker_mean", "flick", "{:+.2f}"),
            ("flicker_p95", "p95", "{:+.2f}"), ("jitter_p95", "jit95", "{:+.2f}"), ("switches", "switch", "{:.0f}"),
            ("switches_any", "sw.any", "{:.0f}"),
@@ -460,6 +469,8 @@ def table(report: dict) -> str:
                  f"(goal within 0.1); closer {_cell(total['closer'], '{:.0%}')}; "
                  f"faint swaps {total['faint']}; profiles left {total['profiles_left']}; "
                  f"frames with a phantom swap {total['phantom_frames']}")
+    lines.append(f"    longest run a face was left as it is: {total['longest_miss']} frames ({total['longest_miss_face']}); "
+                 f"faces never swapped: {total['never_swapped']}")
     return "\n".join(lines)
 
 

@@ -131,6 +131,7 @@ class TrackStats:
     jitter: list[float] = field(default_factory=list)  # added jitter of the same face-frames, where known
     missed_at: list[int] = field(default_factory=list)
     jumps_at: list[int] = field(default_factory=list)
+    longest_miss: int = 0  # the most consecutive frames it was missed in (only where swapping was expected)
 
 
 def track_stats(strengths: Sequence[float], flickers: Sequence[float], frames: Sequence[int] | None = None,
@@ -146,6 +147,7 @@ def track_stats(strengths: Sequence[float], flickers: Sequence[float], frames: S
     if expected:
         stats.missed_at = [f for f, s in zip(frames, swapped) if not s]
         stats.missed = len(stats.missed_at)
+        stats.longest_miss = longest_run(stats.missed_at)
     stats.toggles = toggles(swapped)
     for index, (frame, flick) in enumerate(zip(frames, flickers)):
         if not np.isfinite(flick):
@@ -158,6 +160,15 @@ def track_stats(strengths: Sequence[float], flickers: Sequence[float], frames: S
             stats.jumps += 1
             stats.jumps_at.append(frame)
     return stats
+
+
+def longest_run(frames: Sequence[int]) -> int:
+    """The length of the longest run of consecutive numbers in `frames` (ascending frame numbers)."""
+    longest = run = 0
+    for index, frame in enumerate(frames):
+        run = run + 1 if index and frame == frames[index - 1] + 1 else 1
+        longest = max(longest, run)
+    return longest
 
 
 def toggles(swapped: Sequence[bool]) -> int:

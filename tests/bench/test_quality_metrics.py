@@ -32,7 +32,16 @@ def test_track_stats_counts_misses_toggles_and_jumps():
     assert stats.jumps == 2 and stats.jumps_at == [13, 17]
     # Flicker is measured where the face is swapped now or was just before (frame 16 is neither).
     assert stats.flicker == [0.5, 3.0, 15.0, 0.2, 1.0, 13.0]
+    assert stats.longest_miss == 2  # frames 15 and 16
     assert q.track_stats(strengths, flickers, expected=False).missed == 0
+    assert q.track_stats(strengths, flickers, expected=False).longest_miss == 0
+
+
+def test_longest_run_counts_consecutive_frames_only():
+    assert q.longest_run([]) == 0
+    assert q.longest_run([7]) == 1
+    assert q.longest_run([1, 2, 3, 5, 6]) == 3
+    assert q.longest_run([1, 3, 5, 6, 7, 8, 20]) == 4  # a gap (the face out of the picture) starts a new run
 
 
 def test_jitter_takes_the_camera_motion_out_of_added_flicker():
