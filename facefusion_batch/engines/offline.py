@@ -20,7 +20,7 @@ from facefusion_batch.faces.types import Face
 from facefusion_batch.models import store
 from facefusion_batch.models.batcher import MicroBatcher
 from facefusion_batch.models.sessions import Counter, GuardedSession, SessionPool
-from facefusion_batch.offline import classic
+from facefusion_batch.offline import classic, face_template
 from facefusion_batch.offline.mediapipe import (MODEL_FILES, Detection, MediaPipeDetector, MediaPipeLandmarker,
                                                 asset_path, five_points)
 from facefusion_batch.settings import Settings
@@ -36,6 +36,27 @@ SURE_MESH = 0.9  # ... and a face only one weak look found (`Detection.weak`) ne
 # patch of a blurred noise backdrop was fitted at 0.97, its points 0.30-0.42 of its box from the detector's; on a weak
 # turned 26 px face they were 0.13-0.18 apart, on faces the detectors find as such 0.01-0.09.
 WEAK_AGREE = 0.25
+# A small face the sweep found and the mesh said no face on (a soft face of 25-35 px on a far wall: presence
+# 0.0004-0.002 on every crop the mesh is tried on) is swapped on a template mesh placed on its keypoints
+# (offline/face_template.py) where it is this size or smaller and the detectors find it again on a closer look, their
+# features agreeing (see `_templated`). Tune split: that face was left on every frame of the far crowd and the crowd
+# pan, 150 of the split's 297 missed face-frames.
+TEMPLATE_SIZE = 48.0
+# Not below TEMPLATE_LEAST, and only where the short-range model finds the face too on a view three times its size:
+# the full-range model's two looks (the sweep's tile, the closer view) agreed on patches of a blurred-noise backdrop
+# of 11 and 22 px (scores 0.50-0.65, their features 0.03-0.09 of the box apart, as on the real faces); the short-range
+# model scored the 22 px patch 0.40-0.43, the tune split's soft faces of 25-35 px 0.60-0.70.
+TEMPLATE_LEAST = 16.0
+# ... and its track is carried on where the detectors' closer look scores it this much (as REFIT_PRESENCE for a
+# fitted one: a face seen once is looked for again more leniently than a new one): the soft face scored 0.53-0.56 by
+# the detectors and fell below their threshold on the next frames, and the track ended after 16 frames.
+TEMPLATE_AGAIN = 0.3
+# ... and moved by TEMPLATE_EASE of the offset of the detectors' eyes from its own up to TEMPLATE_NOISE of its size:
+# such a track is carried by the detectors' looks frame after frame, and their eyes on a 30 px face wander by 1-3 px
+# from look to look; taken whole, the swap shook by that (the soft face's added flicker 1-10 grey levels a frame,
+# the clip's p95 +2.48 -> +3.15); not taken at all, the swap stayed behind as the camera drifted, and lost the face.
+TEMPLATE_NOISE = 0.12
+TEMPLATE_EASE = 0.3
 # A track's face the mesh does not find where it should be, but the detectors do (small and dim in a crowd, or
 # smeared by motion: the detectors score it 0.5-0.8, the mesh's presence is 0.01-0.15), is carried there with its
 # predicted mesh, moved by the offset of the detection's eyes from its own, if that offset is under CARRY_SHIFT
@@ -178,16 +199,19 @@ class OfflineEngine:
         """Faces the whole-frame detectors missed (small ones), looked for on tiles of the frame (those where
         the picture `changed`): several detector inputs, so the pipeline asks now and then (workflow/analysis.py
         `MotionGate`)."""
-        return self._fitted(frame, self._detector.sweep(frame, [face.box for face in faces], changed))
+        return self._fitted(frame, self._detector.sweep(frame, [face.box for face in faces], changed), swept=True)
 
-    def _fitted(self, frame: np.ndarray, detections: Sequence[Detection]) -> list[Face]:
-        """The face mesh fitted on each detection; those the mesh says are no face are dropped."""
+    def _fitted(self, frame: np.ndarray, detections: Sequence[Detection], swept: bool = False) -> list[Face]:
+        """The face mesh fitted on each detection; those the mesh says are no face are dropped, but for a sweep's
+        small faces the detectors see again (`_templated`)."""
         if not detections:
             return []
         mesh = self._landmarker.predict(frame, detections, wider=True)
         points = five_points(mesh.points)
+        meshed = [_is_face(mesh.presence[i], points[i], d) for i, d in enumerate(detections)]
         faces = [Face(box=d.box, score=d.score, kps=points[i], landmarks=mesh.points[i])
-                 for i, d in enumerate(detections) if _is_face(mesh.presence[i], points[i], d)]
+                 for i, d in enumerate(detections) if meshed[i]]
+        placed = self._templated(frame, [d for d, ok in zip(detections, meshed) if not ok]) if swept else []
         # Fit once more on the region the mesh itself spans (as MediaPipe's own tracking does): a detector box
         # off-centre or too large gives a mesh that is too large or offset; its own box does not. Where the
         # two boxes agree already, a second fit would give the same mesh: it is skipped (CPU).
@@ -197,19 +221,45 @@ class OfflineEngine:
         # A second fit that says "no face" where the first said one keeps the first: on a small face the mesh's
         # presence goes up and down from fit to fit (0.1-0.9 on a dim 34 px face in sunglasses).
         fitted = {i: face for i, face in zip(again, refits) if face is not None}
-        return [fitted.get(i, box) for i, box in enumerate(meshed)]
+        return [fitted.get(i, box) for i, box in enumerate(meshed)] + placed
+
+    def _templated(self, frame: np.ndarray, detections: Sequence[Detection]) -> list[Face]:
+        """Faces with a template mesh placed on their keypoints (offline/face_template.py), for the detections the
+        mesh said no face on, TEMPLATE_LEAST to TEMPLATE_SIZE wide (not weak ones), that the detectors find again on
+        a closer look (`look_at`: their eyes, nose and mouth within WEAK_AGREE of where the first look put them) and
+        the short-range model finds too (`look_short`)."""
+        small = [d for d in detections
+                 if not d.weak and TEMPLATE_LEAST <= float(d.box[2] - d.box[0]) <= TEMPLATE_SIZE]
+        if not small:
+            return []
+        boxes = [d.box for d in small]
+        faces = []
+        for first, again, close in zip(small, self._detector.look_at(frame, boxes),
+                                       self._detector.look_short(frame, boxes)):
+            if again is None or close is None:
+                continue
+            apart = np.linalg.norm(again.keypoints[:4] - first.keypoints[:4], axis=1).max()
+            if apart > WEAK_AGREE * float(first.box[2] - first.box[0]):
+                continue
+            landmarks = face_template.placed((first.keypoints + again.keypoints) / 2)
+            faces.append(Face(box=first.box, score=first.score, kps=five_points(landmarks[None])[0],
+                              landmarks=landmarks, templated=True))
+        return faces
 
     def refit(self, frame: np.ndarray, predicted: Sequence[Face]) -> list[Face]:
         """The face mesh fitted straight on tracks' predicted boxes (the landmark model needs only a region
         and says whether a face is there): finds faces the detector missed, e.g. tilted or moving ones. Where
-        the mesh says no face, the detectors look there (`look_at`): a face they find is the track's face, its
-        predicted mesh moved to where they see its eyes (see CARRY_SHIFT)."""
+        the mesh says no face, the detectors look there (`look_at`; at TEMPLATE_AGAIN for a track placed from a
+        template): a face they find is the track's face, its predicted mesh moved to where they see its eyes (see
+        CARRY_SHIFT)."""
         fits = self._fits(frame, predicted, REFIT_PRESENCE)
-        lost = [i for i, fit in enumerate(fits) if fit is None]
-        if lost:
-            for i, seen in zip(lost, self._detector.look_at(frame, [predicted[i].box for i in lost])):
-                if seen is not None:
-                    fits[i] = _carried(predicted[i], seen)
+        for templated in (False, True):
+            lost = [i for i, fit in enumerate(fits) if fit is None and predicted[i].templated == templated]
+            seen = self._detector.look_at(frame, [predicted[i].box for i in lost],
+                                          TEMPLATE_AGAIN if templated else None) if lost else []
+            for i, face in zip(lost, seen):
+                if face is not None:
+                    fits[i] = _carried(predicted[i], face)
         return [face for face in fits if face is not None]
 
     def _fits(self, frame: np.ndarray, predicted: Sequence[Face], presence: float) -> list[Face | None]:
@@ -398,14 +448,18 @@ def _cut_by_edge(landmarks: np.ndarray, shape: tuple[int, ...]) -> bool:
 
 def _carried(face: Face, seen: Detection) -> Face | None:
     """`face` (a track's predicted face) moved by the offset between its eyes and the eyes of the detection
-    `seen` over it, or None where they lie further apart than CARRY_SHIFT of the face's size (another face)."""
+    `seen` over it, or None where they lie further apart than CARRY_SHIFT of the face's size (another face); a face
+    placed from a template (`Face.templated`) moved TEMPLATE_EASE of an offset up to TEMPLATE_NOISE."""
     shift = seen.keypoints[:2].mean(axis=0) - face.kps[:2].mean(axis=0)
-    if float(np.linalg.norm(shift)) > CARRY_SHIFT * float(face.box[2] - face.box[0]):
+    apart = float(np.linalg.norm(shift)) / float(face.box[2] - face.box[0])
+    if apart > CARRY_SHIFT:
         return None
+    if face.templated and apart <= TEMPLATE_NOISE:
+        shift = shift * np.float32(TEMPLATE_EASE)
     landmarks = face.landmarks.copy()
     landmarks[:, :2] += shift
     return Face(box=face.box + np.tile(shift, 2).astype(face.box.dtype), score=seen.score, kps=face.kps + shift,
-                landmarks=landmarks)
+                landmarks=landmarks, templated=face.templated)
 
 
 def source_notice(landmarks: np.ndarray) -> str | None:

@@ -327,6 +327,7 @@ class Tracker:
         tracks but do not count as seen by the detector. A track looked for there and not found is not
         carried: the face is not where its motion says (it moved otherwise, or left). None: nothing could be
         looked for (the engine cannot refit), and missed tracks are carried with their motion."""
+        faces = self._own_faces(index, faces)
         own = len(faces)
         looked = self._looked[1] if refits is not None and self._looked[0] == index else set()
         faces = faces + list(refits or [])
@@ -396,6 +397,7 @@ class Tracker:
         at again before a face is declared gone. A track seen on one frame only is looked for on the next (a
         face coming in across the edge, found once by the detectors, is often missed by them on the frame after:
         the mesh fitted where it was finds it), not carried (`update`)."""
+        faces = self._own_faces(index, faces)
         matched = {track.id for track in self._associate(index, faces).values()}
         found, looked = [], set()
         for track in self.tracks.values():
@@ -409,6 +411,14 @@ class Tracker:
                 looked.add(track.id)
         self._looked = (index, looked)
         return found
+
+    def _own_faces(self, index: int, faces: list[Face]) -> list[Face]:
+        """`faces` less those with a template mesh (`Face.templated`) on a track whose face was fitted: the track's
+        own mesh is the better, and it looks for its face itself where the detector did not fit one (`missing`)."""
+        if not any(face.templated for face in faces):
+            return faces
+        fitted = [_face(t.face, t.expected(index - t.last)).box for t in self.tracks.values() if not t.face.templated]
+        return [face for face in faces if not (face.templated and _on_any(face.box, fitted))]
 
     def _associate(self, index: int, faces: list[Face],
                    thumbs: tuple[np.ndarray | None, np.ndarray] | None = None) -> dict[int, Track]:

@@ -35,6 +35,10 @@ class Face:
     opacity: float = 1.0
     # How far the face moved since the frame before (pixels; its track's motion): the smear a fast face has.
     motion: tuple[float, float] = (0.0, 0.0)
+    # Its landmarks are a template placed on a detector's keypoints, not a mesh fitted on the face (the offline
+    # engine's small faces the mesh cannot see, offline/face_template.py): such a face only starts a track of its
+    # own, never stands in for a track's fitted face (faces/tracking.py).
+    templated: bool = False
 
     @property
     def area(self) -> float:

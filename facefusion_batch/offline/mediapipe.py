@@ -748,10 +748,11 @@ class MediaPipeDetector:
             if best is not None:
                 found[index].append(best)
 
-    def _short_looks(self, frames: Sequence[np.ndarray], looks: Sequence[tuple[int, np.ndarray]]) -> list[Found]:
+    def _short_looks(self, frames: Sequence[np.ndarray], looks: Sequence[tuple[int, np.ndarray]],
+                     threshold: float | None = None) -> list[Found]:
         """For each (frame index, box): the faces the short-range model finds on a view EDGE_CONTEXT times the box's
         size around it (the frame reflected across its edges where the view reaches out), in frame pixels; one
-        batch."""
+        batch. `threshold`: the score a face needs there (default: the detector's)."""
         crops, offsets = [], []
         for index, box in looks:
             side = max(16, round(EDGE_CONTEXT * float(max(box[2] - box[0], box[3] - box[1]))))
@@ -760,7 +761,8 @@ class MediaPipeDetector:
                                         flags=cv2.INTER_NEAREST, borderMode=cv2.BORDER_REFLECT))
             offsets.append(np.array([x0, y0], np.float32))
         views = [View(i, 0, 0, crop.shape[1], crop.shape[0]) for i, crop in enumerate(crops)]
-        results = self._short.run(crops, views, self.score_threshold, self.iou_threshold) if crops else []
+        threshold = self.score_threshold if threshold is None else threshold
+        results = self._short.run(crops, views, threshold, self.iou_threshold) if crops else []
         return [(boxes + np.tile(offset, 2), keypoints + offset, scores)
                 for offset, (boxes, keypoints, scores) in zip(offsets, results)]
 
@@ -893,20 +895,32 @@ class MediaPipeDetector:
         return [tuple(part[np.maximum(b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]) <= EDGE_RING_FACE * side]
                       for part in (b, k, s)) for b, k, s in cut]
 
-    def look_at(self, frame: np.ndarray, boxes: Sequence[np.ndarray]) -> list[Detection | None]:
+    def look_at(self, frame: np.ndarray, boxes: Sequence[np.ndarray], threshold: float | None = None
+                ) -> list[Detection | None]:
         """The best-scored face found over each of `boxes`, or None: whether a face is where a track says one
         should be. Boxes of RECHECK_SIZE of the frame's long side or more are looked at by the short-range model
-        (`_short_looks`), smaller ones by the full-range model closer (`_closer_looks`); one batch each."""
+        (`_short_looks`), smaller ones by the full-range model closer (`_closer_looks`); one batch each. `threshold`:
+        the score a face needs there (default: the detector's)."""
         boxes = [np.asarray(box, np.float32) for box in boxes]
         small = RECHECK_SIZE * max(frame.shape[:2])
         large = [i for i, box in enumerate(boxes) if max(box[2] - box[0], box[3] - box[1]) >= small]
         rest = [i for i in range(len(boxes)) if i not in large]
         found: list[Found | None] = [None] * len(boxes)
-        for i, result in zip(large, self._short_looks([frame], [(0, boxes[i]) for i in large])):
+        for i, result in zip(large, self._short_looks([frame], [(0, boxes[i]) for i in large], threshold)):
             found[i] = _best_over(boxes[i], result)
-        closer = self._closer_looks([frame], [(0, boxes[i], None) for i in rest], [True] * len(rest))
+        closer = self._closer_looks([frame], [(0, boxes[i], None) for i in rest], [True] * len(rest),
+                                    threshold=threshold)
         for i, best in zip(rest, closer):
             found[i] = best
+        return [None if best is None else Detection(best[0][0], float(best[2][0]), best[1][0]) for best in found]
+
+    def look_short(self, frame: np.ndarray, boxes: Sequence[np.ndarray]) -> list[Detection | None]:
+        """The best-scored face the short-range model finds over each of `boxes` on a view EDGE_CONTEXT times its
+        size (`_short_looks`), or None; one batch: a look by the other model, at a face too small for it on the whole
+        frame."""
+        boxes = [np.asarray(box, np.float32) for box in boxes]
+        looks = self._short_looks([frame], [(0, box) for box in boxes]) if boxes else []
+        found = [_best_over(box, result) for box, result in zip(boxes, looks)]
         return [None if best is None else Detection(best[0][0], float(best[2][0]), best[1][0]) for best in found]
 
     def _closer(self, frame: np.ndarray, unsure: list[Found], parts: list[Found]) -> tuple[list[Found], list[Found]]:
@@ -932,11 +946,13 @@ class MediaPipeDetector:
         return [best for best in bests if best is not None], weak
 
     def _closer_looks(self, frames: Sequence[np.ndarray], looks: list[tuple[int, np.ndarray, np.ndarray | None]],
-                      tint: Sequence[bool], greys: dict[int, np.ndarray] | None = None) -> list[Found | None]:
+                      tint: Sequence[bool], greys: dict[int, np.ndarray] | None = None,
+                      threshold: float | None = None) -> list[Found | None]:
         """For each (frame index, candidate box, faces known there or None): the best-scored face the full-range
         model finds over the box (`_best_over`) on a view RECHECK_CONTEXT times its size, and on that view tinted too
         where `tint` (a flag a look) allows and the box is mostly grey (GREY_FACE), all in one batch; None where it
-        finds none. `greys`: the frames' grey maps measured already, by frame index (`_grey_of`)."""
+        finds none. `greys`: the frames' grey maps measured already, by frame index (`_grey_of`). `threshold`: the
+        score a face needs there (default: the detector's)."""
         views, owners, tinted = [], [], []
         greys = {} if greys is None else greys
         for look, (index, box, _) in enumerate(looks):
@@ -951,7 +967,8 @@ class MediaPipeDetector:
             views += [view] * len(seen)
             owners += [look] * len(seen)
             tinted += seen
-        results = (self._long.run(frames, views, self.score_threshold, self.iou_threshold, tinted=tinted)
+        threshold = self.score_threshold if threshold is None else threshold
+        results = (self._long.run(frames, views, threshold, self.iou_threshold, tinted=tinted)
                    if views else [])
         bests: list[Found | None] = [None] * len(looks)
         for look, result in zip(owners, results):

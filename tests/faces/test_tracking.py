@@ -79,6 +79,26 @@ def test_a_face_seen_once_is_looked_for_on_the_next_frame_and_kept_where_found()
     assert [f.box[0] for f in stale.missing(2, [face(700, 100)])] == []
 
 
+def test_a_face_placed_from_a_template_starts_a_track_but_never_stands_in_for_a_fitted_face():
+    # The offline engine places a template mesh on a small face the mesh cannot fit (Face.templated): where no track
+    # is, it starts one, carried on like any; over a track whose face was fitted it is not taken (the track's own
+    # mesh is the better, and the track looks for its face itself), nor does it keep that track from being looked for.
+    tracker = Tracker(1000, 600)
+    (fitted,) = tracker.update(0, [face(100, 100)], detected=True)
+    templated = dataclasses.replace(face(103, 100, mesh=np.array([[0.2, 0.3], [0.8, 0.3], [0.5, 0.7],
+                                                                  [0.3, 0.9], [0.7, 0.9]])), templated=True)
+    (looked,) = tracker.missing(1, [templated])
+    assert looked.box[0] == pytest.approx(100, abs=1)
+    (kept,) = tracker.update(1, [templated], True, refits=[face(102, 100)])
+    assert kept.track == fitted.track and not kept.face.templated
+    assert kept.face.kps[0, 1] == pytest.approx(140, abs=1)  # the fitted face's eyes, not the template's
+    alone = Tracker(1000, 600)
+    (started,) = alone.update(0, [dataclasses.replace(face(500, 100), templated=True)], detected=True)
+    assert started.face.templated
+    (carried,) = alone.update(1, [dataclasses.replace(face(502, 100), templated=True)], detected=False)
+    assert carried.track == started.track
+
+
 def test_a_cut_ends_every_track():
     tracker = Tracker(1000, 600)
     dark, bright = np.full((54, 96), 30.0, np.float32), np.full((54, 96), 200.0, np.float32)

@@ -315,3 +315,28 @@ def test_a_face_only_the_sweeps_second_look_found_needs_a_sure_mesh_that_agrees_
     detection = mediapipe.Detection(face.box, 0.6, moved, weak=True)
     assert len(engine._fitted(image, [detection])) == (1 if kept else 0)
     assert len(engine._fitted(image, [mediapipe.Detection(face.box, 0.6, moved)])) == 1
+
+
+SOFT = dict(blur=2.0, gain=0.8)  # a 32 px face the mesh sees no face on, whichever crop it is asked on
+
+
+@pytest.mark.parametrize("seen_again", [True, False])
+def test_a_small_face_the_mesh_cannot_see_is_swapped_on_a_template_where_a_closer_look_finds_it_again(
+        processor, astronaut, monkeypatch, seen_again):
+    # The sweep finds the soft face (0.5-0.6), the mesh says "no face" on every crop (presence 0.002-0.12): it is
+    # swapped on the template mesh placed on the detectors' keypoints, on every frame (its track carried by the
+    # detectors' looks), where a closer look finds it again; where that look finds nothing (a pattern one view took
+    # for a face), never.
+    wall, boxes = _wall(astronaut, 640, 360, 32, CENTRES[:1], [SOFT])
+    frames = [_noisy(wall, seed) for seed in range(8)]
+    box = boxes[0]
+    engine = processor.engine
+    detections = [d for d in engine._detector.sweep(frames[0], []) if mediapipe._overlap(d.box, box)]
+    assert detections, "premise: the sweep finds it"
+    assert engine._landmarker.predict(frames[0], detections, wider=True).presence.max() < 0.5, "premise: no mesh"
+    if not seen_again:
+        monkeypatch.setattr(engine._detector, "look_at",
+                            lambda frame, boxes, threshold=None: [None] * len(boxes))
+    out = run_video(processor, frames)
+    swapped = [_strength(f, o, box) >= SWAPPED for f, o in zip(frames, out)]
+    assert all(swapped) if seen_again else not any(swapped), swapped
