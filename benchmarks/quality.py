@@ -469,8 +469,8 @@ def table(report: dict) -> str:
                  f"(goal within 0.1); closer {_cell(total['closer'], '{:.0%}')}; "
                  f"faint swaps {total['faint']}; profiles left {total['profiles_left']}; "
                  f"frames with a phantom swap {total['phantom_frames']}")
-    lines.append(f"    longest run a face was left as it is: {total['longest_miss']} frames ({total['longest_miss_face']}); "
-                 f"faces never swapped: {total['never_swapped']}")
+    lines.append(f"    longest run a face was left as it is: {total['longest_miss']} frames "
+                 f"({total['longest_miss_face']}); faces never swapped: {total['never_swapped']}")
     return "\n".join(lines)
 
 
