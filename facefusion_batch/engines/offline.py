@@ -232,14 +232,11 @@ class OfflineEngine:
                  if not d.weak and TEMPLATE_LEAST <= float(d.box[2] - d.box[0]) <= TEMPLATE_SIZE]
         if not small:
             return []
-        boxes = [d.box for d in small]
+        seen = [(first, again) for first, again in zip(small, self._detector.look_at(frame, [d.box for d in small]))
+                if again is not None and _features_agree(again.keypoints[:4], first.keypoints[:4], first.box)]
         faces = []
-        for first, again, close in zip(small, self._detector.look_at(frame, boxes),
-                                       self._detector.look_short(frame, boxes)):
-            if again is None or close is None:
-                continue
-            apart = np.linalg.norm(again.keypoints[:4] - first.keypoints[:4], axis=1).max()
-            if apart > WEAK_AGREE * float(first.box[2] - first.box[0]):
+        for (first, again), close in zip(seen, self._detector.look_short(frame, [first.box for first, _ in seen])):
+            if close is None:
                 continue
             landmarks = face_template.placed((first.keypoints + again.keypoints) / 2)
             faces.append(Face(box=first.box, score=first.score, kps=five_points(landmarks[None])[0],
@@ -479,8 +476,13 @@ def _is_face(presence: float, points: np.ndarray, detection: Detection) -> bool:
     if not detection.weak:
         return presence >= _PRESENCE
     mine = np.vstack([points[:3], points[3:5].mean(axis=0)])
-    apart = np.linalg.norm(mine - detection.keypoints[:4], axis=1)
-    return presence >= SURE_MESH and bool(apart.max() <= WEAK_AGREE * float(detection.box[2] - detection.box[0]))
+    return presence >= SURE_MESH and _features_agree(mine, detection.keypoints[:4], detection.box)
+
+
+def _features_agree(mine: np.ndarray, theirs: np.ndarray, box: np.ndarray) -> bool:
+    """Whether two placings of a face's eyes, nose tip and mouth centre ((4, 2) each) lie within WEAK_AGREE of the
+    width of `box` of each other, point by point."""
+    return bool(np.linalg.norm(mine - theirs, axis=1).max() <= WEAK_AGREE * float(box[2] - box[0]))
 
 
 def _meshed_box(face: Face) -> Face:

@@ -649,6 +649,11 @@ def _likeliest(candidates: Found, parts: list[Found], count: int) -> list[np.nda
     return kept
 
 
+def _detection(best: Found | None) -> Detection | None:
+    """The one face of a `_best_over` result as a Detection (None stays None)."""
+    return None if best is None else Detection(best[0][0], float(best[2][0]), best[1][0])
+
+
 def _best_over(box: np.ndarray, result: Found, sure: np.ndarray | None = None) -> Found | None:
     """The best-scored face of `result` over `box` (`_overlap`) that is none of `sure`'s faces (`_on_a_face`), as
     a result of one face; None where there is none: what a closer look at a candidate `box` found."""
@@ -905,23 +910,23 @@ class MediaPipeDetector:
         small = RECHECK_SIZE * max(frame.shape[:2])
         large = [i for i, box in enumerate(boxes) if max(box[2] - box[0], box[3] - box[1]) >= small]
         rest = [i for i in range(len(boxes)) if i not in large]
-        found: list[Found | None] = [None] * len(boxes)
-        for i, result in zip(large, self._short_looks([frame], [(0, boxes[i]) for i in large], threshold)):
-            found[i] = _best_over(boxes[i], result)
+        found: list[Detection | None] = [None] * len(boxes)
+        for i, seen in zip(large, self.look_short(frame, [boxes[i] for i in large], threshold)):
+            found[i] = seen
         closer = self._closer_looks([frame], [(0, boxes[i], None) for i in rest], [True] * len(rest),
                                     threshold=threshold)
         for i, best in zip(rest, closer):
-            found[i] = best
-        return [None if best is None else Detection(best[0][0], float(best[2][0]), best[1][0]) for best in found]
+            found[i] = _detection(best)
+        return found
 
-    def look_short(self, frame: np.ndarray, boxes: Sequence[np.ndarray]) -> list[Detection | None]:
+    def look_short(self, frame: np.ndarray, boxes: Sequence[np.ndarray], threshold: float | None = None
+                   ) -> list[Detection | None]:
         """The best-scored face the short-range model finds over each of `boxes` on a view EDGE_CONTEXT times its
-        size (`_short_looks`), or None; one batch: a look by the other model, at a face too small for it on the whole
-        frame."""
+        size (`_short_looks`; `threshold` as there), or None; one batch. `look_at`'s look at large boxes, and a look
+        by the other model at a face too small for it on the whole frame."""
         boxes = [np.asarray(box, np.float32) for box in boxes]
-        looks = self._short_looks([frame], [(0, box) for box in boxes]) if boxes else []
-        found = [_best_over(box, result) for box, result in zip(boxes, looks)]
-        return [None if best is None else Detection(best[0][0], float(best[2][0]), best[1][0]) for best in found]
+        looks = self._short_looks([frame], [(0, box) for box in boxes], threshold)
+        return [_detection(_best_over(box, result)) for box, result in zip(boxes, looks)]
 
     def _closer(self, frame: np.ndarray, unsure: list[Found], parts: list[Found]) -> tuple[list[Found], list[Found]]:
         """The sweep's boxes scored from CANDIDATE_SCORE up to the threshold (the likeliest MAX_CANDIDATES, not on a
