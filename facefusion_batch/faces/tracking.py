@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -83,6 +83,25 @@ LEAVING = 0.4  # mode `one`: its face with less than this share of its landmarks
 # picture (less than half: at half of its box, estimated from the face's size when last wholly in frame, `one` took the
 # next face a frame or two before half of the leaving one had gone: a switch between two faces both half in the
 # picture, on the pans of the tenth and eleventh splits; see `_seen_share`)
+# A face the frame's edge cuts by more than HOLD_CUT (of the span of its landmarks, see `_extent`) is held: where its
+# track saw it cut by no more than SHAPED_CUT before, its points move with the picture around it (the pipeline's
+# phase correlation of the face's neighbourhood from the frame before: `update`'s `moves`), its shape and size as
+# they were, instead of following fits. The detectors and the mesh, seeing part of a face (the mirrored view
+# completes it with its mirror image), place it ever further out of the frame and narrower as it leaves: a 35 px
+# face half out at the left edge was fitted 5-10 px out and 30 % narrow, its swap covered a strip by the edge,
+# changed it by less than FAINT and was left for the last 9 of its frames (tune split's far crowd). Not a face cut
+# a little (a close-up's chin): its mouth would stop moving. Faces within EDGE_NEAR of their size of the edge are
+# measured, so the first frame that cuts one by HOLD_CUT is held too.
+HOLD_CUT = 0.2
+SHAPED_CUT = 0.05
+EDGE_NEAR = 0.25
+# ... where the picture's move agrees with the track's own motion within HOLD_AGREE of the face's size: phase
+# correlation over the sliver of a face still in frame can peak anywhere (a 22 px strip under a pan of 22 px a frame
+# peaked at no move, 0.5-1.0 strong, and the face was held by the edge after it had gone).
+HOLD_AGREE = 0.15
+# A held track seen by neither detector nor refit for HOLD_SPAN frames ends (a face leaving, not a patch of wall
+# kept): a soft 34 px face leaving at half a pixel a frame was seen by neither for its last 13 frames half in frame.
+HOLD_SPAN = 24
 EDGE_FADE = (IN_FRAME, 0.4)  # a swap fades out as its face's share in frame falls from the second to the first
 FADE_IN = 3  # frames over which mode `one`'s next choice within a shot fades in (from 2 / (FADE_IN + 1))
 CUT_HISTOGRAM = 0.5  # L1 distance of normalised grey histograms (0..2) above which two frames are a cut
@@ -137,6 +156,15 @@ def _face(template: Face, points: np.ndarray, memo: dict | None = None,
     box = points[at + len(template.kps):, :2].reshape(4).astype(template.box.dtype)
     moved = template.motion if motion is None else (float(motion[0]), float(motion[1]))
     return dataclasses.replace(template, box=box, kps=kps, landmarks=landmarks, memo=memo, motion=moved)
+
+
+def _extent(points: np.ndarray, template: Face) -> np.ndarray:
+    """The box a face's points (laid out as `template`'s, see `_points`) span: its landmarks' where it has them
+    (the face itself; a detector's box on a small soft face can be twice its size), else its box."""
+    if template.landmarks is None:
+        return points[-2:, :2].reshape(4)
+    xy = points[:len(template.landmarks), :2]
+    return np.concatenate([xy.min(axis=0), xy.max(axis=0)])
 
 
 def _size(points: np.ndarray) -> float:
@@ -234,6 +262,7 @@ class Track:
     # Its face's box's width and height when last wholly inside the frame: the face's size where the frame's
     # edge cuts it (its fit, extrapolated beyond the edge, shrinks or swells as it goes).
     whole: tuple[float, float] | None = None
+    shaped: bool = False  # seen with no more than SHAPED_CUT of its face out of the frame (see HOLD_CUT)
     matches: list[float] = field(default_factory=list)  # reference-mode distances measured on it
     votes: list[bool] = field(default_factory=list)  # face-selector filter answers (kept or not) measured on it
     memo: dict = field(default_factory=dict)  # handed to the engine with its faces (`Face.memo`)
@@ -321,12 +350,15 @@ class Tracker:
         self.rejected = 0  # fits rejected as outliers
 
     def update(self, index: int, faces: list[Face], detected: bool, thumb: np.ndarray | None = None,
-               refits: list[Face] | None = None) -> list[Tracked]:
+               refits: list[Face] | None = None, moves: Mapping[int, np.ndarray] | None = None) -> list[Tracked]:
         """The frame's faces joined to tracks (smoothed), plus confirmed tracks carried through a miss.
         `refits` are faces found again at tracks' predicted places (see `missing`): they continue their
         tracks but do not count as seen by the detector. A track looked for there and not found is not
         carried: the face is not where its motion says (it moved otherwise, or left). None: nothing could be
-        looked for (the engine cannot refit), and missed tracks are carried with their motion."""
+        looked for (the engine cannot refit), and missed tracks are carried with their motion. `moves`: how the
+        picture moved since the frame before around faces `near_edge` there (x, y by track), for faces the
+        frame's edge cuts (see EDGE_NEAR)."""
+        moves = moves or {}
         faces = self._own_faces(index, faces)
         own = len(faces)
         looked = self._looked[1] if refits is not None and self._looked[0] == index else set()
@@ -344,7 +376,10 @@ class Tracker:
         self._index = index
         if self._shot_start is None:
             self._shot_start = index
-        pairs = self._associate(index, faces, (before, thumb) if thumb is not None else None)
+        # A track held by the edge (see HOLD_CUT) takes any fit that overlaps it: its face's fits drift out of the
+        # frame, and one that drifted off it would start a second track beyond the edge.
+        held = {track.id for track in self.tracks.values() if self._holds(track, index, moves)}
+        pairs = self._associate(index, faces, (before, thumb) if thumb is not None else None, held)
         result: list[Tracked] = []
         # Faces that continue tracks first: a face no track takes that lies on one of them is that face seen
         # twice (an oversized second box), not a face to start a track on.
@@ -358,18 +393,29 @@ class Tracker:
                 del self.tracks[track.id]  # the refit found a face the detector has (in another track): one face
                 continue
             else:
-                self._follow(track, index, face, detected, refit=face_index >= own)
+                if self._holds(track, index, moves, _points(face)):
+                    self._hold(track, index, moves[track.id])
+                else:
+                    self._follow(track, index, face, detected, refit=face_index >= own)
                 if face_index < own or face.score >= SURE_REFIT:
                     track.confirmed = index
             result.append(Tracked(track.id, _face(track.face, track.points, track.memo, track.motion)))
             if self._share(result[-1].face.box) >= 1.0:
                 box = result[-1].face.box
                 track.whole = (float(box[2] - box[0]), float(box[3] - box[1]))
+            track.shaped = track.shaped or self._share(_extent(track.points, track.face)) >= 1 - SHAPED_CUT
         seen = {t.track for t in result}
         for track in list(self.tracks.values()):
             if track.id in seen:
                 continue
             gap = index - track.last
+            if self._holds(track, index, moves) and index - track.confirmed <= HOLD_SPAN:
+                self._hold(track, index, moves[track.id])
+                if self._in_frame(track.points):
+                    result.append(Tracked(track.id, _face(track.face, track.points, track.memo, track.motion)))
+                    continue
+                del self.tracks[track.id]  # left the picture
+                continue
             # Carried on as its fits moved (`expected`, as `missing` looks for it), not by the smoothing's
             # velocity, which learns only from frames that were not detected: in a fast pan, every frame detected,
             # it stayed 0 and a face that left at the edge was carried on the wall where it had been, swapped.
@@ -420,10 +466,10 @@ class Tracker:
         fitted = [_face(t.face, t.expected(index - t.last)).box for t in self.tracks.values() if not t.face.templated]
         return [face for face in faces if not (face.templated and _on_any(face.box, fitted))]
 
-    def _associate(self, index: int, faces: list[Face],
-                   thumbs: tuple[np.ndarray | None, np.ndarray] | None = None) -> dict[int, Track]:
+    def _associate(self, index: int, faces: list[Face], thumbs: tuple[np.ndarray | None, np.ndarray] | None = None,
+                   held: Collection[int] = ()) -> dict[int, Track]:
         """Which track each face continues. `thumbs`: the previous reference's thumbnail and this frame's, on a
-        reference frame (see APART)."""
+        reference frame (see APART). `held`: tracks that take any face overlapping theirs."""
         pairs: list[tuple[float, int, int]] = []
         for track in self.tracks.values():
             predicted = _face(track.face, track.expected(index - track.last)).box
@@ -434,7 +480,7 @@ class Tracker:
                 # coming into the frame, first found small, then whole). Not where the picture changed as at
                 # a cut (APART).
                 if ((overlap >= MATCH_IOU or _contained(predicted, face.box) >= CONTAINED
-                     or _on_any(predicted, [face.box]))
+                     or _on_any(predicted, [face.box]) or (track.id in held and overlap > 0))
                         and not (overlap < MATCH_IOU and self._new_face(predicted, face.box, thumbs))):
                     pairs.append((overlap, face_index, track.id))
         chosen: dict[int, Track] = {}
@@ -547,6 +593,39 @@ class Tracker:
         track.last = index
         track.hits += 1
 
+    def _holds(self, track: Track, index: int, moves: Mapping[int, np.ndarray], raw: np.ndarray | None = None
+               ) -> bool:
+        """Whether `track` is held this frame (see HOLD_CUT): seen with its face in frame once, placed on the frame
+        before, the picture's move there measured and agreeing with its motion (HOLD_AGREE), and its face (where it
+        was, or its fit `raw`) cut by the frame's edge by more than HOLD_CUT; at all, where it has no fit here."""
+        if not (track.id in moves and track.shaped and track.last == index - 1
+                and np.linalg.norm(moves[track.id] - track.motion) <= HOLD_AGREE * _size(track.points)):
+            return False
+        if raw is None:  # no face of its own here, and not wholly in frame where it goes (so not carried)
+            return not (self._whole(track.expected(1)) and self._whole(_moved(track.points, 1, moves[track.id])))
+        return any(self._share(_extent(points, track.face)) < 1 - HOLD_CUT for points in (track.points, raw))
+
+    def _hold(self, track: Track, index: int, move: np.ndarray) -> None:
+        """Move a held track's points by `move`, the picture's move around it, its shape and size as they were."""
+        move = np.asarray(move, np.float64)
+        track.points = _moved(track.points, 1, move)
+        track.raw = track.points
+        track.velocity, track.motion = move.copy(), move.copy()
+        track.similarity, track.fitted, track.outliers, track.rejected_size = 1 + 0j, None, 0, None
+        track.last = index
+        track.hits += 1
+
+    def near_edge(self, tracked: list[Tracked]) -> list[Tracked]:
+        """The faces within EDGE_NEAR of their size of the frame's edge, or cut by it: where the pipeline measures
+        how the picture moves to the next frame (`update`'s `moves`)."""
+        near = []
+        for item in tracked:
+            x1, y1, x2, y2 = (float(v) for v in item.face.box)
+            margin = EDGE_NEAR * max(x2 - x1, y2 - y1)
+            if x1 < margin or y1 < margin or x2 > self._width - margin or y2 > self._height - margin:
+                near.append(item)
+        return near
+
     def _visible_area(self, box: np.ndarray) -> float:
         """The area of a face box inside the frame: a face cut by the frame's edge (its fit extrapolated
         beyond it) is not the largest because its box reaches out of the picture."""
@@ -632,12 +711,15 @@ class Tracker:
     def _in_picture(self, item: Tracked) -> float:
         """The share of a tracked face inside the frame: of its box, made as large as the face was when last
         wholly in frame where the edge cuts it (a fit extrapolated beyond the edge is no measure of what is)."""
-        x1, y1, x2, y2 = (float(v) for v in item.face.box)
-        track = self.tracks.get(item.track)
+        return self._share(self._grown(item.face.box, self.tracks.get(item.track)))
+
+    def _grown(self, box: np.ndarray, track: Track | None) -> np.ndarray:
+        """A face box the frame's edge cuts made as large as its face was when last wholly in frame (`Track.whole`)."""
+        x1, y1, x2, y2 = (float(v) for v in box)
         if track is not None and track.whole is not None:
             x1, x2 = _grown(x1, x2, track.whole[0], self._width)
             y1, y2 = _grown(y1, y2, track.whole[1], self._height)
-        return self._share(np.array([x1, y1, x2, y2]))
+        return np.array([x1, y1, x2, y2])
 
     def _share(self, box: np.ndarray) -> float:
         """The share of a face box inside the frame."""

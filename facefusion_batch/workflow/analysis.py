@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
-from facefusion_batch.faces.tracking import Handover, Tracker
+from facefusion_batch.faces.tracking import Handover, Tracked, Tracker
 from facefusion_batch.faces.types import Face
 from facefusion_batch.video.pixels import every_nth
 
@@ -103,6 +103,8 @@ class TrackState:
         self.tracker: Tracker | None = None
         self._handover: Handover | None = None  # from the chunk before, recorded with it
         self._before: tuple[TrackState, int] | None = None  # ... or its tracks, done once frame `end` - 1 is
+        # The neighbourhoods of the faces near the frame's edge on the latest frame that had its turn, by track.
+        self._edges: tuple[int, dict[int, tuple[Face, Patch]]] = (-1, {})
 
     def follow(self, before: TrackState | Handover | None, start: int) -> None:
         """This gate's frames start at `start` and continue the chunk before: its tracks (processed in this
@@ -145,6 +147,26 @@ class TrackState:
             with self._done:
                 self._next = index + 1
                 self._done.notify_all()
+
+    def edge_moves(self, index: int, frame: np.ndarray) -> dict[int, np.ndarray]:
+        """How the picture moved around each face near the frame's edge from frame `index` - 1 to this `frame`, by
+        track (faces/tracking.py EDGE_NEAR; during frame `index`'s turn)."""
+        at, patches = self._edges
+        if at != index - 1:
+            return {}
+        moves = {}
+        for track_id, (face, patch) in patches.items():
+            shift = _shift(patch, frame, face)
+            if shift is not None:
+                moves[track_id] = np.array(shift)
+        return moves
+
+    def keep_edges(self, index: int, frame: np.ndarray, tracked: list[Tracked]) -> None:
+        """Keep the neighbourhoods of `tracked`, frame `index`'s faces near its edge, for the next frame's
+        `edge_moves`."""
+        faces = [item.face for item in tracked]
+        self._edges = (index, {item.track: (item.face, patch)
+                               for item, patch in zip(tracked, face_patches(frame, faces))})
 
     def begin(self, index: int) -> None:
         """The gate's first frame is `index` (set when it is planned, before any frame can take a turn)."""
@@ -212,18 +234,27 @@ def track(faces: list[Face], patches: list[Patch], frame: np.ndarray) -> list[Fa
     """Faces moved by the translation phase correlation finds around each; None if any can't be trusted."""
     moved = []
     for face, patch in zip(faces, patches):
-        left, top, right, bottom = patch.region
-        if right - left < 8 or bottom - top < 8:
+        shift = _shift(patch, frame, face)
+        if shift is None:
             return None
-        window = cv2.createHanningWindow(patch.size, cv2.CV_32F)
-        # A copy: OpenCV's phaseCorrelate writes into arrays it is given (the shared reference!).
-        (dx, dy), response = cv2.phaseCorrelate(patch.grey.copy(), _grey(frame, patch.region, patch.size), window)
-        dx, dy = dx * (right - left) / patch.size[0], dy * (bottom - top) / patch.size[1]
-        size = max(face.box[2] - face.box[0], face.box[3] - face.box[1])
-        if response < MIN_RESPONSE or max(abs(dx), abs(dy)) > MAX_SHIFT * size:
-            return None
-        moved.append(shift_face(face, dx, dy))
+        moved.append(shift_face(face, *shift))
     return moved
+
+
+def _shift(patch: Patch, frame: np.ndarray, face: Face) -> tuple[float, float] | None:
+    """How the picture moved from `patch` to `frame` over the patch's region (x, y in frame pixels), by phase
+    correlation; None where that can't be trusted (a weak peak, or a jump of more than MAX_SHIFT of `face`'s size)."""
+    left, top, right, bottom = patch.region
+    if right - left < 8 or bottom - top < 8:
+        return None
+    window = cv2.createHanningWindow(patch.size, cv2.CV_32F)
+    # A copy: OpenCV's phaseCorrelate writes into arrays it is given (the shared reference!).
+    (dx, dy), response = cv2.phaseCorrelate(patch.grey.copy(), _grey(frame, patch.region, patch.size), window)
+    dx, dy = dx * (right - left) / patch.size[0], dy * (bottom - top) / patch.size[1]
+    size = max(face.box[2] - face.box[0], face.box[3] - face.box[1])
+    if response < MIN_RESPONSE or max(abs(dx), abs(dy)) > MAX_SHIFT * size:
+        return None
+    return float(dx), float(dy)
 
 
 class MotionGate:

@@ -157,7 +157,8 @@ class FrameProcessor:
             # Look again where a tracked face should be before declaring it gone.
             missing = [] if thumb is not None and tracker.cut(thumb) else tracker.missing(index, faces)
             refits = self.engine.refit(frame, missing) if missing else []
-            tracked = tracker.update(index, faces, detected, thumb, refits)
+            tracked = tracker.update(index, faces, detected, thumb, refits, tracks.edge_moves(index, frame))
+            tracks.keep_edges(index, frame, tracker.near_edge(tracked))
             chosen = self.selection.pick_tracked(frame, tracked, tracker, detected, self.engine)
             if chosen:
                 chosen = self.engine.settle(frame, chosen, self.source, index)

@@ -99,6 +99,73 @@ def test_a_face_placed_from_a_template_starts_a_track_but_never_stands_in_for_a_
     assert carried.track == started.track
 
 
+WIDE = np.array([[0.0, 0.4], [1.0, 0.4], [0.5, 0.6], [0.35, 1.0], [0.65, 1.0]])  # a mesh from cheek to cheek
+
+
+def _leaving(moves: bool, disagree: bool = False) -> list:
+    """A 40 px face drifting out across the left edge by 1 px a frame, from wholly in frame to 0.4 in: its fits
+    (every frame detected), once a fifth of it is cut, drift out twice as fast and narrow, as the mesh's did on a soft face;
+    the picture around it moves by the true 1 px (or by 6 px the other way: `disagree`). The tracked faces."""
+    tracker = Tracker(640, 360)
+    out = []
+    for t in range(26):
+        x = 2.0 - t  # the true face's left edge
+        drift = max(0.0, -x - 8)  # fitted well until a fifth of it is cut, then out further, and narrower
+        fitted = face(x - 2 * drift, 100, 40 - drift / 2, WIDE)
+        measured = {track.id: np.array([6.0 if disagree else -1.0, 0.0]) for track in tracker.tracks.values()}
+        out.append(tracker.update(t, [fitted], detected=True, moves=measured if moves else None))
+    return out
+
+
+def test_a_face_the_edge_cuts_is_held_where_the_picture_moves_not_where_its_fits_drift():
+    held, followed = _leaving(moves=True), _leaving(moves=False)
+    assert all(len(frame) == 1 for frame in held)
+    last = held[-1][0].face
+    # Its shape and size as when it was whole, moved with the picture: its box starts 23 px out of the frame.
+    assert last.box[0] == pytest.approx(2.0 - 25, abs=1.5) and last.box[2] - last.box[0] == pytest.approx(40, abs=1)
+    assert followed[-1][0].face.box[0] < -35  # without the picture's move, the drifting fits are followed
+
+
+def test_a_face_the_edge_cuts_is_not_held_where_the_picture_moves_against_its_motion():
+    # Phase correlation over a sliver of a face can peak anywhere: a move that disagrees with the track's own
+    # motion (HOLD_AGREE) is not taken, and its fits are followed as without one.
+    assert _leaving(moves=True, disagree=True)[-1][0].face.box[0] == pytest.approx(
+        _leaving(moves=False)[-1][0].face.box[0])
+
+
+def test_a_held_face_no_detector_sees_is_carried_with_the_picture_until_it_leaves_or_goes_unseen_too_long():
+    def started() -> Tracker:
+        tracker = Tracker(640, 360)
+        for t in range(4):  # wholly in frame, then cut by the left edge
+            tracker.update(t, [face(10.0 - 4 * t, 100, 40, WIDE)], detected=True)
+        return tracker
+
+    tracker = started()
+    (track,) = tracker.tracks.values()
+    boxes = []
+    for t in range(4, 4 + tracking.HOLD_SPAN + 3):
+        out = tracker.update(t, [], detected=True, moves={track.id: np.array([-1.0, 0.0])})
+        boxes.append(out[0].face.box[0] if out else None)
+    assert boxes[0] == pytest.approx(-3, abs=0.5) and boxes[1] == pytest.approx(-4, abs=0.5)
+    assert None not in boxes[:tracking.HOLD_SPAN] and boxes[-1] is None  # unseen for HOLD_SPAN frames: ended
+    assert started().update(4, [], detected=True) == []  # without the picture's move it ends, as before
+
+
+def test_a_face_cut_a_little_follows_its_fits_and_faces_near_the_edge_are_measured():
+    def run(measured: bool) -> tuple[Tracker, list]:
+        tracker, moves, out = Tracker(640, 360), {}, []
+        for t in range(10):  # a close-up's chin cut by the bottom edge by 10 %: its mouth must go on moving
+            mesh = np.array([[0.3, 0.4], [0.7, 0.4], [0.5, 0.6], [0.35, 0.8 + 0.05 * (t % 3)], [0.65, 0.8]])
+            out = tracker.update(t, [face(200, 270 - (t == 0) * 20, 100, mesh)], detected=True, moves=moves)
+            moves = {item.track: np.zeros(2) for item in tracker.near_edge(out)} if measured else {}
+        return tracker, out
+
+    (tracker, measured), (_, alone) = run(True), run(False)
+    assert tracker.near_edge(measured) == measured  # near the edge: measured, but not held
+    np.testing.assert_array_equal(measured[0].face.landmarks, alone[0].face.landmarks)
+    assert tracker.near_edge(tracker.update(10, [face(100, 100, 50)], detected=True)) == []
+
+
 def test_a_cut_ends_every_track():
     tracker = Tracker(1000, 600)
     dark, bright = np.full((54, 96), 30.0, np.float32), np.full((54, 96), 200.0, np.float32)
