@@ -396,6 +396,9 @@ def block(items: list[Scored]) -> dict:
         "longest_miss": worst[0], "longest_miss_face": worst[1],
         "never_swapped": sum(1 for s in many for t in s.tracks.values()
                              if t.frames >= NEVER_FRAMES and t.missed == t.frames),
+        # Missed face-frames before a face's first swap (faces found late: coming in at an edge, or seen only
+        # later), apart from those left after it.
+        "missed_late": sum(t.late for s in many for t in s.tracks.values()),
         "toggles": sum(t.toggles for t in tracks), "jumps": sum(t.jumps for t in tracks),
         "flicker_mean": flicker[0], "flicker_p95": flicker[1], "jitter_mean": jitter[0], "jitter_p95": jitter[1],
         "floor_flicker_mean": q.flicker_summary([f for s in items for f in s.floor_flicker])[0],
@@ -435,7 +438,8 @@ COLUMNS = (("faces_judged", "judged", "{:.0f}"), ("accepted", "accept", "{:.0%}"
            ("face_frames", "of", "{:.0f}"), ("missed_share", "miss%", "{:.1%}"), ("faint", "faint", "{:.0f}"),
            ("profiles_left", "profile", "{:.0f}"),
            ("missed_not_left", "miss-prof", "{:.0f}"), ("longest_miss", "miss.run", "{:.0f}"),
-           ("never_swapped", "never", "{:.0f}"), ("one_frames_none", "one:none", "{:.0f}"),
+           ("never_swapped", "never", "{:.0f}"), ("missed_late", "late", "{:.0f}"),
+           ("one_frames_none", "one:none", "{:.0f}"),
            ("toggles", "toggles", "{:.0f}"), ("jumps", "jumps", "{:.0f}"), ("flicker_mean", "flick", "{:+.2f}"),
            ("flicker_p95", "p95", "{:+.2f}"), ("jitter_p95", "jit95", "{:+.2f}"), ("switches", "switch", "{:.0f}"),
            ("switches_any", "sw.any", "{:.0f}"),
@@ -471,6 +475,7 @@ def table(report: dict) -> str:
                  f"frames with a phantom swap {total['phantom_frames']}")
     lines.append(f"    longest run a face was left as it is: {total['longest_miss']} frames "
                  f"({total['longest_miss_face']}); faces never swapped: {total['never_swapped']}")
+    lines.append(f"    missed before a face's first swap (found late): {total.get('missed_late', '-')}")
     return "\n".join(lines)
 
 

@@ -132,6 +132,7 @@ class TrackStats:
     missed_at: list[int] = field(default_factory=list)
     jumps_at: list[int] = field(default_factory=list)
     longest_miss: int = 0  # the most consecutive frames it was missed in (only where swapping was expected)
+    late: int = 0  # ... and those before its first swapped frame, where it was swapped at all (a face found late)
 
 
 def track_stats(strengths: Sequence[float], flickers: Sequence[float], frames: Sequence[int] | None = None,
@@ -148,6 +149,7 @@ def track_stats(strengths: Sequence[float], flickers: Sequence[float], frames: S
         stats.missed_at = [f for f, s in zip(frames, swapped) if not s]
         stats.missed = len(stats.missed_at)
         stats.longest_miss = longest_run(stats.missed_at)
+        stats.late = next((index for index, s in enumerate(swapped) if s), 0)
     stats.toggles = toggles(swapped)
     for index, (frame, flick) in enumerate(zip(frames, flickers)):
         if not np.isfinite(flick):

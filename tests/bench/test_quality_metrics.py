@@ -33,6 +33,8 @@ def test_track_stats_counts_misses_toggles_and_jumps():
     # Flicker is measured where the face is swapped now or was just before (frame 16 is neither).
     assert stats.flicker == [0.5, 3.0, 15.0, 0.2, 1.0, 13.0]
     assert stats.longest_miss == 2  # frames 15 and 16
+    assert stats.late == 0 and q.track_stats([1, 2, 20, 1], [np.nan] * 4).late == 2
+    assert q.track_stats([1, 2], [np.nan] * 2).late == 0  # never swapped: no first swap to be late for
     assert q.track_stats(strengths, flickers, expected=False).missed == 0
     assert q.track_stats(strengths, flickers, expected=False).longest_miss == 0
 

@@ -25,9 +25,20 @@ def test_the_report_names_the_longest_run_a_face_was_left_and_counts_the_faces_n
     assert total["longest_miss"] == 10 and total["longest_miss_face"] == "pan@hopper face 0.1"
     assert total["never_swapped"] == 1
     assert report["clips"]["pan"]["longest_miss"] == 10
+    assert total["missed_late"] == 0  # face 0.2 was swapped first, then left; face 0.1 never
     assert "longest run a face was left as it is: 10 frames (pan@hopper face 0.1); faces never swapped: 1" in (
         quality.table(report))
     # Mode `one` expects one face swapped only: its faces left are no misses.
     one = quality.Scored("pan_one@hopper", "pan_one", "hopper", "one", frames=10)
     one.tracks[(0, 1)] = q.track_stats([1.0] * 10, [np.nan] * 10, expected=False)
     assert quality.summary([one])["total"]["longest_miss"] == 0
+
+
+def test_the_report_counts_the_frames_a_face_was_missed_before_its_first_swap() -> None:
+    run = quality.Scored("pan@hopper", "pan", "hopper", "many", frames=12)
+    run.tracks[(0, 0)] = _track([1.0, 1.0, 1.0, 20.0, 20.0, 1.0, 20.0])  # found late: 3 frames, then 1 left
+    run.tracks[(0, 1)] = _track([2.0, 20.0])
+    run.tracks[(0, 2)] = _track([1.0] * 10)  # never swapped: counted as such, not as late
+    report = quality.summary([run])
+    assert report["total"]["missed_late"] == 4 and report["clips"]["pan"]["missed_late"] == 4
+    assert "missed before a face's first swap (found late): 4" in quality.table(report)
