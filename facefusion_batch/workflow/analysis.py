@@ -22,6 +22,9 @@ from facefusion_batch.video.pixels import every_nth
 
 THUMB_WIDTH = 96
 TRACK_WIDTH = 192  # face patches for tracking are at most this wide
+# ... and those of faces near the frame's edge, measured on every frame whether held or not (`TrackState.edge_moves`),
+# this wide: at 192 a 300 px face's cost 2.5 ms a frame at 720p (a close-up whose chin touches the edge), at 64 0.3 ms.
+EDGE_WIDTH = 64
 # Every this many frames a reference frame also sweeps the frame for small faces (the engine's `sweep`: several
 # detector inputs), and so does the reference right after it (a face found once starts a track that the next
 # frame must confirm); tracks keep what it finds in between. The sweep looks only where the picture changed since
@@ -166,7 +169,7 @@ class TrackState:
         `edge_moves`."""
         faces = [item.face for item in tracked]
         self._edges = (index, {item.track: (item.face, patch)
-                               for item, patch in zip(tracked, face_patches(frame, faces))})
+                               for item, patch in zip(tracked, face_patches(frame, faces, EDGE_WIDTH))})
 
     def begin(self, index: int) -> None:
         """The gate's first frame is `index` (set when it is planned, before any frame can take a turn)."""
@@ -204,8 +207,9 @@ def _grey(frame: np.ndarray, region: tuple[int, int, int, int], size: tuple[int,
     return cv2.cvtColor(small, cv2.COLOR_BGR2GRAY).astype(np.float32)
 
 
-def face_patches(frame: np.ndarray, faces: list[Face]) -> list[Patch]:
-    """Patches to track `faces` from: only the faces' surroundings are converted, never the whole frame."""
+def face_patches(frame: np.ndarray, faces: list[Face], most: int = TRACK_WIDTH) -> list[Patch]:
+    """Patches to track `faces` from, at most `most` pixels wide: only the faces' surroundings are converted, never
+    the whole frame."""
     height, width = frame.shape[:2]
     patches = []
     for face in faces:
@@ -213,7 +217,7 @@ def face_patches(frame: np.ndarray, faces: list[Face]) -> list[Patch]:
         pad_x, pad_y = (x2 - x1) * 0.3, (y2 - y1) * 0.3
         left, top = max(0, int(x1 - pad_x)), max(0, int(y1 - pad_y))
         right, bottom = min(width, int(x2 + pad_x) + 1), min(height, int(y2 + pad_y) + 1)
-        scale = min(1.0, TRACK_WIDTH / max(1, right - left))
+        scale = min(1.0, most / max(1, right - left))
         # Even sizes: odd ones bias OpenCV's phase-correlation peak.
         size = (max(8, int((right - left) * scale) // 2 * 2), max(8, int((bottom - top) * scale) // 2 * 2))
         region = (left, top, right, bottom)
