@@ -22,7 +22,7 @@ from facefusion_batch.models.batcher import MicroBatcher
 from facefusion_batch.models.sessions import Counter, GuardedSession, SessionPool
 from facefusion_batch.offline import classic, face_template
 from facefusion_batch.offline.mediapipe import (MODEL_FILES, Detection, MediaPipeDetector, MediaPipeLandmarker,
-                                                asset_path, five_points)
+                                                asset_path, five_points, four_points)
 from facefusion_batch.settings import Settings
 
 _PRESENCE = 0.5  # face-mesh presence below this means the detection was not a face
@@ -475,8 +475,7 @@ def _is_face(presence: float, points: np.ndarray, detection: Detection) -> bool:
     WEAK_AGREE of the box's size of the detector's own."""
     if not detection.weak:
         return presence >= _PRESENCE
-    mine = np.vstack([points[:3], points[3:5].mean(axis=0)])
-    return presence >= SURE_MESH and _features_agree(mine, detection.keypoints[:4], detection.box)
+    return presence >= SURE_MESH and _features_agree(four_points(points), detection.keypoints[:4], detection.box)
 
 
 def _features_agree(mine: np.ndarray, theirs: np.ndarray, box: np.ndarray) -> bool:

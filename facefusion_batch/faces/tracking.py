@@ -409,7 +409,7 @@ class Tracker:
             if track.id in seen:
                 continue
             gap = index - track.last
-            if self._holds(track, index, moves) and index - track.confirmed <= HOLD_SPAN:
+            if track.id in held and index - track.confirmed <= HOLD_SPAN:
                 self._hold(track, index, moves[track.id])
                 if self._in_frame(track.points):
                     result.append(Tracked(track.id, _face(track.face, track.points, track.memo, track.motion)))
@@ -617,9 +617,12 @@ class Tracker:
 
     def near_edge(self, tracked: list[Tracked]) -> list[Tracked]:
         """The faces within EDGE_NEAR of their size of the frame's edge, or cut by it: where the pipeline measures
-        how the picture moves to the next frame (`update`'s `moves`)."""
+        how the picture moves to the next frame (`update`'s `moves`). Not carried ones: a track is held only from a
+        frame it was placed on."""
         near = []
         for item in tracked:
+            if item.coasting:
+                continue
             x1, y1, x2, y2 = (float(v) for v in item.face.box)
             margin = EDGE_NEAR * max(x2 - x1, y2 - y1)
             if x1 < margin or y1 < margin or x2 > self._width - margin or y2 > self._height - margin:
@@ -711,15 +714,12 @@ class Tracker:
     def _in_picture(self, item: Tracked) -> float:
         """The share of a tracked face inside the frame: of its box, made as large as the face was when last
         wholly in frame where the edge cuts it (a fit extrapolated beyond the edge is no measure of what is)."""
-        return self._share(self._grown(item.face.box, self.tracks.get(item.track)))
-
-    def _grown(self, box: np.ndarray, track: Track | None) -> np.ndarray:
-        """A face box the frame's edge cuts made as large as its face was when last wholly in frame (`Track.whole`)."""
-        x1, y1, x2, y2 = (float(v) for v in box)
+        x1, y1, x2, y2 = (float(v) for v in item.face.box)
+        track = self.tracks.get(item.track)
         if track is not None and track.whole is not None:
             x1, x2 = _grown(x1, x2, track.whole[0], self._width)
             y1, y2 = _grown(y1, y2, track.whole[1], self._height)
-        return np.array([x1, y1, x2, y2])
+        return self._share(np.array([x1, y1, x2, y2]))
 
     def _share(self, box: np.ndarray) -> float:
         """The share of a face box inside the frame."""

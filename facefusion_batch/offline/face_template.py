@@ -19,7 +19,7 @@ import functools
 import numpy as np
 
 from facefusion_batch.faces.geometry import similarity_transform
-from facefusion_batch.offline.mediapipe import NUM_LANDMARKS, asset_path, five_points
+from facefusion_batch.offline.mediapipe import NUM_LANDMARKS, asset_path, five_points, four_points
 
 TEMPLATE_FILE = "face_template.npy"
 
@@ -35,8 +35,7 @@ def template() -> np.ndarray:
 
 def features(points: np.ndarray) -> np.ndarray:
     """(4, 2): a mesh's eyes, nose tip and mouth centre (from its five points), in a detection's keypoint order."""
-    five = five_points(np.asarray(points)[None])[0]
-    return np.vstack([five[:3], five[3:5].mean(axis=0)])
+    return four_points(five_points(np.asarray(points)[None])[0])
 
 
 def placed(keypoints: np.ndarray) -> np.ndarray:

@@ -1130,3 +1130,9 @@ def five_points(landmarks: np.ndarray) -> np.ndarray:
         xy[:, MOUTH_RIGHT_CORNER],
         xy[:, MOUTH_LEFT_CORNER],
     ], axis=1).astype(np.float32)
+
+
+def four_points(five: np.ndarray) -> np.ndarray:
+    """(4, 2) eyes, nose tip and mouth centre from one face's five points (`five_points`' order): where a
+    detection's first four keypoints are."""
+    return np.vstack([five[:3], five[3:5].mean(axis=0)])
