@@ -68,16 +68,21 @@ def hopper_processor(folder: Path, image: np.ndarray | None = None, **settings):
 
 
 def run_video(processor, frames: list[np.ndarray]) -> list[np.ndarray]:
-    """`frames` processed as one chunk of a video is: planned by the motion gate, then in frame order (each frame
-    a copy, the originals left as they are)."""
+    """`frames` processed as one chunk of a video is: planned by the motion gate, processed in frame order (each
+    frame a copy, the originals left as they are), finished once held back for faces found late."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from facefusion_batch.workflow.analysis import thumbnail
+    from facefusion_batch.workflow.chunks import processed
 
     gate = processor.new_gate()
-    outputs = []
-    for index, frame in enumerate(frames):
-        reference, is_new = gate.reference_for(index, thumbnail(frame), frame.shape[1])
-        outputs.append(processor(frame.copy(), reference, is_new, index)[0])
-    return outputs
+
+    def planned():
+        for index, frame in enumerate(frames):
+            yield (frame.copy(), *gate.reference_for(index, thumbnail(frame), frame.shape[1]), index)
+
+    with ThreadPoolExecutor(1) as pool:
+        return [frame for frame, _ in processed(pool, processor, processor, planned(), 1, 0)]
 
 
 def face_frame() -> np.ndarray:

@@ -33,13 +33,12 @@ from facefusion_batch.workflow.analysis import Reference, thumbnail
 from facefusion_batch.runner.driver import run_batch
 from facefusion_batch.executors.base import Claim, Work
 from facefusion_batch.executors.local import LocalExecutor
-from facefusion_batch.workflow.chunks import encode_chunks
+from facefusion_batch.workflow.chunks import encode_chunks, processed
 from facefusion_batch.workflow.video_plan import job_options, plan_video
 from facefusion_batch.workflow.workspace import Workspace
 from facefusion_batch.workflow.job import Completion
 from facefusion_batch.workflow.lookahead import Lookahead
 from facefusion_batch.workflow.processor import FrameProcessor, load
-from facefusion_batch.workflow.frames import ordered_map
 from facefusion_batch.runner.progress import QuietReporter
 from facefusion_batch.settings import Settings, describe, load_settings
 from facefusion_batch.timing import Timings, delta
@@ -231,7 +230,7 @@ def model_bound(processor: FrameProcessor, clip: Path, settings: Settings, budge
     planned = ((frame, *gate.reference_for(index, thumb, info.width), index)
                for index, (frame, thumb) in enumerate(zip(frames, thumbs)))
     with ThreadPoolExecutor(options.threads, thread_name_prefix="ffb-frame") as pool:
-        done = sum(1 for _ in ordered_map(pool, processor, planned, options.in_flight))
+        done = sum(1 for _ in processed(pool, processor, processor, planned, options.in_flight, 0))
     seconds, cpu_after = time.perf_counter() - started, cpu_seconds()
     cpu_ms = None if cpu_before is None or cpu_after is None else (cpu_after[0] - cpu_before[0]) * 1000 / done
     return {"fps": done / seconds, "frames": done, "stages": timings.snapshot(), "cpu_ms": cpu_ms,
@@ -252,8 +251,11 @@ class _Passthrough:
         reference.result.set_result(([], []))  # frames after a reference wait for its analysis
 
     def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool, index: int | None = None
-                 ) -> tuple[np.ndarray, int]:
-        return frame, 0
+                 ) -> tuple[np.ndarray, int, list]:
+        return frame, 0, []
+
+    def finish(self, frame: np.ndarray, faces: int, fills: list) -> tuple[np.ndarray, int]:
+        return frame, faces
 
 
 def io_bound(processor: FrameProcessor, clip: Path, settings: Settings) -> dict[str, Any]:

@@ -46,7 +46,9 @@ class FaceEngine(Protocol):
         filters take the source face's gender/race from its record)."""
         ...
 
-    def swap(self, frame: np.ndarray, faces: Sequence[Face], source: Record) -> np.ndarray: ...
+    def swap(self, frame: np.ndarray, faces: Sequence[Face], source: Record) -> np.ndarray:
+        """`frame` with `faces` swapped, as a new array: `frame` itself is never changed."""
+        ...
 
     def refit(self, frame: np.ndarray, predicted: Sequence[Face]) -> list[Face] | None:
         """Faces found again at tracks' predicted places (the detector missed them); may be fewer. Their score says

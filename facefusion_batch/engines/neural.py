@@ -356,6 +356,10 @@ class NeuralEngine:
         return keep
 
     def swap(self, frame: np.ndarray, faces: Sequence[Face], source: Record) -> np.ndarray:
+        """A copy of `frame` with `faces` swapped: the frame itself is left as it was (a face swapped partly is
+        blended with it, workflow/processor.py `_faded`; faces found later are followed back through it,
+        workflow/backfill.py)."""
+        frame = frame.copy()
         if self._swapper is not None:
             return self._swapper.swap(frame, faces, self._swapper.latent(source["embedding"]))
         assert self._processors is not None

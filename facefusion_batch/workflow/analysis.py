@@ -8,7 +8,6 @@ that reference's detection, which was submitted earlier to the same FIFO pool, s
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import threading
 from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass, field
@@ -19,11 +18,13 @@ import numpy as np
 from facefusion_batch.faces.tracking import Handover, Tracked, Tracker
 from facefusion_batch.faces.types import Face
 from facefusion_batch.video.pixels import every_nth
+from facefusion_batch.workflow.backfill import History
+from facefusion_batch.workflow.patches import Patch, face_patches, picture_shift
 
 THUMB_WIDTH = 96
-TRACK_WIDTH = 192  # face patches for tracking are at most this wide
-# ... and those of faces near the frame's edge, measured on every frame whether held or not (`TrackState.edge_moves`),
-# this wide: at 192 a 300 px face's cost 2.5 ms a frame at 720p (a close-up whose chin touches the edge), at 64 0.3 ms.
+# The patches of faces near the frame's edge (patches.TRACK_WIDTH wide at most elsewhere), measured on every frame
+# whether held or not (`TrackState.edge_moves`), this wide: at 192 a 300 px face's cost 2.5 ms a frame at 720p (a
+# close-up whose chin touches the edge), at 64 0.3 ms.
 EDGE_WIDTH = 64
 # Every this many frames a reference frame also sweeps the frame for small faces (the engine's `sweep`: several
 # detector inputs), and so does the reference right after it (a face found once starts a track that the next
@@ -41,8 +42,6 @@ SWEEP_CHANGE = 12.0  # grey levels a thumbnail pixel must change by since the la
 SWEEP_MOVING = 12
 MOVING_SHARE = 0.25
 SCENE_CUT = 6.0  # a reference is dropped when the whole thumbnail changes this many times the threshold
-MIN_RESPONSE = 0.08  # phase correlation peaks weaker than this are not trusted
-MAX_SHIFT = 0.25  # of the face's size: larger jumps mean detect anew
 
 
 def thumbnail(frame: np.ndarray) -> np.ndarray:
@@ -108,6 +107,7 @@ class TrackState:
         self._before: tuple[TrackState, int] | None = None  # ... or its tracks, done once frame `end` - 1 is
         # The neighbourhoods of the faces near the frame's edge on the latest frame that had its turn, by track.
         self._edges: tuple[int, dict[int, tuple[Face, Patch]]] = (-1, {})
+        self.history = History()  # its latest frames, to follow faces found late back through (workflow/backfill.py)
 
     def follow(self, before: TrackState | Handover | None, start: int) -> None:
         """This gate's frames start at `start` and continue the chunk before: its tracks (processed in this
@@ -159,7 +159,7 @@ class TrackState:
             return {}
         moves = {}
         for track_id, (face, patch) in patches.items():
-            shift = _shift(patch, frame, face)
+            shift = picture_shift(patch, frame, face)
             if shift is not None:
                 moves[track_id] = np.array(shift)
         return moves
@@ -188,77 +188,6 @@ class TrackState:
         with self._done:
             self._abandoned = True
             self._done.notify_all()
-
-
-@dataclass(frozen=True)
-class Patch:
-    """The grey neighbourhood of one face on a reference frame, downscaled for phase correlation."""
-
-    region: tuple[int, int, int, int]  # left, top, right, bottom in frame pixels
-    size: tuple[int, int]  # (width, height) after downscaling, both even
-    grey: np.ndarray
-
-
-def _grey(frame: np.ndarray, region: tuple[int, int, int, int], size: tuple[int, int]) -> np.ndarray:
-    left, top, right, bottom = region
-    crop = frame[top:bottom, left:right]
-    step = max(1, int(crop.shape[1] / size[0] / 2))  # cheap pre-thinning for large downscales
-    small = cv2.resize(every_nth(crop, step), size, interpolation=cv2.INTER_AREA)
-    return cv2.cvtColor(small, cv2.COLOR_BGR2GRAY).astype(np.float32)
-
-
-def face_patches(frame: np.ndarray, faces: list[Face], most: int = TRACK_WIDTH) -> list[Patch]:
-    """Patches to track `faces` from, at most `most` pixels wide: only the faces' surroundings are converted, never
-    the whole frame."""
-    height, width = frame.shape[:2]
-    patches = []
-    for face in faces:
-        x1, y1, x2, y2 = face.box
-        pad_x, pad_y = (x2 - x1) * 0.3, (y2 - y1) * 0.3
-        left, top = max(0, int(x1 - pad_x)), max(0, int(y1 - pad_y))
-        right, bottom = min(width, int(x2 + pad_x) + 1), min(height, int(y2 + pad_y) + 1)
-        scale = min(1.0, most / max(1, right - left))
-        # Even sizes: odd ones bias OpenCV's phase-correlation peak.
-        size = (max(8, int((right - left) * scale) // 2 * 2), max(8, int((bottom - top) * scale) // 2 * 2))
-        region = (left, top, right, bottom)
-        patches.append(Patch(region, size, _grey(frame, region, size)))
-    return patches
-
-
-def shift_face(face: Face, dx: float, dy: float) -> Face:
-    offset = np.array([dx, dy], np.float32)
-    landmarks = None
-    if face.landmarks is not None:
-        landmarks = face.landmarks.copy()
-        landmarks[:, :2] += offset
-    return dataclasses.replace(face, box=face.box + np.tile(offset, 2), kps=face.kps + offset, landmarks=landmarks)
-
-
-def track(faces: list[Face], patches: list[Patch], frame: np.ndarray) -> list[Face] | None:
-    """Faces moved by the translation phase correlation finds around each; None if any can't be trusted."""
-    moved = []
-    for face, patch in zip(faces, patches):
-        shift = _shift(patch, frame, face)
-        if shift is None:
-            return None
-        moved.append(shift_face(face, *shift))
-    return moved
-
-
-def _shift(patch: Patch, frame: np.ndarray, face: Face) -> tuple[float, float] | None:
-    """How the picture moved from `patch` to `frame` over the patch's region (x, y in frame pixels), by phase
-    correlation; None where that can't be trusted (a weak peak, or a jump of more than MAX_SHIFT of `face`'s size)."""
-    left, top, right, bottom = patch.region
-    if right - left < 8 or bottom - top < 8:
-        return None
-    window = cv2.createHanningWindow(patch.size, cv2.CV_32F)
-    # A copy: OpenCV's phaseCorrelate writes into arrays it is given (the shared reference!).
-    (dx, dy), response = cv2.phaseCorrelate(patch.grey.copy(), _grey(frame, patch.region, patch.size), window)
-    dx, dy = dx * (right - left) / patch.size[0], dy * (bottom - top) / patch.size[1]
-    size = max(face.box[2] - face.box[0], face.box[3] - face.box[1])
-    if response < MIN_RESPONSE or max(abs(dx), abs(dy)) > MAX_SHIFT * size:
-        return None
-    return float(dx), float(dy)
 
 
 class MotionGate:

@@ -16,11 +16,13 @@ import numpy as np
 
 from facefusion_batch.errors import MediaError
 from facefusion_batch.faces.tracking import Handover
+from facefusion_batch.faces.types import Face
 from facefusion_batch.timing import timed, timed_iter
 from facefusion_batch.video import ffmpeg
 from facefusion_batch.video.decoder import DEEP, Decoder, deepen
 from facefusion_batch.video.ffmpeg import Colour, EncodeOptions
 from facefusion_batch.video.probe import VideoInfo
+from facefusion_batch.workflow import backfill
 from facefusion_batch.workflow.analysis import MotionGate, Reference, TrackState
 from facefusion_batch.workflow.frames import Spool, load, ordered_map
 from facefusion_batch.workflow.video_plan import VideoPlan, spool_ahead
@@ -37,8 +39,13 @@ class FrameFunction(Protocol):
         """Detect a new reference's faces and set its result (a task of its own, ahead of its frame)."""
 
     def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool, index: int
-                 ) -> tuple[np.ndarray, int]:
-        """Swap faces in frame `index` of the video; returns (frame, faces swapped)."""
+                 ) -> tuple[np.ndarray, int, list[tuple[int, Face]]]:
+        """Swap faces in frame `index` of the video; returns (frame, faces swapped, faces to swap into the frames
+        before it: (index, face)), the frame not final until `finish`ed."""
+
+    def finish(self, frame: np.ndarray, faces: int, fills: list[Face]) -> tuple[np.ndarray, int]:
+        """A frame made final once the frames after it were processed: `fills`, the faces they found and followed
+        back to it, swapped; returns (frame, faces swapped)."""
 
 
 @dataclass
@@ -95,7 +102,7 @@ def _transcode(plan: VideoPlan, workspace: Workspace, frame_fn: FrameFunction, o
         with ThreadPoolExecutor(options.threads, thread_name_prefix="ffb-frame") as pool:
             try:
                 planned = stages.analysed_ahead(pool, stages.planned(spool, start))
-                for frame, swapped in ordered_map(pool, stages.work, planned, options.in_flight):
+                for frame, swapped in processed(pool, frame_fn, stages.work, planned, options.in_flight, start):
                     writer.write(frame, swapped)
             finally:
                 stages.cancel_pending()
@@ -114,6 +121,31 @@ def _transcode(plan: VideoPlan, workspace: Workspace, frame_fn: FrameFunction, o
     return writer.counters
 
 
+def processed(pool: ThreadPoolExecutor, frame_fn: FrameFunction, work: Callable[..., tuple[np.ndarray, int, list]],
+              planned: Iterator[tuple], in_flight: int, start: int) -> Iterator[tuple[np.ndarray, int]]:
+    """Frames `start`, ... processed on the pool (`work` of each planned item), in order, each finished there
+    (`frame_fn.finish`) once held back behind the frames after it that may swap a face found late into it
+    (workflow/backfill.py)."""
+    return ordered_map(pool, frame_fn.finish, _held_back(ordered_map(pool, work, planned, in_flight), start), in_flight)
+
+
+def _held_back(results: Iterator[tuple[np.ndarray, int, list[tuple[int, Face]]]], start: int
+               ) -> Iterator[tuple[np.ndarray, int, list[Face]]]:
+    """Processed frames `start`, ... handed on `backfill.depth` frames late, with the faces later frames followed
+    back to them."""
+    held: collections.deque[tuple[np.ndarray, int, list[Face]]] = collections.deque()
+    keep: int | None = None
+    for index, (frame, faces, fills) in enumerate(results, start):
+        if keep is None:
+            keep = backfill.depth(frame.shape)
+        for at, face in fills:  # held: frames index - len(held) .. index - 1
+            held[at - index + len(held)][2].append(face)
+        held.append((frame, faces, []))
+        while len(held) > keep:
+            yield held.popleft()
+    yield from held
+
+
 def _spool(plan: VideoPlan, workspace: Workspace, decoder: Decoder, start: int, stop: int | None,
            on_decoded: Callable[[], None] | None) -> Spool:
     """Frames `start` .. `stop` - 1 decoded and spooled ahead of processing (to disk, or in memory)."""
@@ -123,7 +155,9 @@ def _spool(plan: VideoPlan, workspace: Workspace, decoder: Decoder, start: int, 
     workspace.frames_dir.mkdir()
     # Spooled frames are copied to disk at once, so two buffers do; in memory every frame ahead, planned
     # or in flight holds its buffer until it is encoded.
-    buffers = ahead + 2 * options.in_flight + 3 if options.transport == "memory" else 2
+    # ... and every frame held back for faces found late (workflow/backfill.py) and being finished.
+    held = backfill.depth((info.height, info.width, 3)) + options.in_flight
+    buffers = ahead + 2 * options.in_flight + 3 + held if options.transport == "memory" else 2
     # Frames before the range are decoded and dropped unconverted: exact, and far cheaper than processing.
     decoded = decoder.frames(buffers, skip=start)
     frames = timed_iter(decoded if stop is None else itertools.islice(decoded, stop - start), options.timings,

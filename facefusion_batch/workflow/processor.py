@@ -26,7 +26,8 @@ from facefusion_batch.faces.types import Face
 from facefusion_batch.media import kind_of, read_image
 from facefusion_batch.memory import apply_memory_limit
 from facefusion_batch.models.store import sha256_of
-from facefusion_batch.workflow.analysis import MotionGate, Reference, TrackState, face_patches, track
+from facefusion_batch.workflow.analysis import MotionGate, Reference, TrackState
+from facefusion_batch.workflow.patches import face_patches, track
 from facefusion_batch.workflow.finish import Seal
 from facefusion_batch.provenance.content_gate import ContentGate, build_gate
 from facefusion_batch.provenance.label import VisibleLabel
@@ -138,9 +139,11 @@ class FrameProcessor:
         reference.result.set_result((faces, patches))
 
     def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool, index: int | None = None
-                 ) -> tuple[np.ndarray, int]:
+                 ) -> tuple[np.ndarray, int, list[tuple[int, Face]]]:
         """Process frame `index` of a video: a new reference is analysed (unless that was done ahead), any
-        other frame tracks the reference's faces; the faces then join their face tracks (in frame order)."""
+        other frame tracks the reference's faces; the faces then join their face tracks (in frame order) and are
+        swapped. Returns the frame, its faces, and faces found on it to swap into frames before it (frame index,
+        face: workflow/backfill.py); the frame is final once `finish`ed."""
         tracks = reference.tracks if index is not None else None
         # Cuts are looked for on reference frames only: the gate makes every frame that changed that much a
         # new reference, and has its thumbnail already.
@@ -152,17 +155,29 @@ class FrameProcessor:
                 tracks.skip(index)
             raise
         if tracks is None:
-            return self.swap(frame, faces)
+            return (*self.swap(frame, faces), [])
         with tracks.turn(index, frame.shape) as tracker, timed(self.timings, "track"):
+            cut = thumb is not None and tracker.cut(thumb)
             # Look again where a tracked face should be before declaring it gone.
-            missing = [] if thumb is not None and tracker.cut(thumb) else tracker.missing(index, faces)
+            missing = [] if cut else tracker.missing(index, faces)
             refits = self.engine.refit(frame, missing) if missing else []
             tracked = tracker.update(index, faces, detected, thumb, refits, tracks.edge_moves(index, frame))
             tracks.keep_edges(index, frame, tracker.near_edge(tracked))
             chosen = self.selection.pick_tracked(frame, tracked, tracker, detected, self.engine)
             if chosen:
                 chosen = self.engine.settle(frame, chosen, self.source, index)
-        return self.swap_faces(frame, chosen)
+            fills = tracks.history.fills(index, frame, chosen, cut, self.selection.mode == "one", self._refit)
+        return (*self.swap_faces(frame, chosen), fills)
+
+    def _refit(self, frame: np.ndarray, predicted: Sequence[Face]) -> list[Face]:
+        return self.engine.refit(frame, predicted) or []
+
+    def finish(self, frame: np.ndarray, faces: int, fills: list[Face]) -> tuple[np.ndarray, int]:
+        """A video's frame out of `__call__` made final once the frames after it had their turns: the faces found
+        on them and followed back to it (`fills`) swapped, then labelled and marked."""
+        if fills:
+            frame, _ = self.swap_faces(frame, fills)
+        return self._finished(frame), faces + len(fills)
 
     def _faces(self, frame: np.ndarray, reference: Reference, is_new: bool) -> tuple[list, bool]:
         """The frame's faces, and whether they were detected on it (not moved from a reference)."""
@@ -183,7 +198,8 @@ class FrameProcessor:
         with timed(self.timings, "detect"):
             faces = self.engine.detect(frame)
             faces = faces + self.engine.sweep(frame, faces)
-        return self.swap(frame, faces)
+        frame, count = self.swap(frame, faces)
+        return self._finished(frame), count
 
     def swap(self, frame: np.ndarray, faces: list) -> tuple[np.ndarray, int]:
         with timed(self.timings, "swap"):
@@ -191,6 +207,7 @@ class FrameProcessor:
         return self.swap_faces(frame, faces)
 
     def swap_faces(self, frame: np.ndarray, faces: list) -> tuple[np.ndarray, int]:
+        """`frame` with `faces` swapped, and how many (not labelled or marked yet: see `finish`)."""
         with timed(self.timings, "swap"):
             # A face whose swap only partly shows (a face leaving the picture, `one`'s next choice fading in)
             # first, alone: its swap made while settling is reused on the frame it was made on.
@@ -204,12 +221,16 @@ class FrameProcessor:
                 frame = self.engine.swap(frame, whole, self.source)
         if faces and self.timings is not None:
             self.timings.count("faces", len(faces))
+        return frame, len(faces)
+
+    def _finished(self, frame: np.ndarray) -> np.ndarray:
+        """The frame labelled and marked, as this run's outputs are."""
         if self.label is not None:
             frame = self.label.draw(frame)
         if self.watermark is not None:
             with timed(self.timings, "watermark"):
                 frame = self.watermark.mark(frame)
-        return frame, len(faces)
+        return frame
 
     def close(self) -> None:
         """Close the engine (its sessions, batchers and threads)."""

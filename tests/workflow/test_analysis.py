@@ -11,8 +11,8 @@ import pytest
 from conftest import cpu_session, face_frame, make_clip
 from facefusion_batch.cli import main
 from facefusion_batch.faces.types import Face
-from facefusion_batch.workflow.analysis import (SWEEP, SWEEP_FULL, SWEEP_MOVING, MotionGate, face_patches, motion,
-                                                thumbnail, track)
+from facefusion_batch.workflow.analysis import SWEEP, SWEEP_FULL, SWEEP_MOVING, MotionGate, motion, thumbnail
+from facefusion_batch.workflow.patches import face_patches, track
 
 
 def shifted(frame: np.ndarray, dx: float, dy: float) -> np.ndarray:

@@ -35,8 +35,12 @@ class Marker:
     def analyse(self, frame: np.ndarray, reference: Reference) -> None:
         reference.result.set_result(([], []))
 
-    def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool, index: int) -> tuple[np.ndarray, int]:
-        return frame, 1
+    def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool, index: int
+                 ) -> tuple[np.ndarray, int, list]:
+        return frame, 1, []
+
+    def finish(self, frame: np.ndarray, faces: int, fills: list) -> tuple[np.ndarray, int]:
+        return frame, faces
 
 
 def strip_levels(path: Path) -> list[int]:
@@ -110,7 +114,7 @@ def test_a_video_without_faces_is_still_trimmed(tmp_path):
     """Nothing swapped: the original is not copied through when a part of it was asked for."""
     class Nothing(Marker):
         def __call__(self, frame, reference, is_new, index):
-            return frame, 0
+            return frame, 0, []
 
     out = reshaped(tmp_path, Reshape(trim_start=0, trim_end=12), audio=False, processor=Nothing())
     assert probe(out).frame_count == 12

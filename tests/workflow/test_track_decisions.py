@@ -55,7 +55,7 @@ def _run(processor: FrameProcessor, frames: list[np.ndarray], at_frame: Callable
         if at_frame is not None:
             at_frame(index)
         reference, is_new = gate.reference_for(index, thumbnail(frame), frame.shape[1])
-        out, _ = processor(frame.copy(), reference, is_new, index)
+        out = processor(frame.copy(), reference, is_new, index)[0]
         swapped.append(bool((out != frame).any()))
     return swapped
 

@@ -41,12 +41,15 @@ class Recorder:
         reference.result.set_result(([], []))
 
     def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool, index: int
-                 ) -> tuple[np.ndarray, int]:
+                 ) -> tuple[np.ndarray, int, list]:
         faces, _ = reference.result.result()
         if is_new:
             with self.lock:
                 self.new_frames.append((reference.index, reference.ahead))
-        return frame, len(faces)
+        return frame, len(faces), []
+
+    def finish(self, frame: np.ndarray, faces: int, fills: list) -> tuple[np.ndarray, int]:
+        return frame, faces
 
 
 def plan_for(tmp_path: Path, transport: str) -> VideoPlan:
@@ -117,9 +120,9 @@ class Swapper(Recorder):
     """Counts one face on every frame (so the output is encoded and joined, not copied through)."""
 
     def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool, index: int
-                 ) -> tuple[np.ndarray, int]:
+                 ) -> tuple[np.ndarray, int, list]:
         super().__call__(frame, reference, is_new, index)
-        return frame, 1
+        return frame, 1, []
 
 
 @pytest.mark.parametrize("container, codecs, note", [

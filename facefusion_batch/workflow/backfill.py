@@ -1,0 +1,239 @@
+"""Faces found late, swapped into the frames before they were found.
+
+A face the detectors first see some frames after it came into view (a soft face a later sweep finds, a dim one found
+only once wholly in the picture, one coming in across the edge) stays unswapped until then. Each chunk's tracks keep
+its last frames as they were decoded (`History`); when a track's face is swapped on a frame and its track was not
+chosen on the frame before, the face is followed back through them by phase correlation (fitted again where the
+engine can), frame by frame, for as long as it is the same face, in the picture and nobody else's place. The
+frames are held back before they are finished (`workflow/chunks.py`), so those faces are swapped into them too.
+Every decision is made in frame order on one chunk's frames: a resumed or split run makes the same.
+"""
+from __future__ import annotations
+
+import collections
+import contextlib
+import dataclasses
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import cv2
+import numpy as np
+
+from facefusion_batch.faces.types import Face
+from facefusion_batch.workflow.patches import shift_face
+
+# Frames a face is followed back at most: a small face the whole-frame detectors miss is found by the sweep, which
+# looks every SWEEP_MOVING to SWEEP (12-24) frames (workflow/analysis.py).
+BACKFILL = 24
+BACKFILL_BYTES = 256 << 20  # ... fewer where that many decoded frames would take more memory (a 4K video: 10)
+# Normalised correlation of a face's grey box with the box where it was first swapped below which a frame's face is
+# not that face any more (turned, covered, or the trace slipped onto the background).
+SAME_FACE = 0.6
+LIKENESS_WIDTH = 24  # the boxes are compared at this width
+# How far a face is looked for on the frame before, in parts of its size, each way: a fast pan moves a small face by
+# more than half its size a frame (the tune split's crowd pan: 20 px a frame, 36 px faces).
+SEARCH = 0.75
+MATCH_WIDTH = 32  # faces are matched at this width at most
+STEP_MATCH = 0.5  # ... and not followed to a place correlated less than this with where they were a frame later
+BACK_IN_FRAME = 0.5  # a face less than this share of its box inside the frame is not followed further back
+REFIT_AGREES = 0.5  # IoU of a fit on the face's traced place with that place for the fit to be taken
+TAKEN = 0.25  # share of a traced box over the box of a face chosen on that frame that makes it that face's place
+
+Refit = Callable[[np.ndarray, Sequence[Face]], "list[Face] | None"]
+
+
+def depth(shape: tuple[int, ...]) -> int:
+    """How many frames of this shape a chunk holds back for faces found late."""
+    frame_bytes = int(np.prod(shape))
+    return max(0, min(BACKFILL, BACKFILL_BYTES // max(1, frame_bytes)))
+
+
+@dataclass
+class _Seen:
+    """One frame that had its turn: as decoded, the places of the faces chosen on it (swapped or left, and those
+    filled in since), by track, and whether it starts a new shot."""
+
+    index: int
+    frame: np.ndarray
+    taken: dict[int, np.ndarray]
+    cut: bool
+
+
+class History:
+    """The latest frames of one chunk, in frame order (at most `depth` of them), to follow faces found late back
+    through. Used during the frames' turns only."""
+
+    def __init__(self) -> None:
+        self._seen: collections.deque[_Seen] = collections.deque()
+        self._depth: int | None = None
+
+    def fills(self, index: int, frame: np.ndarray, chosen: Sequence[Face], cut: bool, exclusive: bool,
+              refit: Refit) -> list[tuple[int, Face]]:
+        """Frame `index`'s turn, its faces `chosen` (settled): the faces to swap into the frames before it,
+        (frame index, face), for each swapped face whose track was not chosen on the frame before. `cut`: the
+        frame starts a new shot (nothing before it is followed); `exclusive`: one face a frame (mode `one`), so a
+        frame with any face chosen ends the way back."""
+        if self._depth is None:
+            self._depth = depth(frame.shape)
+        fills: list[tuple[int, Face]] = []
+        latest = self._seen[-1] if self._seen else None
+        if latest is not None and latest.index == index - 1 and not cut:
+            by_index = {seen.index: seen for seen in self._seen}
+            for face in chosen:
+                if face.leave or _key(face) in latest.taken:
+                    continue
+                for at, filled in self._back(face, frame, exclusive, refit):
+                    by_index[at].taken[_key(face)] = filled.box  # its place now, for the next face followed back
+                    fills.append((at, filled))
+        self._seen.append(_Seen(index, frame, {_key(face): face.box for face in chosen}, cut))
+        while len(self._seen) > self._depth:
+            self._seen.popleft()
+        return fills
+
+    def _back(self, face: Face, frame: np.ndarray, exclusive: bool, refit: Refit) -> list[tuple[int, Face]]:
+        """`face` (on `frame`) followed back through the frames held, as long as it is that face (see the module)."""
+        key, found = _key(face), []
+        current, current_frame, expected = face, frame, self._seen[-1].index
+        for seen in reversed(self._seen):
+            if seen.index != expected or key in seen.taken or (exclusive and seen.taken):
+                break
+            shift = matched(current_frame, current.box, seen.frame)
+            if shift is None:
+                break
+            moved = shift_face(current, *shift)
+            share = _share(moved.box, seen.frame.shape)
+            if share < BACK_IN_FRAME or _on_taken(moved.box, seen.taken):
+                break
+            if likeness(frame, face.box, seen.frame, moved.box) < SAME_FACE:
+                break
+            # Fitted again where the face is wholly in the picture: one the edge cuts is placed further out and
+            # narrower by the mesh the more of it is cut (faces/tracking.py HOLD_CUT), and moves with the picture.
+            fitted = refit(seen.frame, [_bare(moved)]) if share >= 1.0 else []
+            if fitted and _iou(fitted[0].box, moved.box) >= REFIT_AGREES:
+                moved = dataclasses.replace(moved, box=fitted[0].box, kps=fitted[0].kps, landmarks=fitted[0].landmarks)
+            found.append((seen.index, _filled(moved, face, (-shift[0], -shift[1]))))
+            if seen.cut:
+                break  # the first frame of its shot
+            current, current_frame, expected = moved, seen.frame, seen.index - 1
+        return found
+
+
+def matched(frame: np.ndarray, box: np.ndarray, before: np.ndarray) -> tuple[float, float] | None:
+    """Where the picture inside `box` on `frame` (its part in the picture) is on the frame `before`, as a move (x, y
+    in frame pixels): the best normalised correlation within SEARCH of its size, refined to a fraction of a pixel;
+    None where nothing there is like it (the face's own box matched: a face walks past a still backdrop)."""
+    height, width = frame.shape[:2]
+    x1, y1, x2, y2 = (float(v) for v in box)
+    size = max(x2 - x1, y2 - y1)
+    left, top, right, bottom = max(0, int(x1)), max(0, int(y1)), min(width, int(np.ceil(x2))), min(height, int(np.ceil(y2)))
+    if right - left < 4 or bottom - top < 4:
+        return None
+    scale = min(1.0, MATCH_WIDTH / size)
+    reach = int(np.ceil(SEARCH * size))
+    template = _grey_at(frame, (left, top, right, bottom), scale)
+    # The search window may reach beyond the frame (a face coming in across the edge): filled with the picture's mean.
+    window = _grey_at(before, (left - reach, top - reach, right + reach, bottom + reach), scale)
+    if template.shape[0] > window.shape[0] or template.shape[1] > window.shape[1] or template.std() < 1.0:
+        return None
+    scores = cv2.matchTemplate(window, template, cv2.TM_CCOEFF_NORMED)
+    _, best, _, (x, y) = cv2.minMaxLoc(scores)
+    if best < STEP_MATCH:
+        return None
+    # ... to a fraction of a pixel by phase correlation at the place found (a face drifting half a pixel a frame,
+    # followed back 20 frames, must not drift away from its face).
+    found = window[y:y + template.shape[0], x:x + template.shape[1]]
+    across, down = window.shape[1] / (right - left + 2 * reach), window.shape[0] / (bottom - top + 2 * reach)
+    inside = np.zeros(window.shape, np.uint8)  # where the window is in the picture: the fine match's mask
+    inside[max(0, int(np.ceil((reach - top) * down))):max(0, int((height + reach - top) * down)),
+           max(0, int(np.ceil((reach - left) * across))):max(0, int((width + reach - left) * across))] = 1
+    inside = inside[y:y + template.shape[0], x:x + template.shape[1]]
+    fine_x = fine_y = 0.0
+    with contextlib.suppress(cv2.error):  # not converging: the whole pixel found
+        _, warp = cv2.findTransformECC(template, found, np.eye(2, 3, dtype=np.float32), cv2.MOTION_TRANSLATION,
+                                       (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 30, 1e-3), inside, 1)
+        if max(abs(warp[0, 2]), abs(warp[1, 2])) <= 1.0:
+            fine_x, fine_y = float(warp[0, 2]), float(warp[1, 2])
+    return (x + fine_x) / across - reach, (y + fine_y) / down - reach
+
+
+def _grey_at(frame: np.ndarray, region: tuple[int, int, int, int], scale: float) -> np.ndarray:
+    """The grey picture of a region of the frame (the picture's mean beyond its edge), scaled."""
+    left, top, right, bottom = region
+    height, width = frame.shape[:2]
+    inside = frame[max(0, top):min(height, bottom), max(0, left):min(width, right)]
+    grey = cv2.cvtColor(inside, cv2.COLOR_BGR2GRAY).astype(np.float32)
+    if (left, top, right, bottom) != (max(0, left), max(0, top), min(width, right), min(height, bottom)):
+        grey = cv2.copyMakeBorder(grey, max(0, -top), max(0, bottom - height), max(0, -left), max(0, right - width),
+                                  cv2.BORDER_CONSTANT, value=float(grey.mean()))
+    size = (max(1, round(grey.shape[1] * scale)), max(1, round(grey.shape[0] * scale)))
+    return cv2.resize(grey, size, interpolation=cv2.INTER_AREA) if scale < 1.0 else grey
+
+
+def likeness(frame: np.ndarray, box: np.ndarray, other: np.ndarray, other_box: np.ndarray) -> float:
+    """Normalised correlation of two face boxes' grey pictures (each box's part inside both frames, mapped onto
+    each other), -1 to 1; 0 where too little of them is in the picture to compare."""
+    low, high = _visible(box, frame.shape), _visible(other_box, other.shape)
+    start, stop = np.maximum(low[:2], high[:2]), np.minimum(low[2:], high[2:])  # in parts of the box, 0..1
+    if (stop - start).min() <= 0 or np.prod(stop - start) < BACK_IN_FRAME * 0.8:
+        return 0.0
+    pictures = []
+    for image, (x1, y1, x2, y2) in ((frame, box), (other, other_box)):
+        width, height = x2 - x1, y2 - y1
+        left, top = int(round(x1 + start[0] * width)), int(round(y1 + start[1] * height))
+        right, bottom = int(round(x1 + stop[0] * width)), int(round(y1 + stop[1] * height))
+        crop = image[max(0, top):max(top + 1, bottom), max(0, left):max(left + 1, right)]
+        pictures.append(crop)
+    size = (LIKENESS_WIDTH, max(4, round(LIKENESS_WIDTH * (stop[1] - start[1]) / (stop[0] - start[0]) *
+                                         (box[3] - box[1]) / max(1e-6, box[2] - box[0]))))
+    a, b = (cv2.cvtColor(cv2.resize(p, size, interpolation=cv2.INTER_AREA), cv2.COLOR_BGR2GRAY).astype(np.float32)
+            for p in pictures)
+    return float(cv2.matchTemplate(a, b, cv2.TM_CCOEFF_NORMED)[0, 0])
+
+
+def _visible(box: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """The part of a box inside a frame, in parts of the box (x1, y1, x2, y2 from 0 to 1)."""
+    x1, y1, x2, y2 = (float(v) for v in box)
+    width, height = max(x2 - x1, 1e-6), max(y2 - y1, 1e-6)
+    return np.array([(max(0.0, x1) - x1) / width, (max(0.0, y1) - y1) / height,
+                     (min(float(shape[1]), x2) - x1) / width, (min(float(shape[0]), y2) - y1) / height])
+
+
+def _share(box: np.ndarray, shape: tuple[int, ...]) -> float:
+    """The share of a box inside the frame."""
+    part = _visible(box, shape)
+    return float(max(0.0, part[2] - part[0]) * max(0.0, part[3] - part[1]))
+
+
+def _on_taken(box: np.ndarray, taken: dict[int, np.ndarray]) -> bool:
+    """Whether a traced face's box lies over a face chosen on that frame (TAKEN of it or more)."""
+    area = max(1e-6, float((box[2] - box[0]) * (box[3] - box[1])))
+    for other in taken.values():
+        ix = max(0.0, min(box[2], other[2]) - max(box[0], other[0]))
+        iy = max(0.0, min(box[3], other[3]) - max(box[1], other[1]))
+        if ix * iy >= TAKEN * area:
+            return True
+    return False
+
+
+def _iou(a: np.ndarray, b: np.ndarray) -> float:
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - ix * iy
+    return float(ix * iy / union) if union > 0 else 0.0
+
+
+def _key(face: Face) -> int:
+    """A face's track (its memo, one per track), or the face itself where it has none."""
+    return id(face.memo) if face.memo is not None else id(face)
+
+
+def _bare(face: Face) -> Face:
+    """A face with nothing of its track's: what an engine fits anew."""
+    return dataclasses.replace(face, memo=None, leave=False, swapped=None)
+
+
+def _filled(moved: Face, found: Face, motion: tuple[float, float]) -> Face:
+    """The face to swap into a frame before its track was found: decided on that frame alone (no track's memo: a
+    face turned too far there is left), as deep and as shown as where it was found."""
+    return dataclasses.replace(moved, memo=None, leave=False, mirror=False, swapped=None, own_depth=found.own_depth,
+                               opacity=found.opacity, motion=motion)
