@@ -3,7 +3,7 @@
 A face the detectors first see some frames after it came into view (a soft face a later sweep finds, a dim one found
 only once wholly in the picture, one coming in across the edge) stays unswapped until then. Each chunk's tracks keep
 its last frames as they were decoded (`History`); when a track's face is swapped on a frame and its track was not
-chosen on the frame before, the face is followed back through them by phase correlation (fitted again where the
+chosen on the frame before, the face is followed back through them by matching its picture (fitted again where the
 engine can), frame by frame, for as long as it is the same face, in the picture and nobody else's place. The
 frames are held back before they are finished (`workflow/chunks.py`), so those faces are swapped into them too.
 Every decision is made in frame order on one chunk's frames: a resumed or split run makes the same.
@@ -30,6 +30,7 @@ BACKFILL_BYTES = 256 << 20  # ... fewer where that many decoded frames would tak
 # not that face any more (turned, covered, or the trace slipped onto the background).
 SAME_FACE = 0.6
 LIKENESS_WIDTH = 24  # the boxes are compared at this width
+LIKENESS_SHARE = 0.4  # ... where this share of the box or more is in the picture in both frames
 # How far a face is looked for on the frame before, in parts of its size, each way: a fast pan moves a small face by
 # more than half its size a frame (the tune split's crowd pan: 20 px a frame, 36 px faces).
 SEARCH = 0.75
@@ -121,11 +122,13 @@ class History:
 def matched(frame: np.ndarray, box: np.ndarray, before: np.ndarray) -> tuple[float, float] | None:
     """Where the picture inside `box` on `frame` (its part in the picture) is on the frame `before`, as a move (x, y
     in frame pixels): the best normalised correlation within SEARCH of its size, refined to a fraction of a pixel;
-    None where nothing there is like it (the face's own box matched: a face walks past a still backdrop)."""
+    None where nothing there is like it. The face's own box is matched, no margin around it: a face walking past a
+    still backdrop moves with its face, not with the backdrop."""
     height, width = frame.shape[:2]
     x1, y1, x2, y2 = (float(v) for v in box)
     size = max(x2 - x1, y2 - y1)
-    left, top, right, bottom = max(0, int(x1)), max(0, int(y1)), min(width, int(np.ceil(x2))), min(height, int(np.ceil(y2)))
+    left, top = max(0, int(x1)), max(0, int(y1))
+    right, bottom = min(width, int(np.ceil(x2))), min(height, int(np.ceil(y2)))
     if right - left < 4 or bottom - top < 4:
         return None
     scale = min(1.0, MATCH_WIDTH / size)
@@ -139,8 +142,8 @@ def matched(frame: np.ndarray, box: np.ndarray, before: np.ndarray) -> tuple[flo
     _, best, _, (x, y) = cv2.minMaxLoc(scores)
     if best < STEP_MATCH:
         return None
-    # ... to a fraction of a pixel by phase correlation at the place found (a face drifting half a pixel a frame,
-    # followed back 20 frames, must not drift away from its face).
+    # ... refined to a fraction of a pixel at the place found (ECC, over the part of the window in the picture): a face
+    # drifting half a pixel a frame, followed back 20 frames, must not drift away from its face.
     found = window[y:y + template.shape[0], x:x + template.shape[1]]
     across, down = window.shape[1] / (right - left + 2 * reach), window.shape[0] / (bottom - top + 2 * reach)
     inside = np.zeros(window.shape, np.uint8)  # where the window is in the picture: the fine match's mask
@@ -174,7 +177,7 @@ def likeness(frame: np.ndarray, box: np.ndarray, other: np.ndarray, other_box: n
     each other), -1 to 1; 0 where too little of them is in the picture to compare."""
     low, high = _visible(box, frame.shape), _visible(other_box, other.shape)
     start, stop = np.maximum(low[:2], high[:2]), np.minimum(low[2:], high[2:])  # in parts of the box, 0..1
-    if (stop - start).min() <= 0 or np.prod(stop - start) < BACK_IN_FRAME * 0.8:
+    if (stop - start).min() <= 0 or np.prod(stop - start) < LIKENESS_SHARE:
         return 0.0
     pictures = []
     for image, (x1, y1, x2, y2) in ((frame, box), (other, other_box)):
@@ -207,19 +210,18 @@ def _share(box: np.ndarray, shape: tuple[int, ...]) -> float:
 def _on_taken(box: np.ndarray, taken: dict[int, np.ndarray]) -> bool:
     """Whether a traced face's box lies over a face chosen on that frame (TAKEN of it or more)."""
     area = max(1e-6, float((box[2] - box[0]) * (box[3] - box[1])))
-    for other in taken.values():
-        ix = max(0.0, min(box[2], other[2]) - max(box[0], other[0]))
-        iy = max(0.0, min(box[3], other[3]) - max(box[1], other[1]))
-        if ix * iy >= TAKEN * area:
-            return True
-    return False
+    return any(_overlap(box, other) >= TAKEN * area for other in taken.values())
 
 
 def _iou(a: np.ndarray, b: np.ndarray) -> float:
-    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - ix * iy
-    return float(ix * iy / union) if union > 0 else 0.0
+    inter = _overlap(a, b)
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return float(inter / union) if union > 0 else 0.0
+
+
+def _overlap(a: np.ndarray, b: np.ndarray) -> float:
+    """The area two boxes share."""
+    return float(max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1])))
 
 
 def _key(face: Face) -> int:

@@ -1,6 +1,7 @@
 """Decode, analyse, process and encode, the middle phases of a video's workflow, for a range of its chunks:
 ffmpeg decodes frames ahead into a spool; reference frames' faces are detected ahead of their turn and tracks
-follow them; every frame is swapped on the frame pool and handed on in order; frames are encoded into chunks of
+follow them; every frame is swapped on the frame pool and handed on in order, held back a few frames for faces
+found late (workflow/backfill.py) and finished (labelled, marked) on the pool; frames are encoded into chunks of
 chunk_size in the workspace as they come. A finished chunk is what a resumed run or another worker reuses."""
 from __future__ import annotations
 
@@ -85,7 +86,8 @@ def _transcode(plan: VideoPlan, workspace: Workspace, frame_fn: FrameFunction, o
                handover: Handover | None = None) -> Counters:
     """Process and encode the frames of chunks `first` .. `last` - 1, in stages connected by bounded
     windows: decode (ffmpeg) -> spool (reader thread) -> plan references (motion gate) -> analyse them
-    ahead (pool) -> swap in order (pool, `in_flight` at most) -> chunk writer (one encoder per chunk)."""
+    ahead (pool) -> swap in order (pool, `in_flight` at most) -> held back (`backfill.depth`) -> finish (pool,
+    `in_flight` at most) -> chunk writer (one encoder per chunk)."""
     info, options = plan.info, plan.options
     start = first * options.chunk_size
     stop = None if last is None else last * options.chunk_size
