@@ -138,10 +138,12 @@ def fetched(cache: Path, package: str) -> Path:
                 command[5:5] = ["--no-binary", requirement.split("==")[0]]
         tool = "apt-get download" if deb else "pip download"
         env = None
-        if package in BUILD_CONSTRAINTS:  # pip's isolated build environment takes its constraints from PIP_CONSTRAINT
+        # pip's isolated build environment takes its constraints from PIP_BUILD_CONSTRAINT (pip 25.3 on; pip 26
+        # ignores PIP_CONSTRAINT there), from PIP_CONSTRAINT before.
+        if package in BUILD_CONSTRAINTS:
             constraints = cache / f"build-constraints-{package}.txt"
             constraints.write_text(BUILD_CONSTRAINTS[package] + "\n")
-            env = {**os.environ, "PIP_CONSTRAINT": str(constraints)}
+            env = {**os.environ, "PIP_CONSTRAINT": str(constraints), "PIP_BUILD_CONSTRAINT": str(constraints)}
         # apt-get downloads into its cwd
         if subprocess.run(command, cwd=cache if deb else None, env=env).returncode != 0:
             sys.exit(f"{tool} {requirement} failed" + (" (apt-get update first?)" if deb else ""))
