@@ -36,6 +36,9 @@ LIKENESS_SHARE = 0.4  # ... where this share of the box or more is in the pictur
 SEARCH = 0.75
 MATCH_WIDTH = 32  # faces are matched at this width at most
 STEP_MATCH = 0.5  # ... and not followed to a place correlated less than this with where they were a frame later
+# A track the tracker gave up on (the detectors and the mesh lost a soft face still in the picture) is carried on by
+# the same matching for at most this many frames since it was last chosen.
+ONWARD = 8
 BACK_IN_FRAME = 0.5  # a face less than this share of its box inside the frame is not followed further back
 REFIT_AGREES = 0.5  # IoU of a fit on the face's traced place with that place for the fit to be taken
 TAKEN = 0.25  # share of a traced box over the box of a face chosen on that frame that makes it that face's place
@@ -52,12 +55,14 @@ def depth(shape: tuple[int, ...]) -> int:
 @dataclass
 class _Seen:
     """One frame that had its turn: as decoded, the places of the faces chosen on it (swapped or left, and those
-    filled in since), by track, and whether it starts a new shot."""
+    filled in since), by track, whether it starts a new shot, and the faces swapped on it, by track (chosen and not
+    left, or carried on to it)."""
 
     index: int
     frame: np.ndarray
     taken: dict[int, np.ndarray]
     cut: bool
+    shown: dict[int, Face]
 
 
 class History:
@@ -67,16 +72,20 @@ class History:
     def __init__(self) -> None:
         self._seen: collections.deque[_Seen] = collections.deque()
         self._depth: int | None = None
+        self._found: dict[int, tuple[int, Face]] = {}  # by track: the latest frame it was chosen and swapped on
 
     def fills(self, index: int, frame: np.ndarray, chosen: Sequence[Face], cut: bool, exclusive: bool,
               refit: Refit) -> list[tuple[int, Face]]:
-        """Frame `index`'s turn, its faces `chosen` (settled): the faces to swap into the frames before it,
-        (frame index, face), for each swapped face whose track was not chosen on the frame before. `cut`: the
-        frame starts a new shot (nothing before it is followed); `exclusive`: one face a frame (mode `one`), so a
-        frame with any face chosen ends the way back."""
+        """Frame `index`'s turn, its faces `chosen` (settled): the faces to swap into this frame and the frames
+        before it, (frame index, face): for each swapped face whose track was not chosen on the frame before, that
+        face followed back; for each track swapped on the frame before and not chosen on this one, its face carried
+        on to this frame (`_onward`). `cut`: the frame starts a new shot (nothing before it is followed);
+        `exclusive`: one face a frame (mode `one`), so a frame with any face chosen ends the way back."""
         if self._depth is None:
             self._depth = depth(frame.shape)
         fills: list[tuple[int, Face]] = []
+        taken = {_key(face): face.box for face in chosen}
+        shown = {_key(face): face for face in chosen if not face.leave}
         latest = self._seen[-1] if self._seen else None
         if latest is not None and latest.index == index - 1 and not cut:
             by_index = {seen.index: seen for seen in self._seen}
@@ -86,10 +95,41 @@ class History:
                 for at, filled in self._back(face, frame, exclusive, refit):
                     by_index[at].taken[_key(face)] = filled.box  # its place now, for the next face followed back
                     fills.append((at, filled))
-        self._seen.append(_Seen(index, frame, {_key(face): face.box for face in chosen}, cut))
+            for key, face in latest.shown.items():
+                if key in taken or (exclusive and taken):
+                    continue
+                carried = self._onward(key, face, latest.frame, frame, index, taken, by_index)
+                if carried is not None:
+                    taken[key], shown[key] = carried.box, carried
+                    fills.append((index, carried))
+        self._seen.append(_Seen(index, frame, taken, cut, shown))
+        for key, face in shown.items():
+            if face.memo is not None:
+                self._found[key] = (index, face)
         while len(self._seen) > self._depth:
             self._seen.popleft()
+        oldest = self._seen[0].index
+        self._found = {key: found for key, found in self._found.items() if found[0] >= oldest}
         return fills
+
+    def _onward(self, key: int, face: Face, before: np.ndarray, frame: np.ndarray, index: int,
+                taken: dict[int, np.ndarray], by_index: dict[int, _Seen]) -> Face | None:
+        """A track's `face` swapped on the frame `before` and not chosen on this `frame`, carried on to it where it
+        is still that face (as on the latest frame its track was chosen and swapped on, within ONWARD frames), half
+        in the picture and in no chosen face's place; None where not."""
+        found = self._found.get(key)
+        if found is None or index - found[0] > ONWARD or found[0] not in by_index:
+            return None
+        shift = matched(before, face.box, frame)
+        if shift is None:
+            return None
+        moved = shift_face(face, *shift)
+        if _share(moved.box, frame.shape) < BACK_IN_FRAME or _on_taken(moved.box, taken):
+            return None
+        at, last = found
+        if likeness(by_index[at].frame, last.box, frame, moved.box) < SAME_FACE:
+            return None
+        return _filled(moved, last, shift)
 
     def _back(self, face: Face, frame: np.ndarray, exclusive: bool, refit: Refit) -> list[tuple[int, Face]]:
         """`face` (on `frame`) followed back through the frames held, as long as it is that face (see the module)."""
@@ -129,8 +169,8 @@ def matched(frame: np.ndarray, box: np.ndarray, before: np.ndarray) -> tuple[flo
     size = max(x2 - x1, y2 - y1)
     left, top = max(0, int(x1)), max(0, int(y1))
     right, bottom = min(width, int(np.ceil(x2))), min(height, int(np.ceil(y2)))
-    if right - left < 4 or bottom - top < 4:
-        return None
+    if right - left < 4 or bottom - top < 4 or _share(box, frame.shape) < BACK_IN_FRAME:
+        return None  # a sliver by the edge matches too many places
     scale = min(1.0, MATCH_WIDTH / size)
     reach = int(np.ceil(SEARCH * size))
     template = _grey_at(frame, (left, top, right, bottom), scale)

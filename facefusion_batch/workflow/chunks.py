@@ -140,9 +140,9 @@ def _held_back(results: Iterator[tuple[np.ndarray, int, list[tuple[int, Face]]]]
     for index, (frame, faces, fills) in enumerate(results, start):
         if keep is None:
             keep = backfill.depth(frame.shape)
-        for at, face in fills:  # held: frames index - len(held) .. index - 1
-            held[at - index + len(held)][2].append(face)
         held.append((frame, faces, []))
+        for at, face in fills:  # held: frames index - len(held) + 1 .. index
+            held[at - index + len(held) - 1][2].append(face)
         while len(held) > keep:
             yield held.popleft()
     yield from held

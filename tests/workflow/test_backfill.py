@@ -2,6 +2,7 @@
 frames are finished (workflow/chunks.py `processed`)."""
 from __future__ import annotations
 
+import dataclasses
 from concurrent.futures import ThreadPoolExecutor
 
 import cv2
@@ -32,7 +33,8 @@ def _frame(x: float, y: float = 100, pattern: np.ndarray = FACE, backdrop: np.nd
     frame = backdrop[:, :320].copy()
     left, right = int(round(x)), int(round(x)) + SIZE
     inside = slice(max(0, left), min(320, right))
-    frame[int(y):int(y) + SIZE, inside] = pattern[:, inside.start - left:inside.stop - left]
+    if inside.start < inside.stop:
+        frame[int(y):int(y) + SIZE, inside] = pattern[:, inside.start - left:inside.stop - left]
     return frame
 
 
@@ -74,13 +76,13 @@ def test_the_way_back_ends_at_a_cut_and_at_a_face_chosen_there():
     memo: dict = {}
     chosen = [[] for _ in range(6)] + [[_face(x, memo=memo)] for x in xs[6:]]
     assert [at for at, _ in _play(frames, chosen, cuts=(3,))[6]] == [5, 4, 3]  # frame 3 starts the shot
-    # Another face's place on frame 2 (a face chosen there, swapped or left): not this face's.
+    # Another face's place on frame 2 (a face chosen there, here one left as it is): not this face's.
     taken = [list(c) for c in chosen]
-    taken[2] = [_face(xs[2] + 5, memo={})]
+    taken[2] = [dataclasses.replace(_face(xs[2] + 5, memo={}), leave=True)]
     assert [at for at, _ in _play(frames, taken)[6]] == [5, 4, 3]
     # Mode `one`: a frame with any face chosen ends it, wherever that face is.
     elsewhere = [list(c) for c in chosen]
-    elsewhere[4] = [_face(250, 20, memo={})]
+    elsewhere[4] = [dataclasses.replace(_face(250, 20, memo={}), leave=True)]
     assert [at for at, _ in _play(frames, elsewhere, exclusive=True)[6]] == [5]
     assert [at for at, _ in _play(frames, elsewhere)[6]] == [5, 4, 3, 2, 1, 0]
 
@@ -104,9 +106,9 @@ def test_no_fill_for_a_track_chosen_on_the_frame_before_or_a_face_left():
     frames = [_frame(x) for x in xs]
     memo: dict = {}
     chosen = [[_face(x, memo=memo)] for x in xs]
-    chosen[3] = []  # lost on one frame, found again on the next: that frame is filled, and nothing before it
+    chosen[3] = []  # lost on one frame, found again on the next: carried on to that frame, nothing else filled
     fills = _play(frames, chosen)
-    assert [at for at, _ in fills[4]] == [3] and all(not fills[i] for i in range(8) if i != 4)
+    assert [at for at, _ in fills[3]] == [3] and all(not fills[i] for i in range(8) if i != 3)
     left = [[] for _ in range(4)] + [[_face(x, memo=memo)] for x in xs[4:]]
     left[4] = [Face(**{**left[4][0].__dict__, "leave": True})]  # settled as left (turned, too faint)
     fills = _play(frames, left)
@@ -163,3 +165,25 @@ def test_every_frame_is_finished_in_order_with_the_faces_found_after_it():
         out = [(int(f[0, 0, 0]), n) for f, n in processed(pool, counter, counter, ((i,) for i in range(10)), 3, 0)]
     assert [i for i, _ in out] == list(range(10))
     assert [n for _, n in out] == [0, 0, 1, 1, 1, 0, 0, 0, 0, 0]
+
+
+def test_a_track_given_up_on_is_carried_on_while_its_face_is_there():
+    xs = [60 + 3 * i for i in range(16)]
+    memo: dict = {}
+    chosen = [[_face(x, memo=memo)] for x in xs[:4]] + [[] for _ in xs[4:]]
+    fills = _play([_frame(x) for x in xs], chosen)
+    carried = [i for i in range(16) if fills[i]]
+    assert carried == list(range(4, 4 + backfill.ONWARD))  # at most ONWARD frames since it was last chosen
+    for i in carried:
+        (at, face), = fills[i]
+        assert at == i and abs(face.box[0] - xs[i]) < 2 and face.memo is None and face.own_depth == 0.25
+    # ... not onto what replaced it, not past half out of the picture, not across a cut, not after a left frame.
+    frames = [_frame(x, pattern=OTHER if i >= 6 else FACE) for i, x in enumerate(xs)]
+    assert [i for i, f in _play(frames, chosen).items() if f] == [4, 5]
+    xs = [250 + 8 * i for i in range(10)]  # leaving across the right edge: from frame 4 in frame 0.95, 0.75, 0.55, 0.35
+    chosen = [[_face(x, memo=memo)] for x in xs[:2]] + [[] for _ in xs[2:]]
+    assert [i for i, f in _play([_frame(x) for x in xs], chosen).items() if f] == [2, 3, 4, 5, 6]
+    chosen = [[_face(x, memo=memo)] for x in xs[:2]] + [[] for _ in xs[2:]]
+    assert not any(_play([_frame(x) for x in xs], chosen, cuts=(2,)).values())
+    left = [[_face(60, memo=memo)], [dataclasses.replace(_face(63, memo=memo), leave=True)], [], []]
+    assert not any(_play([_frame(60 + 3 * i) for i in range(4)], left).values())
