@@ -6,6 +6,8 @@ its last frames as they were decoded (`History`); when a track's face is swapped
 chosen on the frame before, the face is followed back through them by matching its picture (fitted again where the
 engine can), frame by frame, for as long as it is the same face, in the picture and nobody else's place. The
 frames are held back before they are finished (`workflow/chunks.py`), so those faces are swapped into them too.
+The other way, a track the tracker gave up on while its face is still in the picture (a soft face the detectors and
+the mesh lost) is carried on by the same matching for a few frames (`History._onward`).
 Every decision is made in frame order on one chunk's frames: a resumed or split run makes the same.
 """
 from __future__ import annotations
