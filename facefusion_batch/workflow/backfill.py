@@ -2,12 +2,10 @@
 
 A face the detectors first see some frames after it came into view (a soft face a later sweep finds, a dim one found
 only once wholly in the picture, one coming in across the edge) stays unswapped until then. Each chunk's tracks keep
-its last frames as they were decoded (`History`); when a track's face is swapped on a frame and its track was not
-chosen on the frame before, the face is followed back through them by matching its picture (fitted again where the
-engine can), frame by frame, for as long as it is the same face, in the picture and nobody else's place. The
+its last frames as they were decoded (`History`); once a track has been swapped on a few frames in a row, its face on
+the first of them is followed back through them by matching its picture (fitted again where the engine can), frame
+by frame, for as long as it is the same face, in the picture and nobody else's place. The
 frames are held back before they are finished (`workflow/chunks.py`), so those faces are swapped into them too.
-The other way, a track the tracker gave up on while its face is still in the picture (a soft face the detectors and
-the mesh lost) is carried on by the same matching for a few frames (`History._onward`).
 Every decision is made in frame order on one chunk's frames: a resumed or split run makes the same.
 """
 from __future__ import annotations
@@ -26,7 +24,7 @@ from facefusion_batch.workflow.patches import shift_face
 
 # Frames a face is followed back at most: a small face the whole-frame detectors miss is found by the sweep, which
 # looks every SWEEP_MOVING to SWEEP (12-24) frames (workflow/analysis.py).
-BACKFILL = 24
+BACKFILL = 30  # (24 before the first frame of a track's CONFIRM)
 BACKFILL_BYTES = 256 << 20  # ... fewer where that many decoded frames would take more memory (a 4K video: 10)
 # Normalised correlation of a face's grey box with the box where it was first swapped below which a frame's face is
 # not that face any more (turned, covered, or the trace slipped onto the background).
@@ -38,9 +36,9 @@ LIKENESS_SHARE = 0.4  # ... where this share of the box or more is in the pictur
 SEARCH = 0.75
 MATCH_WIDTH = 32  # faces are matched at this width at most
 STEP_MATCH = 0.5  # ... and not followed to a place correlated less than this with where they were a frame later
-# A track the tracker gave up on (the detectors and the mesh lost a soft face still in the picture) is carried on by
-# the same matching for at most this many frames since it was last chosen.
-ONWARD = 8
+# A track is followed back once it was swapped on this many frames in a row: a false detection swapped for a frame or
+# two (a patch of wall) is not made longer. Its first frame is followed back from.
+CONFIRM = 6
 BACK_IN_FRAME = 0.5  # a face less than this share of its box inside the frame is not followed further back
 REFIT_AGREES = 0.5  # IoU of a fit on the face's traced place with that place for the fit to be taken
 TAKEN = 0.25  # share of a traced box over the box of a face chosen on that frame that makes it that face's place
@@ -57,14 +55,12 @@ def depth(shape: tuple[int, ...]) -> int:
 @dataclass
 class _Seen:
     """One frame that had its turn: as decoded, the places of the faces chosen on it (swapped or left, and those
-    filled in since), by track, whether it starts a new shot, and the faces swapped on it, by track (chosen and not
-    left, or carried on to it)."""
+    filled in since), by track, and whether it starts a new shot."""
 
     index: int
     frame: np.ndarray
     taken: dict[int, np.ndarray]
     cut: bool
-    shown: dict[int, Face]
 
 
 class History:
@@ -74,70 +70,46 @@ class History:
     def __init__(self) -> None:
         self._seen: collections.deque[_Seen] = collections.deque()
         self._depth: int | None = None
-        self._found: dict[int, tuple[int, Face]] = {}  # by track: the latest frame it was chosen and swapped on
+        # By track: the run of frames it is swapped on, up to now: (its first frame, its face there, its length).
+        self._runs: dict[int, tuple[int, Face, int]] = {}
 
     def fills(self, index: int, frame: np.ndarray, chosen: Sequence[Face], cut: bool, exclusive: bool,
               refit: Refit) -> list[tuple[int, Face]]:
-        """Frame `index`'s turn, its faces `chosen` (settled): the faces to swap into this frame and the frames
-        before it, (frame index, face): for each swapped face whose track was not chosen on the frame before, that
-        face followed back; for each track swapped on the frame before and not chosen on this one, its face carried
-        on to this frame (`_onward`). `cut`: the frame starts a new shot (nothing before it is followed);
-        `exclusive`: one face a frame (mode `one`), so a frame with any face chosen ends the way back."""
+        """Frame `index`'s turn, its faces `chosen` (settled): the faces to swap into the frames before it, (frame
+        index, face), for each track swapped on CONFIRM frames in a row up to this one: its face on the first of
+        them followed back. `cut`: the frame starts a new shot (nothing before it is followed); `exclusive`: one
+        face a frame (mode `one`), so a frame with any face chosen ends the way back."""
         if self._depth is None:
             self._depth = depth(frame.shape)
-        fills: list[tuple[int, Face]] = []
-        taken = {_key(face): face.box for face in chosen}
-        shown = {_key(face): face for face in chosen if not face.leave}
         latest = self._seen[-1] if self._seen else None
-        if latest is not None and latest.index == index - 1 and not cut:
-            by_index = {seen.index: seen for seen in self._seen}
-            for face in chosen:
-                if face.leave or _key(face) in latest.taken:
-                    continue
-                for at, filled in self._back(face, frame, exclusive, refit):
-                    by_index[at].taken[_key(face)] = filled.box  # its place now, for the next face followed back
-                    fills.append((at, filled))
-            for key, face in latest.shown.items():
-                if key in taken or (exclusive and taken):
-                    continue
-                carried = self._onward(key, face, latest.frame, frame, index, taken, by_index)
-                if carried is not None:
-                    taken[key], shown[key] = carried.box, carried
-                    fills.append((index, carried))
-        self._seen.append(_Seen(index, frame, taken, cut, shown))
-        for key, face in shown.items():
-            if face.memo is not None:
-                self._found[key] = (index, face)
+        if latest is None or latest.index != index - 1 or cut:
+            self._runs = {}
+        shown = {_key(face): face for face in chosen if not face.leave}
+        self._runs = {key: (self._runs[key][0], self._runs[key][1], self._runs[key][2] + 1) if key in self._runs
+                      else (index, face, 1) for key, face in shown.items()}
+        self._seen.append(_Seen(index, frame, {_key(face): face.box for face in chosen}, cut))
         while len(self._seen) > self._depth:
             self._seen.popleft()
-        oldest = self._seen[0].index
-        self._found = {key: found for key, found in self._found.items() if found[0] >= oldest}
+        fills: list[tuple[int, Face]] = []
+        by_index = {seen.index: seen for seen in self._seen}
+        for key, (start, face, length) in self._runs.items():
+            if length == CONFIRM and start in by_index:
+                for at, filled in self._back(face, start, exclusive, refit):
+                    by_index[at].taken[key] = filled.box  # its place now, for the next face followed back
+                    fills.append((at, filled))
         return fills
 
-    def _onward(self, key: int, face: Face, before: np.ndarray, frame: np.ndarray, index: int,
-                taken: dict[int, np.ndarray], by_index: dict[int, _Seen]) -> Face | None:
-        """A track's `face` swapped on the frame `before` and not chosen on this `frame`, carried on to it where it
-        is still that face (as on the latest frame its track was chosen and swapped on, within ONWARD frames), half
-        in the picture and in no chosen face's place; None where not."""
-        found = self._found.get(key)
-        if found is None or index - found[0] > ONWARD or found[0] not in by_index:
-            return None
-        shift = matched(before, face.box, frame)
-        if shift is None:
-            return None
-        moved = shift_face(face, *shift)
-        if _share(moved.box, frame.shape) < BACK_IN_FRAME or _on_taken(moved.box, taken):
-            return None
-        at, last = found
-        if likeness(by_index[at].frame, last.box, frame, moved.box) < SAME_FACE:
-            return None
-        return _filled(moved, last, shift)
-
-    def _back(self, face: Face, frame: np.ndarray, exclusive: bool, refit: Refit) -> list[tuple[int, Face]]:
-        """`face` (on `frame`) followed back through the frames held, as long as it is that face (see the module)."""
+    def _back(self, face: Face, start: int, exclusive: bool, refit: Refit) -> list[tuple[int, Face]]:
+        """`face` (on frame `start`) followed back through the frames held before it, as long as it is that face
+        (see the module)."""
         key, found = _key(face), []
-        current, current_frame, expected = face, frame, self._seen[-1].index
+        first = next(seen for seen in self._seen if seen.index == start)
+        if first.cut:
+            return found
+        current, current_frame, expected = face, first.frame, start - 1
         for seen in reversed(self._seen):
+            if seen.index >= start:
+                continue
             if seen.index != expected or key in seen.taken or (exclusive and seen.taken):
                 break
             shift = matched(current_frame, current.box, seen.frame)
@@ -147,7 +119,7 @@ class History:
             share = _share(moved.box, seen.frame.shape)
             if share < BACK_IN_FRAME or _on_taken(moved.box, seen.taken):
                 break
-            if likeness(frame, face.box, seen.frame, moved.box) < SAME_FACE:
+            if likeness(first.frame, face.box, seen.frame, moved.box) < SAME_FACE:
                 break
             # Fitted again where the face is wholly in the picture: one the edge cuts is placed further out and
             # narrower by the mesh the more of it is cut (faces/tracking.py HOLD_CUT), and moves with the picture.

@@ -41,12 +41,12 @@ class FrameFunction(Protocol):
 
     def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool, index: int
                  ) -> tuple[np.ndarray, int, list[tuple[int, Face]]]:
-        """Swap faces in frame `index` of the video; returns (frame, faces swapped, faces to swap into it or the
+        """Swap faces in frame `index` of the video; returns (frame, faces swapped, faces found late to swap into the
         frames before it: (index, face), workflow/backfill.py), the frame not final until `finish`ed."""
 
     def finish(self, frame: np.ndarray, faces: int, fills: list[Face]) -> tuple[np.ndarray, int]:
         """A frame made final once the frames after it were processed: `fills` (faces found later and followed back
-        to it, or tracks carried on to it) swapped; returns (frame, faces swapped)."""
+        to it) swapped; returns (frame, faces swapped)."""
 
 
 @dataclass
@@ -133,16 +133,16 @@ def processed(pool: ThreadPoolExecutor, frame_fn: FrameFunction, work: Callable[
 
 def _held_back(results: Iterator[tuple[np.ndarray, int, list[tuple[int, Face]]]], start: int
                ) -> Iterator[tuple[np.ndarray, int, list[Face]]]:
-    """Processed frames `start`, ... handed on `backfill.depth` frames late, each with the faces to swap into it
-    that its own and later frames' turns found."""
+    """Processed frames `start`, ... handed on `backfill.depth` frames late, each with the faces found late on
+    later frames and followed back to it."""
     held: collections.deque[tuple[np.ndarray, int, list[Face]]] = collections.deque()
     keep: int | None = None
     for index, (frame, faces, fills) in enumerate(results, start):
         if keep is None:
             keep = backfill.depth(frame.shape)
+        for at, face in fills:  # held: frames index - len(held) .. index - 1
+            held[at - index + len(held)][2].append(face)
         held.append((frame, faces, []))
-        for at, face in fills:  # held: frames index - len(held) + 1 .. index
-            held[at - index + len(held) - 1][2].append(face)
         while len(held) > keep:
             yield held.popleft()
     yield from held

@@ -56,70 +56,80 @@ def _play(frames: list[np.ndarray], chosen: list[list[Face]], cuts: tuple[int, .
             for index, (frame, faces) in enumerate(zip(frames, chosen))}
 
 
+def _filled(fills: dict[int, list[tuple[int, Face]]]) -> list[int]:
+    """The frames something was filled into, over all turns, as found (nearest the face's first frame first)."""
+    return [at for turn in sorted(fills) for at, _ in fills[turn]]
+
+
+def _found_at(first: int, xs: list[float], memo: dict) -> list[list[Face]]:
+    """A track swapped from frame `first` on (nothing chosen before)."""
+    return [[] for _ in range(first)] + [[_face(x, memo=memo)] for x in xs[first:]]
+
+
+LATE = 8
+CONFIRMED = LATE + backfill.CONFIRM  # frames enough for a track found on frame LATE to be followed back
+
+
 def test_a_face_found_late_is_followed_back_to_its_first_frame():
-    xs = [60 + 3 * i for i in range(12)]  # moving 3 px a frame over a still backdrop
-    frames = [_frame(x) for x in xs]
-    memo: dict = {}
-    chosen = [[] for _ in range(8)] + [[_face(x, memo=memo)] for x in xs[8:]]
-    fills = _play(frames, chosen)
-    assert [at for at, _ in fills[8]] == [7, 6, 5, 4, 3, 2, 1, 0]
-    for at, face in fills[8]:
+    xs = [60 + 3 * i for i in range(CONFIRMED + 2)]  # moving 3 px a frame over a still backdrop
+    fills = _play([_frame(x) for x in xs], _found_at(LATE, xs, {}))
+    assert _filled(fills) == list(range(LATE - 1, -1, -1))
+    assert [turn for turn, found in fills.items() if found] == [CONFIRMED - 1]  # once confirmed
+    for at, face in fills[CONFIRMED - 1]:
         assert abs(face.box[0] - xs[at]) < 2 and abs(face.box[1] - 100) < 2  # within 5 % of its size
         assert face.memo is None and not face.leave and face.own_depth == 0.25  # decided on its frame, as deep
         assert face.motion[0] > 2  # it moved right since the frame before
-    assert all(not fills[i] for i in range(9, 12))  # the track goes on: nothing more to fill
+
+
+def test_a_face_swapped_on_fewer_frames_than_confirm_is_not_followed_back():
+    # A false detection on the wall for a few frames: its swap is not made longer.
+    xs = [60.0] * (CONFIRMED + 2)
+    short = _found_at(LATE, xs, {})
+    for index in range(CONFIRMED - 1, len(xs)):
+        short[index] = []
+    assert _filled(_play([_frame(x) for x in xs], short)) == []
 
 
 def test_the_way_back_ends_at_a_cut_and_at_a_face_chosen_there():
-    xs = [60 + 2 * i for i in range(10)]
+    xs = [60 + 2 * i for i in range(CONFIRMED)]
     frames = [_frame(x) for x in xs]
-    memo: dict = {}
-    chosen = [[] for _ in range(6)] + [[_face(x, memo=memo)] for x in xs[6:]]
-    assert [at for at, _ in _play(frames, chosen, cuts=(3,))[6]] == [5, 4, 3]  # frame 3 starts the shot
-    # Another face's place on frame 2 (a face chosen there, here one left as it is): not this face's.
+    chosen = _found_at(LATE, xs, {})
+    assert _filled(_play(frames, chosen, cuts=(5,))) == [7, 6, 5]  # frame 5 starts the shot
+    assert _filled(_play(frames, chosen, cuts=(LATE,))) == []  # found on a shot's first frame
+    # Another face's place on frame 4 (a face chosen there, here one left as it is): not this face's.
     taken = [list(c) for c in chosen]
-    taken[2] = [dataclasses.replace(_face(xs[2] + 5, memo={}), leave=True)]
-    assert [at for at, _ in _play(frames, taken)[6]] == [5, 4, 3]
+    taken[4] = [dataclasses.replace(_face(xs[4] + 5, memo={}), leave=True)]
+    assert _filled(_play(frames, taken)) == [7, 6, 5]
     # Mode `one`: a frame with any face chosen ends it, wherever that face is.
     elsewhere = [list(c) for c in chosen]
-    elsewhere[4] = [dataclasses.replace(_face(250, 20, memo={}), leave=True)]
-    assert [at for at, _ in _play(frames, elsewhere, exclusive=True)[6]] == [5]
-    assert [at for at, _ in _play(frames, elsewhere)[6]] == [5, 4, 3, 2, 1, 0]
+    elsewhere[6] = [dataclasses.replace(_face(250, 20, memo={}), leave=True)]
+    assert _filled(_play(frames, elsewhere, exclusive=True)) == [7]
+    assert _filled(_play(frames, elsewhere)) == list(range(7, -1, -1))
 
 
 def test_the_way_back_ends_where_the_face_is_another_picture_or_mostly_out_of_frame():
-    xs = [60 + 2 * i for i in range(10)]
-    memo: dict = {}
-    chosen = [[] for _ in range(6)] + [[_face(x, memo=memo)] for x in xs[6:]]
-    # Before frame 3 something else is there (another face, a hand): the trace must not carry the swap onto it.
-    frames = [_frame(x, pattern=OTHER if i < 3 else FACE) for i, x in enumerate(xs)]
-    assert [at for at, _ in _play(frames, chosen)[6]] == [5, 4, 3]
+    xs = [60 + 2 * i for i in range(CONFIRMED)]
+    # Before frame 5 something else is there (another face, a hand): the trace must not carry the swap onto it.
+    frames = [_frame(x, pattern=OTHER if i < 5 else FACE) for i, x in enumerate(xs)]
+    assert _filled(_play(frames, _found_at(LATE, xs, {}))) == [7, 6, 5]
     # Coming in across the right edge, 4 px a frame: followed back while half of it is in the picture.
-    xs = [302 - 4 * i for i in range(10)]  # in frame: 0.45, 0.55, ...
-    frames = [_frame(x) for x in xs]
-    chosen = [[] for _ in range(7)] + [[_face(x, memo=memo)] for x in xs[7:]]
-    assert [at for at, _ in _play(frames, chosen)[7]] == [6, 5, 4, 3, 2, 1]
+    xs = [302 - 4 * i for i in range(CONFIRMED)]  # in frame: 0.45, 0.55, ...
+    assert _filled(_play([_frame(x) for x in xs], _found_at(LATE, xs, {}))) == [7, 6, 5, 4, 3, 2, 1]
 
 
-def test_no_fill_for_a_track_chosen_on_the_frame_before_or_a_face_left():
-    xs = [60 + 2 * i for i in range(8)]
+def test_a_track_lost_and_found_again_is_filled_where_it_was_lost_but_not_where_it_was_left():
+    xs = [60 + 2 * i for i in range(4 + backfill.CONFIRM)]
     frames = [_frame(x) for x in xs]
     memo: dict = {}
     chosen = [[_face(x, memo=memo)] for x in xs]
-    chosen[3] = []  # lost on one frame, found again on the next: carried on to that frame, nothing else filled
-    fills = _play(frames, chosen)
-    assert [at for at, _ in fills[3]] == [3] and all(not fills[i] for i in range(8) if i != 3)
-    left = [[] for _ in range(4)] + [[_face(x, memo=memo)] for x in xs[4:]]
-    left[4] = [Face(**{**left[4][0].__dict__, "leave": True})]  # settled as left (turned, too faint)
-    fills = _play(frames, left)
-    assert not fills[4] and not fills[5]  # its next frame follows one where it was chosen (left)
+    chosen[3] = []  # lost on one frame, found again on the next: that frame is filled, and nothing before it
+    assert _filled(_play(frames, chosen)) == [3]
+    chosen[3] = [dataclasses.replace(_face(xs[3], memo=memo), leave=True)]  # settled as left (turned, too faint)
+    assert _filled(_play(frames, chosen)) == []
 
 
 def test_a_refit_is_taken_only_where_the_face_is_wholly_in_the_picture_and_agrees():
-    xs = [60 + 2 * i for i in range(6)]
-    frames = [_frame(x) for x in xs]
-    memo: dict = {}
-    chosen = [[] for _ in range(3)] + [[_face(x, memo=memo)] for x in xs[3:]]
+    xs = [60 + 2 * i for i in range(3 + backfill.CONFIRM)]
     asked = []
 
     def refit(frame, predicted):
@@ -127,9 +137,9 @@ def test_a_refit_is_taken_only_where_the_face_is_wholly_in_the_picture_and_agree
         assert predicted[0].memo is None
         return [_face(float(predicted[0].box[0]) + 1.0, memo=None)]
 
-    fills = _play(frames, chosen, refit=refit)[3]
-    assert len(asked) == 3 and [at for at, _ in fills] == [2, 1, 0]
-    assert abs(fills[0][1].box[0] - (xs[2] + 1.0)) < 1.5  # the fit's place
+    fills = _play([_frame(x) for x in xs], _found_at(3, xs, {}), refit=refit)
+    assert len(asked) == 3 and _filled(fills) == [2, 1, 0]
+    assert abs(fills[2 + backfill.CONFIRM][0][1].box[0] - (xs[2] + 1.0)) < 1.5  # the fit's place
 
 
 def test_likeness_compares_what_is_in_both_pictures():
@@ -165,25 +175,3 @@ def test_every_frame_is_finished_in_order_with_the_faces_found_after_it():
         out = [(int(f[0, 0, 0]), n) for f, n in processed(pool, counter, counter, ((i,) for i in range(10)), 3, 0)]
     assert [i for i, _ in out] == list(range(10))
     assert [n for _, n in out] == [0, 0, 1, 1, 1, 0, 0, 0, 0, 0]
-
-
-def test_a_track_given_up_on_is_carried_on_while_its_face_is_there():
-    xs = [60 + 3 * i for i in range(16)]
-    memo: dict = {}
-    chosen = [[_face(x, memo=memo)] for x in xs[:4]] + [[] for _ in xs[4:]]
-    fills = _play([_frame(x) for x in xs], chosen)
-    carried = [i for i in range(16) if fills[i]]
-    assert carried == list(range(4, 4 + backfill.ONWARD))  # at most ONWARD frames since it was last chosen
-    for i in carried:
-        (at, face), = fills[i]
-        assert at == i and abs(face.box[0] - xs[i]) < 2 and face.memo is None and face.own_depth == 0.25
-    # ... not onto what replaced it, not past half out of the picture, not across a cut, not after a left frame.
-    frames = [_frame(x, pattern=OTHER if i >= 6 else FACE) for i, x in enumerate(xs)]
-    assert [i for i, f in _play(frames, chosen).items() if f] == [4, 5]
-    xs = [250 + 8 * i for i in range(10)]  # leaving across the right edge: from frame 4 in frame 0.95, 0.75, 0.55, 0.35
-    chosen = [[_face(x, memo=memo)] for x in xs[:2]] + [[] for _ in xs[2:]]
-    assert [i for i, f in _play([_frame(x) for x in xs], chosen).items() if f] == [2, 3, 4, 5, 6]
-    chosen = [[_face(x, memo=memo)] for x in xs[:2]] + [[] for _ in xs[2:]]
-    assert not any(_play([_frame(x) for x in xs], chosen, cuts=(2,)).values())
-    left = [[_face(60, memo=memo)], [dataclasses.replace(_face(63, memo=memo), leave=True)], [], []]
-    assert not any(_play([_frame(60 + 3 * i) for i in range(4)], left).values())
