@@ -293,6 +293,25 @@ def test_model_calls_are_timed_under_the_models_names_when_batched(ff_env, monke
     assert not any(".dynamic" in name for name in names)
 
 
+def test_the_neural_swap_leaves_the_frame_it_is_given_as_it_was(ff_env):
+    """Faces found late are followed back through frames as decoded (workflow/backfill.py) and a face partly shown is
+    blended with the frame it was swapped on (workflow/processor.py `_faded`): the swap returns a changed copy."""
+    from facefusion_batch.engines import build_engine
+    from facefusion_batch.settings import load_settings
+
+    engine = build_engine(load_settings(None, None, {"engine": "neural"}).settings)
+    try:
+        frame = face_frame()
+        faces = engine.detect(frame)
+        path = ff_env / "src.png"
+        cv2.imwrite(str(path), cv2.flip(frame, 1))
+        before = frame.copy()
+        out = engine.swap(frame, faces, engine.prepare_source(path))
+    finally:
+        engine.close()
+    assert faces and (frame == before).all() and (out != before).any()
+
+
 def test_source_cache_of_the_earlier_path_does_not_feed_the_chain(ff_env, picture, source, capsys):
     """Same models, same cache: a default run, then one with a mask setting (the chain): both swap."""
     for index, args in enumerate(([], ["--face-mask-blur", "0.31"], [])):
