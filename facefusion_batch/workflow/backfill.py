@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 import cv2
 import numpy as np
 
+from facefusion_batch.faces.geometry import iou
 from facefusion_batch.faces.types import Face
 from facefusion_batch.workflow.patches import shift_face
 
@@ -91,9 +92,12 @@ class History:
         while len(self._seen) > self._depth:
             self._seen.popleft()
         fills: list[tuple[int, Face]] = []
-        by_index = {seen.index: seen for seen in self._seen}
-        for key, (start, face, length) in self._runs.items():
-            if length == CONFIRM and start in by_index:
+        confirmed = [(key, start, face) for key, (start, face, length) in self._runs.items() if length == CONFIRM]
+        if confirmed:
+            by_index = {seen.index: seen for seen in self._seen}
+            for key, start, face in confirmed:
+                if start not in by_index:
+                    continue
                 for at, filled in self._back(face, start, exclusive, refit):
                     by_index[at].taken[key] = filled.box  # its place now, for the next face followed back
                     fills.append((at, filled))
@@ -124,7 +128,7 @@ class History:
             # Fitted again where the face is wholly in the picture: one the edge cuts is placed further out and
             # narrower by the mesh the more of it is cut (faces/tracking.py HOLD_CUT), and moves with the picture.
             fitted = refit(seen.frame, [_bare(moved)]) if share >= 1.0 else []
-            if fitted and _iou(fitted[0].box, moved.box) >= REFIT_AGREES:
+            if fitted and iou(moved.box, fitted[0].box[None])[0] >= REFIT_AGREES:
                 moved = dataclasses.replace(moved, box=fitted[0].box, kps=fitted[0].kps, landmarks=fitted[0].landmarks)
             found.append((seen.index, _filled(moved, face, (-shift[0], -shift[1]))))
             if seen.cut:
@@ -225,12 +229,6 @@ def _on_taken(box: np.ndarray, taken: dict[int, np.ndarray]) -> bool:
     """Whether a traced face's box lies over a face chosen on that frame (TAKEN of it or more)."""
     area = max(1e-6, float((box[2] - box[0]) * (box[3] - box[1])))
     return any(_overlap(box, other) >= TAKEN * area for other in taken.values())
-
-
-def _iou(a: np.ndarray, b: np.ndarray) -> float:
-    inter = _overlap(a, b)
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return float(inter / union) if union > 0 else 0.0
 
 
 def _overlap(a: np.ndarray, b: np.ndarray) -> float:

@@ -166,11 +166,8 @@ class FrameProcessor:
             chosen = self.selection.pick_tracked(frame, tracked, tracker, detected, self.engine)
             if chosen:
                 chosen = self.engine.settle(frame, chosen, self.source, index)
-            fills = tracks.history.fills(index, frame, chosen, cut, self.selection.mode == "one", self._refit)
+            fills = tracks.history.fills(index, frame, chosen, cut, self.selection.mode == "one", self.engine.refit)
         return (*self.swap_faces(frame, chosen), fills)
-
-    def _refit(self, frame: np.ndarray, predicted: Sequence[Face]) -> list[Face]:
-        return self.engine.refit(frame, predicted) or []
 
     def finish(self, frame: np.ndarray, faces: int, fills: list[Face]) -> tuple[np.ndarray, int]:
         """A video's frame out of `__call__` made final once the frames after it had their turns: `fills` (faces
