@@ -4,7 +4,8 @@ A face the detectors first see some frames after it came into view (a soft face 
 only once wholly in the picture, one coming in across the edge) stays unswapped until then. Each chunk's tracks keep
 its last frames as they were decoded (`History`); once a track has been swapped on a few frames in a row, its face on
 the first of them is followed back through them by matching its picture (fitted again where the engine can), frame
-by frame, for as long as it is the same face, in the picture and nobody else's place. The
+by frame, for as long as it is the same face, in the picture and nobody else's place. A track swapped so long and
+then given up on (the detectors and the mesh lost a soft face still there) is carried on by the same matching. The
 frames are held back before they are finished (`workflow/chunks.py`), so those faces are swapped into them too.
 Every decision is made in frame order on one chunk's frames: a resumed or split run makes the same.
 """
@@ -40,6 +41,13 @@ STEP_MATCH = 0.5  # ... and not followed to a place correlated less than this wi
 # A track is followed back once it was swapped on this many frames in a row: a false detection swapped for a frame or
 # two (a patch of wall) is not made longer. Its first frame is followed back from.
 CONFIRM = 6
+# A track swapped on CONFIRM frames in a row up to a frame and not chosen on the next (the detectors and the mesh lost
+# a soft face still in the picture: seventh split's far crowd, a blurred 30 px woman the mesh saw at presence 0.2-0.4
+# and then not, left for the last 20 frames) is carried on by the same matching, for at most this many frames since
+# it was last chosen (till a sweep has looked again, in a still shot too: workflow/analysis.py SWEEP), while it is like
+# that face as it was then. Not a track swapped on fewer frames: carried on, false detections swapped for a frame or
+# two (a patch of wall) were made longer (e04506f, taken out in f468611).
+ONWARD = 24
 BACK_IN_FRAME = 0.5  # a face less than this share of its box inside the frame is not followed further back
 REFIT_AGREES = 0.5  # IoU of a fit on the face's traced place with that place for the fit to be taken
 TAKEN = 0.25  # share of a traced box over the box of a face chosen on that frame that makes it that face's place
@@ -56,12 +64,13 @@ def depth(shape: tuple[int, ...]) -> int:
 @dataclass
 class _Seen:
     """One frame that had its turn: as decoded, the places of the faces chosen on it (swapped or left, and those
-    filled in since), by track, and whether it starts a new shot."""
+    filled in or carried on since), by track, whether it starts a new shot, and the faces swapped on it."""
 
     index: int
     frame: np.ndarray
     taken: dict[int, np.ndarray]
     cut: bool
+    shown: dict[int, Face] = dataclasses.field(default_factory=dict)  # swapped on it, by track (or carried on to it)
 
 
 class History:
@@ -73,25 +82,38 @@ class History:
         self._depth: int | None = None
         # By track: the run of frames it is swapped on, up to now: (its first frame, its face there, its length).
         self._runs: dict[int, tuple[int, Face, int]] = {}
+        # By track swapped on CONFIRM frames in a row: the latest frame it was chosen and swapped on, its face there.
+        self._confirmed: dict[int, tuple[int, Face]] = {}
 
     def fills(self, index: int, frame: np.ndarray, chosen: Sequence[Face], cut: bool, exclusive: bool,
               refit: Refit) -> list[tuple[int, Face]]:
-        """Frame `index`'s turn, its faces `chosen` (settled): the faces to swap into the frames before it, (frame
-        index, face), for each track swapped on CONFIRM frames in a row up to this one: its face on the first of
-        them followed back. `cut`: the frame starts a new shot (nothing before it is followed); `exclusive`: one
-        face a frame (mode `one`), so a frame with any face chosen ends the way back."""
+        """Frame `index`'s turn, its faces `chosen` (settled): the faces to swap into this frame and the frames
+        before it, (frame index, face): for each track swapped on CONFIRM frames in a row up to this one, its face
+        on the first of them followed back; for each confirmed track swapped on the frame before (or carried on to
+        it) and not chosen on this one, its face carried on to this frame (`_onward`). `cut`: the frame starts a new
+        shot (nothing before it is followed or carried); `exclusive`: one face a frame (mode `one`), so a frame with
+        any face chosen ends the way back and carries nothing on."""
         if self._depth is None:
             self._depth = depth(frame.shape)
         latest = self._seen[-1] if self._seen else None
         if latest is None or latest.index != index - 1 or cut:
-            self._runs = {}
+            self._runs, self._confirmed, latest = {}, {}, None
+        taken = {_key(face): face.box for face in chosen}
         shown = {_key(face): face for face in chosen if not face.leave}
         self._runs = {key: (self._runs[key][0], self._runs[key][1], self._runs[key][2] + 1) if key in self._runs
                       else (index, face, 1) for key, face in shown.items()}
-        self._seen.append(_Seen(index, frame, {_key(face): face.box for face in chosen}, cut))
+        self._confirmed = {key: found for key, found in self._confirmed.items() if index - found[0] <= ONWARD}
+        self._confirmed.update({key: (index, shown[key]) for key, run in self._runs.items() if run[2] >= CONFIRM})
+        fills: list[tuple[int, Face]] = []
+        for key, face in latest.shown.items() if latest is not None and not (exclusive and taken) else ():
+            if key not in taken and key in self._confirmed:
+                carried = self._onward(key, face, latest.frame, frame, taken)
+                if carried is not None:
+                    taken[key], shown[key] = carried.box, carried
+                    fills.append((index, carried))
+        self._seen.append(_Seen(index, frame, taken, cut, shown))
         while len(self._seen) > self._depth:
             self._seen.popleft()
-        fills: list[tuple[int, Face]] = []
         confirmed = [(key, start, face) for key, (start, face, length) in self._runs.items() if length == CONFIRM]
         if confirmed:
             by_index = {seen.index: seen for seen in self._seen}
@@ -102,6 +124,23 @@ class History:
                     by_index[at].taken[key] = filled.box  # its place now, for the next face followed back
                     fills.append((at, filled))
         return fills
+
+    def _onward(self, key: int, face: Face, before: np.ndarray, frame: np.ndarray, taken: dict[int, np.ndarray]
+                ) -> Face | None:
+        """A confirmed track's `face` swapped on the frame `before` and not chosen on this `frame`, carried on to it
+        where it is still the face its track was last chosen with, half in the picture and in no chosen face's place;
+        None where not."""
+        shift = matched(before, face.box, frame)
+        if shift is None:
+            return None
+        moved = shift_face(face, *shift)
+        if _share(moved.box, frame.shape) < BACK_IN_FRAME or _on_taken(moved.box, taken):
+            return None
+        at, last = self._confirmed[key]
+        then = next((seen for seen in self._seen if seen.index == at), None)
+        if then is None or likeness(then.frame, last.box, frame, moved.box) < SAME_FACE:
+            return None
+        return _filled(moved, last, shift)
 
     def _back(self, face: Face, start: int, exclusive: bool, refit: Refit) -> list[tuple[int, Face]]:
         """`face` (on frame `start`) followed back through the frames held before it, as long as it is that face

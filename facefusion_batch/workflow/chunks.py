@@ -134,15 +134,15 @@ def processed(pool: ThreadPoolExecutor, frame_fn: FrameFunction, work: Callable[
 def _held_back(results: Iterator[tuple[np.ndarray, int, list[tuple[int, Face]]]], start: int
                ) -> Iterator[tuple[np.ndarray, int, list[Face]]]:
     """Processed frames `start`, ... handed on `backfill.depth` frames late, each with the faces found late on
-    later frames and followed back to it."""
+    later frames and followed back to it, and the faces carried on to it."""
     held: collections.deque[tuple[np.ndarray, int, list[Face]]] = collections.deque()
     keep: int | None = None
     for index, (frame, faces, fills) in enumerate(results, start):
         if keep is None:
             keep = backfill.depth(frame.shape)
-        for at, face in fills:  # held: frames index - len(held) .. index - 1
-            held[at - index + len(held)][2].append(face)
         held.append((frame, faces, []))
+        for at, face in fills:  # held: frames index - len(held) + 1 .. index
+            held[at - index + len(held) - 1][2].append(face)
         while len(held) > keep:
             yield held.popleft()
     yield from held

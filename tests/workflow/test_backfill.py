@@ -175,3 +175,35 @@ def test_every_frame_is_finished_in_order_with_the_faces_found_after_it():
         out = [(int(f[0, 0, 0]), n) for f, n in processed(pool, counter, counter, ((i,) for i in range(10)), 3, 0)]
     assert [i for i, _ in out] == list(range(10))
     assert [n for _, n in out] == [0, 0, 1, 1, 1, 0, 0, 0, 0, 0]
+
+
+def test_a_confirmed_track_given_up_on_is_carried_on_while_its_face_is_there():
+    c = backfill.CONFIRM
+    xs = [60 + 3 * i for i in range(c + backfill.ONWARD + 4)]
+    memo: dict = {}
+    chosen = [[_face(x, memo=memo)] for x in xs[:c]] + [[] for _ in xs[c:]]
+    fills = _play([_frame(x) for x in xs], chosen)
+    carried = [i for i in range(len(xs)) if fills[i]]
+    assert carried == list(range(c, c + backfill.ONWARD))  # at most ONWARD frames since it was last chosen
+    for i in carried:
+        (at, face), = fills[i]
+        # ... within 5 % of its size, and 0.1 px a frame carried
+        assert at == i and abs(face.box[0] - xs[i]) < 2 + 0.1 * (i - c) and face.memo is None and face.own_depth == 0.25
+    # A track swapped on fewer than CONFIRM frames in a row (a false detection, a frame or two) is not carried on.
+    short = [[_face(x, memo=memo)] for x in xs[:c - 1]] + [[] for _ in xs[c - 1:]]
+    assert not any(_play([_frame(x) for x in xs], short).values())
+    # ... nor onto what replaced it, past half out of the picture, across a cut, after a frame it was left on, or in
+    # mode `one` onto a frame with a face chosen.
+    frames = [_frame(x, pattern=OTHER if i >= c + 2 else FACE) for i, x in enumerate(xs)]
+    assert [i for i, f in _play(frames, chosen).items() if f] == [c, c + 1]
+    edge = [282 + 8 * (i - c) for i in range(c + 8)]  # from frame c on: in frame 0.95, 0.75, 0.55, 0.35
+    frames = [_frame(x) for x in edge]
+    leaving = [[_face(x, memo=memo)] for x in edge[:c]] + [[] for _ in edge[c:]]
+    assert [i for i, f in _play(frames, leaving).items() if f] == [c, c + 1, c + 2]
+    assert not any(_play(frames, leaving, cuts=(c,)).values())
+    left = [list(f) for f in chosen]
+    left[c - 1] = [dataclasses.replace(_face(xs[c - 1], memo=memo), leave=True)]
+    assert not any(_play([_frame(x) for x in xs], left).values())
+    other = [list(f) for f in chosen]
+    other[c] = [_face(250, 20, memo={})]
+    assert [i for i, f in _play([_frame(x) for x in xs], other, exclusive=True).items() if f] == []
