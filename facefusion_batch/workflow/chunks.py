@@ -42,11 +42,12 @@ class FrameFunction(Protocol):
     def __call__(self, frame: np.ndarray, reference: Reference, is_new: bool, index: int
                  ) -> tuple[np.ndarray, int, list[tuple[int, Face]]]:
         """Swap faces in frame `index` of the video; returns (frame, faces swapped, faces found late to swap into the
-        frames before it: (index, face), workflow/backfill.py), the frame not final until `finish`ed."""
+        frames before it, and faces carried on to swap into this one: (index, face), workflow/backfill.py), the frame
+        not final until `finish`ed."""
 
     def finish(self, frame: np.ndarray, faces: int, fills: list[Face]) -> tuple[np.ndarray, int]:
         """A frame made final once the frames after it were processed: `fills` (faces found later and followed back
-        to it) swapped; returns (frame, faces swapped)."""
+        to it, or carried on to it) swapped; returns (frame, faces swapped)."""
 
 
 @dataclass

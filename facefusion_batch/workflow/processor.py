@@ -142,8 +142,8 @@ class FrameProcessor:
                  ) -> tuple[np.ndarray, int, list[tuple[int, Face]]]:
         """Process frame `index` of a video: a new reference is analysed (unless that was done ahead), any
         other frame tracks the reference's faces; the faces then join their face tracks (in frame order) and are
-        swapped. Returns the frame, its faces, and faces found late to swap into the frames before it (frame index,
-        face: workflow/backfill.py); the frame is final once `finish`ed."""
+        swapped. Returns the frame, its faces, and faces found late to swap into the frames before it or carried on to
+        swap into this one (frame index, face: workflow/backfill.py); the frame is final once `finish`ed."""
         tracks = reference.tracks if index is not None else None
         # Cuts are looked for on reference frames only: the gate makes every frame that changed that much a
         # new reference, and has its thumbnail already.
@@ -171,7 +171,7 @@ class FrameProcessor:
 
     def finish(self, frame: np.ndarray, faces: int, fills: list[Face]) -> tuple[np.ndarray, int]:
         """A video's frame out of `__call__` made final once the frames after it had their turns: `fills` (faces
-        found later and followed back to it) swapped, then labelled and marked."""
+        found later and followed back to it, or carried on to it) swapped, then labelled and marked."""
         if fills:
             frame, _ = self.swap_faces(frame, fills)
         return self._finished(frame), faces + len(fills)
