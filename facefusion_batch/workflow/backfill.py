@@ -48,6 +48,11 @@ CONFIRM = 6
 # that face as it was then. Not a track swapped on fewer frames: carried on, false detections swapped for a frame or
 # two (a patch of wall) were made longer (e04506f, taken out in f468611).
 ONWARD = 24
+# ... where the picture around it (its box grown by this much of its size each way, within the frame) moved with it,
+# within AROUND_AGREES of its size: a cut the tracker did not see (a group, then a close-up of like tones: `fresh`
+# split) ended every track, and a face of the group was carried on to a patch of the close-up like it.
+AROUND = 1.0
+AROUND_AGREES = 0.25
 BACK_IN_FRAME = 0.5  # a face less than this share of its box inside the frame is not followed further back
 REFIT_AGREES = 0.5  # IoU of a fit on the face's traced place with that place for the fit to be taken
 TAKEN = 0.25  # share of a traced box over the box of a face chosen on that frame that makes it that face's place
@@ -128,13 +133,17 @@ class History:
     def _onward(self, key: int, face: Face, before: np.ndarray, frame: np.ndarray, taken: dict[int, np.ndarray]
                 ) -> Face | None:
         """A confirmed track's `face` swapped on the frame `before` and not chosen on this `frame`, carried on to it
-        where it is still the face its track was last chosen with, half in the picture and in no chosen face's place;
-        None where not."""
+        where it is still the face its track was last chosen with, half in the picture, in no chosen face's place and
+        moved as the picture around it did; None where not."""
         shift = matched(before, face.box, frame)
         if shift is None:
             return None
         moved = shift_face(face, *shift)
         if _share(moved.box, frame.shape) < BACK_IN_FRAME or _on_taken(moved.box, taken):
+            return None
+        size = float(max(face.box[2] - face.box[0], face.box[3] - face.box[1]))
+        around = matched(before, _within(face.box + AROUND * size * np.array([-1, -1, 1, 1]), frame.shape), frame)
+        if around is None or max(abs(around[0] - shift[0]), abs(around[1] - shift[1])) > AROUND_AGREES * size:
             return None
         at, last = self._confirmed[key]
         then = next((seen for seen in self._seen if seen.index == at), None)
@@ -256,6 +265,12 @@ def _visible(box: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     width, height = max(x2 - x1, 1e-6), max(y2 - y1, 1e-6)
     return np.array([(max(0.0, x1) - x1) / width, (max(0.0, y1) - y1) / height,
                      (min(float(shape[1]), x2) - x1) / width, (min(float(shape[0]), y2) - y1) / height])
+
+
+def _within(box: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """A box cut to the frame."""
+    return np.array([max(0.0, box[0]), max(0.0, box[1]), min(float(shape[1]), box[2]), min(float(shape[0]), box[3])],
+                    np.float32)
 
 
 def _share(box: np.ndarray, shape: tuple[int, ...]) -> float:

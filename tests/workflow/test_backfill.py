@@ -205,6 +205,11 @@ def test_a_confirmed_track_given_up_on_is_carried_on_while_its_face_is_there():
     left = [list(f) for f in chosen]
     left[c - 1] = [dataclasses.replace(_face(xs[c - 1], memo=memo), leave=True)]
     assert not any(_play([_frame(x) for x in xs], left).values())
+    # A cut the tracker did not see (not flagged): another picture around a patch like the face ends it too.
+    elsewhere = _texture(4, 240, 420)
+    frames = [_frame(x, backdrop=BACKDROP if i < c + 2 else elsewhere) for i, x in enumerate(xs)]
+    assert [i for i, f in _play(frames, chosen).items() if f] == [c, c + 1]
     other = [list(f) for f in chosen]
     other[c] = [_face(250, 20, memo={})]
     assert [i for i, f in _play([_frame(x) for x in xs], other, exclusive=True).items() if f] == []
+
