@@ -230,6 +230,39 @@ driver._Run._settle = _settled
 """
 
 
+CLOSED_WITH_CTRL_C = """
+from facefusion_batch.executors import watch
+
+_close = watch.WatchExecutor.close
+
+
+def _closed(self):
+    _close(self)
+    raise KeyboardInterrupt  # the signal raised again as the watch's workers are closed
+
+
+watch.WatchExecutor.close = _closed
+"""
+
+
+def test_a_signal_raised_again_while_the_watch_closes_keeps_what_it_did_in_the_summary(env, source_image, watches,
+                                                                                         monkeypatch):
+    """The KeyboardInterrupt of the signal that ended the watch, raised a second time as it closes its workers
+    (injected): the summary still has every file it did (it was 'interrupted before it began', with none)."""
+    inject = env / "inject"
+    inject.mkdir()
+    (inject / "sitecustomize.py").write_text(CLOSED_WITH_CTRL_C)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(inject), os.environ.get("PYTHONPATH", "")]))
+    incoming = env / "in"
+    incoming.mkdir()
+    watch = watches(env, source_image, incoming).ready()
+    good = arrive(incoming / "good.mp4", frames=6)
+    watch.wait_for(finished(env, good), "the clip done")
+    code, summary = watch.stop()
+    assert code == 0
+    assert [o["status"] for o in outcomes_of(summary, good)] == ["done"], summary["outcomes"]
+
+
 def test_ctrl_c_as_a_file_is_recorded_done_leaves_it_done_once(env, source_image, watches, monkeypatch):
     """Ctrl-C that lands as a file's outcome is recorded (injected into the watch process, where a user's lands
     by chance): the summary has the file once, done; the interruption cut no work."""
