@@ -341,18 +341,17 @@ def watch(source: PathLike | Sequence[PathLike], directories: Sequence[PathLike]
                                notes=(signing,) if signing else (), on_outcome=on_outcome)
             # A watch only ends by a signal: stopped while idle it cut no work, and no failure is recorded.
             result.outcomes = [o for o in result.outcomes if not (o.target == "(batch)" and o.reason == INTERRUPTED)]
-        return result
     except KeyboardInterrupt:
         if result is None:
             raise
         # The signal that ended the batch raised again while its workers were closed: what it did stands.
-        return result
     finally:
         feed.close()
         if metrics is not None:
             metrics.end(result)
         journal.close()
         lock.release()
+    return result
 
 
 def check_encoder(settings: Settings) -> None:

@@ -75,7 +75,7 @@ class _Seen:
     frame: np.ndarray
     taken: dict[int, np.ndarray]
     cut: bool
-    shown: dict[int, Face] = dataclasses.field(default_factory=dict)  # swapped on it, by track (or carried on to it)
+    shown: dict[int, Face]  # swapped on it, by track (or carried on to it)
 
 
 class History:
@@ -142,7 +142,9 @@ class History:
         if _share(moved.box, frame.shape) < BACK_IN_FRAME or _on_taken(moved.box, taken):
             return None
         size = float(max(face.box[2] - face.box[0], face.box[3] - face.box[1]))
-        around = matched(before, _within(face.box + AROUND * size * np.array([-1, -1, 1, 1]), frame.shape), frame)
+        height, width = frame.shape[:2]
+        grown = np.clip(face.box + AROUND * size * np.array([-1, -1, 1, 1]), 0, (width, height, width, height))
+        around = matched(before, grown, frame)
         if around is None or max(abs(around[0] - shift[0]), abs(around[1] - shift[1])) > AROUND_AGREES * size:
             return None
         at, last = self._confirmed[key]
@@ -265,12 +267,6 @@ def _visible(box: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     width, height = max(x2 - x1, 1e-6), max(y2 - y1, 1e-6)
     return np.array([(max(0.0, x1) - x1) / width, (max(0.0, y1) - y1) / height,
                      (min(float(shape[1]), x2) - x1) / width, (min(float(shape[0]), y2) - y1) / height])
-
-
-def _within(box: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """A box cut to the frame."""
-    return np.array([max(0.0, box[0]), max(0.0, box[1]), min(float(shape[1]), box[2]), min(float(shape[0]), box[3])],
-                    np.float32)
 
 
 def _share(box: np.ndarray, shape: tuple[int, ...]) -> float:

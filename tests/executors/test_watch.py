@@ -230,6 +230,14 @@ driver._Run._settle = _settled
 """
 
 
+def _inject(env: Path, monkeypatch, code: str) -> None:
+    """`code` run as sitecustomize by the watch processes started after this (their PYTHONPATH)."""
+    inject = env / "inject"
+    inject.mkdir()
+    (inject / "sitecustomize.py").write_text(code)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(inject), os.environ.get("PYTHONPATH", "")]))
+
+
 CLOSED_WITH_CTRL_C = """
 from facefusion_batch.executors import watch
 
@@ -249,10 +257,7 @@ def test_a_signal_raised_again_while_the_watch_closes_keeps_what_it_did_in_the_s
                                                                                          monkeypatch):
     """The KeyboardInterrupt of the signal that ended the watch, raised a second time as it closes its workers
     (injected): the summary still has every file it did (it was 'interrupted before it began', with none)."""
-    inject = env / "inject"
-    inject.mkdir()
-    (inject / "sitecustomize.py").write_text(CLOSED_WITH_CTRL_C)
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(inject), os.environ.get("PYTHONPATH", "")]))
+    _inject(env, monkeypatch, CLOSED_WITH_CTRL_C)
     incoming = env / "in"
     incoming.mkdir()
     watch = watches(env, source_image, incoming).ready()
@@ -266,10 +271,7 @@ def test_a_signal_raised_again_while_the_watch_closes_keeps_what_it_did_in_the_s
 def test_ctrl_c_as_a_file_is_recorded_done_leaves_it_done_once(env, source_image, watches, monkeypatch):
     """Ctrl-C that lands as a file's outcome is recorded (injected into the watch process, where a user's lands
     by chance): the summary has the file once, done; the interruption cut no work."""
-    inject = env / "inject"
-    inject.mkdir()
-    (inject / "sitecustomize.py").write_text(CTRL_C_AS_DONE)
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(inject), os.environ.get("PYTHONPATH", "")]))
+    _inject(env, monkeypatch, CTRL_C_AS_DONE)
     incoming = env / "in"
     incoming.mkdir()
     watch = watches(env, source_image, incoming).ready()
@@ -280,6 +282,7 @@ def test_ctrl_c_as_a_file_is_recorded_done_leaves_it_done_once(env, source_image
     assert [o["status"] for o in outcomes_of(summary, good)] == ["done"], summary["outcomes"]
     assert len(summary["outcomes"]) == 1, "the interruption cut no work"
     assert journal_entry(env, good).status == "done"
+
 
 def test_sigterm_mid_video_then_restart_resumes_and_loses_nothing(env, source_image, watches, monkeypatch):
     from facefusion_batch.cli import main
