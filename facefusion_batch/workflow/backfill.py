@@ -22,7 +22,7 @@ import numpy as np
 
 from facefusion_batch.faces.geometry import iou
 from facefusion_batch.faces.types import Face
-from facefusion_batch.workflow.patches import shift_face
+from facefusion_batch.workflow.patches import scale_face, shift_face
 
 # Frames a face is followed back at most: a small face the whole-frame detectors miss is found by the sweep, which
 # looks every SWEEP_MOVING to SWEEP (12-24) frames (workflow/analysis.py).
@@ -53,6 +53,14 @@ ONWARD = 24
 # split) ended every track, and a face of the group was carried on to a patch of the close-up like it.
 AROUND = 1.0
 AROUND_AGREES = 0.25
+# ... and grown or shrunk as that picture did (a zoom: carried at its size, a face on `blind`'s zoom out outgrew its
+# face by 20 % in 6 frames), its scale told from corners followed there (at most ZOOM_POINTS, matched at most
+# ZOOM_WIDTH wide, ZOOM_AGREE of them needed to tell); one that changed by more than ZOOM_MOST a frame is no zoom
+# to follow (another picture) and ends the carrying.
+ZOOM_POINTS = 64
+ZOOM_WIDTH = 128
+ZOOM_AGREE = 8
+ZOOM_MOST = 0.15
 BACK_IN_FRAME = 0.5  # a face less than this share of its box inside the frame is not followed further back
 REFIT_AGREES = 0.5  # IoU of a fit on the face's traced place with that place for the fit to be taken
 TAKEN = 0.25  # share of a traced box over the box of a face chosen on that frame that makes it that face's place
@@ -135,17 +143,20 @@ class History:
         """A confirmed track's `face` swapped on the frame `before` and not chosen on this `frame`, carried on to it
         where it is still the face its track was last chosen with, half in the picture, in no chosen face's place and
         moved as the picture around it did; None where not."""
-        shift = matched(before, face.box, frame)
-        if shift is None:
-            return None
-        moved = shift_face(face, *shift)
-        if _share(moved.box, frame.shape) < BACK_IN_FRAME or _on_taken(moved.box, taken):
-            return None
         size = float(max(face.box[2] - face.box[0], face.box[3] - face.box[1]))
         height, width = frame.shape[:2]
         grown = np.clip(face.box + AROUND * size * np.array([-1, -1, 1, 1]), 0, (width, height, width, height))
         around = matched(before, grown, frame)
-        if around is None or max(abs(around[0] - shift[0]), abs(around[1] - shift[1])) > AROUND_AGREES * size:
+        if around is None:
+            return None
+        growth = zoom(before, grown, frame, around) or 1.0
+        if abs(np.log(growth)) > np.log1p(ZOOM_MOST):
+            return None
+        shift = matched(before, face.box, frame, growth)
+        if shift is None or max(abs(around[0] - shift[0]), abs(around[1] - shift[1])) > AROUND_AGREES * size:
+            return None
+        moved = scale_face(shift_face(face, *shift), growth) if growth != 1.0 else shift_face(face, *shift)
+        if _share(moved.box, frame.shape) < BACK_IN_FRAME or _on_taken(moved.box, taken):
             return None
         at, last = self._confirmed[key]
         then = next((seen for seen in self._seen if seen.index == at), None)
@@ -187,11 +198,12 @@ class History:
         return found
 
 
-def matched(frame: np.ndarray, box: np.ndarray, before: np.ndarray) -> tuple[float, float] | None:
-    """Where the picture inside `box` on `frame` (its part in the picture) is on the frame `before`, as a move (x, y
-    in frame pixels): the best normalised correlation within SEARCH of its size, refined to a fraction of a pixel;
-    None where nothing there is like it. The face's own box is matched, no margin around it: a face walking past a
-    still backdrop moves with its face, not with the backdrop."""
+def matched(frame: np.ndarray, box: np.ndarray, before: np.ndarray, growth: float = 1.0
+            ) -> tuple[float, float] | None:
+    """Where the picture inside `box` on `frame` (its part in the picture) is on the frame `before`, grown there by
+    `growth`, as the move of the box's centre (x, y in frame pixels): the best normalised correlation within SEARCH
+    of its size, refined to a fraction of a pixel; None where nothing there is like it. The face's own box is
+    matched, no margin around it: a face walking past a still backdrop moves with its face, not with the backdrop."""
     height, width = frame.shape[:2]
     x1, y1, x2, y2 = (float(v) for v in box)
     size = max(x2 - x1, y2 - y1)
@@ -201,7 +213,9 @@ def matched(frame: np.ndarray, box: np.ndarray, before: np.ndarray) -> tuple[flo
         return None  # a sliver by the edge matches too many places
     scale = min(1.0, MATCH_WIDTH / size)
     reach = int(np.ceil(SEARCH * size))
-    template = _grey_at(frame, (left, top, right, bottom), scale)
+    # Both scaled by the same factor (not to rounded sizes: a still face was found up to 0.3 px off, a drift of as
+    # much a frame followed), so a place in either maps exactly to the frame.
+    template = _grey_at(frame, (left, top, right, bottom), scale * growth)
     # The search window may reach beyond the frame (a face coming in across the edge): filled with the picture's mean.
     window = _grey_at(before, (left - reach, top - reach, right + reach, bottom + reach), scale)
     if template.shape[0] > window.shape[0] or template.shape[1] > window.shape[1] or template.std() < 1.0:
@@ -213,10 +227,9 @@ def matched(frame: np.ndarray, box: np.ndarray, before: np.ndarray) -> tuple[flo
     # ... refined to a fraction of a pixel at the place found (ECC, over the part of the window in the picture): a face
     # drifting half a pixel a frame, followed back 20 frames, must not drift away from its face.
     found = window[y:y + template.shape[0], x:x + template.shape[1]]
-    across, down = window.shape[1] / (right - left + 2 * reach), window.shape[0] / (bottom - top + 2 * reach)
     inside = np.zeros(window.shape, np.uint8)  # where the window is in the picture: the fine match's mask
-    inside[max(0, int(np.ceil((reach - top) * down))):max(0, int((height + reach - top) * down)),
-           max(0, int(np.ceil((reach - left) * across))):max(0, int((width + reach - left) * across))] = 1
+    inside[max(0, int(np.ceil((reach - top) * scale))):max(0, int((height + reach - top) * scale)),
+           max(0, int(np.ceil((reach - left) * scale))):max(0, int((width + reach - left) * scale))] = 1
     inside = inside[y:y + template.shape[0], x:x + template.shape[1]]
     fine_x = fine_y = 0.0
     with contextlib.suppress(cv2.error):  # not converging: the whole pixel found
@@ -224,7 +237,41 @@ def matched(frame: np.ndarray, box: np.ndarray, before: np.ndarray) -> tuple[flo
                                        (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 30, 1e-3), inside, 1)
         if max(abs(warp[0, 2]), abs(warp[1, 2])) <= 1.0:
             fine_x, fine_y = float(warp[0, 2]), float(warp[1, 2])
-    return (x + fine_x) / across - reach, (y + fine_y) / down - reach
+    # The template's centre (on `frame`) and where it lies on `before`; the box's centre moves with it, and away from
+    # it by `growth`.
+    extent = np.array(template.shape[1::-1], float) / (scale * growth)
+    centre = np.array([left, top]) + extent / 2
+    there = np.array([left - reach + (x + fine_x) / scale, top - reach + (y + fine_y) / scale]) + extent * growth / 2
+    moved = there - centre + (growth - 1) * (np.array([x1 + x2, y1 + y2]) / 2 - centre)
+    return float(moved[0]), float(moved[1])
+
+
+def zoom(frame: np.ndarray, box: np.ndarray, later: np.ndarray, shift: tuple[float, float]) -> float | None:
+    """How much the picture inside `box` on `frame` grew on the frame `later`, where it moved by `shift` (a zoom in:
+    above 1): the scale of the similarity that best maps corners found there onto where they are followed to; None
+    where too few are found or agree to tell."""
+    height, width = frame.shape[:2]
+    left, top = max(0, int(box[0])), max(0, int(box[1]))
+    right, bottom = min(width, int(np.ceil(box[2]))), min(height, int(np.ceil(box[3])))
+    if right - left < 8 or bottom - top < 8:
+        return None
+    scale = min(1.0, ZOOM_WIDTH / max(right - left, bottom - top))
+    dx, dy = int(round(shift[0])), int(round(shift[1]))
+    there = (left + dx, top + dy, right + dx, bottom + dy)  # the same region where it moved to (the frame's mean beyond)
+    a = _grey_at(frame, (left, top, right, bottom), scale).astype(np.uint8)
+    b = _grey_at(later, there, scale).astype(np.uint8)
+    corners = cv2.goodFeaturesToTrack(a, ZOOM_POINTS, 0.01, 3)
+    if corners is None or len(corners) < ZOOM_AGREE:
+        return None
+    followed, status, _ = cv2.calcOpticalFlowPyrLK(a, b, corners, None, winSize=(9, 9), maxLevel=2)
+    kept = status.ravel() == 1
+    if kept.sum() < ZOOM_AGREE:
+        return None
+    similarity, inliers = cv2.estimateAffinePartial2D(corners[kept], followed[kept], method=cv2.RANSAC,
+                                                      ransacReprojThreshold=1.0)
+    if similarity is None or inliers is None or int(inliers.sum()) < ZOOM_AGREE:
+        return None
+    return float(np.hypot(similarity[0, 0], similarity[1, 0]))
 
 
 def _grey_at(frame: np.ndarray, region: tuple[int, int, int, int], scale: float) -> np.ndarray:
@@ -236,8 +283,10 @@ def _grey_at(frame: np.ndarray, region: tuple[int, int, int, int], scale: float)
     if (left, top, right, bottom) != (max(0, left), max(0, top), min(width, right), min(height, bottom)):
         grey = cv2.copyMakeBorder(grey, max(0, -top), max(0, bottom - height), max(0, -left), max(0, right - width),
                                   cv2.BORDER_CONSTANT, value=float(grey.mean()))
-    size = (max(1, round(grey.shape[1] * scale)), max(1, round(grey.shape[0] * scale)))
-    return cv2.resize(grey, size, interpolation=cv2.INTER_AREA) if scale < 1.0 else grey
+    if scale == 1.0:
+        return grey
+    # By the factor itself (the size rounded from it): a place on the result maps to the frame exactly.
+    return cv2.resize(grey, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA if scale < 1.0 else cv2.INTER_LINEAR)
 
 
 def likeness(frame: np.ndarray, box: np.ndarray, other: np.ndarray, other_box: np.ndarray) -> float:

@@ -60,6 +60,20 @@ def shift_face(face: Face, dx: float, dy: float) -> Face:
     return dataclasses.replace(face, box=face.box + np.tile(offset, 2), kps=face.kps + offset, landmarks=landmarks)
 
 
+def scale_face(face: Face, factor: float) -> Face:
+    """`face` grown by `factor` about its box's centre (its points too; a mesh's depth with them)."""
+    centre = ((face.box[:2] + face.box[2:]) / 2).astype(np.float32)
+    landmarks = None
+    if face.landmarks is not None:
+        landmarks = face.landmarks.copy()
+        landmarks[:, :2] = centre + (landmarks[:, :2] - centre) * factor
+        landmarks[:, 2:] *= factor
+    box = np.tile(centre, 2) + (face.box - np.tile(centre, 2)) * factor
+    return dataclasses.replace(face, box=box.astype(face.box.dtype), kps=(centre + (face.kps - centre) * factor
+                                                                          ).astype(face.kps.dtype),
+                               landmarks=landmarks)
+
+
 def track(faces: list[Face], patches: list[Patch], frame: np.ndarray) -> list[Face] | None:
     """Faces moved by the translation phase correlation finds around each; None if any can't be trusted."""
     moved = []
