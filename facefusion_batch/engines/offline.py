@@ -107,6 +107,10 @@ UNSTEADY = 0.15
 UNSTEADY_GAIN = 0.2
 UNSTEADY_TURN = 1.0
 RECHECK = 10
+# A face found too faint while the frame's edge cut it is checked again on the next frame, till it is found so
+# wholly in the picture: coming in across the edge, the little of it in the picture changed too little on its first
+# frame, and it was left for RECHECK frames as it came in (tune split's crowd pan: a face coming in at the top, left
+# for 9 frames, 5 of them wholly in the picture).
 # A face turned the other way than the source's face, by at least MIRROR_TURN (`classic.turn`, ~12 degrees), is
 # swapped with the source's mirror image: its large near half then takes the source's near half, not its
 # foreshortened far one stretched out (smears, half glasses and dark blotches on turned faces), and the
@@ -327,12 +331,13 @@ class OfflineEngine:
             if memo.get("checked_mirror", mirror) != mirror:
                 memo.pop("checked", None)  # another texture: whether its swap shows is measured afresh
             swapped = None
-            if not memo["turned"] and index >= memo.get("checked", -RECHECK) + RECHECK:
+            recheck = 1 if memo.get("faint") and memo.get("checked_cut") else RECHECK  # see RECHECK
+            if not memo["turned"] and index >= memo.get("checked", -RECHECK) + recheck:
                 least = FAINT * (1 + FAINT_BACK * (2 if memo.get("faint") else 1))
                 swapped, shows, own = self._shown(frame, face, self._texture(source, mirror),
                                                   memo.get("own_depth", 0.0), least)
                 memo["faint"], memo["own_depth"] = not shows, own
-                memo["checked"], memo["checked_mirror"] = index, mirror
+                memo["checked"], memo["checked_mirror"], memo["checked_cut"] = index, mirror, cut
             leave = memo["turned"] or memo.get("faint", False)
             own = memo.get("own_depth", 0.0)
             if leave or mirror or own or swapped is not None:

@@ -28,8 +28,8 @@ def processor(tmp_path_factory) -> FrameProcessor:
         yield made
 
 
-def _clip(left: int = 70) -> list[np.ndarray]:
-    """The astronaut's face (~110 px) drifting a pixel a frame, with sensor noise: its fits, and so its turn
+def _clip(left: int = 70, speed: int = 1) -> list[np.ndarray]:
+    """The astronaut's face (~110 px) drifting `speed` pixels a frame, with sensor noise: its fits, and so its turn
     and its swap's visible change, vary a little from frame to frame, as a real video's do. `left`: where the
     photo's left edge starts (negative: cut by the frame's left edge)."""
     photo = np.ascontiguousarray(data.astronaut()[:, :, ::-1])
@@ -38,7 +38,7 @@ def _clip(left: int = 70) -> list[np.ndarray]:
     frames = []
     for index in range(FRAMES):
         canvas = np.full((SIZE[1], SIZE[0], 3), 90, np.uint8)
-        x, y = left + index, 30 + index // 2
+        x, y = left + speed * index, 30 + index // 2
         canvas[y:y + face.shape[0], max(x, 0):x + face.shape[1]] = face[:, max(-x, 0):]
         noisy = canvas.astype(np.float32) + rng.normal(0, 2.0, canvas.shape)
         frames.append(np.clip(noisy, 0, 255).astype(np.uint8))
@@ -128,6 +128,30 @@ def test_a_track_turning_away_for_good_is_left_from_then_on(processor, monkeypat
     swapped = _run(processor, frames)
     assert swapped[:FRAMES // 3] == [True] * (FRAMES // 3) and not any(swapped[-FRAMES // 3:]), swapped
     assert _switches(swapped) == 1
+
+
+def test_a_face_too_faint_while_coming_in_across_the_edge_is_checked_again_till_it_is_in(processor, monkeypatch):
+    # Coming in from the left, the face's swap is too faint to see while the edge cuts it (little of it in the
+    # picture) and plain once it is in: swapped from the first frame it is wholly in, not RECHECK frames after its
+    # first (it was left for as long as it came in).
+    frames = _clip(left=-90, speed=6)
+    original = classic.visible_change
+    state = {"frame": 0, "in": []}
+
+    def visible(before, after, landmarks):
+        if (landmarks[:, 0] < 0).any():
+            return 1.0
+        state["in"].append(state["frame"])
+        return original(before, after, landmarks)
+
+    monkeypatch.setattr(classic, "visible_change", visible)
+    with monkeypatch.context() as patch:
+        patch.setattr(offline, "RECHECK", 1)  # every frame measured: the first frame the face is wholly in
+        _run(processor, frames, lambda index: state.update(frame=index))
+    first_in = state["in"][0]
+    swapped = _run(processor, frames, lambda index: state.update(frame=index))
+    assert 2 <= first_in < offline.RECHECK - 2, "premise: the edge cuts the face for a few frames"
+    assert swapped == [False] * first_in + [True] * (FRAMES - first_in), swapped
 
 
 def test_a_tracks_faint_check_is_the_frames_swap_not_a_second_one(processor, monkeypatch):
