@@ -61,7 +61,10 @@ ZOOM_POINTS = 64
 ZOOM_WIDTH = 128
 ZOOM_AGREE = 8
 ZOOM_MOST = 0.15
-BACK_IN_FRAME = 0.5  # a face less than this share of its box inside the frame is not followed further back
+# A face less than this share of its box inside the frame is not followed further back. The detectors' boxes are
+# tighter than the face (tests/workflow/test_small_faces.py's 34 px face coming in at the right: 28 px, 2.5 px further
+# out): at 0.5, traced exactly, it was let go 4 frames after half of it was in.
+BACK_IN_FRAME = 0.45
 REFIT_AGREES = 0.5  # IoU of a fit on the face's traced place with that place for the fit to be taken
 TAKEN = 0.25  # share of a traced box over the box of a face chosen on that frame that makes it that face's place
 
@@ -188,9 +191,13 @@ class History:
                 break
             # Fitted again where the face is wholly in the picture: one the edge cuts is placed further out and
             # narrower by the mesh the more of it is cut (faces/tracking.py HOLD_CUT), and moves with the picture.
+            # Its box is followed on from the fit's only where the face it was followed from was cut: a soft small
+            # face's fits wander by a pixel or more from frame to frame, and the way back drifted with them off the
+            # face (`seventh`'s far crowd: a 27 px woman followed back 13 frames, 3 px off, her likeness 0.56).
             fitted = refit(seen.frame, [_bare(moved)]) if share >= 1.0 else []
             if fitted and iou(moved.box, fitted[0].box[None])[0] >= REFIT_AGREES:
-                moved = dataclasses.replace(moved, box=fitted[0].box, kps=fitted[0].kps, landmarks=fitted[0].landmarks)
+                box = fitted[0].box if _share(current.box, current_frame.shape) < 1.0 else moved.box
+                moved = dataclasses.replace(moved, box=box, kps=fitted[0].kps, landmarks=fitted[0].landmarks)
             found.append((seen.index, _filled(moved, face, (-shift[0], -shift[1]))))
             if seen.cut:
                 break  # the first frame of its shot
@@ -213,11 +220,21 @@ def matched(frame: np.ndarray, box: np.ndarray, before: np.ndarray, growth: floa
         return None  # a sliver by the edge matches too many places
     scale = min(1.0, MATCH_WIDTH / size)
     reach = int(np.ceil(SEARCH * size))
-    # Both scaled by the same factor (not to rounded sizes: a still face was found up to 0.3 px off, a drift of as
-    # much a frame followed), so a place in either maps exactly to the frame.
-    template = _grey_at(frame, (left, top, right, bottom), scale * growth)
+    # Both scaled by the same factor (not to rounded sizes: a still face was found up to 1.2 px off, a drift of as
+    # much a frame followed), so a place in either maps exactly to the frame; and, where it is not grown, the template
+    # cut from `frame` scaled over the window's own region, so that the two are sampled on one grid (a scale near 1
+    # blurs by the grid's phase: a 27 px face, scaled by 0.99 on its own, was found 0.2-0.35 px off a frame).
     # The search window may reach beyond the frame (a face coming in across the edge): filled with the picture's mean.
-    window = _grey_at(before, (left - reach, top - reach, right + reach, bottom + reach), scale)
+    region = (left - reach, top - reach, right + reach, bottom + reach)
+    window = _grey_at(before, region, scale)
+    if growth == 1.0:
+        at_x, at_y = round(reach * scale), round(reach * scale)
+        template = _grey_at(frame, region, scale)[at_y:at_y + max(1, round((bottom - top) * scale)),
+                                                  at_x:at_x + max(1, round((right - left) * scale))]
+        origin = np.array([left - reach + at_x / scale, top - reach + at_y / scale])
+    else:
+        template = _grey_at(frame, (left, top, right, bottom), scale * growth)
+        origin = np.array([left, top], float)
     if template.shape[0] > window.shape[0] or template.shape[1] > window.shape[1] or template.std() < 1.0:
         return None
     scores = cv2.matchTemplate(window, template, cv2.TM_CCOEFF_NORMED)
@@ -240,7 +257,7 @@ def matched(frame: np.ndarray, box: np.ndarray, before: np.ndarray, growth: floa
     # The template's centre (on `frame`) and where it lies on `before`; the box's centre moves with it, and away from
     # it by `growth`.
     extent = np.array(template.shape[1::-1], float) / (scale * growth)
-    centre = np.array([left, top]) + extent / 2
+    centre = origin + extent / 2
     there = np.array([left - reach + (x + fine_x) / scale, top - reach + (y + fine_y) / scale]) + extent * growth / 2
     moved = there - centre + (growth - 1) * (np.array([x1 + x2, y1 + y2]) / 2 - centre)
     return float(moved[0]), float(moved[1])
