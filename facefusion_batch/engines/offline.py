@@ -47,6 +47,12 @@ TEMPLATE_SIZE = 48.0
 # of 11 and 22 px (scores 0.50-0.65, their features 0.03-0.09 of the box apart, as on the real faces); the short-range
 # model scored the 22 px patch 0.40-0.43, the tune split's soft faces of 25-35 px 0.60-0.70.
 TEMPLATE_LEAST = 16.0
+# ... and only where the detectors' eyes, nose and mouth lie as a frontal face's do: within TEMPLATE_MISFIT of its eye
+# distance from the template placed on them (`face_template.misfit`). `fresh`'s shouting soldier in profile (yaw ~85
+# degrees, 40 px, far) was found by the sweep and swapped with a frontal face pasted over his cheek and ear: his
+# points lay 0.53 from the template's (his eyes a quarter of their height above the mouth apart, a frontal face's
+# about as far as that height); the small frontal faces templated on `tune`, `seventh` and `fresh` 0.07-0.17.
+TEMPLATE_MISFIT = 0.3
 # ... and its track is carried on where the detectors' closer look scores it this much (as REFIT_PRESENCE for a
 # fitted one: a face seen once is looked for again more leniently than a new one): the soft face scored 0.53-0.56 by
 # the detectors and fell below their threshold on the next frames, and the track ended after 16 frames.
@@ -230,14 +236,15 @@ class OfflineEngine:
     def _templated(self, frame: np.ndarray, detections: Sequence[Detection]) -> list[Face]:
         """Faces with a template mesh placed on their keypoints (offline/face_template.py), for the detections the
         mesh said no face on, TEMPLATE_LEAST to TEMPLATE_SIZE wide (not weak ones), that the detectors find again on
-        a closer look (`look_at`: their eyes, nose and mouth within WEAK_AGREE of where the first look put them) and
-        the short-range model finds too (`look_short`)."""
+        a closer look (`look_at`: their eyes, nose and mouth within WEAK_AGREE of where the first look put them), as
+        a frontal face's (TEMPLATE_MISFIT), and the short-range model finds too (`look_short`)."""
         small = [d for d in detections
                  if not d.weak and TEMPLATE_LEAST <= float(d.box[2] - d.box[0]) <= TEMPLATE_SIZE]
         if not small:
             return []
         seen = [(first, again) for first, again in zip(small, self._detector.look_at(frame, [d.box for d in small]))
-                if again is not None and _features_agree(again.keypoints[:4], first.keypoints[:4], first.box)]
+                if again is not None and _features_agree(again.keypoints[:4], first.keypoints[:4], first.box)
+                and face_template.misfit((first.keypoints + again.keypoints) / 2) <= TEMPLATE_MISFIT]
         faces = []
         for (first, again), close in zip(seen, self._detector.look_short(frame, [first.box for first, _ in seen])):
             if close is None:

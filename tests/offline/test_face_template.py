@@ -39,3 +39,38 @@ def test_placed_on_a_detected_faces_keypoints_the_template_lies_on_the_mesh_fitt
     eyes = float(np.linalg.norm(np.subtract(*face_template.features(fitted)[:2])))
     apart = np.linalg.norm(placed[:, :2] - fitted[:, :2], axis=1) / eyes
     assert apart.mean() < 0.15 and apart.max() < 0.35
+
+
+def test_a_face_in_profile_misfits_the_template_and_a_frontal_one_does_not():
+    # The detectors' eyes, nose tip and mouth centre on `fresh`'s shouting soldier in profile (the benchmark's
+    # f_group_far, frame 23, a 42 px box at (470, 94)): squeezed together above the mouth, the nose off to one side.
+    # A frontal template placed there pasted a face over his cheek and ear; he is not templated (TEMPLATE_MISFIT).
+    from facefusion_batch.engines.offline import TEMPLATE_MISFIT
+
+    soldier = np.array([[489.4, 108.5], [492.5, 107.5], [480.4, 116.3], [485.9, 124.9]])
+    assert face_template.misfit(soldier) > 1.5 * TEMPLATE_MISFIT
+    assert face_template.misfit(face_template.features(face_template.template())) < 1e-6
+    image = cv2.cvtColor(skimage.data.astronaut(), cv2.COLOR_RGB2BGR)
+    detector = mp.MediaPipeDetector(cpu_session(mp.asset_path(mp.MODEL_FILES["long_range"])),
+                                    cpu_session(mp.asset_path(mp.MODEL_FILES["short_range"])))
+    for scale in (1.0, 0.5, 0.25):  # the astronaut, frontal, down to a 30 px face
+        small = cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+        (detection,) = detector.detect([small])[0]
+        assert face_template.misfit(detection.keypoints) < TEMPLATE_MISFIT / 1.5, scale
+
+
+def test_the_offline_engine_templates_a_small_frontal_face_and_not_one_in_profile(tmp_path, monkeypatch):
+    from conftest import hopper_processor
+
+    soldier = np.array([[489.4, 108.5], [492.5, 107.5], [480.4, 116.3], [485.9, 124.9], [500, 110], [500, 110]])
+    frontal = np.array([[480.0, 108.0], [493.0, 108.0], [486.5, 115.0], [486.5, 122.0], [474, 110], [499, 110]])
+    box = np.array([470.2, 93.9, 511.8, 135.4], np.float32)
+    frame = np.full((240, 640, 3), 128, np.uint8)
+    with hopper_processor(tmp_path) as processor:
+        engine = processor.engine
+        for points, templated in ((frontal, 1), (soldier, 0)):
+            found = mp.Detection(box, 0.56, points.astype(np.float32))
+            # the detectors' closer looks see it again where it was (the engine's other conditions met)
+            monkeypatch.setattr(engine._detector, "look_at", lambda frame, boxes, d=found: [d] * len(boxes))
+            monkeypatch.setattr(engine._detector, "look_short", lambda frame, boxes, d=found: [d] * len(boxes))
+            assert len(engine._templated(frame, [found])) == templated
