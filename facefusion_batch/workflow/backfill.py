@@ -144,8 +144,8 @@ class History:
     def _onward(self, key: int, face: Face, before: np.ndarray, frame: np.ndarray, taken: dict[int, np.ndarray]
                 ) -> Face | None:
         """A confirmed track's `face` swapped on the frame `before` and not chosen on this `frame`, carried on to it
-        where it is still the face its track was last chosen with, half in the picture, in no chosen face's place and
-        moved as the picture around it did; None where not."""
+        where it is still the face its track was last chosen with, in the picture (BACK_IN_FRAME), in no chosen face's
+        place, and moved and grown as the picture around it did; None where not."""
         size = float(max(face.box[2] - face.box[0], face.box[3] - face.box[1]))
         height, width = frame.shape[:2]
         grown = np.clip(face.box + AROUND * size * np.array([-1, -1, 1, 1]), 0, (width, height, width, height))
@@ -191,9 +191,9 @@ class History:
                 break
             # Fitted again where the face is wholly in the picture: one the edge cuts is placed further out and
             # narrower by the mesh the more of it is cut (faces/tracking.py HOLD_CUT), and moves with the picture.
-            # Its box is followed on from the fit's only where the face it was followed from was cut: a soft small
-            # face's fits wander by a pixel or more from frame to frame, and the way back drifted with them off the
-            # face (`seventh`'s far crowd: a 27 px woman followed back 13 frames, 3 px off, her likeness 0.56).
+            # The way back goes on from the fit's box only where the face it came from was cut (placed by the mesh
+            # as above); elsewhere from where matching, exact to a tenth of a pixel, put it: a soft small face's fits
+            # change by 2-4 % of it from fit to fit (docs/quality.md, session 27).
             fitted = refit(seen.frame, [_bare(moved)]) if share >= 1.0 else []
             if fitted and iou(moved.box, fitted[0].box[None])[0] >= REFIT_AGREES:
                 box = fitted[0].box if _share(current.box, current_frame.shape) < 1.0 else moved.box
@@ -274,7 +274,7 @@ def zoom(frame: np.ndarray, box: np.ndarray, later: np.ndarray, shift: tuple[flo
         return None
     scale = min(1.0, ZOOM_WIDTH / max(right - left, bottom - top))
     dx, dy = int(round(shift[0])), int(round(shift[1]))
-    there = (left + dx, top + dy, right + dx, bottom + dy)  # the same region where it moved to (the frame's mean beyond)
+    there = (left + dx, top + dy, right + dx, bottom + dy)  # where it moved to (the frame's mean beyond its edge)
     a = _grey_at(frame, (left, top, right, bottom), scale).astype(np.uint8)
     b = _grey_at(later, there, scale).astype(np.uint8)
     corners = cv2.goodFeaturesToTrack(a, ZOOM_POINTS, 0.01, 3)
