@@ -41,6 +41,13 @@ def astronaut_face() -> np.ndarray:
     return cv2.cvtColor(data.astronaut(), cv2.COLOR_RGB2BGR)[20:240, 150:330]
 
 
+def astronaut_photo() -> np.ndarray:
+    """scikit-image's whole astronaut photo (NASA, public domain), BGR, 512 x 512."""
+    from skimage import data
+
+    return cv2.cvtColor(data.astronaut(), cv2.COLOR_RGB2BGR)
+
+
 def grace_hopper() -> np.ndarray:
     """matplotlib's Grace Hopper photo (US Navy, public domain), BGR."""
     import matplotlib

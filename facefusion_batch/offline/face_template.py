@@ -43,7 +43,7 @@ def placed(keypoints: np.ndarray) -> np.ndarray:
     nose tip and mouth centre onto `keypoints[:4]` (a detection's: right eye, left eye, nose tip, mouth centre);
     depth scaled alike."""
     mesh = template()
-    matrix = similarity_transform(features(mesh), np.asarray(keypoints, np.float64)[:4]).astype(np.float64)
+    matrix = _placing(keypoints)
     points = np.empty_like(mesh)
     points[:, :2] = mesh[:, :2] @ matrix[:, :2].T + matrix[:, 2]
     points[:, 2] = mesh[:, 2] * float(np.hypot(matrix[0, 0], matrix[1, 0]))
@@ -54,9 +54,13 @@ def misfit(keypoints: np.ndarray) -> float:
     """How far a detection's eyes, nose tip and mouth centre (`keypoints[:4]`) lie from the template's placed on them
     (`placed`), at most, in parts of the placed template's eye distance: ~0.1 on a frontal face, ~0.5 on one in
     profile (its eyes squeezed together above the mouth, its nose off to one side)."""
-    features_of = features(template())
     target = np.asarray(keypoints, np.float64)[:4]
-    matrix = similarity_transform(features_of, target).astype(np.float64)
-    fitted = features_of @ matrix[:, :2].T + matrix[:, 2]
+    matrix = _placing(keypoints)
+    fitted = features(template()) @ matrix[:, :2].T + matrix[:, 2]
     scale = float(np.hypot(matrix[0, 0], matrix[1, 0]))
     return float(np.linalg.norm(fitted - target, axis=1).max() / max(scale, 1e-9))
+
+
+def _placing(keypoints: np.ndarray) -> np.ndarray:
+    """The similarity (2 x 3) that best takes the template's eyes, nose tip and mouth centre onto `keypoints[:4]`."""
+    return similarity_transform(features(template()), np.asarray(keypoints, np.float64)[:4]).astype(np.float64)

@@ -158,7 +158,7 @@ class History:
         shift = matched(before, face.box, frame, growth)
         if shift is None or max(abs(around[0] - shift[0]), abs(around[1] - shift[1])) > AROUND_AGREES * size:
             return None
-        moved = scale_face(shift_face(face, *shift), growth) if growth != 1.0 else shift_face(face, *shift)
+        moved = scale_face(shift_face(face, *shift), growth)
         if _share(moved.box, frame.shape) < BACK_IN_FRAME or _on_taken(moved.box, taken):
             return None
         at, last = self._confirmed[key]
@@ -214,8 +214,7 @@ def matched(frame: np.ndarray, box: np.ndarray, before: np.ndarray, growth: floa
     height, width = frame.shape[:2]
     x1, y1, x2, y2 = (float(v) for v in box)
     size = max(x2 - x1, y2 - y1)
-    left, top = max(0, int(x1)), max(0, int(y1))
-    right, bottom = min(width, int(np.ceil(x2))), min(height, int(np.ceil(y2)))
+    left, top, right, bottom = _pixels(box, frame.shape)
     if right - left < 4 or bottom - top < 4 or _share(box, frame.shape) < BACK_IN_FRAME:
         return None  # a sliver by the edge matches too many places
     scale = min(1.0, MATCH_WIDTH / size)
@@ -267,9 +266,7 @@ def zoom(frame: np.ndarray, box: np.ndarray, later: np.ndarray, shift: tuple[flo
     """How much the picture inside `box` on `frame` grew on the frame `later`, where it moved by `shift` (a zoom in:
     above 1): the scale of the similarity that best maps corners found there onto where they are followed to; None
     where too few are found or agree to tell."""
-    height, width = frame.shape[:2]
-    left, top = max(0, int(box[0])), max(0, int(box[1]))
-    right, bottom = min(width, int(np.ceil(box[2]))), min(height, int(np.ceil(box[3])))
+    left, top, right, bottom = _pixels(box, frame.shape)
     if right - left < 8 or bottom - top < 8:
         return None
     scale = min(1.0, ZOOM_WIDTH / max(right - left, bottom - top))
@@ -289,6 +286,12 @@ def zoom(frame: np.ndarray, box: np.ndarray, later: np.ndarray, shift: tuple[flo
     if similarity is None or inliers is None or int(inliers.sum()) < ZOOM_AGREE:
         return None
     return float(np.hypot(similarity[0, 0], similarity[1, 0]))
+
+
+def _pixels(box: np.ndarray, shape: tuple[int, ...]) -> tuple[int, int, int, int]:
+    """The whole pixels a box covers inside a frame of `shape`: left, top, right, bottom."""
+    return (max(0, int(box[0])), max(0, int(box[1])), min(shape[1], int(np.ceil(box[2]))),
+            min(shape[0], int(np.ceil(box[3]))))
 
 
 def _grey_at(frame: np.ndarray, region: tuple[int, int, int, int], scale: float) -> np.ndarray:

@@ -61,7 +61,9 @@ def shift_face(face: Face, dx: float, dy: float) -> Face:
 
 
 def scale_face(face: Face, factor: float) -> Face:
-    """`face` grown by `factor` about its box's centre (its points too; a mesh's depth with them)."""
+    """`face` grown by `factor` about its box's centre (its points too; a mesh's depth with them); itself at 1."""
+    if factor == 1.0:
+        return face
     centre = ((face.box[:2] + face.box[2:]) / 2).astype(np.float32)
     landmarks = None
     if face.landmarks is not None:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import skimage.data
 
-from conftest import cpu_session
+from conftest import astronaut_photo, cpu_session
 from facefusion_batch.faces.geometry import iou
 from facefusion_batch.offline import mediapipe as mp
 
@@ -38,7 +38,7 @@ def landmarker() -> mp.MediaPipeLandmarker:
 
 @pytest.fixture(scope="module")
 def astronaut() -> np.ndarray:
-    return cv2.cvtColor(skimage.data.astronaut(), cv2.COLOR_RGB2BGR)
+    return astronaut_photo()
 
 
 @pytest.fixture(scope="module")

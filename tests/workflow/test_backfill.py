@@ -9,6 +9,7 @@ import cv2
 import numpy as np
 import pytest
 
+from conftest import astronaut_photo
 from facefusion_batch.faces.types import Face
 from facefusion_batch.workflow import backfill
 from facefusion_batch.workflow.backfill import BACKFILL, History, depth, likeness
@@ -224,10 +225,7 @@ ASTRONAUT_FACE = np.array([180.0, 70.0, 280.0, 190.0])  # its box on the photo
 
 @pytest.fixture(scope="module")
 def astronaut() -> np.ndarray:
-    """scikit-image's astronaut photo (NASA, public domain), BGR."""
-    from skimage import data
-
-    return cv2.cvtColor(data.astronaut(), cv2.COLOR_RGB2BGR)
+    return astronaut_photo()
 
 
 def _camera(photo: np.ndarray, scale: float, x: float = 220.0, y: float = 130.0) -> tuple[np.ndarray, np.ndarray]:
