@@ -47,11 +47,14 @@ TEMPLATE_SIZE = 48.0
 # of 11 and 22 px (scores 0.50-0.65, their features 0.03-0.09 of the box apart, as on the real faces); the short-range
 # model scored the 22 px patch 0.40-0.43, the tune split's soft faces of 25-35 px 0.60-0.70.
 TEMPLATE_LEAST = 16.0
-# ... and only where the detectors' eyes, nose and mouth lie as a frontal face's do: within TEMPLATE_MISFIT of its eye
-# distance from the template placed on them (`face_template.misfit`). `fresh`'s shouting soldier in profile (yaw ~85
-# degrees, 40 px, far) was found by the sweep and swapped with a frontal face pasted over his cheek and ear: his
-# points lay 0.53 from the template's (his eyes a quarter of their height above the mouth apart, a frontal face's
-# about as far as that height); the small frontal faces templated on `tune`, `seventh` and `fresh` 0.07-0.17.
+# ... turned to fit the detectors' eyes, nose and mouth (`face_template.placed`) where they lie as a face's turned no
+# further than ~40 degrees do: within TEMPLATE_MISFIT of its eye distance from the template placed on them unturned
+# (the small frontal faces templated on `tune`, `seventh` and `fresh` 0.07-0.17, a face turned 40 degrees 0.25). Where
+# not, the face is taken for a profile: the template is turned as far as it goes, so that the face is left as one and
+# said so (`settle`). `fresh`'s shouting soldier in profile (yaw ~85 degrees, 40 px, far; his points 0.53 from the
+# unturned template's: his eyes a quarter of their height above the mouth apart, a frontal face's about as far as that
+# height) was swapped with a face pasted over his cheek and ear, placed frontal or turned as his points fit (38-70
+# degrees from frame to frame: the yaw that fits is no test of a profile); then left unsaid.
 TEMPLATE_MISFIT = 0.3
 # ... and its track is carried on where the detectors' closer look scores it this much (as REFIT_PRESENCE for a
 # fitted one: a face seen once is looked for again more leniently than a new one): the soft face scored 0.53-0.56 by
@@ -78,10 +81,12 @@ FAINT = 5.0
 # two identities): a track left as turned away is swapped again once it turns back below PROFILE - TURN_BACK;
 # whether its swap is visible is measured on its first frame and every RECHECK frames after: a track is swapped
 # from its first frame when its swap changes it by FAINT * (1 + FAINT_BACK), kept on while it does, and, once
-# left as too faint, swapped again from FAINT * (1 + 2 * FAINT_BACK). Between those frames a swap is left only
-# below FAINT itself, which the band above keeps rare. The band is relative: the change's frame-to-frame noise
-# grows with the change (a face drifting by a pixel: about +-3 %). (The band once reached below FAINT, to
-# FAINT * (1 - FAINT_BACK): swaps of 4.5-5 were output, touched yet too faint to read as swapped.)
+# left as too faint after being swapped, swapped again from FAINT * (1 + 2 * FAINT_BACK); one never swapped yet is
+# asked what a new track is (tune split's crowd pan: a turned man coming in at the top edge was found faint while cut,
+# and, wholly in, his swap's 5.5-6 was below the second bar: left 10 frames, till his next check). Between those
+# frames a swap is left only below FAINT itself, which the band above keeps rare. The band is relative: the change's
+# frame-to-frame noise grows with the change (a face drifting by a pixel: about +-3 %). (The band once reached below
+# FAINT, to FAINT * (1 - FAINT_BACK): swaps of 4.5-5 were output, touched yet too faint to read as swapped.)
 TURN_BACK = 0.2
 FAINT_BACK = 0.1
 # Deep swaps: a track whose swap, its detail toned to the face's light (`classic.match_colour`), would be too faint to
@@ -236,23 +241,22 @@ class OfflineEngine:
     def _templated(self, frame: np.ndarray, detections: Sequence[Detection]) -> list[Face]:
         """Faces with a template mesh placed on their keypoints (offline/face_template.py), for the detections the
         mesh said no face on, TEMPLATE_LEAST to TEMPLATE_SIZE wide (not weak ones), that the detectors find again on
-        a closer look (`look_at`: their eyes, nose and mouth within WEAK_AGREE of where the first look put them), as
-        a frontal face's (TEMPLATE_MISFIT), and the short-range model finds too (`look_short`)."""
+        a closer look (`look_at`: their eyes, nose and mouth within WEAK_AGREE of where the first look put them) and
+        the short-range model finds too (`look_short`); the template turned to fit them, or, where they do not lie as
+        a face's turned no further than ~40 degrees do (TEMPLATE_MISFIT), turned as far as it goes: a profile."""
         small = [d for d in detections
                  if not d.weak and TEMPLATE_LEAST <= float(d.box[2] - d.box[0]) <= TEMPLATE_SIZE]
         if not small:
             return []
-        seen = [(first, again) for first, again in zip(small, self._detector.look_at(frame, [d.box for d in small]))
-                if again is not None and _features_agree(again.keypoints[:4], first.keypoints[:4], first.box)
-                and face_template.misfit((first.keypoints + again.keypoints) / 2) <= TEMPLATE_MISFIT]
-        faces = []
-        for (first, again), close in zip(seen, self._detector.look_short(frame, [first.box for first, _ in seen])):
-            if close is None:
-                continue
-            landmarks = face_template.placed((first.keypoints + again.keypoints) / 2)
-            faces.append(Face(box=first.box, score=first.score, kps=five_points(landmarks[None])[0],
-                              landmarks=landmarks, templated=True))
-        return faces
+        seen = [(first, (first.keypoints + again.keypoints) / 2)
+                for first, again in zip(small, self._detector.look_at(frame, [d.box for d in small]))
+                if again is not None and _features_agree(again.keypoints[:4], first.keypoints[:4], first.box)]
+        placed = [face_template.placed(keypoints) for _, keypoints in seen]
+        placed = [face_template.placed(keypoints, profile=True) if at.frontal_misfit > TEMPLATE_MISFIT else at
+                  for (_, keypoints), at in zip(seen, placed)]
+        closer = self._detector.look_short(frame, [first.box for first, _ in seen])
+        return [Face(box=first.box, score=first.score, kps=five_points(at.points[None])[0], landmarks=at.points,
+                     templated=True) for (first, _), at, close in zip(seen, placed, closer) if close is not None]
 
     def refit(self, frame: np.ndarray, predicted: Sequence[Face]) -> list[Face]:
         """The face mesh fitted straight on tracks' predicted boxes (the landmark model needs only a region
@@ -340,10 +344,10 @@ class OfflineEngine:
             swapped = None
             recheck = 1 if memo.get("faint") and memo.get("checked_cut") else RECHECK  # see RECHECK
             if not memo["turned"] and index >= memo.get("checked", -RECHECK) + recheck:
-                least = FAINT * (1 + FAINT_BACK * (2 if memo.get("faint") else 1))
+                least = FAINT * (1 + FAINT_BACK * (2 if memo.get("faint") and memo.get("shown") else 1))
                 swapped, shows, own = self._shown(frame, face, self._texture(source, mirror),
                                                   memo.get("own_depth", 0.0), least)
-                memo["faint"], memo["own_depth"] = not shows, own
+                memo["faint"], memo["own_depth"], memo["shown"] = not shows, own, memo.get("shown", False) or shows
                 memo["checked"], memo["checked_mirror"], memo["checked_cut"] = index, mirror, cut
             leave = memo["turned"] or memo.get("faint", False)
             own = memo.get("own_depth", 0.0)

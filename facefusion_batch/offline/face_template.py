@@ -3,8 +3,8 @@
 On a soft face of 25-35 px (a blurred photo on a far wall) the detectors find it (0.5-0.6) while the 468-point mesh,
 asked on every crop it is tried on, says "no face" (presence 0.0004-0.002): the face was left as it is on every frame
 (tune split's far crowd and crowd pan: one face, 150 of the split's 297 missed face-frames). At that size the mesh's
-detail adds nothing the swap can show; the template placed by the similarity that takes its eyes, nose tip and mouth
-centre onto the detector's does as well.
+detail adds nothing the swap can show; the template, turned about its upright axis and moved by the similarity that
+takes its eyes, nose tip and mouth centre onto the detector's, does as well (`placed`).
 
 `face_template.npy` (in the packaged assets/mediapipe folder) is MediaPipe's mesh fitted on two frontal faces in
 the public domain (Grace Hopper, examples/source.jpg; the astronaut of scikit-image's data), each at two sizes,
@@ -15,13 +15,16 @@ every fit moved so that the mean of its eyes, nose tip and mouth centre is at 0 
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import numpy as np
 
-from facefusion_batch.faces.geometry import similarity_transform
 from facefusion_batch.offline.mediapipe import NUM_LANDMARKS, asset_path, five_points, four_points
 
 TEMPLATE_FILE = "face_template.npy"
+# The template is turned up to YAW_MOST degrees either way, by YAW_STEP, to fit a detection's points (beyond ~55
+# degrees a face is left as a profile: classic.PROFILE). 2 degrees moves a 45 px face's points by a fifth of a pixel.
+YAW_MOST, YAW_STEP = 70.0, 2.0
 
 
 @functools.cache
@@ -38,29 +41,60 @@ def features(points: np.ndarray) -> np.ndarray:
     return four_points(five_points(np.asarray(points)[None])[0])
 
 
-def placed(keypoints: np.ndarray) -> np.ndarray:
-    """(468, 3) float32 mesh points in frame pixels: the template moved by the similarity that best takes its eyes,
-    nose tip and mouth centre onto `keypoints[:4]` (a detection's: right eye, left eye, nose tip, mouth centre);
-    depth scaled alike."""
-    mesh = template()
-    matrix = _placing(keypoints)
+class Placed(NamedTuple):
+    """The template turned and moved onto a detection's keypoints (`placed`)."""
+
+    points: np.ndarray  # (468, 3) float32 mesh points in frame pixels, depth on the same scale
+    yaw: float  # degrees the template was turned about its upright axis to fit (positive: `classic.turn` < 0)
+    # How far the keypoints lie from the template's placed on them unturned, at most, in parts of its eye distance: ~0.1
+    # on a frontal face, ~0.25 on one turned 40 degrees, ~0.5 on one in profile (its eyes squeezed together above the
+    # mouth, its nose off to one side).
+    frontal_misfit: float
+
+
+def placed(keypoints: np.ndarray, *, profile: bool = False) -> Placed:
+    """The template turned about its upright axis by the yaw (within YAW_MOST) and moved by the similarity that best
+    takes its eyes, nose tip and mouth centre onto `keypoints[:4]` (a detection's: right eye, left eye, nose tip, mouth
+    centre), the yaw whose template fits them best. A turned face's eyes lie closer together and its nose off to one
+    side: the frontal template placed on them lay ~0.3 of the eye distance off the mesh fitted on faces turned 35-50
+    degrees (the tuning splits' photos, shrunk to 34-45 px), the turned one ~0.2, and as close as before on frontal
+    faces. The yaw is no test of a face in profile: the detectors' points on one fitted 38-70 degrees. `profile`: the
+    template turned YAW_MOST, to the side that fits better (a face taken for a profile, to be left as one)."""
+    yaws, meshes, features_at = _turned()
+    target = np.asarray(keypoints, np.float64)[:4]
+    matrices = _similarities(features_at, target)  # (Y, 2, 3)
+    scales = np.hypot(matrices[:, 0, 0], matrices[:, 1, 0])
+    fitted = np.einsum("yfk,yjk->yfj", features_at, matrices[:, :, :2]) + matrices[:, None, :, 2]
+    misfits = np.linalg.norm(fitted - target, axis=2).max(axis=1) / np.maximum(scales, 1e-9)
+    best = int(np.argmin(misfits)) if not profile else (0 if misfits[0] <= misfits[-1] else len(yaws) - 1)
+    matrix, mesh = matrices[best], meshes[best]
     points = np.empty_like(mesh)
     points[:, :2] = mesh[:, :2] @ matrix[:, :2].T + matrix[:, 2]
-    points[:, 2] = mesh[:, 2] * float(np.hypot(matrix[0, 0], matrix[1, 0]))
-    return points.astype(np.float32)
+    points[:, 2] = mesh[:, 2] * scales[best]
+    return Placed(points.astype(np.float32), float(yaws[best]), float(misfits[np.abs(yaws).argmin()]))
 
 
-def misfit(keypoints: np.ndarray) -> float:
-    """How far a detection's eyes, nose tip and mouth centre (`keypoints[:4]`) lie from the template's placed on them
-    (`placed`), at most, in parts of the placed template's eye distance: ~0.1 on a frontal face, ~0.5 on one in
-    profile (its eyes squeezed together above the mouth, its nose off to one side)."""
-    target = np.asarray(keypoints, np.float64)[:4]
-    matrix = _placing(keypoints)
-    fitted = features(template()) @ matrix[:, :2].T + matrix[:, 2]
-    scale = float(np.hypot(matrix[0, 0], matrix[1, 0]))
-    return float(np.linalg.norm(fitted - target, axis=1).max() / max(scale, 1e-9))
+@functools.cache
+def _turned() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The yaws from -YAW_MOST to YAW_MOST by YAW_STEP, the template turned by each ((Y, 468, 3)), and its eyes, nose
+    tip and mouth centre seen from the front ((Y, 4, 2))."""
+    yaws = np.arange(-YAW_MOST, YAW_MOST + YAW_STEP / 2, YAW_STEP)
+    angles = np.radians(yaws)
+    cos, sin = np.cos(angles)[:, None], np.sin(angles)[:, None]
+    mesh = template()
+    x, y, z = mesh[:, 0], mesh[:, 1], mesh[:, 2]
+    meshes = np.stack([cos * x + sin * z, np.broadcast_to(y, (len(yaws), len(y))), cos * z - sin * x], axis=2)
+    return yaws, meshes, np.stack([features(m[:, :2]) for m in meshes])
 
 
-def _placing(keypoints: np.ndarray) -> np.ndarray:
-    """The similarity (2 x 3) that best takes the template's eyes, nose tip and mouth centre onto `keypoints[:4]`."""
-    return similarity_transform(features(template()), np.asarray(keypoints, np.float64)[:4]).astype(np.float64)
+def _similarities(sources: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """(Y, 2, 3): for each of `sources` ((Y, N, 2)), the rotation, uniform scale and shift that best take it onto
+    `target` ((N, 2)), by least squares (points as complex numbers: the scaled rotation is one complex factor)."""
+    source = sources[..., 0] + 1j * sources[..., 1]
+    goal = target[:, 0] + 1j * target[:, 1]
+    source_mean, goal_mean = source.mean(axis=1, keepdims=True), goal.mean()
+    centred = source - source_mean
+    factor = (np.conj(centred) * (goal - goal_mean)).sum(axis=1) / np.maximum((np.abs(centred) ** 2).sum(axis=1), 1e-12)
+    shift = goal_mean - factor * source_mean[:, 0]
+    return np.stack([np.stack([factor.real, -factor.imag, shift.real], axis=1),
+                     np.stack([factor.imag, factor.real, shift.imag], axis=1)], axis=1)

@@ -154,6 +154,34 @@ def test_a_face_too_faint_while_coming_in_across_the_edge_is_checked_again_till_
     assert swapped == [False] * first_in + [True] * (FRAMES - first_in), swapped
 
 
+def test_a_face_found_faint_while_cut_is_swapped_once_in_as_a_new_face_would_be(processor, monkeypatch):
+    # As above, with a swap that, the face wholly in, changes it by between FAINT * (1 + FAINT_BACK), what a new
+    # track's first check asks, and FAINT * (1 + 2 * FAINT_BACK), what a track left as too faint after being swapped
+    # asks: never swapped yet, it is swapped from the first frame it is in (it was left 10 frames more: tune split's
+    # crowd pan, a turned man coming in at the top edge, a greyscale source).
+    frames = _clip(left=-90, speed=6)
+    original = classic.visible_change
+    state = {"frame": 0, "in": {}}
+
+    def visible(before, after, landmarks):
+        if (landmarks[:, 0] < 0).any():
+            return 1.0
+        state["in"][state["frame"]] = original(before, after, landmarks)
+        return state["in"][state["frame"]]
+
+    monkeypatch.setattr(classic, "visible_change", visible)
+    with monkeypatch.context() as patch:
+        patch.setattr(offline, "RECHECK", 1)
+        patch.setattr(offline, "FAINT", 0.0)
+        _run(processor, frames, lambda index: state.update(frame=index))
+    first_in = min(state["in"])
+    faint = 0.999 * min(state["in"].values()) / (1 + offline.FAINT_BACK)  # every check shows to a new face's bar
+    assert state["in"][first_in] < faint * (1 + 2 * offline.FAINT_BACK), "premise: and not to a faint one's"
+    monkeypatch.setattr(offline, "FAINT", faint)
+    swapped = _run(processor, frames, lambda index: state.update(frame=index))
+    assert swapped == [False] * first_in + [True] * (FRAMES - first_in), swapped
+
+
 def test_a_tracks_faint_check_is_the_frames_swap_not_a_second_one(processor, monkeypatch):
     # Every RECHECK frames a track measures its swap's visible change (`settle`); the frame's swap then reuses
     # that swap instead of making it again: one swap per face-frame, and the same pixels as a swap made anew.
