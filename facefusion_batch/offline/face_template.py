@@ -52,21 +52,20 @@ class Placed(NamedTuple):
     frontal_misfit: float
 
 
-def placed(keypoints: np.ndarray, *, profile: bool = False) -> Placed:
+def placed(keypoints: np.ndarray) -> Placed:
     """The template turned about its upright axis by the yaw (within YAW_MOST) and moved by the similarity that best
     takes its eyes, nose tip and mouth centre onto `keypoints[:4]` (a detection's: right eye, left eye, nose tip, mouth
     centre), the yaw whose template fits them best. A turned face's eyes lie closer together and its nose off to one
     side: the frontal template placed on them lay ~0.3 of the eye distance off the mesh fitted on faces turned 35-50
     degrees (the tuning splits' photos, shrunk to 34-45 px), the turned one ~0.2, and as close as before on frontal
-    faces. The yaw is no test of a face in profile: the detectors' points on one fitted 38-70 degrees. `profile`: the
-    template turned YAW_MOST, to the side that fits better (a face taken for a profile, to be left as one)."""
+    faces. The yaw is no test of a face in profile: the detectors' points on one fitted 38-70 degrees."""
     yaws, meshes, features_at = _turned()
     target = np.asarray(keypoints, np.float64)[:4]
     matrices = _similarities(features_at, target)  # (Y, 2, 3)
     scales = np.hypot(matrices[:, 0, 0], matrices[:, 1, 0])
     fitted = np.einsum("yfk,yjk->yfj", features_at, matrices[:, :, :2]) + matrices[:, None, :, 2]
     misfits = np.linalg.norm(fitted - target, axis=2).max(axis=1) / np.maximum(scales, 1e-9)
-    best = int(np.argmin(misfits)) if not profile else (0 if misfits[0] <= misfits[-1] else len(yaws) - 1)
+    best = int(np.argmin(misfits))
     matrix, mesh = matrices[best], meshes[best]
     points = np.empty_like(mesh)
     points[:, :2] = mesh[:, :2] @ matrix[:, :2].T + matrix[:, 2]
