@@ -104,6 +104,12 @@ class Judge:
             return []
         return [(a + left, b + top, c + left, d + top) for a, b, c, d in self.detect(view)]
 
+    def found_near(self, bgr: np.ndarray, box) -> tuple[bool, tuple]:
+        """Whether a face is found in a view around `box` overlapping it (IoU >= 0.3), and its box (else `box`)."""
+        match = max(self.detect_near(bgr, box), key=lambda b: q.iou(b, box), default=None)
+        found = match is not None and q.iou(match, box) >= 0.3
+        return found, (match if found else box)
+
     def _rect(self, box):
         return self._dlib.rectangle(*(int(round(v)) for v in box))
 
@@ -252,13 +258,11 @@ def judge_frame(judge: Judge, inp: np.ndarray, out: np.ndarray, source_descripto
         candidates = [max(candidates, key=lambda c: c[0])] if candidates else []
         candidates = [c for c in candidates if c[0] >= q.SWAPPED]
     for change, box, name, width, turned in candidates:
-        match = max(judge.detect_near(out, box), key=lambda b: q.iou(b, box), default=None)
-        found = match is not None and q.iou(match, box) >= 0.3
-        out_box = match if found else box
+        found, out_box = judge.found_near(out, box)
         d_out = judge.describe(out, out_box)
         d_in = judge.describe(inp, box)
         verdict = q.Identity(float(np.linalg.norm(d_out - source_descriptor)), float(np.linalg.norm(d_out - d_in)),
-                             found)
+                             found, judge.found_near(inp, box)[0])
         scored.identity.append(verdict)
         scored.small.append(width <= q.SMALL)
         scored.turned.append(turned)
@@ -384,7 +388,8 @@ def block(items: list[Scored]) -> dict:
                  for track, t in s.tracks.items()), default=(0, "-"))
     return {
         "faces_judged": identity["faces"], "accepted": identity["accepted"], "closer": identity["closer"],
-        "found": identity["found"], "accepted_one": identity_one["accepted"], "accepted_large": large["accepted"],
+        "found": identity["found"], "found_floor": identity["found_floor"], "accepted_one": identity_one["accepted"],
+        "accepted_large": large["accepted"],
         "accepted_turned": turned["accepted"], "faces_judged_turned": turned["faces"],
         "lowest_source": lowest, "lowest_source_accepted": lowest_share,
         "face_frames": present, "missed": missed, "missed_share": missed / present if present else float("nan"),
@@ -436,7 +441,8 @@ GOALS = (  # the issue's table: key, text, test
 COLUMNS = (("faces_judged", "judged", "{:.0f}"), ("accepted", "accept", "{:.0%}"), ("accepted_large", "acc>40", "{:.0%}"),
            ("accepted_turned", "acc.turn", "{:.0%}"),
            ("closer", "closer", "{:.0%}"),
-           ("found", "found", "{:.0%}"), ("accepted_one", "acc.one", "{:.0%}"), ("missed", "missed", "{:.0f}"),
+           ("found", "found", "{:.0%}"), ("found_floor", "found.in", "{:.0%}"), ("accepted_one", "acc.one", "{:.0%}"),
+           ("missed", "missed", "{:.0f}"),
            ("face_frames", "of", "{:.0f}"), ("missed_share", "miss%", "{:.1%}"), ("faint", "faint", "{:.0f}"),
            ("profiles_left", "profile", "{:.0f}"),
            ("missed_not_left", "miss-prof", "{:.0f}"), ("longest_miss", "miss.run", "{:.0f}"),
@@ -470,6 +476,9 @@ def table(report: dict) -> str:
         shown = _cell(value, "{:.1%}" if "share" in key or "accept" in key or key == "found"
                       else "{:.0f}" if key == "switches" else "{:+.2f}")
         extra = f" ({total['lowest_source']})" if key == "lowest_source_accepted" else ""
+        if key == "found" and total.get("found_floor") is not None:  # reports saved before it have none
+            floor = _cell(total["found_floor"], "{:.1%}")
+            extra = f" (the judge's own floor, the input's faces found again the same way: {floor})"
         lines.append(f"{'ok ' if ok else 'NO '} {text}: {shown}{extra}")
     lines.append(f"    background {total['background']:.2f} vs encoder floor {total['floor']:.2f} "
                  f"(goal within 0.1); closer {_cell(total['closer'], '{:.0%}')}; "

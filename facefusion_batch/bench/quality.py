@@ -261,17 +261,23 @@ class Identity:
     to_source: float  # descriptor distance output face - source face
     to_target: float  # output face - the original face at that place
     found: bool  # the judge re-detected a face there in the output
+    # ... and in the input, the same way (its own floor: a view around a small face found in the whole frame is not
+    # always found again, swapped or not)
+    found_in: bool = True
 
 
 def identity_summary(verdicts: Sequence[Identity]) -> dict[str, float]:
-    """Shares: accepted as the source, closer to source than target, still found as a face."""
+    """Shares: accepted as the source, closer to source than target, still found as a face, and found again in the
+    input by the same look (`found_floor`: the judge's own floor for `found`)."""
     if not verdicts:
-        return {"faces": 0, "accepted": float("nan"), "closer": float("nan"), "found": float("nan")}
+        return {"faces": 0, "accepted": float("nan"), "closer": float("nan"), "found": float("nan"),
+                "found_floor": float("nan")}
     n = len(verdicts)
     return {"faces": n,
             "accepted": sum(v.to_source < ACCEPT for v in verdicts) / n,
             "closer": sum(v.to_source < v.to_target for v in verdicts) / n,
-            "found": sum(v.found for v in verdicts) / n}
+            "found": sum(v.found for v in verdicts) / n,
+            "found_floor": sum(v.found_in for v in verdicts) / n}
 
 
 def class_misses(records: Sequence[tuple[tuple[str, ...], bool]]) -> dict[str, dict[str, float]]:

@@ -114,14 +114,16 @@ def test_background_excludes_grown_boxes():
 
 
 def test_identity_summary_shares():
+    # the last face is not found again in the input either (the judge's floor: a small face's view)
     verdicts = [q.Identity(0.4, 0.7, True), q.Identity(0.65, 0.5, True), q.Identity(0.5, 0.6, False),
-                q.Identity(0.7, 0.8, True)]
+                q.Identity(0.7, 0.8, True, found_in=False)]
     summary = q.identity_summary(verdicts)
     assert summary["faces"] == 4
     assert summary["accepted"] == pytest.approx(0.5)
     assert summary["closer"] == pytest.approx(0.75)
     assert summary["found"] == pytest.approx(0.75)
-    assert np.isnan(q.identity_summary([])["accepted"])
+    assert summary["found_floor"] == pytest.approx(0.75)
+    assert np.isnan(q.identity_summary([])["accepted"]) and np.isnan(q.identity_summary([])["found_floor"])
 
 
 def test_iou_and_flicker_summary():

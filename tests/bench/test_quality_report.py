@@ -42,3 +42,17 @@ def test_the_report_counts_the_frames_a_face_was_missed_before_its_first_swap() 
     report = quality.summary([run])
     assert report["total"]["missed_late"] == 4 and report["clips"]["pan"]["missed_late"] == 4
     assert "missed before a face's first swap (found late): 4" in quality.table(report)
+
+
+def test_the_report_gives_the_judges_own_floor_beside_found() -> None:
+    # A face the judge does not find again in the output, and one it does not find again in the input either (its
+    # look around a small face): `found` can be no better than the input's own share.
+    run = quality.Scored("far@hopper", "far", "hopper", "many", frames=1)
+    run.identity = [q.Identity(0.4, 0.7, True), q.Identity(0.4, 0.7, False),
+                    q.Identity(0.4, 0.7, False, found_in=False), q.Identity(0.4, 0.7, True)]
+    run.small = [True] * 4
+    run.turned = [False] * 4
+    total = quality.summary([run])["total"]
+    assert (total["found"], total["found_floor"]) == (0.5, 0.75)
+    assert ("still found as a face >= 95 %: 50.0% (the judge's own floor, the input's faces found again the same way: "
+            "75.0%)") in quality.table(quality.summary([run]))
