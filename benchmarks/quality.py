@@ -26,7 +26,8 @@ from real photos that packages ship: group pans and zooms where faces enter and 
 edge and are cut by it, a group from afar (faces of 20-40 px), turned heads, a static group shot with a hard cut to a close-up, a close-up, the group pan again in
 mode `one`, and images. Every clip runs with two sources. The generator knows every face's true box in every
 frame, so the temporal metrics need no detector. Metrics (docs/quality.md): identity (judge distance to
-source and original, face still found; per source, with the lowest), background change against the
+source and original, face still found, against the judge's own floor: the input's faces found again the same way;
+per source, with the lowest), background change against the
 encoder's own floor (the input re-encoded with the same settings), per-track temporal metrics (missed
 face-frames by class: edge, small, turned, clear; faint swaps; toggles, added flicker, jumps, `one`-mode
 switches), ffb's own count of faces left as near profile, and colour lost on swapped faces. Contact sheets
