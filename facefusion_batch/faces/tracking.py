@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from facefusion_batch.faces.geometry import similarity_factors
 from facefusion_batch.faces.types import Face
 
 MATCH_IOU = 0.25  # a face continues a track when its box overlaps the track's predicted box this much
@@ -220,16 +221,7 @@ def _moved(points: np.ndarray, turn: complex, shift: np.ndarray) -> np.ndarray:
 def _posed(points: np.ndarray, target: np.ndarray) -> np.ndarray:
     """`points` moved by the similarity (shift, scale, roll; depth scaled alike) that best takes them onto
     `target`: `target`'s pose with `points`' shape."""
-    return _moved(points, similarity(points, target), target[:, :2].mean(axis=0) - points[:, :2].mean(axis=0))
-
-
-def similarity(a: np.ndarray, b: np.ndarray) -> complex:
-    """The scale and rotation (as one complex number) that best takes point set `a` onto `b` about their
-    centres."""
-    a2, b2 = a[:, :2] - a[:, :2].mean(axis=0), b[:, :2] - b[:, :2].mean(axis=0)
-    za, zb = a2[:, 0] + 1j * a2[:, 1], b2[:, 0] + 1j * b2[:, 1]
-    denominator = float(np.vdot(za, za).real)
-    return complex(np.vdot(za, zb) / denominator) if denominator > 1e-9 else 1 + 0j
+    return _moved(points, complex(similarity_factors(points, target)), target[:, :2].mean(axis=0) - points[:, :2].mean(axis=0))
 
 
 def blend_weight(difference: float, speed: float) -> float:
@@ -566,7 +558,7 @@ class Tracker:
             if not detected:  # a translation of the same fit: its motion is the face's motion
                 track.velocity = track.velocity + VELOCITY_GAIN * (step - track.velocity)
             elif track.fitted is not None and len(track.fitted) == len(raw) and index - track.fitted_at >= span:
-                step = similarity(track.fitted, raw) ** (1 / (index - track.fitted_at))
+                step = complex(similarity_factors(track.fitted, raw)) ** (1 / (index - track.fitted_at))
                 if abs(abs(step) - 1) < MAX_ZOOM and abs(np.angle(step)) < MAX_ROLL:
                     track.similarity = track.similarity + VELOCITY_GAIN * (step - track.similarity)
             if len(raw) != len(prediction) or not self._smooth or relocked:

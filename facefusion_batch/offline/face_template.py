@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from facefusion_batch.faces.geometry import similarity_factors
 from facefusion_batch.offline.mediapipe import NUM_LANDMARKS, asset_path, five_points, four_points
 
 TEMPLATE_FILE = "face_template.npy"
@@ -61,7 +62,10 @@ def placed(keypoints: np.ndarray) -> Placed:
     faces. The yaw is no test of a face in profile: the detectors' points on one fitted 38-70 degrees."""
     yaws, meshes, features_at = _turned()
     target = np.asarray(keypoints, np.float64)[:4]
-    matrices = _similarities(features_at, target)  # (Y, 2, 3)
+    factors = similarity_factors(features_at, target)  # (Y,)
+    shifts = target.mean(axis=0) @ [1, 1j] - factors * (features_at.mean(axis=1) @ [1, 1j])
+    matrices = np.stack([np.stack([factors.real, -factors.imag, shifts.real], axis=1),
+                         np.stack([factors.imag, factors.real, shifts.imag], axis=1)], axis=1)  # (Y, 2, 3)
     scales = np.hypot(matrices[:, 0, 0], matrices[:, 1, 0])
     fitted = np.einsum("yfk,yjk->yfj", features_at, matrices[:, :, :2]) + matrices[:, None, :, 2]
     misfits = np.linalg.norm(fitted - target, axis=2).max(axis=1) / np.maximum(scales, 1e-9)
@@ -84,16 +88,3 @@ def _turned() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     x, y, z = mesh[:, 0], mesh[:, 1], mesh[:, 2]
     meshes = np.stack([cos * x + sin * z, np.broadcast_to(y, (len(yaws), len(y))), cos * z - sin * x], axis=2)
     return yaws, meshes, np.stack([features(m[:, :2]) for m in meshes])
-
-
-def _similarities(sources: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """(Y, 2, 3): for each of `sources` ((Y, N, 2)), the rotation, uniform scale and shift that best take it onto
-    `target` ((N, 2)), by least squares (points as complex numbers: the scaled rotation is one complex factor)."""
-    source = sources[..., 0] + 1j * sources[..., 1]
-    goal = target[:, 0] + 1j * target[:, 1]
-    source_mean, goal_mean = source.mean(axis=1, keepdims=True), goal.mean()
-    centred = source - source_mean
-    factor = (np.conj(centred) * (goal - goal_mean)).sum(axis=1) / np.maximum((np.abs(centred) ** 2).sum(axis=1), 1e-12)
-    shift = goal_mean - factor * source_mean[:, 0]
-    return np.stack([np.stack([factor.real, -factor.imag, shift.real], axis=1),
-                     np.stack([factor.imag, factor.real, shift.imag], axis=1)], axis=1)

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from facefusion_batch.faces.geometry import (align_matrix, feather_mask, iou, letterbox, nms, paste_back, weighted_mean,
-                                             similarity_transform, warp_crop)
+                                             similarity_factors, similarity_transform, warp_crop)
 from facefusion_batch.models.catalog import TEMPLATES
 
 
@@ -15,6 +15,24 @@ def test_similarity_transform_recovers_a_known_transform():
     matrix = similarity_transform(src, dst)
     np.testing.assert_allclose(matrix[:, :2], rot, atol=1e-4)
     np.testing.assert_allclose(matrix[:, 2], shift, atol=1e-3)
+
+
+def test_similarity_factors_recover_each_sets_scale_and_rotation_and_ignore_depth_and_shift():
+    rng = np.random.default_rng(1)
+    target = rng.uniform(0, 100, (6, 3))
+    factors = np.array([1.7 * np.exp(0.3j), 0.5 * np.exp(-1.1j), 1 + 0j])
+    centred = (target[:, 0] - target[:, 0].mean()) + 1j * (target[:, 1] - target[:, 1].mean())
+    sources = np.stack([np.column_stack([(centred / f).real + 40, (centred / f).imag - 7, rng.uniform(0, 9, 6)])
+                        for f in factors])
+    np.testing.assert_allclose(similarity_factors(sources, target), factors, atol=1e-12)
+    one = similarity_factors(sources[1], target)
+    assert one.shape == () and one == similarity_factors(sources, target)[1]
+    paired = similarity_factors(sources, np.stack([target] * 3))  # a target per set
+    np.testing.assert_allclose(paired, factors, atol=1e-12)
+
+
+def test_similarity_factor_of_a_set_without_extent_is_one():
+    assert similarity_factors(np.ones((4, 2)), np.arange(8.0).reshape(4, 2)) == 1 + 0j
 
 
 def test_align_matrix_puts_keypoints_on_the_template():
