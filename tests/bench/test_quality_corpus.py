@@ -160,10 +160,11 @@ def stand_in(name: str) -> corpus.Photo:
 
 
 def test_no_person_and_no_photo_is_in_two_splits():
-    """(`thirteenth` and `fourteenth`, held out by footage only, read other splits' photos: see the next test.)"""
+    """(`thirteenth` and `fourteenth`, held out by footage only, and `turned`, a tuning split of turned sources, read
+    other splits' photos: see the next tests.)"""
     assert set(corpus.SPLITS) == {"tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh", "eighth",
-                                  "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth"}
-    assert corpus.REUSED == ("thirteenth", "fourteenth")
+                                  "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "turned"}
+    assert corpus.REUSED == ("thirteenth", "fourteenth", "turned")
     own = [split for split in corpus.SPLITS if split not in corpus.REUSED]
     contents = {split: split_contents(split) for split in own}
     for a in own:
@@ -197,6 +198,18 @@ def test_a_split_held_out_by_footage_reads_only_other_splits_photos_and_no_sourc
     assert len(full.clips) >= 8 and sum(clip.mode == "one" for clip in full.clips) >= 1 and len(full.images) >= 2
     for clip in full.clips:
         assert all(40 <= shot.frames <= 90 for shot in clip.shots)
+
+
+def test_the_turned_split_reads_only_the_tuning_splits_photos_and_its_sources_are_turned_people(built_splits):
+    """`turned` is for tuning: every photo it reads is a tuning split's (`tune`, `fifth`, `seventh`, `fresh`), its
+    sources are people of those photos (turned ones: cut as they are, greyed, shaded or shrunk), none of them the
+    held-out splits'."""
+    tuning = {name for split in ("tune", "fifth", "seventh", "fresh") for name in corpus.photos_for(split)}
+    assert set(corpus.photos_for("turned")) <= tuning
+    _, full = built_splits["turned"]
+    people = {person for split in ("tune", "fifth", "seventh", "fresh") for person in split_contents(split)[0]}
+    assert {person for _, person in full.sources.values()} <= people
+    assert len(full.sources) >= 8 and len(full.clips) >= 6
 
 
 def test_the_fourteenth_split_has_footage_of_its_own(built_splits):
@@ -401,7 +414,7 @@ def built_splits():
 
 
 @pytest.mark.parametrize("split", ["tune", "heldout", "fresh", "blind", "fifth", "sixth", "seventh", "eighth",
-                                   "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth"])
+                                   "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "turned"])
 def test_each_split_is_built_from_its_own_photos(split, built_splits):
     """A split's sources, clips and images hold only its own people, every clip has two sources (`one` clips
     one)."""

@@ -68,6 +68,16 @@ def test_a_turned_source_is_turned_to_face_the_camera(turned):
         landmarks[:, :2]) + 1e-3)
 
 
+def test_a_turned_source_keeps_its_forehead_only_as_far_up_as_its_photo_shows_skin(turned):
+    # The cameraman's cap comes down to his brows: his photo's texture keeps the forehead up to 0.3 of its height and
+    # fills the rest (`face_only`); the turned face is drawn from that texture, where the fill would read as skin.
+    landmarks, texture = turned
+    photo = classic._prepared(cameraman(), landmarks)
+    assert photo.forehead_keep < 0.5  # the premise: his cap
+    assert classic._prepared(*classic.frontalised(photo)).forehead_keep > 0.8  # the premise: measured on the fill
+    assert texture.frontalised and texture.forehead_keep == photo.forehead_keep
+
+
 def test_the_far_half_is_the_near_halfs_mirror_image(turned):
     landmarks, texture = turned
     image, points = texture.levels[0], texture.landmarks
