@@ -696,6 +696,29 @@ def build_split(split: str, judge, cache: Path, quick: bool) -> Split:
     return built
 
 
+def _tune_footage(t1: Photo, biden: Photo, hopper: Photo, n
+                  ) -> tuple[Photo, float, float, Photo, Photo, dict[str, Shot]]:
+    """`tune`'s footage of its photos, which `turned` films too: t1.jpg on a wall (the camera may look past its edges),
+    the wall's offsets, Biden's and Hopper's padded photos, and the shots by name: `pan` (faces enter at the left edge
+    and leave at the right, a zoom in the middle), `far` (the whole wall from afar, faces 30-40 px, drifting and
+    rolling a little), `static` and `cut` (a static group shot, then a hard cut to Biden's close-up) and `closeup`
+    (Hopper hand-held, slowly zooming)."""
+    wall = padded(t1, 0.5, 3)
+    ox, oy = 0.5 * t1.image.shape[1], 0.5 * t1.image.shape[0]
+    close, portrait = padded(biden, 0.3, 9), padded(hopper, 0.4, 11)
+    shots = {
+        "pan": Shot(wall, n(90), [(ox + 150, oy + 420, 700, -2.0), (ox + 640, oy + 380, 560, 0.0),
+                                  (ox + 1150, oy + 430, 640, 3.0)], shake=0.6),
+        "far": Shot(wall, n(50), [(ox + 640, oy + 443, 2200, 0.0), (ox + 600, oy + 430, 1900, 4.0)], shake=0.3),
+        "static": Shot(wall, n(40), [(ox + 640, oy + 330, 1150, 0.0)]),
+        "cut": Shot(close, n(30), [on_face(close, 0, 0.0, 0.3, 900), on_face(close, 0, 0.05, 0.2, 760, 1.5)],
+                    shake=0.8),
+        "closeup": Shot(portrait, n(40), [on_face(portrait, 0, 0.0, 0.1, 520),
+                                          on_face(portrait, 0, 0.03, 0.05, 430, -2.0)], shake=0.8),
+    }
+    return wall, ox, oy, close, portrait, shots
+
+
 def _tune(p: dict[str, Photo], n) -> Split:
     t1, bus, biden, hopper = p["t1"], p["bus"], p["biden"], p["hopper"]
     ross = t1.boxes[T1_PEOPLE.index("t1-ross")]
@@ -707,37 +730,27 @@ def _tune(p: dict[str, Photo], n) -> Split:
         "bus-beard": (cv2.resize(crop(bus.image, beard, 1.0), None, fx=3, fy=3, interpolation=cv2.INTER_CUBIC),
                       "bus-beard"),  # beard, tinted glasses, daylight, small: a low-resolution source
     }
-    wall = padded(t1, 0.5, 3)  # t1 on a wall: the camera may look past its edges
-    ox, oy = 0.5 * t1.image.shape[1], 0.5 * t1.image.shape[0]
+    wall, ox, oy, _, _, footage = _tune_footage(t1, biden, hopper, n)
     street = padded(bus, 0.3, 5)
-    close, portrait = padded(biden, 0.3, 9), padded(hopper, 0.4, 11)
     sx, sy = 0.3 * bus.image.shape[1], 0.3 * bus.image.shape[0]
-    pan = Shot(wall, n(90), [(ox + 150, oy + 420, 700, -2.0), (ox + 640, oy + 380, 560, 0.0),
-                             (ox + 1150, oy + 430, 640, 3.0)], shake=0.6)
     clips = [
         # Faces enter at the left edge and leave at the right, cut by the edges on the way; a zoom in the middle.
-        Clip("t_group_pan", [pan], "many", ["hopper", "biden-grey"]),
-        Clip("t_group_pan_one", [pan], "one", ["bus-beard"]),
+        Clip("t_group_pan", [footage["pan"]], "many", ["hopper", "biden-grey"]),
+        Clip("t_group_pan_one", [footage["pan"]], "one", ["bus-beard"]),
         # Tilt from below the group to above it, zoomed in: faces cut by the top and bottom edges.
         Clip("t_group_tilt", [Shot(wall, n(70), [(ox + 500, oy + 760, 520, 1.0), (ox + 620, oy + 300, 560, -1.0),
                                                  (ox + 760, oy - 60, 520, 0.0)], shake=0.4)],
              "many", ["t1-ross", "bus-beard"]),
         # The whole wall from afar: every face 30-40 px, drifting and rolling a little.
-        Clip("t_group_far", [Shot(wall, n(50), [(ox + 640, oy + 443, 2200, 0.0), (ox + 600, oy + 430, 1900, 4.0)],
-                                  shake=0.3)], "many", ["t1-ross", "hopper"]),
+        Clip("t_group_far", [footage["far"]], "many", ["t1-ross", "hopper"]),
         # A static group shot, then a hard cut to a close-up.
-        Clip("t_static_cut", [Shot(wall, n(40), [(ox + 640, oy + 330, 1150, 0.0)]),
-                              Shot(close, n(30), [on_face(close, 0, 0.0, 0.3, 900), on_face(close, 0, 0.05, 0.2, 760, 1.5)],
-                                   shake=0.8)],
-             "many", ["bus-beard", "hopper"]),
+        Clip("t_static_cut", [footage["static"], footage["cut"]], "many", ["bus-beard", "hopper"]),
         # A street: small faces (beard, tinted glasses) panned past, then the camera comes closer.
         Clip("t_street", [Shot(street, n(60), [(sx + 60, sy + 470, 700, 0.0), (sx + 330, sy + 440, 560, 0.0),
                                                (sx + 520, sy + 450, 420, 0.0)], shake=0.5)],
              "many", ["biden-grey", "t1-ross"]),
         # A single close-up, hand-held, slowly zooming.
-        Clip("t_closeup", [Shot(portrait, n(40), [on_face(portrait, 0, 0.0, 0.1, 520),
-                                                  on_face(portrait, 0, 0.03, 0.05, 430, -2.0)], shake=0.8)],
-             "many", ["biden-grey", "t1-ross"]),
+        Clip("t_closeup", [footage["closeup"]], "many", ["biden-grey", "t1-ross"]),
     ]
     crowd = _crowd(t1, bus, biden, hopper)
     hall = padded(crowd, 0.35, 43)  # the crowd's wall in a larger room: the pan may look past it
@@ -838,14 +851,8 @@ def _turned(p: dict[str, Photo], n) -> Split:
                              "m7"),  # a ~34 px face enlarged 3x, its far cheek in shadow
         "luis-lowres": (low_resolution(luis.image, him, 26), "luis"),  # a ~26 px face enlarged 3x
     }
-    wall = padded(t1, 0.5, 3)
-    ox, oy = 0.5 * t1.image.shape[1], 0.5 * t1.image.shape[0]
-    close, portrait = padded(biden, 0.3, 9), padded(hopper, 0.4, 11)
-    pan = Shot(wall, n(90), [(ox + 150, oy + 420, 700, -2.0), (ox + 640, oy + 380, 560, 0.0),
-                             (ox + 1150, oy + 430, 640, 3.0)], shake=0.6)
-    far = Shot(wall, n(50), [(ox + 640, oy + 443, 2200, 0.0), (ox + 600, oy + 430, 1900, 4.0)], shake=0.3)
-    static = Shot(wall, n(40), [(ox + 640, oy + 330, 1150, 0.0)])
-    cut = Shot(close, n(30), [on_face(close, 0, 0.0, 0.3, 900), on_face(close, 0, 0.05, 0.2, 760, 1.5)], shake=0.8)
+    _, _, _, close, _, footage = _tune_footage(t1, biden, hopper, n)
+    pan, far, static, cut = footage["pan"], footage["far"], footage["static"], footage["cut"]
     clips = [
         Clip("r_group_pan", [pan], "many", ["luis", "t1-joey"]),
         Clip("r_group_pan_one", [pan], "one", ["m7"]),
@@ -853,9 +860,7 @@ def _turned(p: dict[str, Photo], n) -> Split:
         Clip("r_group_far_more", [far], "many", ["m7", "t1-monica"]),
         Clip("r_static_cut", [static, cut], "many", ["m7", "luis-grey-shaded"]),
         Clip("r_static_cut_more", [static, cut], "many", ["luis", "monica-hall"]),
-        Clip("r_closeup", [Shot(portrait, n(40), [on_face(portrait, 0, 0.0, 0.1, 520),
-                                                  on_face(portrait, 0, 0.03, 0.05, 430, -2.0)], shake=0.8)],
-             "many", ["t1-monica", "m7-shaded-lowres"]),
+        Clip("r_closeup", [footage["closeup"]], "many", ["t1-monica", "m7-shaded-lowres"]),
         Clip("r_closeup_far", [Shot(close, n(40), [on_face(close, 0, 0.0, 0.2, 700),
                                                    on_face(close, 0, -0.03, 0.15, 620, 1.0)], shake=0.6)],
              "many", ["monica-hall", "luis"]),

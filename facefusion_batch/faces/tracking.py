@@ -221,7 +221,8 @@ def _moved(points: np.ndarray, turn: complex, shift: np.ndarray) -> np.ndarray:
 def _posed(points: np.ndarray, target: np.ndarray) -> np.ndarray:
     """`points` moved by the similarity (shift, scale, roll; depth scaled alike) that best takes them onto
     `target`: `target`'s pose with `points`' shape."""
-    return _moved(points, complex(similarity_factors(points, target)), target[:, :2].mean(axis=0) - points[:, :2].mean(axis=0))
+    shift = target[:, :2].mean(axis=0) - points[:, :2].mean(axis=0)
+    return _moved(points, complex(similarity_factors(points, target)), shift)
 
 
 def blend_weight(difference: float, speed: float) -> float:
