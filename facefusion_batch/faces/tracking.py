@@ -239,6 +239,7 @@ class Track:
     face: Face  # latest raw face (the template for output faces)
     points: np.ndarray  # filtered points
     raw: np.ndarray  # latest accepted raw points
+    raw_at: int = 0  # ... and their frame (a rejected fit in between leaves them older than `last`)
     velocity: np.ndarray = field(default_factory=lambda: np.zeros(2))  # centroid motion, pixels per frame
     # ... and as its fits (detected ones too) move: where to look for it next (the velocity, learnt from moved
     # copies of a fit only, keeps the smoothing steady; this follows a fast pan, where every frame is detected)
@@ -502,7 +503,7 @@ class Tracker:
 
     def _start(self, index: int, face: Face) -> Track:
         points = _points(face)
-        track = Track(self._next_id, face, points, points, first=index, last=index, confirmed=index,
+        track = Track(self._next_id, face, points, points, raw_at=index, first=index, last=index, confirmed=index,
                       fitted=points, fitted_at=index,
                       motion=self._common_motion(index))
         self.tracks[track.id] = track
@@ -554,7 +555,10 @@ class Tracker:
         else:
             relocked, track.outliers, track.rejected_size = track.outliers >= RELOCK, 0, None
             span = MIN_SPAN * max(1.0, SLOW_SIZE / size)  # see MIN_SPAN
-            step = (raw[:, :2].mean(axis=0) - track.raw[:, :2].mean(axis=0)) / gap
+            # Per frame since the fit it is measured from: after a rejected fit that is more than `gap` back (a
+            # 23 px face tilted into view at 12 px a frame, one fit rejected, the next measured as a 28 px step: the
+            # track coasted on at 21 px a frame, swapped below its face, and the face started a track of its own).
+            step = (raw[:, :2].mean(axis=0) - track.raw[:, :2].mean(axis=0)) / max(1, index - track.raw_at)
             track.motion = track.motion + VELOCITY_GAIN * (step - track.motion)
             if not detected:  # a translation of the same fit: its motion is the face's motion
                 track.velocity = track.velocity + VELOCITY_GAIN * (step - track.velocity)
@@ -581,7 +585,7 @@ class Tracker:
                 track.points = prediction + weight * (posed - prediction) + shape_weight * (raw - posed)
             if detected and (track.fitted is None or len(track.fitted) != len(raw) or index - track.fitted_at >= span):
                 track.fitted, track.fitted_at = raw, index  # the next measure's start, at least `span` frames back
-            track.raw = raw
+            track.raw, track.raw_at = raw, index
             track.face = face
         track.last = index
         track.hits += 1
@@ -602,7 +606,7 @@ class Tracker:
         """Move a held track's points by `move`, the picture's move around it, its shape and size as they were."""
         move = np.asarray(move, np.float64)
         track.points = _moved(track.points, 1, move)
-        track.raw = track.points
+        track.raw, track.raw_at = track.points, index
         track.velocity, track.motion = move.copy(), move.copy()
         track.similarity, track.fitted, track.outliers, track.rejected_size = 1 + 0j, None, 0, None
         track.last = index

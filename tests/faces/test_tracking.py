@@ -554,6 +554,24 @@ def test_a_face_lost_in_a_fast_pan_is_carried_on_with_the_pan_not_left_where_it_
     assert leaving.update(6, [], True, refits=None) == []  # on its way out across the left edge
 
 
+def test_a_fit_after_a_rejected_one_is_measured_over_both_frames_so_a_carried_face_keeps_its_pace():
+    # A small face tilted into view at 12 px a frame, one fit rejected (a mesh gone wrong), the next accepted: its
+    # step is over two frames. Measured as one (24 px), the track was carried on at ~20 px a frame, swapped below
+    # its face, and the face, found again where it was, started a second track beside the one carried.
+    wrong = np.array([[0.3, 0.2], [0.7, 0.5], [0.5, 0.9], [0.2, 0.8], [0.9, 0.7]])
+    tracker = Tracker(1000, 600)
+    for t in range(5):
+        tracker.update(t, [face(300, 50 + 12 * t, 30)], True, refits=[])
+    tracker.update(5, [face(300, 110, 30, mesh=wrong)], True, refits=[])
+    assert tracker.rejected == 1
+    tracker.update(6, [face(300, 122, 30)], True, refits=[])
+    carried = tracker.update(7, [], True, refits=None)
+    assert [o.coasting for o in carried] == [True]
+    assert carried[0].face.box[1] == pytest.approx(134, abs=3)  # 12 px on, not ~20
+    again = tracker.update(8, [face(300, 146, 30)], True, refits=[])
+    assert [o.track for o in again] == [carried[0].track]  # found again: the same track, no second one
+
+
 def test_a_small_face_looked_for_and_not_found_is_carried_a_few_frames_while_it_is_looked_for():
     # The mesh's presence on a small soft face jumps from frame to frame: a face seen on the frame before and not
     # found where it should be is carried (and looked for again) for up to LOST_GRACE frames, then given up.
