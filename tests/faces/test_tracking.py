@@ -572,6 +572,27 @@ def test_a_fit_after_a_rejected_one_is_measured_over_both_frames_so_a_carried_fa
     assert [o.track for o in again] == [carried[0].track]  # found again: the same track, no second one
 
 
+def test_a_carried_track_takes_the_face_found_again_on_its_way_when_it_slowed_but_not_another_face():
+    # A 30 px face moving 10 px a frame, missed for two frames while it slowed to a stop: found again 20 px behind
+    # where its motion carried it (the boxes barely overlap), it is the carried track's face, not a new one.
+    tracker = Tracker(1000, 600)
+    for t in range(6):
+        tracker.update(t, [face(300, 100 + 10 * t, 30)], True, refits=[])
+    carried = [tracker.update(t, [], True, refits=None) for t in (6, 7)]
+    assert [o.coasting for out in carried for o in out] == [True, True]
+    assert carried[1][0].face.box[1] == pytest.approx(170, abs=3)
+    again = tracker.update(8, [face(300, 152, 30)], True, refits=[])
+    assert [o.track for o in again] == [carried[1][0].track]
+    # A face beside its way (a face width off the line it was carried along) is another face: a track of its own.
+    beside = Tracker(1000, 600)
+    for t in range(6):
+        beside.update(t, [face(300, 100 + 10 * t, 30)], True, refits=[])
+    last = [beside.update(t, [], True, refits=None) for t in (6, 7)][1]
+    out = beside.update(8, [face(335, 152, 30)], True, refits=[])
+    assert [o.track for o in out if o.face.box[0] > 320] != [last[0].track]
+    assert [o.track for o in out if not o.coasting and o.face.box[0] > 320] == [max(o.track for o in out)]
+
+
 def test_a_small_face_looked_for_and_not_found_is_carried_a_few_frames_while_it_is_looked_for():
     # The mesh's presence on a small soft face jumps from frame to frame: a face seen on the frame before and not
     # found where it should be is carried (and looked for again) for up to LOST_GRACE frames, then given up.
