@@ -16,10 +16,12 @@ been judged (first judged in session 14), `eighth`, built once `seventh` had bee
 been judged (first judged in session 17), `eleventh`, built once `tenth` had been judged (first judged in
 session 18; nobody ran ffb on either when it was built), and `twelfth`, built once `eleventh` had been judged (in
 session 19; nobody ran ffb on it when it was built), and `thirteenth`, held out by footage only (built in session
-23 by a helper session from the other splits' photos, composed into clips of its own; never tuned on), and
+23 by a helper session from the other splits' photos, composed into clips of its own; judged only till session
+38), and
 `fourteenth`, held out the same way (built in session 24 by a helper session; never tuned on).
 Since session 33 `fifth`, `seventh` and `fresh` are read and tuned on beside `tune` (docs/quality.md "Session 33"):
-ten splits are held out. `turned` (session 37) is for tuning too: sources turned 26-49 degrees cut from the tuning
+ten splits were held out. Since session 38 `thirteenth` is read and tuned on too (nine are held out). `turned`
+(session 37) is for tuning too: sources turned 26-49 degrees cut from the tuning
 splits' photos (as they are, greyscale and shaded on their far side, low resolution) on `tune`'s footage
 (`both` is tune and held-out; `--corpus-only` renders a split's clips with their true boxes and runs no ffb).
 Each has four sources and six or more clips (640x360, 25 fps, lossless H.264 so the input is exact) composed
@@ -714,10 +716,10 @@ def corpus_sheets(split_name: str, args, settings, judge: Judge) -> list[Path]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", default="tune", choices=(*corpus.SPLITS, "both"),
-                        help="which split of the corpus (tune on `tune`, `fifth`, `seventh`, `fresh` and "
-                             "`turned` (turned sources); `heldout`, `blind`, `sixth`, `eighth`, `ninth`, `tenth`, "
-                             "`eleventh`, `twelfth`, `thirteenth`, `fourteenth` are for judging, never for tuning; "
-                             "`both`: tune and heldout)")
+                        help="which split of the corpus (tune on `tune`, `fifth`, `seventh`, `fresh`, "
+                             "`thirteenth` and `turned` (turned sources); `heldout`, `blind`, `sixth`, `eighth`, "
+                             "`ninth`, `tenth`, `eleventh`, `twelfth`, `fourteenth` are for judging, never for "
+                             "tuning; `both`: tune and heldout)")
     parser.add_argument("--corpus-only", action="store_true",
                         help="no ffb: render the split's clips and write sheets of their frames with the true "
                              "boxes (to check the corpus itself), into SHEETS/corpus-SPLIT")

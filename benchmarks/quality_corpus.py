@@ -2,7 +2,7 @@
 face box is known per frame, in twelve splits with no source identity or target photo in common (docs/quality.md),
 and a thirteenth, `thirteenth`, held out by footage only: built in session 23 by a helper session from photos the
 other splits read (every identity in it seen in some split), composed into new clips (new groupings, walls, camera
-paths, face sizes, black-and-white footage), never tuned on; and a fourteenth, `fourteenth`, held out the same way,
+paths, face sizes, black-and-white footage), judged only till session 38 moved it to tuning; and a fourteenth, `fourteenth`, held out the same way,
 built in session 24 by a helper session (a slow pan over mixed sizes, a tilt over two rows of small faces, a dolly
 out to a crowd, a shaky shot of turned heads with a face partly hidden, two hard cuts, sepia footage, a dim room, a
 horizontal whip pan), never tuned on; and `turned` (session 37), a tuning split of turned sources cut from the
@@ -1644,8 +1644,8 @@ def _thirteenth(p: dict[str, Photo], n) -> Split:
     seen in some split, see docs/quality.md, "A thirteenth split: looked for, not built"), composed into new clips
     (new groupings, walls, camera paths, face sizes, black-and-white footage) and with new pairings of sources and
     targets: no source's person is a target person here, and each source comes from another split than the targets
-    it meets. Built in session 23 by a helper session, never tuned on: judged only, its sheets looked at only for
-    errors of the corpus. Adults only."""
+    it meets. Built in session 23 by a helper session, judged only till session 38, which read it and moved it to
+    tuning (docs/quality.md "Session 38"). Adults only."""
     obama, keith, valley, beard = p["obama"], p["keith"], p["valley"], p["beard"]
     t1, car, bar, street, henner = p["t1"], p["car"], p["bar55"], p["street"], p["henner"]
     # The sources come from `heldout`, `fresh`, `fifth` and `tenth`, which no target here comes from.
