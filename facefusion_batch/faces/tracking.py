@@ -510,8 +510,10 @@ class Tracker:
             was = _face(track.face, track.points).box
             now = _face(track.face, track.expected(gap)).box
             width = float(now[2] - now[0])
+            if width <= 0:
+                continue
             for face_index, face in enumerate(faces):
-                if face_index in chosen or width <= 0:
+                if face_index in chosen:
                     continue
                 if abs(np.log(float(face.box[2] - face.box[0]) / width)) > np.log(WAY_SIZE):
                     continue
