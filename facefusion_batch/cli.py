@@ -689,7 +689,8 @@ def benchmark(
     Reports end-to-end and model-bound fps, ms per frame per stage (summed over threads), CPU ms per frame
     of ffb and of its ffmpeg processes (where a small machine's time goes) and the cores kept busy,
     detector calls and faces swapped per frame, peak RSS of the run's process, peak temp disk (sampled every
-    20 ms), and how long the second target takes from its start to its first frame in and done.
+    20 ms; the sampling's own CPU is not counted as ffb's), and how long the second target takes from its start
+    to its first frame in and done.
 
     Examples: ffb benchmark 720p --engine offline --compare memory.ini
               ffb benchmark 240p..4k

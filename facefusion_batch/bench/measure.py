@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -30,16 +31,19 @@ def tree_size(directory: Path) -> int:
 
 
 class DiskSampler:
-    """Polls the size of a directory every `interval` seconds on a thread; `peak` is the largest seen."""
+    """Polls the size of a directory every `interval` seconds on a thread; `peak` is the largest seen, `cpu` the CPU
+    seconds its thread has taken so far (walking a run's temp tree 50 times a second is not ffb's work)."""
 
     def __init__(self, directory: Path, interval: float = 0.02) -> None:
-        self.directory, self.interval, self.peak = directory, interval, 0
+        self.directory, self.interval, self.peak, self.cpu = directory, interval, 0, 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="ffb-disk-sampler", daemon=True)
 
     def _run(self) -> None:
+        started = time.thread_time()
         while True:
             self.peak = max(self.peak, tree_size(self.directory))
+            self.cpu = time.thread_time() - started
             if self._stop.wait(self.interval):
                 return
 
@@ -97,10 +101,11 @@ def cpu_seconds() -> tuple[float, float] | None:
 
 class GpuSampler:
     """Samples NVML every `interval` seconds on a thread: mean utilisation and peak memory in use of the
-    devices `indices`. `reason` says why there are no figures (no nvidia-ml-py, no driver or GPU)."""
+    devices `indices`. `reason` says why there are no figures (no nvidia-ml-py, no driver or GPU); `cpu` is the
+    CPU seconds its thread has taken so far."""
 
     def __init__(self, indices: tuple[int, ...], interval: float = 0.1) -> None:
-        self.indices, self.interval = indices, interval
+        self.indices, self.interval, self.cpu = indices, interval, 0.0
         self.busy: list[int] = []
         self.peak_bytes = 0
         self.reason: str | None = None
@@ -129,13 +134,15 @@ class GpuSampler:
         self._nvml = pynvml
 
     def _run(self) -> None:
-        nvml = self._nvml
+        nvml, started = self._nvml, time.thread_time()
         while not self._stop.wait(self.interval):
             try:
                 self.busy.append(max(nvml.nvmlDeviceGetUtilizationRates(h).gpu for h in self._handles))
                 self.peak_bytes = max(self.peak_bytes, sum(nvml.nvmlDeviceGetMemoryInfo(h).used for h in self._handles))
             except Exception:  # noqa: BLE001 - a reading NVML refuses is left out
                 continue
+            finally:
+                self.cpu = time.thread_time() - started
 
     def figures(self) -> dict[str, Any]:
         """{"gpu_busy_percent", "gpu_memory_mb"} (None each without NVML) and "gpu_reason" (None with it)."""
