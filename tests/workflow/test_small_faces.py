@@ -317,6 +317,28 @@ def test_a_face_only_the_sweeps_second_look_found_needs_a_sure_mesh_that_agrees_
     assert len(engine._fitted(image, [mediapipe.Detection(face.box, 0.6, moved)])) == 1
 
 
+@pytest.mark.parametrize(("off", "kept"), [(0.0, True), (0.2, True), (0.36, False)])
+def test_a_face_only_the_sweep_found_needs_a_mesh_that_agrees_with_the_detector(processor, astronaut, monkeypatch,
+                                                                               off, kept):
+    # A fist on a knee in a group pan was found by the sweep's closer look (0.51-0.55) and fitted by the mesh at 0.78,
+    # its eyes, nose and mouth 0.36 of its box from the detector's: swapped. A face the sweep alone found (not weak) is
+    # kept at _PRESENCE where the mesh puts its features where the detector does (WEAK_AGREE); a face the whole-frame
+    # detection found needs _PRESENCE only.
+    from facefusion_batch.engines import offline
+
+    image, box = astronaut
+    engine = processor.engine
+    (face,) = engine.detect(image)
+    keypoints = offline._keypoints(face)
+    mesh = engine._landmarker.predict(image, [mediapipe.Detection(face.box, 0.9, keypoints)])
+    monkeypatch.setattr(engine._landmarker, "predict", lambda *a, **k: mediapipe.FaceMesh(
+        mesh.points, np.full(len(mesh.presence), 0.78, np.float32)))
+    moved = keypoints + np.float32([0.0, off * float(face.box[2] - face.box[0])])
+    detection = mediapipe.Detection(face.box, 0.55, moved)
+    assert len(engine._fitted(image, [detection], swept=True)) == (1 if kept else 0)
+    assert len(engine._fitted(image, [detection])) == 1
+
+
 SOFT = dict(blur=2.0, gain=0.8)  # a 32 px face the mesh sees no face on, whichever crop it is asked on
 
 
