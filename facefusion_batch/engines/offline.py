@@ -38,7 +38,7 @@ SURE_MESH = 0.9  # ... and a face only one weak look found (`Detection.weak`) ne
 WEAK_AGREE = 0.25
 # A face only the sweep found needs them to agree too (at _PRESENCE): a fist on a knee in a group pan, found on a
 # closer look at 0.51-0.55, was fitted at presence 0.48 or 0.78 as its box moved by 2 px, its mesh's points 0.36 of its
-# box from the detector's, and was swapped (fresh split's `f_group_pan`).
+# box from the detector's (fresh split's `f_group_pan`): at 0.78 a face.
 # A small face the sweep found and the mesh said no face on (a soft face of 25-35 px on a far wall: presence
 # 0.0004-0.002 on every crop the mesh is tried on) is swapped on a template mesh placed on its keypoints
 # (offline/face_template.py) where it is this size or smaller and the detectors find it again on a closer look, their
