@@ -36,9 +36,6 @@ SURE_MESH = 0.9  # ... and a face only one weak look found (`Detection.weak`) ne
 # patch of a blurred noise backdrop was fitted at 0.97, its points 0.30-0.42 of its box from the detector's; on a weak
 # turned 26 px face they were 0.13-0.18 apart, on faces the detectors find as such 0.01-0.09.
 WEAK_AGREE = 0.25
-# A face only the sweep found needs them to agree too (at _PRESENCE): a fist on a knee in a group pan, found on a
-# closer look at 0.51-0.55, was fitted at presence 0.48 or 0.78 as its box moved by 2 px, its mesh's points 0.36 of its
-# box from the detector's (fresh split's `f_group_pan`): at 0.78 a face.
 # A small face the sweep found and the mesh said no face on (a soft face of 25-35 px on a far wall: presence
 # 0.0004-0.002 on every crop the mesh is tried on) is swapped on a template mesh placed on its keypoints
 # (offline/face_template.py) where it is this size or smaller and the detectors find it again on a closer look, their
@@ -227,7 +224,7 @@ class OfflineEngine:
             return []
         mesh = self._landmarker.predict(frame, detections, wider=True)
         points = five_points(mesh.points)
-        meshed = [_is_face(mesh.presence[i], points[i], d, swept) for i, d in enumerate(detections)]
+        meshed = [_is_face(mesh.presence[i], points[i], d) for i, d in enumerate(detections)]
         faces = [Face(box=d.box, score=d.score, kps=points[i], landmarks=mesh.points[i])
                  for i, d in enumerate(detections) if meshed[i]]
         placed = self._templated(frame, [d for d, ok in zip(detections, meshed) if not ok]) if swept else []
@@ -487,13 +484,13 @@ def source_notice(landmarks: np.ndarray) -> str | None:
             "person swaps better")
 
 
-def _is_face(presence: float, points: np.ndarray, detection: Detection, swept: bool = False) -> bool:
+def _is_face(presence: float, points: np.ndarray, detection: Detection) -> bool:
     """Whether the mesh fitted on `detection` (its `presence`, its five `points`: eyes, nose, mouth corners) says a
-    face is there: presence _PRESENCE; for a weak detection SURE_MESH; for a weak or `swept` one (only the sweep found
-    it), the mesh's eyes, nose and mouth within WEAK_AGREE of the box's size of the detector's own."""
-    if presence < (SURE_MESH if detection.weak else _PRESENCE):
-        return False
-    return not (detection.weak or swept) or _features_agree(four_points(points), detection.keypoints[:4], detection.box)
+    face is there: presence _PRESENCE; for a weak detection SURE_MESH, and the mesh's eyes, nose and mouth within
+    WEAK_AGREE of the box's size of the detector's own."""
+    if not detection.weak:
+        return presence >= _PRESENCE
+    return presence >= SURE_MESH and _features_agree(four_points(points), detection.keypoints[:4], detection.box)
 
 
 def _features_agree(mine: np.ndarray, theirs: np.ndarray, box: np.ndarray) -> bool:

@@ -14,7 +14,6 @@ from skimage import data
 
 from conftest import hopper_processor, run_video
 from offline.test_classic import half_turned
-from facefusion_batch.faces.types import Face
 from facefusion_batch.offline import mediapipe
 from facefusion_batch.workflow.processor import FrameProcessor
 
@@ -296,19 +295,6 @@ def test_a_face_whose_second_fit_says_no_face_keeps_its_first(processor, astrona
     assert any(mediapipe._overlap(f.box, boxes[DIM_BLURRED]) for f in faces)
 
 
-def _meshed_at(engine, image: np.ndarray, presence: float, off: float, monkeypatch) -> tuple[Face, np.ndarray]:
-    """The image's one face, with the mesh made to say `presence` wherever it is fitted, and the detector's keypoints
-    moved down by `off` of the face's width (where a detection puts them that the mesh does not)."""
-    from facefusion_batch.engines import offline
-
-    (face,) = engine.detect(image)
-    keypoints = offline._keypoints(face)
-    mesh = engine._landmarker.predict(image, [mediapipe.Detection(face.box, 0.9, keypoints)])
-    monkeypatch.setattr(engine._landmarker, "predict", lambda *a, **k: mediapipe.FaceMesh(
-        mesh.points, np.full(len(mesh.presence), presence, np.float32)))
-    return face, keypoints + np.float32([0.0, off * float(face.box[2] - face.box[0])])
-
-
 @pytest.mark.parametrize(("presence", "off", "kept"), [(0.68, 0.0, False), (0.95, 0.0, True), (0.95, 0.35, False)])
 def test_a_face_only_the_sweeps_second_look_found_needs_a_sure_mesh_that_agrees_with_it(processor, astronaut,
                                                                                          monkeypatch, presence, off, kept):
@@ -316,27 +302,19 @@ def test_a_face_only_the_sweeps_second_look_found_needs_a_sure_mesh_that_agrees_
     # noise (0.52; the mesh said 0.97, its eyes, nose and mouth 0.30-0.42 of the box from the detector's): a face found
     # by that look alone is kept only where the mesh is sure of it (SURE_MESH) and puts its eyes, nose and mouth where
     # the detector does (WEAK_AGREE); any other detection needs _PRESENCE only.
-    image, _ = astronaut
+    from facefusion_batch.engines import offline
+
+    image, box = astronaut
     engine = processor.engine
-    face, moved = _meshed_at(engine, image, presence, off, monkeypatch)
+    (face,) = engine.detect(image)
+    keypoints = offline._keypoints(face)
+    mesh = engine._landmarker.predict(image, [mediapipe.Detection(face.box, 0.9, keypoints)])
+    monkeypatch.setattr(engine._landmarker, "predict", lambda *a, **k: mediapipe.FaceMesh(
+        mesh.points, np.full(len(mesh.presence), presence, np.float32)))
+    moved = keypoints + np.float32([0.0, off * float(face.box[2] - face.box[0])])  # the detector's points lower down
     detection = mediapipe.Detection(face.box, 0.6, moved, weak=True)
     assert len(engine._fitted(image, [detection])) == (1 if kept else 0)
     assert len(engine._fitted(image, [mediapipe.Detection(face.box, 0.6, moved)])) == 1
-
-
-@pytest.mark.parametrize(("off", "kept"), [(0.0, True), (0.2, True), (0.36, False)])
-def test_a_face_only_the_sweep_found_needs_a_mesh_that_agrees_with_the_detector(processor, astronaut, monkeypatch,
-                                                                               off, kept):
-    # A fist on a knee in a group pan was found by the sweep's closer look (0.51-0.55) and fitted by the mesh at 0.48
-    # or 0.78 as its box moved by 2 px, its eyes, nose and mouth 0.36 of its box from the detector's: at 0.78 it was a
-    # face. A face the sweep alone found (not weak) is kept at _PRESENCE where the mesh puts its features where the
-    # detector does (WEAK_AGREE); a face the whole-frame detection found needs _PRESENCE only.
-    image, _ = astronaut
-    engine = processor.engine
-    face, moved = _meshed_at(engine, image, 0.78, off, monkeypatch)
-    detection = mediapipe.Detection(face.box, 0.55, moved)
-    assert len(engine._fitted(image, [detection], swept=True)) == (1 if kept else 0)
-    assert len(engine._fitted(image, [detection])) == 1
 
 
 SOFT = dict(blur=2.0, gain=0.8)  # a 32 px face the mesh sees no face on, whichever crop it is asked on
