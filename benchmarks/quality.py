@@ -17,12 +17,11 @@ been judged (first judged in session 17), `eleventh`, built once `tenth` had bee
 session 18; nobody ran ffb on either when it was built), and `twelfth`, built once `eleventh` had been judged (in
 session 19; nobody ran ffb on it when it was built), and `thirteenth`, held out by footage only (built in session
 23 by a helper session from the other splits' photos, composed into clips of its own; judged only till session
-38), and
-`fourteenth`, held out the same way (built in session 24 by a helper session; never tuned on).
+38), and `fourteenth`, held out the same way (built in session 24 by a helper session; never tuned on).
 Since session 33 `fifth`, `seventh` and `fresh` are read and tuned on beside `tune` (docs/quality.md "Session 33"):
 ten splits were held out. Since session 38 `thirteenth` is read and tuned on too (nine are held out). `turned`
-(session 37) is for tuning too: sources turned 26-49 degrees cut from the tuning
-splits' photos (as they are, greyscale and shaded on their far side, low resolution) on `tune`'s footage
+(session 37) is for tuning too: sources turned 26-49 degrees cut from the tuning splits' photos (as they are,
+greyscale and shaded on their far side, low resolution) on `tune`'s footage
 (`both` is tune and held-out; `--corpus-only` renders a split's clips with their true boxes and runs no ffb).
 Each has four sources and six or more clips (640x360, 25 fps, lossless H.264 so the input is exact) composed
 from real photos that packages ship: group pans and zooms where faces enter and leave at every

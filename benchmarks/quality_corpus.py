@@ -2,11 +2,11 @@
 face box is known per frame, in twelve splits with no source identity or target photo in common (docs/quality.md),
 and a thirteenth, `thirteenth`, held out by footage only: built in session 23 by a helper session from photos the
 other splits read (every identity in it seen in some split), composed into new clips (new groupings, walls, camera
-paths, face sizes, black-and-white footage), judged only till session 38 moved it to tuning; and a fourteenth, `fourteenth`, held out the same way,
-built in session 24 by a helper session (a slow pan over mixed sizes, a tilt over two rows of small faces, a dolly
-out to a crowd, a shaky shot of turned heads with a face partly hidden, two hard cuts, sepia footage, a dim room, a
-horizontal whip pan), never tuned on; and `turned` (session 37), a tuning split of turned sources cut from the
-tuning splits' photos, on `tune`'s footage.
+paths, face sizes, black-and-white footage), judged only till session 38 moved it to tuning; and a fourteenth,
+`fourteenth`, held out the same way, built in session 24 by a helper session (a slow pan over mixed sizes, a tilt
+over two rows of small faces, a dolly out to a crowd, a shaky shot of turned heads with a face partly hidden, two
+hard cuts, sepia footage, a dim room, a horizontal whip pan), never tuned on; and `turned` (session 37), a tuning
+split of turned sources cut from the tuning splits' photos, on `tune`'s footage.
 
 Photos come from what packages ship (never committed, except the public-domain ones): insightface 2.1's
 t1.jpg (six people, two turned), ultralytics' zidane.jpg (a turned bald head beside a frontal one, stadium

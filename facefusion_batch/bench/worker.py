@@ -138,9 +138,10 @@ def _measure(settings: Settings, source: Path, targets: list[Path], model_budget
         pool.timings, pool.cpu_timings = model_timings, model_cpu
     with DiskSampler(settings.temp_path) as disk, GpuSampler(settings.execution_device_ids) as gpu, \
             _ObservedExecutor(settings, source, processor=processor) as run:
-        started, cpu_before, sampling = time.perf_counter(), cpu_seconds(), disk.cpu + gpu.cpu
+        started, cpu_before, sampled_before = time.perf_counter(), cpu_seconds(), disk.cpu + gpu.cpu
         result = run_batch(settings, [str(t) for t in targets], run, _Messages())
-        wall, cpu_after, sampling = time.perf_counter() - started, cpu_seconds(), disk.cpu + gpu.cpu - sampling
+        wall, cpu_after = time.perf_counter() - started, cpu_seconds()
+        sampling = disk.cpu + gpu.cpu - sampled_before
     if cpu_after is not None:  # the samplers' own threads are the benchmark's work, not ffb's
         cpu_after = (cpu_after[0] - sampling, cpu_after[1])
     rss = peak_rss_bytes()  # before the model-bound pass, which holds decoded frames
