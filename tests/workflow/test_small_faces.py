@@ -110,8 +110,9 @@ def test_small_faces_stay_swapped_through_a_fast_pan(processor, astronaut):
         for x1, y1, x2, y2 in faces:
             changed[max(0, int(y1) - 12):max(0, int(y2) + 12), max(0, int(x1) - 12):max(0, int(x2) + 12)] = False
         # A swap left beside its face changes most of a face's ~900 px; the mask's feather, centred on the ring
-        # since session 13, reaches a little past the 12 px margin on its own (up to 45 px a frame, at the hair).
-        assert changed.sum() < 60
+        # since session 13, reaches a little past the 12 px margin on its own (up to 45 px a frame, at the hair;
+        # 65 since session 40, when the hidden rim stopped being cut from the mask: `classic.plain_band`).
+        assert changed.sum() < 90
 
 
 def test_a_small_dim_blurred_face_is_found_on_a_grey_balanced_crop(processor, astronaut):
