@@ -63,6 +63,8 @@ from facefusion_batch.video.probe import probe
 
 FPS = 25
 JUDGE_EVERY = 8
+LOST_PER_RUN = 4  # the lost-faces sheet: at most this many faces of a run, and this many in all
+LOST_SHOWN = 48
 NEVER_FRAMES = 8  # a face present this many frames or more and swapped in none of them is "never swapped"
 
 
@@ -225,6 +227,9 @@ class Scored:
     events: list[tuple[str, int, tuple[int, int]]] = field(default_factory=list)  # kind, frame, track
     misses: list[tuple[str, np.ndarray, np.ndarray, str]] = field(default_factory=list)  # class, in, out, label
     turned_crops: list[tuple[np.ndarray, np.ndarray, str]] = field(default_factory=list)
+    # Judged faces the judge finds in the input but not again in the output (what `found` counts against): in, out,
+    # label. What they look like says why (a smudge, a flat cheek, a source's sunglasses), which the share cannot.
+    lost: list[tuple[np.ndarray, np.ndarray, str]] = field(default_factory=list)
     frames: int = 0
     floor_flicker: list[float] = field(default_factory=list)  # the encoder's own added flicker in face boxes
     phantom_frames: int = 0  # frames where the output changed a face-sized patch where no face is
@@ -267,6 +272,9 @@ def judge_frame(judge: Judge, inp: np.ndarray, out: np.ndarray, source_descripto
         verdict = q.Identity(float(np.linalg.norm(d_out - source_descriptor)), float(np.linalg.norm(d_out - d_in)),
                              found, judge.found_near(inp, box)[0])
         scored.identity.append(verdict)
+        if verdict.found_in and not found:
+            scored.lost.append((face_crop(inp, box), face_crop(out, out_box),
+                                f"{label} d={verdict.to_source:.2f}"))
         scored.small.append(width <= q.SMALL)
         scored.turned.append(turned)
         if change >= q.SWAPPED:
@@ -569,6 +577,8 @@ def sheets(rows: list[Scored], clip_frames: dict[str, tuple[Clip, list, list]], 
     write("background.png", backgrounds, 3)
     write("turned.png", [c for s in rows for a, b, text in s.turned_crops
                          for c in (_label(a, "in"), _label(b, text))][:32], 8)
+    lost = [item for s in rows for item in s.lost[:LOST_PER_RUN]]  # a few of every run's, so each source shows
+    write("lost.png", [c for a, b, text in lost[:LOST_SHOWN] for c in (_label(a, "in"), _label(b, text))], 8)
     return written
 
 

@@ -2,6 +2,7 @@
 import sys
 from pathlib import Path
 
+import cv2
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -56,3 +57,38 @@ def test_the_report_gives_the_judges_own_floor_beside_found() -> None:
     assert (total["found"], total["found_floor"]) == (0.5, 0.75)
     assert ("still found as a face >= 95 %: 50.0% (the judge's own floor, the input's faces found again the same way: "
             "75.0%)") in quality.table(quality.summary([run]))
+
+
+class _Judge:
+    """A judge that finds one face in the input and, in the output, only where the face was left as it is."""
+
+    BOX = (20.0, 20.0, 60.0, 60.0)
+
+    def detect(self, image: np.ndarray) -> list:
+        return [self.BOX] if image[40, 40, 0] < 128 else []
+
+    def found_near(self, image: np.ndarray, box) -> tuple:
+        found = bool(self.detect(image))
+        return found, (self.BOX if found else box)
+
+    def describe(self, image: np.ndarray, box) -> np.ndarray:
+        return np.full(3, float(image[40, 40, 0]))
+
+
+def test_faces_the_judge_no_longer_finds_in_the_output_are_shown_on_a_sheet_of_their_own(tmp_path) -> None:
+    # `found` says how many such faces there are, never what they look like; the sheet shows them beside their input.
+    inp = np.zeros((80, 80, 3), np.uint8)
+    lost_out = np.full((80, 80, 3), 200, np.uint8)  # the swap no longer reads as a face
+    run = quality.Scored("far@hopper", "far", "hopper", "many", frames=2)
+    for out in (inp, lost_out):
+        quality.judge_frame(_Judge(), inp, out, np.zeros(3), [(_Judge.BOX, "anna", 0.0)], "many", "hopper", run,
+                            "far@hopper#0")
+    assert [v.found for v in run.identity] == [True, False]
+    assert len(run.lost) == 1 and run.lost[0][2].startswith("far@hopper#0 d=")
+    written = quality.sheets([run], {}, tmp_path)
+    assert tmp_path / "lost.png" in written
+    sheet = cv2.imread(str(tmp_path / "lost.png"))
+    assert sheet.shape[:2] == (116, 8 * 116), "one row: the input beside the output"
+    assert sheet[:, 116:228].mean() > sheet[:, :112].mean() + 100, "the output as it came out"
+    run.lost.clear()
+    assert tmp_path / "lost.png" not in quality.sheets([run], {}, tmp_path / "none"), "no sheet without lost faces"
