@@ -63,8 +63,8 @@ from facefusion_batch.video.probe import probe
 
 FPS = 25
 JUDGE_EVERY = 8
-LOST_PER_RUN = 4  # the lost-faces sheet: at most this many faces of a run, and this many in all
-LOST_SHOWN = 48
+LOST_PER_RUN = 4  # the lost-faces sheet (lost.png): at most this many faces of a run,
+LOST_SHOWN = 48  # and this many in all
 NEVER_FRAMES = 8  # a face present this many frames or more and swapped in none of them is "never swapped"
 
 
