@@ -115,6 +115,11 @@ class Judge:
         found = match is not None and q.iou(match, box) >= 0.3
         return found, (match if found else box)
 
+    def describe_source(self, bgr: np.ndarray) -> np.ndarray | None:
+        """The descriptor of a source photo's widest face (what a swap is judged against), or None without one."""
+        found = self.detect(bgr)
+        return self.describe(bgr, max(found, key=lambda b: b[2] - b[0])) if found else None
+
     def _rect(self, box):
         return self._dlib.rectangle(*(int(round(v)) for v in box))
 
@@ -598,10 +603,9 @@ def run_split(split_name: str, args, settings, judge: Judge) -> dict:
         for name, (image, _) in split.sources.items():
             sources[name] = work / f"source-{name}.png"
             cv2.imwrite(str(sources[name]), image)
-            found = judge.detect(image)
-            if not found:
+            descriptors[name] = judge.describe_source(image)
+            if descriptors[name] is None:
                 sys.exit(f"the judge finds no face in source {name}")
-            descriptors[name] = judge.describe(image, max(found, key=lambda b: b[2] - b[0]))
         jobs, inputs, rendered = [], {}, {}
         for clip in split.clips:
             key = tuple(id(shot) for shot in clip.shots)

@@ -94,9 +94,10 @@ def main() -> None:
         image = cv2.imread(str(photo))
         if image is None:
             sys.exit(f"{photo}: no such source photo in the kept folder")
+        descriptor = judge.describe_source(image)
+        if descriptor is None:
+            sys.exit(f"{photo}: the judge finds no face in it")
         prepared = engine.prepare_source(photo)
-        found = judge.detect(image)
-        descriptor = judge.describe(image, max(found, key=lambda b: (b[2] - b[0]) * (b[3] - b[1])))
         for t in (t for t in frames if t < len(video)):
             frame = video[t]
             for face in engine.detect(frame):
