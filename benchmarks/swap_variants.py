@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import sys
 from collections.abc import Iterator
@@ -105,11 +106,12 @@ def main() -> None:
                 turn = classic.turn(face.landmarks)
                 if not seen or abs(turn) >= classic.PROFILE:  # the judge's own miss, or a profile ffb leaves
                     continue
-                texture = engine._texture(prepared, engine._mirrors(turn, prepared))
+                texture = engine.texture_for(prepared, turn)
                 row = [quality.face_crop(frame, face.box, 160)]
                 for name, values in variants.items():
                     with overridden(classic, values):
-                        out = classic.swap_face(frame, face.landmarks, texture)
+                        # a fresh copy: the texture caches what it derives from the constants (`SourceTexture.skin`)
+                        out = classic.swap_face(frame, face.landmarks, dataclasses.replace(texture))
                     still, out_box = judge.found_near(out, box)
                     distance = float(np.linalg.norm(judge.describe(out, out_box) - descriptor))
                     verdicts[name].append((distance, still, abs(turn) >= TURNED))

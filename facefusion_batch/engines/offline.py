@@ -414,6 +414,11 @@ class OfflineEngine:
         return (away >= MIRROR_TURN - back and away + abs(side) >= MIRROR_APART - back
                 and self._mirrored(source) is not None)
 
+    def texture_for(self, source: Record, turn: float) -> classic.SourceTexture:
+        """The prepared texture a face turned by `turn` (`classic.turn`) is first swapped from: the source's own, or
+        its mirror image's (`_mirrors`). For comparing swaps outside the pipeline (benchmarks/swap_variants.py)."""
+        return self._texture(source, self._mirrors(turn, source))
+
     def _texture(self, source: Record, mirror: bool = False) -> classic.SourceTexture:
         """The source's face prepared for swapping, or its mirror image's (where `_mirrors` says so)."""
         mirrored = self._mirrored(source) if mirror else None
