@@ -217,23 +217,78 @@ def input_to_frame(points: np.ndarray, place: Placement) -> np.ndarray:
 
 def model_inputs(frames: Sequence[np.ndarray], views: Sequence[View],
                  size: int) -> tuple[np.ndarray, list[Placement]]:
-    """(N, size, size, 3) RGB uint8 model inputs, black padded; a frame is resized once per level."""
+    """(N, size, size, 3) RGB uint8 model inputs, black padded; a frame is resized once per level, or where its
+    views there take an eighth of it or less, only those parts are (`shrunk_crop`: ~4x OpenCV's time a pixel)."""
     resized: dict[tuple[int, int, int], np.ndarray] = {}
     batch = np.zeros((len(views), size, size, 3), np.uint8)
-    placements = []
-    for slot, view in enumerate(views):
+    placements = [place_view(view, frames[view.frame].shape[1], frames[view.frame].shape[0], size) for view in views]
+    keys = [(view.frame, round(frames[view.frame].shape[1] * place.scale_x),
+             round(frames[view.frame].shape[0] * place.scale_y)) for view, place in zip(views, placements)]
+    used: dict[tuple[int, int, int], int] = {}
+    for key, place in zip(keys, placements):
+        used[key] = used.get(key, 0) + place.width * place.height
+    for slot, (view, place, key) in enumerate(zip(views, placements, keys)):
         frame = frames[view.frame]
-        place = place_view(view, frame.shape[1], frame.shape[0], size)
-        key = (view.frame, round(frame.shape[1] * place.scale_x), round(frame.shape[0] * place.scale_y))
         if place.scale_x > 1 and place.scale_y > 1 and 4 * view.width * view.height <= frame.shape[0] * frame.shape[1]:
             crop = enlarged_crop(frame, place)  # a small view enlarged: only its pixels
+        elif 8 * used[key] <= key[1] * key[2] and _shrunk_alone(frame, key[1:]):
+            crop = shrunk_crop(frame, key[1:], place)  # a small part of a shrunk frame: only its pixels
         else:
             if key not in resized:
                 resized[key] = cv2.resize(frame, key[1:], interpolation=cv2.INTER_AREA)
             crop = resized[key][place.crop_y:place.crop_y + place.height, place.crop_x:place.crop_x + place.width]
         batch[slot, place.top:place.top + place.height, place.left:place.left + place.width] = crop[..., ::-1]
-        placements.append(place)
     return batch, placements
+
+
+def _shrunk_alone(frame: np.ndarray, size: tuple[int, int]) -> bool:
+    """Whether `shrunk_crop` gives OpenCV's own pixels for `frame` shrunk to `size` (w, h): both axes shrunk, neither
+    by a whole factor (OpenCV's integer path sums otherwise; an axis kept as it is differs by a level here and there)."""
+    ratios = (frame.shape[1] / size[0], frame.shape[0] / size[1])
+    return all(ratio > 1 and abs(ratio - round(ratio)) > 1e-9 for ratio in ratios)
+
+
+def shrunk_crop(frame: np.ndarray, size: tuple[int, int], place: Placement) -> np.ndarray:
+    """``cv2.resize(frame, size, interpolation=cv2.INTER_AREA)`` cropped to the placement's view, made for the view's
+    pixels alone and bit for bit the same (where `_shrunk_alone`): OpenCV's area shrink at a non-integer ratio, its
+    weight tables (`_area_terms`) and its float32 sums in its order, each row across then the rows down. A closer look
+    at a 30 px face shrank the whole 720p frame for a 192 px view: ~8 ms, against ~2 for the view."""
+    xs, wx = _area_terms(frame.shape[1], size[0], place.crop_x, place.width)
+    ys, wy = _area_terms(frame.shape[0], size[1], place.crop_y, place.height)
+    top, left = int(ys.min()), int(xs.min())
+    pixels = frame[top:int(ys.max()) + 1, left:int(xs.max()) + 1].astype(np.float32)
+    xs, ys = xs - left, ys - top
+    across = pixels[:, xs[:, 0]] * wx[:, 0, None]
+    for term in range(1, xs.shape[1]):
+        across += pixels[:, xs[:, term]] * wx[:, term, None]
+    down = across[ys[:, 0]] * wy[:, 0, None, None]
+    for term in range(1, ys.shape[1]):
+        down += across[ys[:, term]] * wy[:, term, None, None]
+    return np.clip(np.rint(down), 0, 255).astype(np.uint8)
+
+
+def _area_terms(length: int, shrunk: int, start: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """OpenCV's area-shrink table (`computeResizeAreaTab`, in doubles as there) for output pixels start..start+count
+    of an axis of `length` pixels shrunk to `shrunk`: per output pixel, the input pixels it sums and their float32
+    weights, in OpenCV's order (the part of the pixel before the first whole one, the whole ones, the part after),
+    padded with zero weights on its last pixel."""
+    scale = 1.0 / (shrunk / length)  # as OpenCV takes it: the inverse of its inverse scale
+    low = np.arange(start, start + count, dtype=np.float64) * scale
+    high = low + scale
+    cell = np.minimum(scale, length - low)
+    last = np.minimum(np.floor(high), length - 1)
+    first = np.minimum(np.ceil(low), last)
+    head, tail = first - low > 1e-3, high - last > 1e-3
+    whole = (last - first).astype(np.intp)
+    terms = head + whole + tail
+    k = np.arange(int(terms.max()))
+    index = (first.astype(np.intp) - head)[:, None] + k
+    weight = np.where(k < (head + whole)[:, None], (1.0 / cell)[:, None], 0.0)
+    weight = np.where(head[:, None] & (k == 0), ((first - low) / cell)[:, None], weight)
+    weight = np.where(tail[:, None] & (k == (head + whole)[:, None]),
+                      (np.minimum(np.minimum(high - last, 1.0), cell) / cell)[:, None], weight)
+    used = k < terms[:, None]
+    return np.where(used, index, index[:, :1]), np.where(used, weight, 0.0).astype(np.float32)
 
 
 def enlarged_crop(frame: np.ndarray, place: Placement) -> np.ndarray:

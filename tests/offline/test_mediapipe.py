@@ -119,6 +119,41 @@ def test_a_small_view_is_enlarged_alone_as_the_whole_frame_enlarged_would_give_i
                       .astype(int) - wanted[..., ::-1].astype(int)).max() <= 1
 
 
+@pytest.mark.parametrize("side", [300, 420, 560])
+def test_a_small_view_of_a_shrunk_frame_is_shrunk_alone_to_the_same_pixels(side: int) -> None:
+    # A look at a view larger than the model's input shrinks only the view (`shrunk_crop`): bit for bit the pixels
+    # of OpenCV's area shrink of the whole frame, cropped.
+    photo = np.ascontiguousarray(skimage.data.astronaut()[:, :, ::-1])
+    frame = cv2.resize(photo, (1280, 720), interpolation=cv2.INTER_AREA)
+    for x, y in ((0, 0), (1280 - side, 720 - side), (533, 111)):
+        view = mp.View(0, x, y, side, side)
+        place = mp.place_view(view, 1280, 720, 192)
+        size = (round(1280 * place.scale_x), round(720 * place.scale_y))
+        assert mp._shrunk_alone(frame, size)
+        whole = cv2.resize(frame, size, interpolation=cv2.INTER_AREA)
+        wanted = whole[place.crop_y:place.crop_y + place.height, place.crop_x:place.crop_x + place.width]
+        assert np.array_equal(mp.shrunk_crop(frame, size, place), wanted)
+        batch, _ = mp.model_inputs([frame], [view], 192)
+        assert np.array_equal(batch[0, place.top:place.top + place.height, place.left:place.left + place.width],
+                              wanted[..., ::-1])
+
+
+def test_shrunk_crops_match_opencv_on_any_sizes() -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        height, width = (int(v) for v in rng.integers(8, 120, 2))
+        image = rng.integers(0, 256, (height, width, 3), dtype=np.uint8)
+        size = (int(rng.integers(2, width)), int(rng.integers(2, height)))
+        if not mp._shrunk_alone(image, size):
+            continue
+        whole = cv2.resize(image, size, interpolation=cv2.INTER_AREA)
+        x, y = int(rng.integers(0, size[0])), int(rng.integers(0, size[1]))
+        place = mp.Placement(192, size[0] / width, size[1] / height, x, y, int(rng.integers(1, size[0] - x + 1)),
+                             int(rng.integers(1, size[1] - y + 1)), 0, 0)
+        wanted = whole[place.crop_y:place.crop_y + place.height, place.crop_x:place.crop_x + place.width]
+        assert np.array_equal(mp.shrunk_crop(image, size, place), wanted)
+
+
 def test_roi_matrix_rotates_about_the_centre() -> None:
     matrix = mp.roi_to_frame_matrix(np.array([100.0, 50.0]), 96.0, math.pi / 2, 192)
     np.testing.assert_allclose(matrix @ [96, 96, 1], [100, 50])
