@@ -89,6 +89,8 @@ def main() -> None:
     engine = build_engine(load_settings(None, os.environ, {"engine": "offline"}).settings)
     judge = quality.Judge()
     verdicts: dict[str, list[tuple[float, bool, bool]]] = {name: [] for name in variants}
+    # A copy of each texture per variant: a texture caches what it derives from the constants (`SourceTexture.skin`).
+    copies: dict[tuple[int, str], classic.SourceTexture] = {}
     rows = []
     for source in args.sources.split(","):
         photo = args.kept / f"source-{source}.png"
@@ -109,9 +111,9 @@ def main() -> None:
                 texture = engine.texture_for(prepared, turn)
                 row = [quality.face_crop(frame, face.box, 160)]
                 for name, values in variants.items():
+                    own = copies.setdefault((id(texture), name), dataclasses.replace(texture))
                     with overridden(classic, values):
-                        # a fresh copy: the texture caches what it derives from the constants (`SourceTexture.skin`)
-                        out = classic.swap_face(frame, face.landmarks, dataclasses.replace(texture))
+                        out = classic.swap_face(frame, face.landmarks, own)
                     still, out_box = judge.found_near(out, box)
                     distance = float(np.linalg.norm(judge.describe(out, out_box) - descriptor))
                     verdicts[name].append((distance, still, abs(turn) >= TURNED))

@@ -256,13 +256,14 @@ class SourceTexture:
     def skin(self) -> tuple[np.ndarray, ...]:
         """Per level (float32): 1 where the texture is the face's skin, 0 where it is something else (hair, an ear's
         shadow, the backdrop beside the cheek), by its distance from the cheeks' colour (SKIN_NEAR to SKIN_FAR)."""
-        cheeks = _cheek_colour(_lab(self.levels[0]), self.landmarks, self.size)
+        labs = [_lab(image) for image in self.levels]
+        cheeks = _cheek_colour(labs[0], self.landmarks, self.size)
         # A grey photo's skin differs from its surroundings by lightness alone.
         grey = float(np.clip(1 - np.hypot(cheeks[1], cheeks[2]) / SKIN_CHROMA, 0, 1))
         weight = np.float32([SKIN_L_WEIGHT + (1 - SKIN_L_WEIGHT) * grey, 1, 1])
         maps = []
-        for level, image in enumerate(self.levels):
-            distance = np.sqrt(np.square((_lab(image) - cheeks) * weight).sum(axis=-1))
+        for level, lab in enumerate(labs):
+            distance = np.sqrt(np.square((lab - cheeks) * weight).sum(axis=-1))
             skin = np.clip((SKIN_FAR - distance) / max(SKIN_FAR - SKIN_NEAR, 1e-6), 0, 1).astype(np.float32)
             radius = int(round(SKIN_SHRINK * self.size / 2 ** level))
             if radius >= 1:  # what borders on hair or backdrop is their outline: not skin either
@@ -877,8 +878,7 @@ def match_colour(warped: np.ndarray, target: np.ndarray, mask: np.ndarray, skin:
             if skin_weight.sum() >= 4:  # else features cover the skin (a tiny or strange face): the core alone
                 weight = skin_weight
         shrunk = cv2.resize(image, small, interpolation=cv2.INTER_AREA)
-        lab = cv2.cvtColor(shrunk.astype(np.float32) * np.float32(1 / 255), cv2.COLOR_BGR2LAB)
-        lab *= np.float32([_L8, 1, 1])
+        lab = _lab(shrunk) * np.float32([_L8, 1, 1])
         spread = cv2.GaussianBlur(weight, (0, 0), sigma)
         local = cv2.GaussianBlur(lab * weight[..., None], (0, 0), sigma) / np.maximum(spread, 1e-6)[..., None]
         total = max(float(weight.sum()), 1e-6)
