@@ -7,7 +7,8 @@ to the source, the share it accepts and the share it still finds as a face, turn
 
 Every 8th frame (as quality.py judges), the faces ffb's offline engine detects on that frame alone are swapped by
 `offline.classic.swap_face` with each variant's constants (module constants of `offline/classic.py`), the rest as
-in main. No tracker: its shares are below the benchmark's, so they compare variants on the same fits only; a
+in main; each variant prepares the source under its own constants (those read when a source is prepared, such as
+FRONTAL_FROM or MIRROR_GAIN, count too). No tracker: its shares are below the benchmark's, so they compare variants on the same fits only; a
 variant that wins here is then run through `quality.py` on the tuning splits. `--sheet` writes the turned faces'
 crops, a row a face, a column a variant, to look at: a number that improves by painting the source's ear on a
 cheek is no improvement. Needs the judge (`pip install -e '.[quality]'`).
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import os
 import sys
 from collections.abc import Iterator
@@ -86,41 +86,16 @@ def main() -> None:
     video = quality.read_frames(clip) if clip.suffix == ".mp4" else [cv2.imread(str(clip))]
     frames = ([int(f) for f in args.frames.split(",")] if args.frames
               else list(range(0, len(video), quality.JUDGE_EVERY)))
-    engine = build_engine(load_settings(None, os.environ, {"engine": "offline"}).settings)
-    judge = quality.Judge()
-    verdicts: dict[str, list[tuple[float, bool, bool]]] = {name: [] for name in variants}
-    # A copy of each texture per variant: a texture caches what it derives from the constants (`SourceTexture.skin`).
-    copies: dict[tuple[int, str], classic.SourceTexture] = {}
-    rows = []
-    for source in args.sources.split(","):
-        photo = args.kept / f"source-{source}.png"
-        image = cv2.imread(str(photo))
-        if image is None:
-            sys.exit(f"{photo}: no such source photo in the kept folder")
-        descriptor = judge.describe_source(image)
-        if descriptor is None:
-            sys.exit(f"{photo}: the judge finds no face in it")
-        prepared = engine.prepare_source(photo)
-        for t in (t for t in frames if t < len(video)):
-            frame = video[t]
-            for face in engine.detect(frame):
-                seen, box = judge.found_near(frame, face.box)
-                turn = classic.turn(face.landmarks)
-                if not seen or abs(turn) >= classic.PROFILE:  # the judge's own miss, or a profile ffb leaves
-                    continue
-                texture = engine.texture_for(prepared, turn)
-                row = [quality.face_crop(frame, face.box, 160)]
-                for name, values in variants.items():
-                    own = copies.setdefault((id(texture), name), dataclasses.replace(texture))
-                    with overridden(classic, values):
-                        out = classic.swap_face(frame, face.landmarks, own)
-                    still, out_box = judge.found_near(out, box)
-                    distance = float(np.linalg.norm(judge.describe(out, out_box) - descriptor))
-                    verdicts[name].append((distance, still, abs(turn) >= TURNED))
-                    row.append(quality._label(quality.face_crop(out, face.box, 160),
-                                              f"{name} {distance:.2f}{'' if still else ' lost'}"))
-                if abs(turn) >= TURNED:
-                    rows.append(np.hstack(row))
+    settings = load_settings(None, os.environ, {"engine": "offline"}).settings
+    with contextlib.ExitStack() as stack:
+        engine = build_engine(settings)  # finds the faces
+        stack.callback(engine.close)
+        # An engine per variant: a source's textures are prepared, and cached, under the constants of the variant that
+        # first asks for them (what it derives from them included: `SourceTexture.skin`, the frontal turn, its mirror).
+        engines = {name: build_engine(settings) for name in variants}
+        for made in engines.values():
+            stack.callback(made.close)
+        verdicts, rows = compare(args, video, frames, variants, engine, engines)
     for name, rows_of in verdicts.items():
         table = np.array(rows_of, np.float64).reshape(-1, 3)
         parts = []
@@ -132,6 +107,43 @@ def main() -> None:
         print(f"{name:12s} " + " | ".join(parts))
     if args.sheet and rows:
         cv2.imwrite(str(args.sheet), np.vstack(rows))
+
+
+def compare(args, video: list[np.ndarray], frames: list[int], variants: dict[str, dict[str, float]], engine,
+            engines: dict) -> tuple[dict[str, list[tuple[float, bool, bool]]], list[np.ndarray]]:
+    """Per variant, (judge distance, still found, turned) of every face swapped; and the turned faces' sheet rows."""
+    judge = quality.Judge()
+    verdicts: dict[str, list[tuple[float, bool, bool]]] = {name: [] for name in variants}
+    rows = []
+    for source in args.sources.split(","):
+        photo = args.kept / f"source-{source}.png"
+        image = cv2.imread(str(photo))
+        if image is None:
+            sys.exit(f"{photo}: no such source photo in the kept folder")
+        descriptor = judge.describe_source(image)
+        if descriptor is None:
+            sys.exit(f"{photo}: the judge finds no face in it")
+        prepared = {name: engines[name].prepare_source(photo) for name in variants}
+        for t in (t for t in frames if t < len(video)):
+            frame = video[t]
+            for face in engine.detect(frame):
+                seen, box = judge.found_near(frame, face.box)
+                turn = classic.turn(face.landmarks)
+                if not seen or abs(turn) >= classic.PROFILE:  # the judge's own miss, or a profile ffb leaves
+                    continue
+                row = [quality.face_crop(frame, face.box, 160)]
+                for name, values in variants.items():
+                    with overridden(classic, values):
+                        texture = engines[name].texture_for(prepared[name], turn)
+                        out = classic.swap_face(frame, face.landmarks, texture)
+                    still, out_box = judge.found_near(out, box)
+                    distance = float(np.linalg.norm(judge.describe(out, out_box) - descriptor))
+                    verdicts[name].append((distance, still, abs(turn) >= TURNED))
+                    row.append(quality._label(quality.face_crop(out, face.box, 160),
+                                              f"{name} {distance:.2f}{'' if still else ' lost'}"))
+                if abs(turn) >= TURNED:
+                    rows.append(np.hstack(row))
+    return verdicts, rows
 
 
 if __name__ == "__main__":
