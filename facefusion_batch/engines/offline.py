@@ -139,6 +139,16 @@ MIRROR_BACK = 0.1
 # 0 % of the faces it was swapped onto before it was turned (closer to it than to the face it replaced on 0 %), 2 %
 # after (closer on 100 %), where the split's frontal sources (turn up to 0.41) were on 50-86 %.
 SOURCE_TURNED = 1.0
+# A source turned to face the camera when prepared (`classic.frontalised`) has a face for frontal faces; a face turned
+# at least POSED of the way to the photo's own turn (`classic.turn`, either way; back below it by MIRROR_BACK, per
+# track) is swapped from the photo as it was taken instead, or from its mirror image where turned the other way, as
+# any source is (MIRROR_TURN): its turned face is there as the camera saw it, where the frontal face's far half is
+# its near half's mirror image turned back again: the texture of the nearer of the two poses. Tuning split `turned`
+# (session 44: 11 sources, 7 of them frontalised): accepted 59.1 -> 68.5 % (faces turned 30 degrees or more 58.1 ->
+# 75.8 %, the rest 59.4 -> 66.4 %), found 88.0 -> 89.6 %; held out, run once: `eighth` unchanged, `twelfth` accepted
+# 61.7 -> 64.2 % but found 87.0 -> 83.3 % (its greyscale woman in a headband, turned 24 degrees, left a pale band
+# over turned cheeks; docs/quality.md).
+POSED = 0.5
 _SOURCE_MARGIN = 0.35  # keep this much context around the source face in the cached crop
 REFIT_SIZE = 0.05  # a detector box within this (log ratio) of the mesh's own box ...
 REFIT_OFFSET = 0.03  # ... and centred within this share of its size needs no second mesh fit
@@ -201,6 +211,7 @@ class OfflineEngine:
                                 if batch > 1 else None)
         self._textures: dict[int, tuple[Record, tuple[classic.SourceTexture, float]]] = {}
         self._mirrors_made: dict[int, tuple[Record, classic.SourceTexture | None]] = {}
+        self._taken: dict[int, tuple[Record, classic.SourceTexture]] = {}
         self._lock = threading.Lock()
 
     def detect(self, frame: np.ndarray) -> list[Face]:
@@ -336,22 +347,23 @@ class OfflineEngine:
             memo["turned"] = (memo.get("unsteady", False)
                               or abs(turn) > limit - (TURN_BACK if memo.get("turned") else 0.0))
             if "mirror" not in memo or not cut:
-                memo["mirror"] = self._mirrors(turn, source, MIRROR_BACK if memo.get("mirror") else 0.0)
-            mirror = memo["mirror"]
-            if memo.get("checked_mirror", mirror) != mirror:
+                memo["posed"], memo["mirror"] = self._pose(turn, source, memo.get("posed", False),
+                                                           memo.get("mirror", False))
+            posed, mirror = memo["posed"], memo["mirror"]
+            if memo.get("checked_mirror", (posed, mirror)) != (posed, mirror):
                 memo.pop("checked", None)  # another texture: whether its swap shows is measured afresh
             swapped = None
             recheck = 1 if memo.get("faint") and memo.get("checked_cut") else RECHECK  # see RECHECK
             if not memo["turned"] and index >= memo.get("checked", -RECHECK) + recheck:
                 least = FAINT * (1 + FAINT_BACK * (2 if memo.get("faint") and memo.get("shown") else 1))
-                swapped, shows, own = self._shown(frame, face, self._texture(source, mirror),
+                swapped, shows, own = self._shown(frame, face, self._texture(source, mirror, posed),
                                                   memo.get("own_depth", 0.0), least)
                 memo["faint"], memo["own_depth"], memo["shown"] = not shows, own, memo.get("shown", False) or shows
-                memo["checked"], memo["checked_mirror"], memo["checked_cut"] = index, mirror, cut
+                memo["checked"], memo["checked_mirror"], memo["checked_cut"] = index, (posed, mirror), cut
             leave = memo["turned"] or memo.get("faint", False)
             own = memo.get("own_depth", 0.0)
-            if leave or mirror or own or swapped is not None:
-                face = dataclasses.replace(face, leave=leave, mirror=mirror, own_depth=own,
+            if leave or mirror or posed or own or swapped is not None:
+                face = dataclasses.replace(face, leave=leave, mirror=mirror, posed=posed, own_depth=own,
                                            swapped=None if leave or swapped is None else (frame, swapped))
             settled.append(face)
         return settled
@@ -363,13 +375,13 @@ class OfflineEngine:
             if face.leave or (face.memo is None and abs(turn) > classic.PROFILE):
                 self.profiles_left.add()  # left as it is, not mangled
                 continue
-            mirror = face.mirror if face.memo is not None else self._mirrors(turn, source)
+            posed, mirror = (face.posed, face.mirror) if face.memo is not None else self._pose(turn, source)
             # Its swap made while settling is the same, as long as no face before it changed the frame.
             if face.swapped is not None and face.swapped[0] is frame:
                 swapped, shows = face.swapped[1], True  # kept by `settle` for changing the face by more than FAINT
             else:  # an image's face may go deeper on its own; a track's depth was decided by `settle`
-                swapped, shows, _ = self._shown(frame, face, self._texture(source, mirror), face.own_depth, FAINT,
-                                                deepen=face.memo is None)
+                swapped, shows, _ = self._shown(frame, face, self._texture(source, mirror, posed), face.own_depth,
+                                                FAINT, deepen=face.memo is None)
             if not shows:
                 self.profiles_left.add()  # a change nobody would see is no swap: left, and said so
                 continue
@@ -404,34 +416,58 @@ class OfflineEngine:
             low, low_change = depth, between_change
         return deep, True, 1.0
 
-    def _mirrors(self, turn: float, source: Record, back: float = 0.0) -> bool:
-        """Whether a face turned by `turn` is turned the other way than the source's face, by at least
-        MIRROR_TURN - `back` (see MIRROR_TURN), and the source's mirror image has a face to swap with."""
+    def _pose(self, turn: float, source: Record, posed: bool = False, mirror: bool = False) -> tuple[bool, bool]:
+        """Which of the source's faces a face turned by `turn` is swapped from, as (posed, mirror): for a source turned
+        to face the camera, its photo as taken where the face is turned POSED of the way to the photo's turn (see
+        POSED), else its frontal face; for any other source the photo as taken. Mirrored where the face is turned the
+        other way (`_mirrors`). `posed`, `mirror`: the track's choice so far (each held back by MIRROR_BACK)."""
         texture, side = self._textures_of(source)
-        if texture.frontalised:
-            return False  # its far half is its near half's mirror image already (`classic.frontalised`)
+        if not texture.frontalised:
+            return False, self._mirrors(turn, side, MIRROR_BACK if mirror else 0.0, source)
+        if abs(turn) < POSED * abs(side) - (MIRROR_BACK if posed else 0.0):
+            return False, False
+        return True, turn * side < 0 and self._mirrored(source) is not None
+
+    def _mirrors(self, turn: float, side: float, back: float, source: Record) -> bool:
+        """Whether a face turned by `turn` is turned the other way than the source's face (turned by `side`), by at
+        least MIRROR_TURN - `back` (see MIRROR_TURN), and the source's mirror image has a face to swap with."""
         away = -turn * np.sign(side)  # how far the face is turned the other way than the source's
         return (away >= MIRROR_TURN - back and away + abs(side) >= MIRROR_APART - back
                 and self._mirrored(source) is not None)
 
     def texture_for(self, source: Record, turn: float) -> classic.SourceTexture:
-        """The prepared texture a face turned by `turn` (`classic.turn`) is first swapped from: the source's own, or
-        its mirror image's (`_mirrors`). For comparing swaps outside the pipeline (benchmarks/swap_variants.py)."""
-        return self._texture(source, self._mirrors(turn, source))
+        """The prepared texture a face turned by `turn` (`classic.turn`) is first swapped from (`_pose`). For
+        comparing swaps outside the pipeline (benchmarks/swap_variants.py)."""
+        posed, mirror = self._pose(turn, source)
+        return self._texture(source, mirror, posed)
 
-    def _texture(self, source: Record, mirror: bool = False) -> classic.SourceTexture:
-        """The source's face prepared for swapping, or its mirror image's (where `_mirrors` says so)."""
-        mirrored = self._mirrored(source) if mirror else None
-        return mirrored if mirrored is not None else self._textures_of(source)[0]
+    def _texture(self, source: Record, mirror: bool = False, posed: bool = False) -> classic.SourceTexture:
+        """The source's face prepared for swapping: its mirror image's where `mirror`, its photo's as taken where
+        `posed` (see `_pose`)."""
+        if mirror:
+            mirrored = self._mirrored(source)
+            if mirrored is not None:
+                return mirrored
+        texture = self._textures_of(source)[0]
+        return self._as_taken(source) if posed and texture.frontalised else texture
 
     def _textures_of(self, source: Record) -> tuple[classic.SourceTexture, float]:
         # Built once per source per process; keyed by the record the cache hands out for that source. With it,
-        # the turn of the source's face (`classic.turn`; never 0, so that it has a side).
+        # the turn of the source's face in its photo (`classic.turn`; never 0, so that it has a side).
         with self._lock:
             entry = self._textures.get(id(source))
             if entry is None:
                 texture = classic.prepare_source(source["image"], source["landmarks"])
-                entry = self._textures[id(source)] = (source, (texture, classic.turn(texture.landmarks) or 1e-6))
+                entry = self._textures[id(source)] = (source, (texture, classic.turn(source["landmarks"]) or 1e-6))
+            return entry[1]
+
+    def _as_taken(self, source: Record) -> classic.SourceTexture:
+        # A frontalised source's photo prepared as it was taken (`_pose`), once per source per process.
+        with self._lock:
+            entry = self._taken.get(id(source))
+            if entry is None:
+                entry = self._taken[id(source)] = (source, classic.prepare_source(
+                    source["image"], source["landmarks"], frontalise=False))
             return entry[1]
 
     def _mirrored(self, source: Record) -> classic.SourceTexture | None:
@@ -444,7 +480,7 @@ class OfflineEngine:
                 flipped = np.ascontiguousarray(source["image"][:, ::-1])
                 faces = self._fitted(flipped, self._detector.detect([flipped])[0])
                 entry = self._mirrors_made[id(source)] = (source, classic.prepare_source(
-                    flipped, max(faces, key=lambda f: f.area).landmarks) if faces else None)
+                    flipped, max(faces, key=lambda f: f.area).landmarks, frontalise=False) if faces else None)
             return entry[1]
 
     def detector_calls(self) -> int:
@@ -484,9 +520,9 @@ def source_notice(landmarks: np.ndarray) -> str | None:
     to swap well (SOURCE_TURNED), or None."""
     if abs(classic.turn(landmarks)) <= SOURCE_TURNED:
         return None
-    return ("its face is turned to one side: the offline engine turns it to face the camera and completes its far "
-            "half with its near half's mirror image (its nose and far side are a guess); a frontal photo of the same "
-            "person swaps better")
+    return ("its face is turned to one side: for faces that look at the camera the offline engine turns it to face "
+            "the camera and completes its far half with its near half's mirror image (its nose and far side are a "
+            "guess); turned faces get it as photographed; a frontal photo of the same person swaps better")
 
 
 def _is_face(presence: float, points: np.ndarray, detection: Detection) -> bool:

@@ -23,6 +23,10 @@ class Face:
     # Decided by its track too (the offline engine's `settle`): swapped with the source's mirror image, the face
     # being turned the other way than the source's.
     mirror: bool = False
+    # Decided by its track too (the offline engine's `settle`): swapped with the source's photo as it was taken (or
+    # its mirror image, with `mirror`), not its face turned to the camera, the face being turned nearer the photo's
+    # pose than the camera's.
+    posed: bool = False
     # Decided by its track too (the offline engine's `settle`): how much of the source's own detail depth its swap
     # keeps, from 0, toned to the face's light, to 1, the source's own, as much as needed where toned it would be too
     # faint to see (a small, dim face).

@@ -288,17 +288,17 @@ def _from_edges(count: int, low: bool, high: bool) -> np.ndarray:
     return np.minimum(at if low else far, (count - 1 - at) if high else far)
 
 
-def prepare_source(image: np.ndarray, landmarks: np.ndarray) -> SourceTexture:
+def prepare_source(image: np.ndarray, landmarks: np.ndarray, frontalise: bool = True) -> SourceTexture:
     """Crop the source face out of ``image`` (BGR uint8) and triangulate its landmarks (468x2 or 468x3); a face
-    turned FRONTAL_FROM degrees or more is turned to face the camera first (`frontalised`), its forehead kept only as
-    far up as the photo shows skin: the turned face is drawn from the photo's face alone (`face_only`: above its
-    hairline, a fill smeared from the ring), and measured on that, the fill passed for skin (the `turned` split's m7,
-    hair over his forehead: 0.5 of it on the photo, 0.9 on his turned face: his fringe's fill was pasted as dark
-    streaks over the foreheads he was swapped onto; the judge found 88 % of them as faces, 92 % with his hairline,
-    and took 94 % for him, 83 % with it: the streaks read as his hair), as would a hat or hair beside a far cheek in
-    shadow."""
+    turned FRONTAL_FROM degrees or more is, where `frontalise`, turned to face the camera first (`frontalised`), its
+    forehead kept only as far up as the photo shows skin: the turned face is drawn from the photo's face alone
+    (`face_only`: above its hairline, a fill smeared from the ring), and measured on that, the fill passed for skin
+    (the `turned` split's m7, hair over his forehead: 0.5 of it on the photo, 0.9 on his turned face: his fringe's
+    fill was pasted as dark streaks over the foreheads he was swapped onto; the judge found 88 % of them as faces,
+    92 % with his hairline, and took 94 % for him, 83 % with it: the streaks read as his hair), as would a hat or hair
+    beside a far cheek in shadow."""
     texture = _prepared(image, landmarks)
-    front = frontalised(texture)
+    front = frontalised(texture) if frontalise else None
     return texture if front is None else dataclasses.replace(_prepared(*front, texture.forehead_keep),
                                                               frontalised=True)
 
