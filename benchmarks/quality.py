@@ -66,6 +66,8 @@ JUDGE_EVERY = 8
 LOST_PER_RUN = 4  # the lost-faces sheet (lost.png): at most this many faces of a run,
 LOST_SHOWN = 48  # and this many in all
 NEVER_FRAMES = 8  # a face present this many frames or more and swapped in none of them is "never swapped"
+MISSED_FACES = 12  # the faces missed in the most frames, named in the report (which face, who, which frames) ...
+MISSED_TABLE = 4  # ... this many of them in its table
 
 
 # ---------------------------------------------------------------- the judge (dlib; benchmark only)
@@ -222,6 +224,7 @@ class Scored:
     small: list[bool] = field(default_factory=list)  # per identity verdict: the true face at most q.SMALL px wide
     turned: list[bool] = field(default_factory=list)  # per identity verdict: the true face turned (yaw >= q.TURNED)
     tracks: dict[tuple[int, int], q.TrackStats] = field(default_factory=dict)
+    people: dict[tuple[int, int], str] = field(default_factory=dict)  # who each track's face is
     classes: list[tuple[tuple[str, ...], bool]] = field(default_factory=list)  # per present face-frame (many)
     faint: int = 0  # missed face-frames changed faintly (see q.is_faint)
     chroma_loss: list[float] = field(default_factory=list)  # swapped judged face-frames
@@ -342,6 +345,7 @@ def score_clip(clip: Clip, source: str, person: str, inp: list[np.ndarray], out:
         expected = clip.mode == "many" and clip.people[track] != person
         stats = q.track_stats(strengths, flickers, frames, expected=expected, jitters=jitters)
         scored.tracks[track] = stats
+        scored.people[track] = clip.people[track]
         scored.events += [("miss", f, track) for f in stats.missed_at] + [("jump", f, track) for f in stats.jumps_at]
     if clip.mode == "one":
         scored.switches = q.switches(chosen, clip.shot_of, [set(boxes) for boxes in clip.boxes])
@@ -417,6 +421,12 @@ def block(items: list[Scored]) -> dict:
         # The worst a viewer sees of a face left as it is: the longest run of frames one face was missed in (and
         # where), and how many faces present NEVER_FRAMES frames or more were never swapped at all.
         "longest_miss": worst[0], "longest_miss_face": worst[1],
+        # ... and the faces missed in the most frames: which, who, how many of the frames it was present in, from when
+        # to when (what to look at first, and whether it is one face's or many).
+        "missed_faces": [f"{name} face {track[0]}.{track[1]} {who}: {t.missed} of {t.frames} frames "
+                         f"({t.missed_at[0]}-{t.missed_at[-1]})" for _, name, track, who, t in sorted(
+                             ((-t.missed, s.name, track, s.people.get(track, "?"), t) for s in many
+                              for track, t in s.tracks.items() if t.missed), key=lambda row: row[:3])][:MISSED_FACES],
         "never_swapped": sum(1 for s in many for t in s.tracks.values()
                              if t.frames >= NEVER_FRAMES and t.missed == t.frames),
         # Missed face-frames before a face's first swap (faces found late: coming in at an edge, or seen only
@@ -503,6 +513,8 @@ def table(report: dict) -> str:
     lines.append(f"    longest run a face was left as it is: {total['longest_miss']} frames "
                  f"({total['longest_miss_face']}); faces never swapped: {total['never_swapped']}")
     lines.append(f"    missed before a face's first swap (found late): {total.get('missed_late', '-')}")
+    if total.get("missed_faces"):  # reports saved before it have none
+        lines.append("    faces missed most: " + "; ".join(total["missed_faces"][:MISSED_TABLE]))
     return "\n".join(lines)
 
 

@@ -29,6 +29,12 @@ def test_the_report_names_the_longest_run_a_face_was_left_and_counts_the_faces_n
     assert total["missed_late"] == 0  # face 0.2 was swapped first, then left; face 0.1 never
     assert "longest run a face was left as it is: 10 frames (pan@hopper face 0.1); faces never swapped: 1" in (
         quality.table(report))
+    # The faces missed most, named: which face, who, in how many of its frames, from when to when.
+    run.people = {(0, 1): "ross", (0, 2): "rachel", (0, 3): "joey"}
+    named = quality.summary([run])["total"]["missed_faces"]
+    assert named == ["pan@hopper face 0.1 ross: 10 of 10 frames (0-9)", "pan@hopper face 0.3 joey: 7 of 7 frames (0-6)",
+                     "pan@hopper face 0.2 rachel: 4 of 6 frames (1-5)"]
+    assert "faces missed most: pan@hopper face 0.1 ross: 10 of 10 frames (0-9); " in quality.table(quality.summary([run]))
     # Mode `one` expects one face swapped only: its faces left are no misses.
     one = quality.Scored("pan_one@hopper", "pan_one", "hopper", "one", frames=10)
     one.tracks[(0, 1)] = q.track_stats([1.0] * 10, [np.nan] * 10, expected=False)
