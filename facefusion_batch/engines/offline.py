@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence, TypeVar
 
 import numpy as np
 
@@ -24,6 +24,8 @@ from facefusion_batch.offline import classic, face_template
 from facefusion_batch.offline.mediapipe import (MODEL_FILES, Detection, MediaPipeDetector, MediaPipeLandmarker,
                                                 asset_path, five_points, four_points)
 from facefusion_batch.settings import Settings
+
+T = TypeVar("T")
 
 _PRESENCE = 0.5  # face-mesh presence below this means the detection was not a face
 # ... and a track's refit (the mesh asked where a face the detector missed should be, `refit`) below this: on a
@@ -350,7 +352,7 @@ class OfflineEngine:
                 memo["posed"], memo["mirror"] = self._pose(turn, source, memo.get("posed", False),
                                                            memo.get("mirror", False))
             posed, mirror = memo["posed"], memo["mirror"]
-            if memo.get("checked_mirror", (posed, mirror)) != (posed, mirror):
+            if memo.get("checked_texture", (posed, mirror)) != (posed, mirror):
                 memo.pop("checked", None)  # another texture: whether its swap shows is measured afresh
             swapped = None
             recheck = 1 if memo.get("faint") and memo.get("checked_cut") else RECHECK  # see RECHECK
@@ -359,7 +361,7 @@ class OfflineEngine:
                 swapped, shows, own = self._shown(frame, face, self._texture(source, mirror, posed),
                                                   memo.get("own_depth", 0.0), least)
                 memo["faint"], memo["own_depth"], memo["shown"] = not shows, own, memo.get("shown", False) or shows
-                memo["checked"], memo["checked_mirror"], memo["checked_cut"] = index, (posed, mirror), cut
+                memo["checked"], memo["checked_texture"], memo["checked_cut"] = index, (posed, mirror), cut
             leave = memo["turned"] or memo.get("faint", False)
             own = memo.get("own_depth", 0.0)
             if leave or mirror or posed or own or swapped is not None:
@@ -452,35 +454,33 @@ class OfflineEngine:
         return self._as_taken(source) if posed and texture.frontalised else texture
 
     def _textures_of(self, source: Record) -> tuple[classic.SourceTexture, float]:
-        # Built once per source per process; keyed by the record the cache hands out for that source. With it,
-        # the turn of the source's face in its photo (`classic.turn`; never 0, so that it has a side).
-        with self._lock:
-            entry = self._textures.get(id(source))
-            if entry is None:
-                texture = classic.prepare_source(source["image"], source["landmarks"])
-                entry = self._textures[id(source)] = (source, (texture, classic.turn(source["landmarks"]) or 1e-6))
-            return entry[1]
+        # The source's face prepared for swapping, and the turn of its face in its photo (`classic.turn`; never 0, so
+        # that it has a side).
+        return self._once(self._textures, source, lambda: (
+            classic.prepare_source(source["image"], source["landmarks"]), classic.turn(source["landmarks"]) or 1e-6))
 
     def _as_taken(self, source: Record) -> classic.SourceTexture:
-        # A frontalised source's photo prepared as it was taken (`_pose`), once per source per process.
-        with self._lock:
-            entry = self._taken.get(id(source))
-            if entry is None:
-                entry = self._taken[id(source)] = (source, classic.prepare_source(
-                    source["image"], source["landmarks"], frontalise=False))
-            return entry[1]
+        # A frontalised source's photo prepared as it was taken (`_pose`).
+        return self._once(self._taken, source, lambda: classic.prepare_source(source["image"], source["landmarks"],
+                                                                              frontalise=False))
 
     def _mirrored(self, source: Record) -> classic.SourceTexture | None:
         # The source's mirror image prepared for swapping: its face found and meshed on the flipped photo (its
-        # own mesh, in the mesh's own point order), once per source per process, when a face first needs it;
-        # None where no face is found there.
+        # own mesh, in the mesh's own point order), when a face first needs it; None where no face is found there.
+        def made() -> classic.SourceTexture | None:
+            flipped = np.ascontiguousarray(source["image"][:, ::-1])
+            faces = self._fitted(flipped, self._detector.detect([flipped])[0])
+            return (classic.prepare_source(flipped, max(faces, key=lambda f: f.area).landmarks, frontalise=False)
+                    if faces else None)
+        return self._once(self._mirrors_made, source, made)
+
+    def _once(self, store: dict[int, tuple[Record, T]], source: Record, make: Callable[[], T]) -> T:
+        # `make()`'s value for `source`, made once per source per process: keyed by the record the cache hands out for
+        # that source (kept beside it, so that its id is not reused while the entry lives).
         with self._lock:
-            entry = self._mirrors_made.get(id(source))
+            entry = store.get(id(source))
             if entry is None:
-                flipped = np.ascontiguousarray(source["image"][:, ::-1])
-                faces = self._fitted(flipped, self._detector.detect([flipped])[0])
-                entry = self._mirrors_made[id(source)] = (source, classic.prepare_source(
-                    flipped, max(faces, key=lambda f: f.area).landmarks, frontalise=False) if faces else None)
+                entry = store[id(source)] = (source, make())
             return entry[1]
 
     def detector_calls(self) -> int:

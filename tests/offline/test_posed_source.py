@@ -47,7 +47,7 @@ def test_the_premise_the_source_is_turned_to_face_the_camera(processor):
 
 
 @pytest.mark.parametrize("flip", [False, True], ids=["turned-like-the-source", "turned-the-other-way"])
-def test_a_face_turned_like_the_photo_is_swapped_from_the_photo_as_taken(processor, monkeypatch, flip):
+def test_a_face_turned_like_the_photo_is_swapped_from_the_photo_as_taken(processor, flip):
     # The cameraman swapped onto his own photo: from the photo as it was taken, the swap gives back nearly his own face
     # (what changes is the swap's colour and detail matching); from the frontal face turned back, his far half is his
     # near half's mirror image. Turned the other way (the photo flipped), the same from the photo's mirror image.
