@@ -411,6 +411,10 @@ def block(items: list[Scored]) -> dict:
         "found": identity["found"], "found_floor": identity["found_floor"], "accepted_one": identity_one["accepted"],
         "accepted_large": large["accepted"],
         "accepted_turned": turned["accepted"], "faces_judged_turned": turned["faces"],
+        # `found` and its floor apart for faces over q.SMALL px and for turned ones: where the swaps lose faces the
+        # judge still finds in the input, and where the judge's own look is what loses them.
+        "found_large": large["found"], "found_floor_large": large["found_floor"],
+        "found_turned": turned["found"], "found_floor_turned": turned["found_floor"],
         "lowest_source": lowest, "lowest_source_accepted": lowest_share,
         "face_frames": present, "missed": missed, "missed_share": missed / present if present else float("nan"),
         "faint": sum(s.faint for s in many), "profiles_left": sum(s.profiles_left for s in items),
@@ -513,6 +517,10 @@ def table(report: dict) -> str:
     lines.append(f"    longest run a face was left as it is: {total['longest_miss']} frames "
                  f"({total['longest_miss_face']}); faces never swapped: {total['never_swapped']}")
     lines.append(f"    missed before a face's first swap (found late): {total.get('missed_late', '-')}")
+    if total.get("found_large") is not None:  # reports saved before it have none
+        lines.append("    still found, by class (the judge's floor): " + ", ".join(
+            f"{name} {_cell(total[f'found{key}'], '{:.1%}')} ({_cell(total[f'found_floor{key}'], '{:.1%}')})"
+            for name, key in ((f"faces over {q.SMALL} px", "_large"), ("turned", "_turned"))))
     if total.get("missed_faces"):  # reports saved before it have none
         lines.append("    faces missed most: " + "; ".join(total["missed_faces"][:MISSED_TABLE]))
     return "\n".join(lines)

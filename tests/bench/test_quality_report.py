@@ -65,6 +65,22 @@ def test_the_report_gives_the_judges_own_floor_beside_found() -> None:
             "75.0%)") in quality.table(quality.summary([run]))
 
 
+def test_the_report_gives_found_and_its_floor_for_larger_and_for_turned_faces_apart() -> None:
+    # Two small frontal faces (one lost by the swap), a large frontal one found, a large turned one lost whose input
+    # the judge's own look does not find again either: the classes say where the losses are, beside their floors.
+    run = quality.Scored("far@hopper", "far", "hopper", "many", frames=1)
+    run.identity = [q.Identity(0.4, 0.7, True), q.Identity(0.4, 0.7, False), q.Identity(0.4, 0.7, True),
+                    q.Identity(0.4, 0.7, False, found_in=False)]
+    run.small = [True, True, False, False]
+    run.turned = [False, False, False, True]
+    total = quality.summary([run])["total"]
+    assert (total["found_large"], total["found_floor_large"]) == (0.5, 0.5)
+    assert (total["found_turned"], total["found_floor_turned"]) == (0.0, 0.0)
+    assert total["found"] == 0.5
+    assert (f"still found, by class (the judge's floor): faces over {q.SMALL} px 50.0% (50.0%), turned 0.0% (0.0%)"
+            in quality.table(quality.summary([run])))
+
+
 class _Judge:
     """A judge that finds one face in the input and, in the output, only where the face was left as it is."""
 
