@@ -520,7 +520,7 @@ def table(report: dict) -> str:
     if total.get("found_large") is not None:  # reports saved before it have none
         lines.append("    still found, by class (the judge's floor): " + ", ".join(
             f"{name} {_cell(total[f'found{key}'], '{:.1%}')} ({_cell(total[f'found_floor{key}'], '{:.1%}')})"
-            for name, key in ((f"faces over {q.SMALL} px", "_large"), ("turned", "_turned"))))
+            for name, key in ((f"faces over {q.SMALL:g} px", "_large"), ("turned", "_turned"))))
     if total.get("missed_faces"):  # reports saved before it have none
         lines.append("    faces missed most: " + "; ".join(total["missed_faces"][:MISSED_TABLE]))
     return "\n".join(lines)

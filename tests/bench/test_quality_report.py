@@ -77,7 +77,7 @@ def test_the_report_gives_found_and_its_floor_for_larger_and_for_turned_faces_ap
     assert (total["found_large"], total["found_floor_large"]) == (0.5, 0.5)
     assert (total["found_turned"], total["found_floor_turned"]) == (0.0, 0.0)
     assert total["found"] == 0.5
-    assert (f"still found, by class (the judge's floor): faces over {q.SMALL} px 50.0% (50.0%), turned 0.0% (0.0%)"
+    assert (f"still found, by class (the judge's floor): faces over {q.SMALL:g} px 50.0% (50.0%), turned 0.0% (0.0%)"
             in quality.table(quality.summary([run])))
 
 
