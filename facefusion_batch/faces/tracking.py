@@ -55,6 +55,20 @@ SLOW_SIZE = 100.0
 # shimmered (tune split's far crowd and crowd pan, added flicker p95 +2.73 / +1.94 -> +2.56 / +1.64). Its pose (place,
 # size, roll) is not: eased in more slowly, the tracks of a crowd in a pan lagged their faces.
 SHAPE_NOISE_SIZE = 60.0
+# The lips' points are eased in by their own change, not the whole mesh's: a mouth that opens or closes as the person
+# speaks moves a few of the mesh's points a good share of the face, which over all of it was fitting noise's size
+# (STILL_ALPHA), so the swap's lips followed the mouth frames late (real talking videos, `benchmarks/lipsync.py`).
+# Their most moved point sets their weight (`blend_weight` of it, against the face's size as the shape's is).
+# Only on a face turned less than LIPS_TURN (the nose tip's offset from the middle of the cheeks, in half cheek-widths:
+# ~25 degrees), fit and track both: on a turned face the mesh's far half of the mouth is a guess that swings from fit
+# to fit, and followed at once it made the swap's mouth jump (a held-out split's turned faces in a pan).
+# By the track's point count (landmarks, then 5 keypoints and 2 box corners): the face mesh's 40 lip points
+# (MediaPipe's lips) and its cheeks and nose tip (234, 454; 1), the 68 landmarks' 20 (48-67) and theirs (0, 16; 30).
+LIPS = {468 + 7: np.array([61, 146, 91, 181, 84, 17, 314, 405, 321, 375, 291, 409, 270, 269, 267, 0, 37, 39, 40, 185,
+                           78, 95, 88, 178, 87, 14, 317, 402, 318, 324, 308, 415, 310, 311, 312, 13, 82, 81, 80, 191]),
+        68 + 7: np.arange(48, 68)}
+TURN_POINTS = {468 + 7: (234, 454, 1), 68 + 7: (0, 16, 30)}
+LIPS_TURN = 0.5
 OUTLIER = 0.08  # shape residual (after a similarity fit) above this share of the face size is an outlier
 SCALE_JUMP = 0.15  # a size change beyond this (log ratio) from one frame to the next is an outlier
 OFFSET_JUMP = 0.3  # ... and so is a move of this share of the face size beyond the predicted motion
@@ -203,6 +217,17 @@ def disagrees(prediction: np.ndarray, raw: np.ndarray, moves: bool = False) -> b
     offset = float(np.linalg.norm(raw[:, :2].mean(axis=0) - prediction[:, :2].mean(axis=0))) / size
     return (shape_residual(prediction, raw) > OUTLIER or abs(np.log(scale)) > SCALE_JUMP
             or (offset > OFFSET_JUMP and not moves))
+
+
+def _turn(points: np.ndarray) -> float:
+    """How far a face with these track points (`LIPS`' layouts) is turned: its nose tip's offset from the middle of
+    its cheeks, along them, in half cheek-widths (0 frontal)."""
+    left, right, nose = (points[i, :2] for i in TURN_POINTS[len(points)])
+    axis = right - left
+    half = float(np.linalg.norm(axis)) / 2
+    if half < 1e-6:
+        return float("inf")
+    return abs(float((nose - (left + right) / 2) @ axis)) / (2 * half * half)
 
 
 def _rms(a: np.ndarray, b: np.ndarray) -> float:
@@ -619,8 +644,15 @@ class Tracker:
                 # would otherwise pass straight through and the swapped texture would shimmer on the face.
                 posed = _posed(prediction, raw)
                 weight = blend_weight(_rms(posed, prediction) / size, track.speed(size))
+                shape = raw - posed
                 shape_weight = blend_weight(_rms(raw, posed) / max(size, SHAPE_NOISE_SIZE), 0.0)
-                track.points = prediction + weight * (posed - prediction) + shape_weight * (raw - posed)
+                change = shape_weight * shape
+                lips = LIPS.get(len(raw))
+                if lips is not None and max(_turn(raw), _turn(prediction)) < LIPS_TURN:  # see LIPS
+                    moved = float(np.linalg.norm(shape[lips, :2], axis=1).max())
+                    lip_weight = blend_weight(moved / max(size, SHAPE_NOISE_SIZE), 0.0)
+                    change[lips] = max(shape_weight, lip_weight) * shape[lips]
+                track.points = prediction + weight * (posed - prediction) + change
             if detected and (track.fitted is None or len(track.fitted) != len(raw) or index - track.fitted_at >= span):
                 track.fitted, track.fitted_at = raw, index  # the next measure's start, at least `span` frames back
             track.raw, track.raw_at = raw, index

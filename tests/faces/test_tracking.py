@@ -708,3 +708,42 @@ def test_a_small_face_s_fits_changing_shape_by_fitting_noise_ease_in():
 
     assert passed(30.0, 2.4) < 0.42
     assert passed(100.0, 8.0) > 0.45
+
+
+def _talking_mesh(opening: float, nose: float = 0.5) -> np.ndarray:
+    """A face mesh's 468 points over a unit face (fixed, spread out), the lower lip's points `opening` of the face
+    below the upper lip's: a mouth that opens as the person speaks; its nose tip at `nose` across the cheeks (0.5:
+    facing the camera)."""
+    points = np.random.default_rng(3).uniform(0.1, 0.9, (468, 2))
+    cheek, other, tip = tracking.TURN_POINTS[468 + 7]
+    points[[cheek, other, tip]] = [(0.1, 0.5), (0.9, 0.5), (0.1 + 0.8 * nose, 0.55)]
+    lips = tracking.LIPS[468 + 7]
+    points[lips] = np.column_stack([np.linspace(0.35, 0.65, len(lips)), np.full(len(lips), 0.75)])
+    lower = lips[[1, 2, 3, 4, 5, 6, 7, 8, 9, 21, 22, 23, 24, 25, 26, 27, 28, 29]]  # the lips' lower halves
+    points[lower, 1] += opening
+    return points
+
+
+def test_a_mouth_that_opens_is_followed_at_once_while_the_rest_of_the_face_eases_in():
+    # A talking face on a still shot: the mouth opens by 6 % of the face from one detection to the next. Eased in by
+    # the whole mesh's change (a few points of 468: fitting noise's size), the swap's lips followed frames late.
+    tracker = Tracker(1000, 600)
+    lower = tracking.LIPS[468 + 7][5]
+    for t in range(4):
+        tracker.update(t, [face(300, 200, 200, mesh=_talking_mesh(0.0))], detected=True)
+    out = tracker.update(4, [face(300, 200, 200, mesh=_talking_mesh(0.06))], detected=True)[0].face
+    opened = out.landmarks[lower, 1] - (200 + 0.75 * 200)
+    assert opened >= 0.8 * 0.06 * 200, opened  # within a frame, not a fifth of the way
+    # Fitting noise on the lips (a pixel on a 200 px face) is still eased in, and the rest of the face is the track's.
+    noisy = _talking_mesh(0.06)
+    noisy[tracking.LIPS[468 + 7]] += np.random.default_rng(4).normal(0, 0.005, (40, 2))
+    before = out.landmarks[tracking.LIPS[468 + 7], :2].copy()
+    after = tracker.update(5, [face(300, 200, 200, mesh=noisy)], detected=True)[0].face.landmarks
+    moved = np.linalg.norm(after[tracking.LIPS[468 + 7], :2] - before, axis=1)
+    assert moved.max() < 0.5 * np.linalg.norm(noisy[tracking.LIPS[468 + 7]] * 200 - (before - (300, 200)), axis=1).max()
+    # A face turned ~40 degrees: the mesh's far half of the mouth is a guess there, and its mouth eases in as before.
+    turned = Tracker(1000, 600)
+    for t in range(4):
+        turned.update(t, [face(300, 200, 200, mesh=_talking_mesh(0.0, nose=0.8))], detected=True)
+    out = turned.update(4, [face(300, 200, 200, mesh=_talking_mesh(0.06, nose=0.8))], detected=True)[0].face
+    assert out.landmarks[lower, 1] - (200 + 0.75 * 200) < 0.4 * 0.06 * 200
