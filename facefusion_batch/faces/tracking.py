@@ -63,11 +63,12 @@ SHAPE_NOISE_SIZE = 60.0
 # ~25 degrees), fit and track both: on a turned face the mesh's far half of the mouth is a guess that swings from fit
 # to fit, and followed at once it made the swap's mouth jump (a held-out split's turned faces in a pan).
 # By the track's point count (landmarks, then 5 keypoints and 2 box corners): the face mesh's 40 lip points
-# (MediaPipe's lips) and its cheeks and nose tip (234, 454; 1), the 68 landmarks' 20 (48-67) and theirs (0, 16; 30).
+# (MediaPipe's lips) and its cheeks and nose tip (234, 454; 1). Not the neural engine's 68 points (its area mask's
+# only): with a landmarker's per-frame jitter (1.5 px on a 150 px face) the most moved of their 20 lip points passed
+# that jitter through (tests/processors/test_landmarker.py), and no talking video was measured with them.
 LIPS = {468 + 7: np.array([61, 146, 91, 181, 84, 17, 314, 405, 321, 375, 291, 409, 270, 269, 267, 0, 37, 39, 40, 185,
-                           78, 95, 88, 178, 87, 14, 317, 402, 318, 324, 308, 415, 310, 311, 312, 13, 82, 81, 80, 191]),
-        68 + 7: np.arange(48, 68)}
-TURN_POINTS = {468 + 7: (234, 454, 1), 68 + 7: (0, 16, 30)}
+                           78, 95, 88, 178, 87, 14, 317, 402, 318, 324, 308, 415, 310, 311, 312, 13, 82, 81, 80, 191])}
+TURN_POINTS = {468 + 7: (234, 454, 1)}
 LIPS_TURN = 0.5
 OUTLIER = 0.08  # shape residual (after a similarity fit) above this share of the face size is an outlier
 SCALE_JUMP = 0.15  # a size change beyond this (log ratio) from one frame to the next is an outlier
