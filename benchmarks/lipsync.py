@@ -64,7 +64,7 @@ def opening(points: np.ndarray) -> float:
 
 
 def _size(points: np.ndarray) -> float:
-    return max(float(np.linalg.norm(points[classic.FOREHEAD, :2] - points[classic.CHIN, :2])), 1e-6)
+    return max(classic._face_size(points[:, :2]), 1e-6)  # forehead to chin, as the swap measures a face
 
 
 def mouth_errors(swapped: list[np.ndarray | None], fitted: list[np.ndarray | None]) -> dict[str, float]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from facefusion_batch.faces.geometry import similarity_factors
+from facefusion_batch.faces.geometry import nose_turn, similarity_factors
 from facefusion_batch.faces.types import Face
 
 MATCH_IOU = 0.25  # a face continues a track when its box overlaps the track's predicted box this much
@@ -221,14 +221,8 @@ def disagrees(prediction: np.ndarray, raw: np.ndarray, moves: bool = False) -> b
 
 
 def _turn(points: np.ndarray) -> float:
-    """How far a face with these track points (`LIPS`' layouts) is turned: its nose tip's offset from the middle of
-    its cheeks, along them, in half cheek-widths (0 frontal)."""
-    left, right, nose = (points[i, :2] for i in TURN_POINTS[len(points)])
-    axis = right - left
-    half = float(np.linalg.norm(axis)) / 2
-    if half < 1e-6:
-        return float("inf")
-    return abs(float((nose - (left + right) / 2) @ axis)) / (2 * half * half)
+    """How far a face with these track points (`LIPS`' layouts) is turned, either way (`geometry.nose_turn`)."""
+    return abs(nose_turn(*(points[i, :2] for i in TURN_POINTS[len(points)])))
 
 
 def _rms(a: np.ndarray, b: np.ndarray) -> float:

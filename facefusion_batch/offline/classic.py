@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from facefusion_batch.faces.geometry import nose_turn
 from facefusion_batch.offline.mesh_symmetry import MIRROR
 
 # MediaPipe face-mesh rings, in order around each contour.
@@ -772,12 +773,7 @@ def turn(points: np.ndarray) -> float:
     """How far the face is turned: the nose tip's offset from the middle of the cheek line (landmarks 234
     and 454), in half cheek-widths. About 0 frontal, ~1 at 40 degrees; beyond PROFILE the far half of the
     face is hidden and the mesh there is a guess."""
-    left, right = points[CHEEK_LINE[0], :2], points[CHEEK_LINE[1], :2]
-    axis = right - left
-    half = float(np.linalg.norm(axis)) / 2
-    if half < 1e-6:
-        return float("inf")
-    return float((points[NOSE_TIP, :2] - (left + right) / 2) @ axis) / (2 * half * half)
+    return nose_turn(points[CHEEK_LINE[0], :2], points[CHEEK_LINE[1], :2], points[NOSE_TIP, :2])
 
 
 def face_mask(points: np.ndarray, shape: tuple[int, int], size: float, *, keep_mouth: bool = True,
